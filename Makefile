@@ -1,0 +1,147 @@
+# InferScope - make builds, make check tests, make demo shows.
+# Knobs: PREFIX DESTDIR CC CFLAGS SANITIZE=address,undefined DEVELOPER=1
+#        FUZZ_SECONDS (make fuzz)
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/vendor-completions
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+       -Wno-unused-parameter
+ifeq ($(DEVELOPER),1)
+WARN += -Werror
+endif
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Ilib
+LIBS = -lcbor -lzstd -ljansson
+
+ifneq ($(SANITIZE),)
+B ?= build-san
+ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer \
+              -fno-sanitize-recover=all
+LDSAN = -fsanitize=$(SANITIZE)
+else
+B ?= build
+endif
+
+LIB_SRC = $(wildcard lib/*.c)
+LIB_OBJ = $(LIB_SRC:%.c=$(B)/%.o)
+TOOLS = is-cat is-info
+TOOL_BIN = $(TOOLS:%=$(B)/bin/%)
+UNIT_SRC = $(wildcard tests/unit/*.c)
+UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+MANPAGES = $(wildcard man/*.[0-9])
+
+.PHONY: all deps check check-unit check-bats check-man demo bench fuzz \
+        install uninstall clean vectors
+
+all: $(B)/.deps $(TOOL_BIN) $(B)/bench/bench $(B)/tests/replay_reader
+
+$(B)/.deps: scripts/deps.sh
+	@mkdir -p $(B)
+	@sh scripts/deps.sh build
+	@touch $@
+
+$(B)/.deps-check: scripts/deps.sh
+	@mkdir -p $(B)
+	@sh scripts/deps.sh check
+	@touch $@
+
+$(B)/lib/%.o: lib/%.c lib/*.h | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(B)/libinferscope.a: $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/bin/%: tools/%.c $(B)/libinferscope.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libinferscope.a $(LIBS) $(LDSAN)
+
+$(B)/tests/%: tests/unit/%.c tests/unit/tap.h $(B)/libinferscope.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(B)/libinferscope.a \
+	    $(LIBS) $(LDSAN)
+
+$(B)/tests/replay_reader: tests/fuzz/replay.c tests/fuzz/fuzz_reader.c \
+    $(B)/libinferscope.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/fuzz/replay.c tests/fuzz/fuzz_reader.c \
+	    $(B)/libinferscope.a $(LIBS) $(LDSAN)
+
+$(B)/tests/replay_jsonl: tests/fuzz/replay.c tests/fuzz/fuzz_jsonl.c \
+    $(B)/libinferscope.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/fuzz/replay.c tests/fuzz/fuzz_jsonl.c \
+	    $(B)/libinferscope.a $(LIBS) $(LDSAN)
+
+$(B)/bench/bench: bench/bench.c $(B)/libinferscope.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libinferscope.a $(LIBS) $(LDSAN) -lm
+
+check: all $(B)/.deps-check $(UNIT_BIN) $(B)/tests/replay_jsonl
+	LC_ALL=C TZ=UTC IST_BUILD=$(abspath $(B)) \
+	    PATH="$(abspath $(B))/bin:$$PATH" bats tests/
+
+check-man:
+	mandoc -Tlint -W warning $(MANPAGES)
+
+# libFuzzer targets (clang); FUZZ_SECONDS each.  New corpus entries land in
+# tests/fuzz/corpus-*; crashes are kept there too once fixed.
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ilib \
+             -fsanitize=fuzzer,address,undefined
+fuzz:
+	@sh scripts/deps.sh fuzz
+	@mkdir -p build-fuzz
+	clang $(FUZZ_FLAGS) -o build-fuzz/fuzz_reader tests/fuzz/fuzz_reader.c \
+	    $(LIB_SRC) $(LIBS)
+	clang $(FUZZ_FLAGS) -o build-fuzz/fuzz_jsonl tests/fuzz/fuzz_jsonl.c \
+	    $(LIB_SRC) $(LIBS)
+	build-fuzz/fuzz_reader -max_total_time=$(FUZZ_SECONDS) \
+	    -max_len=65536 tests/fuzz/corpus-reader
+	build-fuzz/fuzz_jsonl -max_total_time=$(FUZZ_SECONDS) \
+	    -max_len=4096 tests/fuzz/corpus-jsonl
+
+bench: all
+	@command -v zstd >/dev/null || sh scripts/deps.sh build
+	$(B)/bench/bench $(BENCH_ARGS)
+
+# The golden vectors are made by is-cat --encode; see formats/vectors/README.
+vectors: all
+	sh scripts/make-vectors.sh $(B)/bin
+
+demo: all
+	@echo '== is-cat --encode examples/trace.jsonl > demo.ist'
+	$(B)/bin/is-cat --encode -o demo.ist examples/trace.jsonl
+	@echo '== is-info demo.ist'
+	$(B)/bin/is-info demo.ist
+	@echo '== is-cat demo.ist | head -5'
+	$(B)/bin/is-cat demo.ist | head -5
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+	    $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
+	    $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	install -m 755 $(TOOL_BIN) $(DESTDIR)$(BINDIR)
+	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1
+	install -m 644 man/*.5 $(DESTDIR)$(MANDIR)/man5
+	install -m 644 man/*.7 $(DESTDIR)$(MANDIR)/man7
+	for t in $(TOOLS); do \
+	    install -m 644 completions/inferscope.bash \
+	        $(DESTDIR)$(BASHCOMPDIR)/$$t || exit 1; done
+	install -m 644 completions/_inferscope $(DESTDIR)$(ZSHCOMPDIR)
+
+uninstall:
+	for t in $(TOOLS); do rm -f $(DESTDIR)$(BINDIR)/$$t \
+	    $(DESTDIR)$(MANDIR)/man1/$$t.1 $(DESTDIR)$(BASHCOMPDIR)/$$t; done
+	rm -f $(DESTDIR)$(MANDIR)/man5/is-trace.5 \
+	    $(DESTDIR)$(MANDIR)/man7/inferscope.7 \
+	    $(DESTDIR)$(ZSHCOMPDIR)/_inferscope
+
+clean:
+	rm -rf build build-san build-fuzz demo.ist

@@ -1,0 +1,99 @@
+/* internal.h - shared between the library's files; not installed. */
+#ifndef IST_INTERNAL_H
+#define IST_INTERNAL_H
+
+#include <stdarg.h>
+#include "ist.h"
+
+/* CBOR record kinds (formats/trace-format.md, "Record kinds"). */
+enum {
+	K_STRING = 1,
+	K_TRACK = 2,
+	K_FIRST_EVENT = 3,
+	K_MAX_KNOWN = 23
+};
+
+#define IST_SELF_DESCRIBE_TAG 55799u
+
+/* Limits (formats/trace-format.md, "Limits"). */
+#define IST_MAX_FRAME (64u << 20)
+#define IST_MAX_STRING (1u << 20)
+#define IST_MAX_STRINGS (16u << 20)
+#define IST_MAX_TRACKS (1u << 20)
+#define IST_MAX_DEPTH 64
+
+enum ist_ftype {
+	FT_INT,     /* int64 */
+	FT_STR,     /* interned string */
+	FT_BOOL,
+	FT_DOUBLE,
+	FT_NUMBER,  /* int or double (counter value) */
+	FT_IVEC3,   /* [x, y, z] */
+	FT_VALUE,   /* any JSON value, a CBOR blob */
+	FT_OBJECT   /* a JSON object, a CBOR blob holding a map */
+};
+
+enum ist_role { R_TRACK, R_TIME, R_PAYLOAD };
+
+struct ist_fieldspec {
+	enum ist_field id;
+	const char *json;
+	enum ist_ftype ft;
+	enum ist_role role;
+	bool required;
+};
+
+enum ist_timeshape { TS_NONE, TS_INSTANT, TS_RANGE };
+
+struct ist_typespec {
+	const char *name;
+	int kind;                   /* CBOR record kind */
+	enum ist_timeshape time;
+	bool has_track;
+	int nfields;
+	const struct ist_fieldspec *fields;
+};
+
+extern const struct ist_typespec ist_types[IST_NTYPES];
+int ist_type_of_kind(uint64_t kind); /* -1 if unknown */
+
+void ist_seterr(struct ist_error *err, enum ist_status st, const char *fmt,
+    ...) __attribute__((format(printf, 3, 4)));
+
+
+/* Formats a double so that strtod() gives it back, with a '.' or 'e'. */
+void ist_fmt_double(double d, char *out, size_t cap);
+
+/* Validates that [p, p+n) is exactly one well-formed CBOR item. */
+enum ist_status ist_cbor_check(const uint8_t *p, size_t n, size_t *used,
+    struct ist_error *err);
+
+enum tk {
+	TK_UINT, TK_NEG, TK_BYTES, TK_TEXT, TK_ARRAY, TK_MAP, TK_TAG,
+	TK_FLOAT, TK_BOOL, TK_NULL, TK_UNDEF, TK_INDEF
+};
+
+struct tok {
+	uint8_t t;
+	bool b;
+	uint32_t next;          /* index of the token after this subtree */
+	uint64_t v;             /* int value, length or count */
+	double d;
+	const uint8_t *p;       /* string data */
+	size_t off, end;        /* byte span of the subtree */
+};
+
+struct tokenizer {
+	struct tok *toks;
+	size_t ntok, cap;
+	struct tok cur;
+};
+
+/*
+ * Splits the one CBOR item at p into tokens (tz->toks when store) with
+ * libcbor's streaming decoder; *used is its length.  On error, *why says.
+ */
+enum ist_status ist_tokenize(struct tokenizer *tz, bool store,
+    const uint8_t *p, size_t n, size_t *used, const char **why);
+
+#endif

@@ -1,0 +1,248 @@
+/*
+ * ist.h - libinferscope: the InferScope trace format (formats/trace-format.md).
+ *
+ * The library is silent: it never prints, never exits and never reads the
+ * environment.  Every function that can fail returns an enum ist_status and,
+ * when given one, fills a struct ist_error whose message names the input, the
+ * record index and the reason.
+ *
+ * Ownership, stated once: an event returned by ist_reader_next(), and every
+ * string or CBOR blob it points to, belongs to the reader and stays valid
+ * until the next call to ist_reader_next() or ist_reader_free().  Events given
+ * to ist_writer_write() are copied before the call returns.
+ */
+#ifndef IST_H
+#define IST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define IST_FORMAT_NAME "inferscope-trace"
+#define IST_VERSION_MAJOR 1
+#define IST_VERSION_MINOR 0
+#define IST_PACKAGE_VERSION "0.1.0"
+
+enum ist_status {
+	IST_OK = 0,
+	IST_END,        /* no more records (not an error) */
+	IST_TRUNCATED,  /* input ends inside a frame: a warning, then IST_END */
+	IST_EEMPTY,     /* input holds no bytes at all */
+	IST_ENOTTRACE,  /* input is not an InferScope trace */
+	IST_EVERSION,   /* a major version this library cannot read */
+	IST_ECORRUPT,   /* a frame or record is malformed */
+	IST_EINVAL,     /* a caller or JSON input error */
+	IST_EIO,        /* read or write failed (errno in ist_error.sys_errno) */
+	IST_ENOMEM,
+	IST_ELIMIT      /* a declared size exceeds a documented limit */
+};
+
+#define IST_ERROR_MAX 512
+
+struct ist_error {
+	enum ist_status status;
+	int sys_errno;          /* for IST_EIO, else 0 */
+	uint64_t record;        /* 1-based record index in the input, 0 if none */
+	uint64_t offset;        /* byte offset in the (compressed) input */
+	char msg[IST_ERROR_MAX];
+};
+
+const char *ist_strerror(enum ist_status status);
+
+/* A string that is not NUL-terminated. */
+struct ist_str {
+	const char *p;
+	size_t n;
+};
+
+/* A single CBOR data item, encoded: metadata, cmdline and analysis data. */
+struct ist_blob {
+	const uint8_t *p;
+	size_t n;
+};
+
+enum ist_type {
+	IST_HEADER = 0,
+	IST_PROCESS,
+	IST_THREAD,
+	IST_DEVICE,
+	IST_CPU_CALL,
+	IST_SCOPE,
+	IST_INSTANT,
+	IST_NVTX_RANGE,
+	IST_NVTX_MARK,
+	IST_CUDA_API,
+	IST_GPU_KERNEL,
+	IST_H2D_COPY,
+	IST_D2H_COPY,
+	IST_D2D_COPY,
+	IST_MEMSET,
+	IST_SYNC,
+	IST_MEMORY_ALLOC,
+	IST_MEMORY_FREE,
+	IST_COUNTER,
+	IST_LOSS,
+	IST_CLOCK,
+	IST_ANALYSIS,
+	IST_NTYPES
+};
+
+/* Field identifiers; bit (1 << id) of ist_event.has says the field is set. */
+enum ist_field {
+	IST_F_PID = 0, IST_F_TID, IST_F_DEVICE, IST_F_STREAM,
+	IST_F_NAME, IST_F_FILE, IST_F_LINE, IST_F_CMDLINE, IST_F_HOST,
+	IST_F_SM_COUNT, IST_F_MEMORY_BYTES, IST_F_PCIE_GBPS,
+	IST_F_CORRELATION, IST_F_GRID, IST_F_BLOCK, IST_F_BYTES,
+	IST_F_PAGEABLE, IST_F_KIND, IST_F_VALUE, IST_F_EVENTS, IST_F_REASON,
+	IST_F_METADATA, IST_F_DOMAIN, IST_F_DOMAIN_NS, IST_F_DATA,
+	IST_F_START, IST_F_END, IST_F_TS,
+	/* header only */
+	IST_F_FORMAT, IST_F_VERSION, IST_F_PRODUCER, IST_F_PIDS, IST_F_CLOCKS,
+	IST_F_REALTIME_NS, IST_F_MONOTONIC_NS,
+	IST_NFIELDS
+};
+
+#define IST_HAS(ev, f) (((ev)->has >> (f)) & 1u)
+#define IST_SET(ev, f) ((ev)->has |= (uint64_t)1 << (f))
+
+/*
+ * One record, decoded.  Which members are meaningful depends on the type
+ * (the table in formats/trace-format.md); `has` says which are present.
+ */
+struct ist_event {
+	enum ist_type type;
+	uint64_t has;
+	int64_t pid, tid, device, stream;
+	int64_t start_ns, end_ns, ts_ns;
+	struct ist_str name, file, host, kind, reason, domain;
+	int64_t line;
+	int64_t sm_count, memory_bytes;
+	double pcie_gbps;
+	int64_t correlation, bytes, events, domain_ns;
+	int64_t grid[3], block[3];
+	bool pageable;
+	bool value_is_int;         /* counter: integer or float value */
+	int64_t ivalue;
+	double value;
+	struct ist_blob cmdline, metadata, data;
+	/* header */
+	struct ist_str format, producer;
+	int64_t version_major, version_minor;
+	struct ist_blob pids, clocks;
+	int64_t realtime_ns, monotonic_ns;
+};
+
+void ist_event_init(struct ist_event *ev, enum ist_type type);
+
+/* Type names as in the JSON Lines face ("cpu_call", ...). */
+const char *ist_type_name(enum ist_type type);
+int ist_type_from_name(const char *name, size_t n); /* -1 if unknown */
+
+/* ---- writer ---- */
+
+/* Where encoded bytes go; returns 0 or an errno value. */
+typedef int (*ist_sink_fn)(void *ctx, const void *buf, size_t n);
+
+struct ist_writer_opts {
+	int level;                 /* zstd level; 0 means the default (3) */
+	size_t frame_bytes;        /* close a frame past this much CBOR; 0: 4 MiB */
+	uint64_t flush_interval_ms;/* also close a frame this often; 0: never */
+};
+
+struct ist_writer;
+
+/* A sink that writes to a file descriptor (ctx is a pointer to the int). */
+int ist_fd_sink(void *ctx, const void *buf, size_t n);
+
+enum ist_status ist_writer_new(struct ist_writer **out, ist_sink_fn sink,
+    void *ctx, const struct ist_writer_opts *opts, struct ist_error *err);
+/* Starts a segment; ev->type must be IST_HEADER.  Required before events. */
+enum ist_status ist_writer_header(struct ist_writer *w,
+    const struct ist_event *hdr, struct ist_error *err);
+enum ist_status ist_writer_write(struct ist_writer *w,
+    const struct ist_event *ev, struct ist_error *err);
+/* Closes the current frame (if it holds anything) and hands it to the sink. */
+enum ist_status ist_writer_flush(struct ist_writer *w, struct ist_error *err);
+/* Flushes; then frees.  ist_writer_free(NULL) is a no-op. */
+enum ist_status ist_writer_close(struct ist_writer *w, struct ist_error *err);
+void ist_writer_free(struct ist_writer *w);
+
+struct ist_writer_stats {
+	uint64_t records, events, frames, raw_bytes, out_bytes;
+};
+void ist_writer_stats(const struct ist_writer *w, struct ist_writer_stats *st);
+
+/* ---- reader ---- */
+
+/* Reads up to n bytes; returns the count, 0 at end, -1 with errno set. */
+typedef long (*ist_source_fn)(void *ctx, void *buf, size_t n);
+long ist_fd_source(void *ctx, void *buf, size_t n);
+
+struct ist_reader;
+
+/* `name` is used in messages ("-" is shown as "<stdin>"). */
+enum ist_status ist_reader_new(struct ist_reader **out, ist_source_fn src,
+    void *ctx, const char *name, struct ist_error *err);
+/*
+ * The next record: IST_OK with *ev set, IST_END, IST_TRUNCATED (a warning
+ * in err; the next call returns IST_END) or an error.  A header event starts
+ * every segment (a trace may be several traces concatenated).
+ */
+enum ist_status ist_reader_next(struct ist_reader *r,
+    const struct ist_event **ev, struct ist_error *err);
+void ist_reader_free(struct ist_reader *r);
+
+struct ist_reader_stats {
+	uint64_t records;        /* CBOR records, strings and tracks included */
+	uint64_t events;         /* records returned, headers excluded */
+	uint64_t frames;
+	uint64_t segments;
+	uint64_t in_bytes;       /* compressed bytes read */
+	uint64_t raw_bytes;      /* decompressed CBOR bytes */
+	uint64_t skipped;        /* records of unknown kinds, skipped */
+	uint64_t truncated_bytes;
+};
+void ist_reader_stats(const struct ist_reader *r, struct ist_reader_stats *st);
+
+/* ---- the JSON Lines face (formats/jsonl.md) ---- */
+
+struct ist_buf {
+	char *p;
+	size_t n, cap;
+};
+void ist_buf_release(struct ist_buf *b);
+int ist_buf_reserve(struct ist_buf *b, size_t extra);   /* 0 or ENOMEM */
+int ist_buf_append(struct ist_buf *b, const void *p, size_t n);
+int ist_buf_printf(struct ist_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Appends one JSON line (with '\n') for ev to out. */
+enum ist_status ist_event_to_json(const struct ist_event *ev,
+    struct ist_buf *out, struct ist_error *err);
+
+/*
+ * Parses one JSON line into ev.  Strings and blobs point into scratch,
+ * which the caller keeps until it is done with ev (reset it per line).
+ */
+struct ist_json_scratch;
+struct ist_json_scratch *ist_json_scratch_new(void);
+void ist_json_scratch_free(struct ist_json_scratch *s);
+enum ist_status ist_event_from_json(const char *line, size_t n,
+    struct ist_event *ev, struct ist_json_scratch *s, struct ist_error *err);
+
+/* CBOR data item -> JSON text (appended), for metadata and friends. */
+enum ist_status ist_cbor_to_json(struct ist_blob blob, struct ist_buf *out,
+    struct ist_error *err);
+
+/* ---- summary (is-info) ---- */
+
+struct ist_info;
+struct ist_info *ist_info_new(void);
+void ist_info_free(struct ist_info *info);
+void ist_info_add(struct ist_info *info, const struct ist_event *ev);
+void ist_info_finish(struct ist_info *info, const struct ist_reader_stats *st,
+    const char *name);
+enum ist_status ist_info_render(const struct ist_info *info, bool json,
+    struct ist_buf *out);
+
+#endif

@@ -1,0 +1,635 @@
+/* jsonl.c - the JSON Lines face of the trace format (formats/jsonl.md). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cbor.h>
+#include <jansson.h>
+
+#include "internal.h"
+
+/* ---- output ---- */
+
+/* Appends s as a JSON string; invalid UTF-8 bytes become U+FFFD. */
+static int
+put_jstr(struct ist_buf *b, const char *s, size_t n)
+{
+	const uint8_t *p = (const uint8_t *)s, *e = p + n;
+
+	if (ist_buf_reserve(b, n + 3))
+		return ENOMEM;
+	b->p[b->n++] = '"';
+	while (p < e) {
+		uint8_t c = *p;
+		size_t len = 0;
+
+		if (ist_buf_reserve(b, 16))
+			return ENOMEM;
+		if (c == '"' || c == '\\') {
+			b->p[b->n++] = '\\';
+			b->p[b->n++] = (char)c;
+			p++;
+			continue;
+		}
+		if (c < 0x20) {
+			const char *esc = c == '\n' ? "\\n" : c == '\t' ?
+			    "\\t" : c == '\r' ? "\\r" : c == '\b' ? "\\b" :
+			    c == '\f' ? "\\f" : NULL;
+			if (esc) {
+				memcpy(b->p + b->n, esc, 2);
+				b->n += 2;
+			} else {
+				b->n += (size_t)snprintf(b->p + b->n, 7,
+				    "\\u%04x", c);
+			}
+			p++;
+			continue;
+		}
+		if (c < 0x80)
+			len = 1;
+		else if (c >= 0xc2 && c <= 0xdf)
+			len = 2;
+		else if (c >= 0xe0 && c <= 0xef)
+			len = 3;
+		else if (c >= 0xf0 && c <= 0xf4)
+			len = 4;
+		if (len > 1) {
+			if ((size_t)(e - p) < len)
+				len = 0;
+			for (size_t k = 1; k < len; k++)
+				if ((p[k] & 0xc0) != 0x80)
+					len = 0;
+			/* overlong, surrogates and > U+10FFFF */
+			if (len == 3 && ((c == 0xe0 && p[1] < 0xa0) ||
+			    (c == 0xed && p[1] >= 0xa0)))
+				len = 0;
+			if (len == 4 && ((c == 0xf0 && p[1] < 0x90) ||
+			    (c == 0xf4 && p[1] >= 0x90)))
+				len = 0;
+		}
+		if (len == 0) {
+			memcpy(b->p + b->n, "\xef\xbf\xbd", 3);
+			b->n += 3;
+			p++;
+			continue;
+		}
+		memcpy(b->p + b->n, p, len);
+		b->n += len;
+		p += len;
+	}
+	b->p[b->n++] = '"';
+	b->p[b->n] = '\0';
+	return 0;
+}
+
+static enum ist_status
+tok_to_json(const struct tok *tk, uint32_t i, struct ist_buf *b,
+    struct ist_error *err)
+{
+	const struct tok *t = &tk[i];
+	char num[40];
+	int e = 0;
+
+	switch (t->t) {
+	case TK_UINT:
+		e = ist_buf_printf(b, "%" PRIu64, t->v);
+		break;
+	case TK_NEG:
+		if (t->v == UINT64_MAX)
+			e = ist_buf_printf(b, "-18446744073709551616");
+		else
+			e = ist_buf_printf(b, "-%" PRIu64, t->v + 1);
+		break;
+	case TK_TEXT:
+		e = put_jstr(b, (const char *)t->p, t->v);
+		break;
+	case TK_FLOAT:
+		ist_fmt_double(t->d, num, sizeof(num));
+		e = ist_buf_printf(b, "%s", num);
+		break;
+	case TK_BOOL:
+		e = ist_buf_printf(b, t->b ? "true" : "false");
+		break;
+	case TK_NULL:
+	case TK_UNDEF:
+		e = ist_buf_printf(b, "null");
+		break;
+	case TK_TAG:
+		return tok_to_json(tk, i + 1, b, err);
+	case TK_ARRAY: {
+		uint32_t j = i + 1;
+		e = ist_buf_printf(b, "[");
+		for (uint64_t k = 0; k < t->v && !e; k++, j = tk[j].next) {
+			enum ist_status st;
+			if (k && (e = ist_buf_printf(b, ",")))
+				break;
+			if ((st = tok_to_json(tk, j, b, err)) != IST_OK)
+				return st;
+		}
+		if (!e)
+			e = ist_buf_printf(b, "]");
+		break;
+	}
+	case TK_MAP: {
+		uint32_t j = i + 1;
+		e = ist_buf_printf(b, "{");
+		for (uint64_t k = 0; k < t->v && !e; k++) {
+			enum ist_status st;
+			if (tk[j].t != TK_TEXT) {
+				ist_seterr(err, IST_ECORRUPT, "map key is not "
+				    "a string");
+				return IST_ECORRUPT;
+			}
+			if (k && (e = ist_buf_printf(b, ",")))
+				break;
+			if ((e = put_jstr(b, (const char *)tk[j].p, tk[j].v)) ||
+			    (e = ist_buf_printf(b, ":")))
+				break;
+			j = tk[j].next;
+			if ((st = tok_to_json(tk, j, b, err)) != IST_OK)
+				return st;
+			j = tk[j].next;
+		}
+		if (!e)
+			e = ist_buf_printf(b, "}");
+		break;
+	}
+	default:
+		ist_seterr(err, IST_ECORRUPT, "byte strings have no JSON form");
+		return IST_ECORRUPT;
+	}
+	if (e) {
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
+	return IST_OK;
+}
+
+enum ist_status
+ist_cbor_to_json(struct ist_blob blob, struct ist_buf *out,
+    struct ist_error *err)
+{
+	struct tokenizer tz = { 0 };
+	const char *why = "empty item";
+	enum ist_status st = IST_ECORRUPT;
+	size_t used;
+
+	if (blob.n == 0 ||
+	    (st = ist_tokenize(&tz, true, blob.p, blob.n, &used, &why)) !=
+	    IST_OK) {
+		ist_seterr(err, st, "%s", why);
+	} else {
+		st = tok_to_json(tz.toks, 0, out, err);
+	}
+	free(tz.toks);
+	return st;
+}
+
+static struct ist_str
+get_str(const struct ist_event *ev, enum ist_field f)
+{
+	switch (f) {
+	case IST_F_NAME: return ev->name;
+	case IST_F_FILE: return ev->file;
+	case IST_F_HOST: return ev->host;
+	case IST_F_KIND: return ev->kind;
+	case IST_F_REASON: return ev->reason;
+	case IST_F_DOMAIN: return ev->domain;
+	case IST_F_FORMAT: return ev->format;
+	case IST_F_PRODUCER: return ev->producer;
+	default: return (struct ist_str){ "", 0 };
+	}
+}
+
+static int64_t *
+int_ptr(struct ist_event *ev, enum ist_field f)
+{
+	switch (f) {
+	case IST_F_PID: return &ev->pid;
+	case IST_F_TID: return &ev->tid;
+	case IST_F_DEVICE: return &ev->device;
+	case IST_F_STREAM: return &ev->stream;
+	case IST_F_START: return &ev->start_ns;
+	case IST_F_END: return &ev->end_ns;
+	case IST_F_TS: return &ev->ts_ns;
+	case IST_F_LINE: return &ev->line;
+	case IST_F_SM_COUNT: return &ev->sm_count;
+	case IST_F_MEMORY_BYTES: return &ev->memory_bytes;
+	case IST_F_CORRELATION: return &ev->correlation;
+	case IST_F_BYTES: return &ev->bytes;
+	case IST_F_EVENTS: return &ev->events;
+	case IST_F_DOMAIN_NS: return &ev->domain_ns;
+	case IST_F_REALTIME_NS: return &ev->realtime_ns;
+	case IST_F_MONOTONIC_NS: return &ev->monotonic_ns;
+	default: return NULL;
+	}
+}
+
+static struct ist_blob *
+blob_ptr(struct ist_event *ev, enum ist_field f)
+{
+	switch (f) {
+	case IST_F_CMDLINE: return &ev->cmdline;
+	case IST_F_METADATA: return &ev->metadata;
+	case IST_F_DATA: return &ev->data;
+	case IST_F_PIDS: return &ev->pids;
+	case IST_F_CLOCKS: return &ev->clocks;
+	default: return NULL;
+	}
+}
+
+enum ist_status
+ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
+    struct ist_error *err)
+{
+	struct ist_event *ev = (struct ist_event *)cev; /* read only */
+	const struct ist_typespec *ts;
+	char num[40];
+	int e;
+
+	if ((unsigned)ev->type >= IST_NTYPES) {
+		ist_seterr(err, IST_EINVAL, "unknown event type");
+		return IST_EINVAL;
+	}
+	ts = &ist_types[ev->type];
+	e = ist_buf_printf(b, "{\"type\":\"%s\"", ts->name);
+	for (int i = 0; i < ts->nfields && !e; i++) {
+		const struct ist_fieldspec *fs = &ts->fields[i];
+		struct ist_str s;
+		enum ist_status st;
+
+		if (!IST_HAS(ev, fs->id))
+			continue;
+		if ((e = ist_buf_printf(b, ",\"%s\":", fs->json)))
+			break;
+		if (fs->id == IST_F_VERSION) {
+			e = ist_buf_printf(b, "[%" PRId64 ",%" PRId64 "]",
+			    ev->version_major, ev->version_minor);
+			continue;
+		}
+		switch (fs->ft) {
+		case FT_INT:
+			e = ist_buf_printf(b, "%" PRId64, *int_ptr(ev, fs->id));
+			break;
+		case FT_STR:
+			s = get_str(ev, fs->id);
+			e = put_jstr(b, s.p, s.n);
+			break;
+		case FT_BOOL:
+			e = ist_buf_printf(b, ev->pageable ? "true" : "false");
+			break;
+		case FT_DOUBLE:
+			ist_fmt_double(ev->pcie_gbps, num, sizeof(num));
+			e = ist_buf_printf(b, "%s", num);
+			break;
+		case FT_NUMBER:
+			if (ev->value_is_int)
+				e = ist_buf_printf(b, "%" PRId64, ev->ivalue);
+			else {
+				ist_fmt_double(ev->value, num, sizeof(num));
+				e = ist_buf_printf(b, "%s", num);
+			}
+			break;
+		case FT_IVEC3: {
+			const int64_t *v = fs->id == IST_F_GRID ? ev->grid :
+			    ev->block;
+			e = ist_buf_printf(b, "[%" PRId64 ",%" PRId64 ",%"
+			    PRId64 "]", v[0], v[1], v[2]);
+			break;
+		}
+		case FT_VALUE:
+		case FT_OBJECT:
+			st = ist_cbor_to_json(*blob_ptr(ev, fs->id), b, err);
+			if (st != IST_OK)
+				return st;
+			break;
+		}
+	}
+	if (!e)
+		e = ist_buf_printf(b, "}\n");
+	if (e) {
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
+	return IST_OK;
+}
+
+/* ---- input ---- */
+
+struct ist_json_scratch {
+	json_t *root;
+	struct ist_buf cbor;
+};
+
+struct ist_json_scratch *
+ist_json_scratch_new(void)
+{
+	return calloc(1, sizeof(struct ist_json_scratch));
+}
+
+void
+ist_json_scratch_free(struct ist_json_scratch *s)
+{
+	if (s == NULL)
+		return;
+	json_decref(s->root);
+	ist_buf_release(&s->cbor);
+	free(s);
+}
+
+static int
+cbor_head(struct ist_buf *b, size_t (*enc)(uint64_t, unsigned char *, size_t),
+    uint64_t v)
+{
+	if (ist_buf_reserve(b, 9))
+		return ENOMEM;
+	b->n += enc(v, (unsigned char *)b->p + b->n, 9);
+	return 0;
+}
+
+static size_t
+enc_uint(uint64_t v, unsigned char *p, size_t n)
+{
+	return cbor_encode_uint(v, p, n);
+}
+static size_t
+enc_neg(uint64_t v, unsigned char *p, size_t n)
+{
+	return cbor_encode_negint(v, p, n);
+}
+static size_t
+enc_text(uint64_t v, unsigned char *p, size_t n)
+{
+	return cbor_encode_string_start((size_t)v, p, n);
+}
+static size_t
+enc_array(uint64_t v, unsigned char *p, size_t n)
+{
+	return cbor_encode_array_start((size_t)v, p, n);
+}
+static size_t
+enc_map(uint64_t v, unsigned char *p, size_t n)
+{
+	return cbor_encode_map_start((size_t)v, p, n);
+}
+
+static int
+json_to_cbor(json_t *j, struct ist_buf *b, int depth)
+{
+	const char *key;
+	json_t *v;
+	size_t i;
+	int e = 0;
+
+	if (depth > IST_MAX_DEPTH - 4)
+		return ELOOP;
+	switch (json_typeof(j)) {
+	case JSON_OBJECT:
+		e = cbor_head(b, enc_map, json_object_size(j));
+		json_object_foreach(j, key, v) {
+			size_t n = strlen(key);
+			if (e || (e = cbor_head(b, enc_text, n)) ||
+			    (e = ist_buf_append(b, key, n)) ||
+			    (e = json_to_cbor(v, b, depth + 1)))
+				break;
+		}
+		return e;
+	case JSON_ARRAY:
+		e = cbor_head(b, enc_array, json_array_size(j));
+		json_array_foreach(j, i, v)
+			if (e || (e = json_to_cbor(v, b, depth + 1)))
+				break;
+		return e;
+	case JSON_STRING:
+		if ((e = cbor_head(b, enc_text, json_string_length(j))))
+			return e;
+		return ist_buf_append(b, json_string_value(j),
+		    json_string_length(j));
+	case JSON_INTEGER: {
+		json_int_t x = json_integer_value(j);
+		return x >= 0 ? cbor_head(b, enc_uint, (uint64_t)x) :
+		    cbor_head(b, enc_neg, (uint64_t)(-(x + 1)));
+	}
+	case JSON_REAL:
+		if (ist_buf_reserve(b, 9))
+			return ENOMEM;
+		b->n += cbor_encode_double(json_real_value(j),
+		    (unsigned char *)b->p + b->n, 9);
+		return 0;
+	case JSON_TRUE:
+	case JSON_FALSE:
+	case JSON_NULL:
+		if (ist_buf_reserve(b, 1))
+			return ENOMEM;
+		b->p[b->n++] = json_is_true(j) ? (char)0xf5 :
+		    json_is_false(j) ? (char)0xf4 : (char)0xf6;
+		return 0;
+	}
+	return EINVAL;
+}
+
+static const char *
+jtype(json_t *j)
+{
+	switch (json_typeof(j)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a number";
+	case JSON_TRUE: case JSON_FALSE: return "a boolean";
+	case JSON_NULL: return "null";
+	}
+	return "?";
+}
+
+enum ist_status
+ist_event_from_json(const char *line, size_t n, struct ist_event *ev,
+    struct ist_json_scratch *s, struct ist_error *err)
+{
+	const struct ist_typespec *ts;
+	struct { size_t off, n; struct ist_blob *dst; } blobs[8];
+	int nblobs = 0, type;
+	json_error_t jerr;
+	json_t *t, *v;
+	const char *key;
+
+	json_decref(s->root);
+	s->cbor.n = 0;
+	s->root = json_loadb(line, n, JSON_REJECT_DUPLICATES, &jerr);
+	if (s->root == NULL) {
+		ist_seterr(err, IST_EINVAL, "invalid JSON at column %d: %s",
+		    jerr.column, jerr.text);
+		return IST_EINVAL;
+	}
+	if (!json_is_object(s->root)) {
+		ist_seterr(err, IST_EINVAL, "a record must be a JSON object, "
+		    "not %s", jtype(s->root));
+		return IST_EINVAL;
+	}
+	t = json_object_get(s->root, "type");
+	if (t == NULL || !json_is_string(t)) {
+		ist_seterr(err, IST_EINVAL, "record lacks a string 'type'");
+		return IST_EINVAL;
+	}
+	type = ist_type_from_name(json_string_value(t), json_string_length(t));
+	if (type < 0) {
+		ist_seterr(err, IST_EINVAL, "unknown type '%s'",
+		    json_string_value(t));
+		return IST_EINVAL;
+	}
+	ts = &ist_types[type];
+	ist_event_init(ev, (enum ist_type)type);
+	json_object_foreach(s->root, key, v) {
+		const struct ist_fieldspec *fs = NULL;
+		const char *want = NULL;
+
+		if (strcmp(key, "type") == 0)
+			continue;
+		for (int i = 0; i < ts->nfields; i++)
+			if (strcmp(ts->fields[i].json, key) == 0)
+				fs = &ts->fields[i];
+		if (fs == NULL) {
+			ist_seterr(err, IST_EINVAL, "unknown field '%s' for "
+			    "type '%s'", key, ts->name);
+			return IST_EINVAL;
+		}
+		if (json_is_null(v) && !fs->required)
+			continue;
+		if (fs->id == IST_F_VERSION) {
+			json_t *a = json_array_get(v, 0), *b2 =
+			    json_array_get(v, 1);
+			if (!json_is_array(v) || json_array_size(v) != 2 ||
+			    !json_is_integer(a) || !json_is_integer(b2)) {
+				want = "[major, minor]";
+			} else {
+				ev->version_major = json_integer_value(a);
+				ev->version_minor = json_integer_value(b2);
+			}
+		} else {
+			switch (fs->ft) {
+			case FT_INT:
+				if (!json_is_integer(v))
+					want = "an integer";
+				else
+					*int_ptr(ev, fs->id) =
+					    json_integer_value(v);
+				break;
+			case FT_STR: {
+				struct ist_str str = { json_string_value(v),
+				    json_string_length(v) };
+				if (!json_is_string(v)) {
+					want = "a string";
+					break;
+				}
+				switch (fs->id) {
+				case IST_F_NAME: ev->name = str; break;
+				case IST_F_FILE: ev->file = str; break;
+				case IST_F_HOST: ev->host = str; break;
+				case IST_F_KIND: ev->kind = str; break;
+				case IST_F_REASON: ev->reason = str; break;
+				case IST_F_DOMAIN: ev->domain = str; break;
+				case IST_F_FORMAT: ev->format = str; break;
+				case IST_F_PRODUCER: ev->producer = str; break;
+				default: break;
+				}
+				break;
+			}
+			case FT_BOOL:
+				if (!json_is_boolean(v))
+					want = "a boolean";
+				else
+					ev->pageable = json_is_true(v);
+				break;
+			case FT_DOUBLE:
+				if (!json_is_number(v))
+					want = "a number";
+				else
+					ev->pcie_gbps = json_number_value(v);
+				break;
+			case FT_NUMBER:
+				if (json_is_integer(v)) {
+					ev->value_is_int = true;
+					ev->ivalue = json_integer_value(v);
+					ev->value = (double)ev->ivalue;
+				} else if (json_is_real(v)) {
+					ev->value = json_real_value(v);
+				} else {
+					want = "a number";
+				}
+				break;
+			case FT_IVEC3: {
+				int64_t *dst = fs->id == IST_F_GRID ? ev->grid :
+				    ev->block;
+				if (!json_is_array(v) ||
+				    json_array_size(v) != 3) {
+					want = "an array of 3 integers";
+					break;
+				}
+				for (size_t k = 0; k < 3; k++) {
+					json_t *x = json_array_get(v, k);
+					if (!json_is_integer(x))
+						want = "an array of 3 integers";
+					else
+						dst[k] = json_integer_value(x);
+				}
+				break;
+			}
+			case FT_OBJECT:
+			case FT_VALUE: {
+				size_t off = s->cbor.n;
+				int e;
+				if (fs->ft == FT_OBJECT && !json_is_object(v)) {
+					want = "an object";
+					break;
+				}
+				if ((e = json_to_cbor(v, &s->cbor, 0))) {
+					ist_seterr(err, e == ELOOP ? IST_ELIMIT :
+					    IST_ENOMEM, "field '%s' %s", key,
+					    e == ELOOP ? "is nested too deeply" :
+					    "is too large");
+					return e == ELOOP ? IST_ELIMIT :
+					    IST_ENOMEM;
+				}
+				blobs[nblobs].off = off;
+				blobs[nblobs].n = s->cbor.n - off;
+				blobs[nblobs++].dst = blob_ptr(ev, fs->id);
+				break;
+			}
+			}
+		}
+		if (want) {
+			ist_seterr(err, IST_EINVAL, "field '%s' must be %s, "
+			    "not %s", key, want, jtype(v));
+			return IST_EINVAL;
+		}
+		IST_SET(ev, fs->id);
+	}
+	for (int i = 0; i < nblobs; i++)
+		*blobs[i].dst = (struct ist_blob){
+		    (const uint8_t *)s->cbor.p + blobs[i].off, blobs[i].n };
+	for (int i = 0; i < ts->nfields; i++)
+		if (ts->fields[i].required && !IST_HAS(ev, ts->fields[i].id)) {
+			ist_seterr(err, IST_EINVAL, "missing required field "
+			    "'%s' for type '%s'", ts->fields[i].json, ts->name);
+			return IST_EINVAL;
+		}
+	if (type == IST_HEADER) {
+		if (ev->format.n != strlen(IST_FORMAT_NAME) ||
+		    memcmp(ev->format.p, IST_FORMAT_NAME, ev->format.n)) {
+			ist_seterr(err, IST_EINVAL, "header format must be "
+			    "'%s'", IST_FORMAT_NAME);
+			return IST_EINVAL;
+		}
+		if (ev->version_major != IST_VERSION_MAJOR ||
+		    ev->version_minor < 0) {
+			ist_seterr(err, IST_EVERSION, "header version %lld.%lld "
+			    "is not %d.x", (long long)ev->version_major,
+			    (long long)ev->version_minor, IST_VERSION_MAJOR);
+			return IST_EVERSION;
+		}
+	}
+	return IST_OK;
+}

@@ -1,0 +1,92 @@
+/* output.c - output files that appear whole or not at all. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "cat.h"
+
+enum ist_status
+ist_output_open(struct ist_output *o, const char *path, bool binary,
+    struct ist_error *err)
+{
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+	if (path == NULL || strcmp(path, "-") == 0) {
+		if (binary && isatty(STDOUT_FILENO)) {
+			ist_seterr(err, IST_EINVAL, "refusing to write binary "
+			    "trace data to a terminal; use -o FILE or a pipe");
+			return IST_EINVAL;
+		}
+		o->fd = STDOUT_FILENO;
+		return IST_OK;
+	}
+	o->path = strdup(path);
+	if (o->path == NULL || asprintf(&o->tmp, "%s.tmp.XXXXXX", path) < 0) {
+		o->tmp = NULL;
+		ist_output_abort(o);
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
+	if ((o->fd = mkstemp(o->tmp)) < 0) {
+		int e = errno;
+		ist_seterr(err, IST_EIO, "cannot create '%s': %s", path,
+		    strerror(e));
+		if (err)
+			err->sys_errno = e;
+		free(o->tmp);
+		o->tmp = NULL;
+		ist_output_abort(o);
+		return IST_EIO;
+	}
+	{
+		mode_t mask = umask(0);
+		umask(mask);
+		fchmod(o->fd, 0666 & ~mask);
+	}
+	return IST_OK;
+}
+
+enum ist_status
+ist_output_commit(struct ist_output *o, struct ist_error *err)
+{
+	int e = 0;
+
+	if (o->tmp == NULL)
+		return IST_OK;
+	if (close(o->fd) != 0)
+		e = errno;
+	o->fd = -1;
+	if (e == 0 && rename(o->tmp, o->path) != 0)
+		e = errno;
+	if (e) {
+		ist_seterr(err, IST_EIO, "cannot write '%s': %s", o->path,
+		    strerror(e));
+		if (err)
+			err->sys_errno = e;
+		ist_output_abort(o);
+		return IST_EIO;
+	}
+	free(o->tmp);
+	free(o->path);
+	o->tmp = o->path = NULL;
+	return IST_OK;
+}
+
+void
+ist_output_abort(struct ist_output *o)
+{
+	if (o->tmp) {
+		if (o->fd >= 0)
+			close(o->fd);
+		unlink(o->tmp);
+	}
+	free(o->tmp);
+	free(o->path);
+	o->tmp = o->path = NULL;
+	o->fd = -1;
+}

@@ -1,0 +1,907 @@
+/* reader.c - a source -> zstd frames -> CBOR records -> events. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cbor.h>
+#include <zstd.h>
+
+#include "internal.h"
+
+struct rtrack {
+	int64_t key[4];
+	uint32_t mask;
+	uint64_t gen;
+	int64_t last;
+};
+
+struct ist_reader {
+	ist_source_fn src;
+	void *ctx;
+	char *name;
+	ZSTD_DCtx *dctx;
+	uint8_t *in;
+	size_t in_pos, in_end, in_cap;
+	bool eof;
+	uint64_t in_off;        /* compressed bytes consumed before in_pos */
+	uint8_t *fbuf;
+	size_t fn, fcap, fpos;
+	bool frame_start;       /* next record is the first of its frame */
+	uint64_t gen;
+	enum ist_status sticky;
+	struct ist_error sticky_err;
+	bool in_segment;
+	struct tokenizer tz;
+	/* segment */
+	size_t *soff;
+	uint32_t *slen;
+	size_t nstr, scap;
+	struct ist_buf sdata;
+	struct rtrack *tracks;
+	size_t ntrack, tcap;
+	struct ist_event ev;
+	struct ist_reader_stats st;
+};
+
+long
+ist_fd_source(void *ctx, void *buf, size_t n)
+{
+	int fd = *(int *)ctx;
+	ssize_t k;
+
+	do
+		k = read(fd, buf, n);
+	while (k < 0 && errno == EINTR);
+	return (long)k;
+}
+
+/* ---- tokenizer over libcbor's streaming decoder ---- */
+
+#define TZ(ctx) (&((struct tokenizer *)(ctx))->cur)
+static void cb_u8(void *c, uint8_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
+static void cb_u16(void *c, uint16_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
+static void cb_u32(void *c, uint32_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
+static void cb_u64(void *c, uint64_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
+static void cb_n8(void *c, uint8_t v) { TZ(c)->t = TK_NEG; TZ(c)->v = v; }
+static void cb_n16(void *c, uint16_t v) { TZ(c)->t = TK_NEG; TZ(c)->v = v; }
+static void cb_n32(void *c, uint32_t v) { TZ(c)->t = TK_NEG; TZ(c)->v = v; }
+static void cb_n64(void *c, uint64_t v) { TZ(c)->t = TK_NEG; TZ(c)->v = v; }
+static void cb_indef(void *c) { TZ(c)->t = TK_INDEF; }
+static void
+cb_bytes(void *c, cbor_data p, size_t n)
+{
+	TZ(c)->t = TK_BYTES; TZ(c)->p = p; TZ(c)->v = n;
+}
+static void
+cb_text(void *c, cbor_data p, size_t n)
+{
+	TZ(c)->t = TK_TEXT; TZ(c)->p = p; TZ(c)->v = n;
+}
+static void cb_array(void *c, size_t n) { TZ(c)->t = TK_ARRAY; TZ(c)->v = n; }
+static void cb_map(void *c, size_t n) { TZ(c)->t = TK_MAP; TZ(c)->v = n; }
+static void cb_tag(void *c, uint64_t v) { TZ(c)->t = TK_TAG; TZ(c)->v = v; }
+static void cb_f4(void *c, float d) { TZ(c)->t = TK_FLOAT; TZ(c)->d = d; }
+static void cb_f8(void *c, double d) { TZ(c)->t = TK_FLOAT; TZ(c)->d = d; }
+static void cb_null(void *c) { TZ(c)->t = TK_NULL; }
+static void cb_undef(void *c) { TZ(c)->t = TK_UNDEF; }
+static void cb_bool(void *c, bool b) { TZ(c)->t = TK_BOOL; TZ(c)->b = b; }
+
+static const struct cbor_callbacks callbacks = {
+	.uint8 = cb_u8, .uint16 = cb_u16, .uint32 = cb_u32, .uint64 = cb_u64,
+	.negint8 = cb_n8, .negint16 = cb_n16, .negint32 = cb_n32,
+	.negint64 = cb_n64,
+	.byte_string_start = cb_indef, .byte_string = cb_bytes,
+	.string = cb_text, .string_start = cb_indef,
+	.indef_array_start = cb_indef, .array_start = cb_array,
+	.indef_map_start = cb_indef, .map_start = cb_map,
+	.tag = cb_tag, .float2 = cb_f4, .float4 = cb_f4, .float8 = cb_f8,
+	.undefined = cb_undef, .null = cb_null, .boolean = cb_bool,
+	.indef_break = cb_indef,
+};
+
+/*
+ * Splits the one CBOR item at p into tokens (tz->toks, when store) and
+ * returns its length in *used.  Errors: IST_ECORRUPT with a reason in why.
+ */
+enum ist_status
+ist_tokenize(struct tokenizer *tz, bool store, const uint8_t *p, size_t n,
+    size_t *used, const char **why)
+{
+	struct { uint64_t left; size_t idx; } stack[IST_MAX_DEPTH];
+	int depth = 0;
+	size_t pos = 0;
+
+	tz->ntok = 0;
+	do {
+		struct cbor_decoder_result r;
+		struct tok *t;
+		size_t idx;
+
+		if (pos >= n) {
+			*why = "truncated record";
+			return IST_ECORRUPT;
+		}
+		r = cbor_stream_decode(p + pos, n - pos, &callbacks, tz);
+		if (r.status == CBOR_DECODER_NEDATA) {
+			*why = "truncated record";
+			return IST_ECORRUPT;
+		}
+		if (r.status != CBOR_DECODER_FINISHED) {
+			*why = "malformed CBOR";
+			return IST_ECORRUPT;
+		}
+		if (tz->cur.t == TK_INDEF) {
+			*why = "indefinite-length item";
+			return IST_ECORRUPT;
+		}
+		if (store) {
+			if (tz->ntok == tz->cap) {
+				size_t cap = tz->cap ? tz->cap * 2 : 64;
+				struct tok *nt = realloc(tz->toks,
+				    cap * sizeof(*nt));
+				if (nt == NULL) {
+					*why = "out of memory";
+					return IST_ENOMEM;
+				}
+				tz->toks = nt;
+				tz->cap = cap;
+			}
+			tz->toks[tz->ntok] = tz->cur;
+			tz->toks[tz->ntok].off = pos;
+		}
+		idx = tz->ntok++;
+		pos += r.read;
+		t = &tz->cur;
+		if ((t->t == TK_ARRAY || t->t == TK_MAP || t->t == TK_TAG) &&
+		    !(t->t != TK_TAG && t->v == 0)) {
+			if (depth == IST_MAX_DEPTH) {
+				*why = "nesting too deep";
+				return IST_ELIMIT;
+			}
+			if (t->t == TK_MAP && t->v > UINT64_MAX / 2) {
+				*why = "absurd map length";
+				return IST_ECORRUPT;
+			}
+			stack[depth].left = t->t == TK_MAP ? t->v * 2 :
+			    t->t == TK_TAG ? 1 : t->v;
+			stack[depth].idx = idx;
+			depth++;
+			continue;
+		}
+		if (store) {
+			tz->toks[idx].next = (uint32_t)(idx + 1);
+			tz->toks[idx].end = pos;
+		}
+		while (depth > 0 && --stack[depth - 1].left == 0) {
+			depth--;
+			if (store) {
+				tz->toks[stack[depth].idx].next =
+				    (uint32_t)tz->ntok;
+				tz->toks[stack[depth].idx].end = pos;
+			}
+		}
+	} while (depth > 0);
+	*used = pos;
+	return IST_OK;
+}
+
+enum ist_status
+ist_cbor_check(const uint8_t *p, size_t n, size_t *used,
+    struct ist_error *err)
+{
+	struct tokenizer tz = { 0 };
+	const char *why = NULL;
+	enum ist_status st;
+
+	if (p == NULL || n == 0) {
+		ist_seterr(err, IST_EINVAL, "empty CBOR item");
+		return IST_EINVAL;
+	}
+	st = ist_tokenize(&tz, false, p, n, used, &why);
+	if (st != IST_OK)
+		ist_seterr(err, st, "%s", why);
+	return st;
+}
+
+/* ---- reader ---- */
+
+enum ist_status
+ist_reader_new(struct ist_reader **out, ist_source_fn src, void *ctx,
+    const char *name, struct ist_error *err)
+{
+	struct ist_reader *r;
+
+	*out = NULL;
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		goto nomem;
+	r->src = src;
+	r->ctx = ctx;
+	r->name = strdup(strcmp(name, "-") == 0 ? "<stdin>" : name);
+	r->in_cap = ZSTD_DStreamInSize();
+	r->in = malloc(r->in_cap);
+	r->dctx = ZSTD_createDCtx();
+	if (r->name == NULL || r->in == NULL || r->dctx == NULL)
+		goto nomem;
+	ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_windowLogMax, 27);
+	*out = r;
+	return IST_OK;
+nomem:
+	ist_reader_free(r);
+	ist_seterr(err, IST_ENOMEM, "cannot create trace reader: %s",
+	    strerror(ENOMEM));
+	return IST_ENOMEM;
+}
+
+void
+ist_reader_free(struct ist_reader *r)
+{
+	if (r == NULL)
+		return;
+	free(r->name);
+	ZSTD_freeDCtx(r->dctx);
+	free(r->in);
+	free(r->fbuf);
+	free(r->tz.toks);
+	free(r->soff);
+	free(r->slen);
+	ist_buf_release(&r->sdata);
+	free(r->tracks);
+	free(r);
+}
+
+void
+ist_reader_stats(const struct ist_reader *r, struct ist_reader_stats *st)
+{
+	*st = r->st;
+}
+
+static enum ist_status
+stick(struct ist_reader *r, struct ist_error *err, enum ist_status st)
+{
+	r->sticky = st;
+	if (err) {
+		err->offset = r->in_off + r->in_pos;
+		r->sticky_err = *err;
+	}
+	return st;
+}
+
+static enum ist_status
+bad_record(struct ist_reader *r, struct ist_error *err, enum ist_status st,
+    const char *why)
+{
+	ist_seterr(err, st, "cannot decode record %llu in '%s': %s",
+	    (unsigned long long)r->st.records, r->name, why);
+	if (err)
+		err->record = r->st.records;
+	return stick(r, err, st);
+}
+
+/* Fills r->in; returns bytes available, 0 at EOF, -1 on error. */
+static long
+fill(struct ist_reader *r, struct ist_error *err)
+{
+	long k;
+
+	if (r->in_pos < r->in_end)
+		return (long)(r->in_end - r->in_pos);
+	if (r->eof)
+		return 0;
+	r->in_off += r->in_end;
+	r->in_pos = r->in_end = 0;
+	k = r->src(r->ctx, r->in, r->in_cap);
+	if (k < 0) {
+		int e = errno;
+		ist_seterr(err, IST_EIO, "cannot read '%s': %s", r->name,
+		    strerror(e));
+		if (err)
+			err->sys_errno = e;
+		return -1;
+	}
+	if (k == 0)
+		r->eof = true;
+	r->in_end = (size_t)k;
+	r->st.in_bytes += (uint64_t)k;
+	return k;
+}
+
+/* Reads the first bytes of the input to say what it is, when it is not zstd. */
+static enum ist_status
+sniff(struct ist_reader *r, struct ist_error *err)
+{
+	const uint8_t *p;
+	size_t avail;
+	long k;
+
+	/* gather at least 4 bytes (a pipe may hand them one by one) */
+	for (;;) {
+		avail = r->in_end - r->in_pos;
+		if (avail >= 4 || r->eof)
+			break;
+		if (r->in_pos > 0) {
+			memmove(r->in, r->in + r->in_pos, avail);
+			r->in_off += r->in_pos;
+			r->in_end = avail;
+			r->in_pos = 0;
+		}
+		k = r->src(r->ctx, r->in + r->in_end, r->in_cap - r->in_end);
+		if (k < 0) {
+			int e = errno;
+			ist_seterr(err, IST_EIO, "cannot read '%s': %s",
+			    r->name, strerror(e));
+			if (err)
+				err->sys_errno = e;
+			return stick(r, err, IST_EIO);
+		}
+		if (k == 0)
+			r->eof = true;
+		r->in_end += (size_t)k;
+		r->st.in_bytes += (uint64_t)k;
+	}
+	avail = r->in_end - r->in_pos;
+	p = r->in + r->in_pos;
+	if (avail == 0) {
+		ist_seterr(err, IST_EEMPTY, "'%s' is empty", r->name);
+		return stick(r, err, IST_EEMPTY);
+	}
+	/* a zstd frame (28 b5 2f fd) or a skippable frame (5? 2a 4d 18) */
+	if (avail >= 4 && ((p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f &&
+	    p[3] == 0xfd) || ((p[0] & 0xf0) == 0x50 && p[1] == 0x2a &&
+	    p[2] == 0x4d && p[3] == 0x18)))
+		return IST_OK;
+	while (avail > 0 && (*p == ' ' || *p == '\n' || *p == '\t' ||
+	    *p == '\r')) {
+		p++;
+		avail--;
+	}
+	ist_seterr(err, IST_ENOTTRACE, "'%s' is not an InferScope trace%s",
+	    r->name, avail > 0 && (*p == '{' || *p == '[') ?
+	    " (it looks like JSON; see is-cat --encode)" :
+	    " (no zstd frame magic)");
+	return stick(r, err, IST_ENOTTRACE);
+}
+
+/*
+ * Decompresses the next frame into fbuf.  IST_OK, IST_END at a clean end,
+ * IST_TRUNCATED when the input stops inside a frame.
+ */
+static enum ist_status
+read_frame(struct ist_reader *r, struct ist_error *err)
+{
+	uint64_t frame_in = 0, frame_off;
+	long k;
+
+	for (;;) { /* skippable frames decode to nothing: loop past them */
+		frame_off = r->in_off + r->in_pos;
+		frame_in = 0;
+		r->fn = r->fpos = 0;
+		ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+		for (;;) {
+			ZSTD_inBuffer in;
+			ZSTD_outBuffer out;
+			size_t ret;
+
+			if ((k = fill(r, err)) < 0)
+				return stick(r, err, IST_EIO);
+			if (k == 0) {
+				if (frame_in == 0)
+					return IST_END;
+				r->st.truncated_bytes = frame_in;
+				ist_seterr(err, IST_TRUNCATED, "trace '%s' is "
+				    "truncated: last %llu bytes dropped",
+				    r->name, (unsigned long long)frame_in);
+				if (err)
+					err->offset = frame_off;
+				r->sticky = IST_END;
+				return IST_TRUNCATED;
+			}
+			if (r->fcap - r->fn < (64u << 10)) {
+				size_t cap = r->fcap ? r->fcap * 2 : 1u << 20;
+				uint8_t *p;
+				if (r->fcap >= IST_MAX_FRAME) {
+					ist_seterr(err, IST_ELIMIT, "'%s': frame "
+					    "at byte %llu is larger than %u MiB",
+					    r->name,
+					    (unsigned long long)frame_off,
+					    IST_MAX_FRAME >> 20);
+					return stick(r, err, IST_ELIMIT);
+				}
+				if ((p = realloc(r->fbuf, cap)) == NULL) {
+					ist_seterr(err, IST_ENOMEM, "'%s': %s",
+					    r->name, strerror(ENOMEM));
+					return stick(r, err, IST_ENOMEM);
+				}
+				r->fbuf = p;
+				r->fcap = cap;
+			}
+			in = (ZSTD_inBuffer){ r->in, r->in_end, r->in_pos };
+			out = (ZSTD_outBuffer){ r->fbuf, r->fcap, r->fn };
+			ret = ZSTD_decompressStream(r->dctx, &out, &in);
+			frame_in += in.pos - r->in_pos;
+			r->in_pos = in.pos;
+			r->fn = out.pos;
+			if (ZSTD_isError(ret)) {
+				ist_seterr(err, IST_ECORRUPT, "'%s' is corrupt: "
+				    "frame at byte %llu: %s", r->name,
+				    (unsigned long long)frame_off,
+				    ZSTD_getErrorName(ret));
+				if (err)
+					err->offset = frame_off;
+				r->sticky = IST_ECORRUPT;
+				if (err)
+					r->sticky_err = *err;
+				return IST_ECORRUPT;
+			}
+			if (ret == 0)
+				break;
+		}
+		if (r->fn > 0)
+			break;
+	}
+	r->st.frames++;
+	r->st.raw_bytes += r->fn;
+	r->gen++;
+	r->frame_start = true;
+	return IST_OK;
+}
+
+/* ---- record decoding ---- */
+
+static bool
+tok_int(const struct tok *t, int64_t *v)
+{
+	if (t->t == TK_UINT && t->v <= INT64_MAX) {
+		*v = (int64_t)t->v;
+		return true;
+	}
+	if (t->t == TK_NEG && t->v <= INT64_MAX) {
+		*v = -1 - (int64_t)t->v;
+		return true;
+	}
+	return false;
+}
+
+static bool
+tok_is(const struct tok *t, const char *s)
+{
+	size_t n = strlen(s);
+	return t->t == TK_TEXT && t->v == n && memcmp(t->p, s, n) == 0;
+}
+
+static struct ist_blob
+tok_blob(struct ist_reader *r, const struct tok *t)
+{
+	return (struct ist_blob){ r->fbuf + r->fpos + t->off, t->end - t->off };
+}
+
+static enum ist_status
+decode_header(struct ist_reader *r, struct tok *tk, size_t nt,
+    struct ist_error *err)
+{
+	struct ist_event *ev = &r->ev;
+	bool have_format = false;
+	char why[160];
+
+	ist_event_init(ev, IST_HEADER);
+	if (nt < 2 || tk[1].t != TK_MAP) {
+		ist_seterr(err, IST_ENOTTRACE, "'%s' is not an InferScope "
+		    "trace (the header is not a map)", r->name);
+		return stick(r, err, IST_ENOTTRACE);
+	}
+	for (uint32_t i = 2; i < nt; ) {
+		struct tok *k = &tk[i], *v;
+		int64_t iv;
+		uint32_t after;
+
+		if (k->next >= nt)
+			break;
+		v = &tk[k->next];
+		after = v->next;
+		if (tok_is(k, "format")) {
+			if (!tok_is(v, IST_FORMAT_NAME)) {
+				ist_seterr(err, IST_ENOTTRACE, "'%s' is not an "
+				    "InferScope trace (format is not '%s')",
+				    r->name, IST_FORMAT_NAME);
+				return stick(r, err, IST_ENOTTRACE);
+			}
+			have_format = true;
+			ev->format = (struct ist_str){ (const char *)v->p,
+			    v->v };
+			IST_SET(ev, IST_F_FORMAT);
+		} else if (tok_is(k, "version")) {
+			int64_t maj, min;
+			if (v->t != TK_ARRAY || v->v < 2 ||
+			    !tok_int(&tk[k->next + 1], &maj) ||
+			    !tok_int(&tk[tk[k->next + 1].next], &min) ||
+			    maj < 0 || min < 0) {
+				return bad_record(r, err, IST_ECORRUPT,
+				    "header version is not [major, minor]");
+			}
+			if (maj != IST_VERSION_MAJOR) {
+				ist_seterr(err, IST_EVERSION, "'%s' has trace "
+				    "format version %lld.%lld; this reader "
+				    "reads %d.x", r->name, (long long)maj,
+				    (long long)min, IST_VERSION_MAJOR);
+				return stick(r, err, IST_EVERSION);
+			}
+			ev->version_major = maj;
+			ev->version_minor = min;
+			IST_SET(ev, IST_F_VERSION);
+		} else if (tok_is(k, "producer") && v->t == TK_TEXT) {
+			ev->producer = (struct ist_str){ (const char *)v->p,
+			    v->v };
+			IST_SET(ev, IST_F_PRODUCER);
+		} else if (tok_is(k, "host") && v->t == TK_TEXT) {
+			ev->host = (struct ist_str){ (const char *)v->p, v->v };
+			IST_SET(ev, IST_F_HOST);
+		} else if (tok_is(k, "pids")) {
+			ev->pids = tok_blob(r, v);
+			IST_SET(ev, IST_F_PIDS);
+		} else if (tok_is(k, "clocks")) {
+			ev->clocks = tok_blob(r, v);
+			IST_SET(ev, IST_F_CLOCKS);
+		} else if (tok_is(k, "realtime_ns") && tok_int(v, &iv)) {
+			ev->realtime_ns = iv;
+			IST_SET(ev, IST_F_REALTIME_NS);
+		} else if (tok_is(k, "monotonic_ns") && tok_int(v, &iv)) {
+			ev->monotonic_ns = iv;
+			IST_SET(ev, IST_F_MONOTONIC_NS);
+		}
+		i = after;
+	}
+	if (!have_format || !IST_HAS(ev, IST_F_VERSION)) {
+		snprintf(why, sizeof(why), "header lacks '%s'",
+		    have_format ? "version" : "format");
+		return bad_record(r, err, IST_ECORRUPT, why);
+	}
+	/* a new segment: forget the previous one's strings and tracks */
+	r->nstr = 0;
+	r->sdata.n = 0;
+	r->ntrack = 0;
+	r->in_segment = true;
+	r->st.segments++;
+	return IST_OK;
+}
+
+static enum ist_status
+def_string(struct ist_reader *r, struct tok *tk, size_t nt,
+    struct ist_error *err)
+{
+	int64_t id;
+	struct tok *t;
+
+	if (tk[0].v < 3 || !tok_int(&tk[tk[1].next], &id) ||
+	    tk[tk[1].next].next >= nt)
+		return bad_record(r, err, IST_ECORRUPT, "bad string record");
+	t = &tk[tk[tk[1].next].next];
+	if (t->t != TK_TEXT)
+		return bad_record(r, err, IST_ECORRUPT,
+		    "string record without text");
+	if ((uint64_t)id != r->nstr + 1)
+		return bad_record(r, err, IST_ECORRUPT,
+		    "string id out of sequence");
+	if (r->nstr >= IST_MAX_STRINGS || t->v > IST_MAX_STRING)
+		return bad_record(r, err, IST_ELIMIT, "too many strings");
+	if (r->nstr == r->scap) {
+		size_t cap = r->scap ? r->scap * 2 : 1024;
+		size_t *no = realloc(r->soff, cap * sizeof(*no));
+		uint32_t *nl;
+		if (no == NULL)
+			return bad_record(r, err, IST_ENOMEM, "out of memory");
+		r->soff = no;
+		if ((nl = realloc(r->slen, cap * sizeof(*nl))) == NULL)
+			return bad_record(r, err, IST_ENOMEM, "out of memory");
+		r->slen = nl;
+		r->scap = cap;
+	}
+	r->soff[r->nstr] = r->sdata.n;
+	r->slen[r->nstr] = (uint32_t)t->v;
+	if (ist_buf_append(&r->sdata, t->p, t->v))
+		return bad_record(r, err, IST_ENOMEM, "out of memory");
+	r->nstr++;
+	return IST_OK;
+}
+
+static enum ist_status
+def_track(struct ist_reader *r, struct tok *tk, size_t nt,
+    struct ist_error *err)
+{
+	struct rtrack tr = { { 0 }, 0, 0, 0 };
+	uint32_t i = tk[1].next;
+	int64_t id;
+
+	if (tk[0].v < 6 || !tok_int(&tk[i], &id))
+		return bad_record(r, err, IST_ECORRUPT, "bad track record");
+	if ((uint64_t)id != r->ntrack + 1)
+		return bad_record(r, err, IST_ECORRUPT,
+		    "track id out of sequence");
+	i = tk[i].next;
+	for (int k = 0; k < 4 && i < nt; k++, i = tk[i].next) {
+		if (tk[i].t == TK_NULL)
+			continue;
+		if (!tok_int(&tk[i], &tr.key[k]))
+			return bad_record(r, err, IST_ECORRUPT,
+			    "track key is not an integer");
+		tr.mask |= 1u << k;
+	}
+	if (r->ntrack >= IST_MAX_TRACKS)
+		return bad_record(r, err, IST_ELIMIT, "too many tracks");
+	if (r->ntrack == r->tcap) {
+		size_t cap = r->tcap ? r->tcap * 2 : 64;
+		struct rtrack *nt2 = realloc(r->tracks, cap * sizeof(*nt2));
+		if (nt2 == NULL)
+			return bad_record(r, err, IST_ENOMEM, "out of memory");
+		r->tracks = nt2;
+		r->tcap = cap;
+	}
+	r->tracks[r->ntrack++] = tr;
+	return IST_OK;
+}
+
+static enum ist_status
+decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
+    struct ist_error *err)
+{
+	const struct ist_typespec *ts = &ist_types[type];
+	struct ist_event *ev = &r->ev;
+	uint32_t i = tk[1].next;     /* element after the kind */
+	uint64_t left = tk[0].v - 1; /* elements after the kind */
+	char why[160];
+	int64_t v, dur = 0;
+
+	ist_event_init(ev, (enum ist_type)type);
+	if (ts->has_track) {
+		struct rtrack *tr;
+		if (left == 0 || !tok_int(&tk[i], &v) || v < 1 ||
+		    (uint64_t)v > r->ntrack)
+			return bad_record(r, err, IST_ECORRUPT,
+			    "undefined track");
+		tr = &r->tracks[v - 1];
+		ev->has |= tr->mask;
+		ev->pid = tr->key[0];
+		ev->tid = tr->key[1];
+		ev->device = tr->key[2];
+		ev->stream = tr->key[3];
+		i = tk[i].next;
+		left--;
+		if (ts->time != TS_NONE) {
+			int64_t base = tr->gen == r->gen ? tr->last : 0;
+			if (left == 0 || !tok_int(&tk[i], &v))
+				return bad_record(r, err, IST_ECORRUPT,
+				    "missing timestamp");
+			v = (int64_t)((uint64_t)base + (uint64_t)v);
+			tr->gen = r->gen;
+			tr->last = v;
+			i = tk[i].next;
+			left--;
+			if (ts->time == TS_RANGE) {
+				if (left == 0 || !tok_int(&tk[i], &dur))
+					return bad_record(r, err, IST_ECORRUPT,
+					    "missing duration");
+				i = tk[i].next;
+				left--;
+				ev->start_ns = v;
+				ev->end_ns = (int64_t)((uint64_t)v +
+				    (uint64_t)dur);
+				IST_SET(ev, IST_F_START);
+				IST_SET(ev, IST_F_END);
+			} else {
+				ev->ts_ns = v;
+				IST_SET(ev, IST_F_TS);
+			}
+		}
+		/* a track that lacks a field this type requires */
+		for (int f = 0; f < ts->nfields; f++)
+			if (ts->fields[f].role == R_TRACK &&
+			    ts->fields[f].required &&
+			    !IST_HAS(ev, ts->fields[f].id)) {
+				snprintf(why, sizeof(why), "%s record on a "
+				    "track without '%s'", ts->name,
+				    ts->fields[f].json);
+				return bad_record(r, err, IST_ECORRUPT, why);
+			}
+	}
+	for (int f = 0; f < ts->nfields; f++) {
+		const struct ist_fieldspec *fs = &ts->fields[f];
+		struct tok *t;
+		bool ok = true;
+
+		if (fs->role != R_PAYLOAD)
+			continue;
+		if (left == 0 || tk[i].t == TK_NULL) {
+			if (fs->required) {
+				snprintf(why, sizeof(why), "%s record lacks "
+				    "'%s'", ts->name, fs->json);
+				return bad_record(r, err, IST_ECORRUPT, why);
+			}
+			if (left) {
+				i = tk[i].next;
+				left--;
+			}
+			continue;
+		}
+		t = &tk[i];
+		switch (fs->ft) {
+		case FT_STR: {
+			struct ist_str s;
+			if (!tok_int(t, &v) || v < 1 || (uint64_t)v > r->nstr) {
+				snprintf(why, sizeof(why), "'%s' names an "
+				    "undefined string", fs->json);
+				return bad_record(r, err, IST_ECORRUPT, why);
+			}
+			s.p = r->sdata.p + r->soff[v - 1];
+			s.n = r->slen[v - 1];
+			switch (fs->id) {
+			case IST_F_NAME: ev->name = s; break;
+			case IST_F_FILE: ev->file = s; break;
+			case IST_F_HOST: ev->host = s; break;
+			case IST_F_KIND: ev->kind = s; break;
+			case IST_F_REASON: ev->reason = s; break;
+			case IST_F_DOMAIN: ev->domain = s; break;
+			default: break;
+			}
+			break;
+		}
+		case FT_INT:
+			if (!(ok = tok_int(t, &v)))
+				break;
+			switch (fs->id) {
+			case IST_F_LINE: ev->line = v; break;
+			case IST_F_SM_COUNT: ev->sm_count = v; break;
+			case IST_F_MEMORY_BYTES: ev->memory_bytes = v; break;
+			case IST_F_CORRELATION: ev->correlation = v; break;
+			case IST_F_BYTES: ev->bytes = v; break;
+			case IST_F_EVENTS: ev->events = v; break;
+			case IST_F_DOMAIN_NS: ev->domain_ns = v; break;
+			default: break;
+			}
+			break;
+		case FT_BOOL:
+			if ((ok = t->t == TK_BOOL))
+				ev->pageable = t->b;
+			break;
+		case FT_DOUBLE:
+			if (t->t == TK_FLOAT)
+				ev->pcie_gbps = t->d;
+			else if ((ok = tok_int(t, &v)))
+				ev->pcie_gbps = (double)v;
+			break;
+		case FT_NUMBER:
+			if (t->t == TK_FLOAT) {
+				ev->value = t->d;
+			} else if ((ok = tok_int(t, &v))) {
+				ev->value_is_int = true;
+				ev->ivalue = v;
+				ev->value = (double)v;
+			}
+			break;
+		case FT_IVEC3: {
+			int64_t *dst = fs->id == IST_F_GRID ? ev->grid :
+			    ev->block;
+			uint32_t j = i + 1;
+			if (!(ok = t->t == TK_ARRAY && t->v == 3))
+				break;
+			for (int k = 0; k < 3 && ok; k++, j = tk[j].next)
+				ok = tok_int(&tk[j], &dst[k]);
+			break;
+		}
+		case FT_VALUE:
+		case FT_OBJECT:
+			if (fs->ft == FT_OBJECT && !(ok = t->t == TK_MAP))
+				break;
+			if (fs->id == IST_F_CMDLINE)
+				ev->cmdline = tok_blob(r, t);
+			else if (fs->id == IST_F_METADATA)
+				ev->metadata = tok_blob(r, t);
+			else
+				ev->data = tok_blob(r, t);
+			break;
+		}
+		if (!ok) {
+			snprintf(why, sizeof(why), "%s record has a bad '%s'",
+			    ts->name, fs->json);
+			return bad_record(r, err, IST_ECORRUPT, why);
+		}
+		IST_SET(ev, fs->id);
+		i = t->next;
+		left--;
+	}
+	(void)nt;
+	return IST_OK;
+}
+
+enum ist_status
+ist_reader_next(struct ist_reader *r, const struct ist_event **out,
+    struct ist_error *err)
+{
+	enum ist_status st;
+
+	*out = NULL;
+	if (r->sticky != IST_OK) {
+		if (err && r->sticky != IST_END)
+			*err = r->sticky_err;
+		return r->sticky;
+	}
+	for (;;) {
+		struct tok *tk;
+		const char *why = NULL;
+		size_t used, nt;
+		uint64_t kind;
+		bool first;
+		int type;
+
+		if (r->fpos >= r->fn) {
+			if (r->st.frames == 0 && r->st.in_bytes == 0 &&
+			    (st = sniff(r, err)) != IST_OK)
+				return st;
+			st = read_frame(r, err);
+			if (st == IST_END && r->st.frames == 0) {
+				ist_seterr(err, IST_ENOTTRACE, "'%s' is not an "
+				    "InferScope trace (no data)", r->name);
+				return stick(r, err, IST_ENOTTRACE);
+			}
+			if (st == IST_END)
+				r->sticky = IST_END;
+			if (st != IST_OK)
+				return st;
+		}
+		r->st.records++;
+		first = r->frame_start;
+		r->frame_start = false;
+		st = ist_tokenize(&r->tz, true, r->fbuf + r->fpos, r->fn - r->fpos,
+		    &used, &why);
+		if (st != IST_OK) {
+			if (r->st.frames == 1 && first && st == IST_ECORRUPT) {
+				ist_seterr(err, IST_ENOTTRACE, "'%s' is not an "
+				    "InferScope trace (not CBOR)", r->name);
+				return stick(r, err, IST_ENOTTRACE);
+			}
+			return bad_record(r, err, st, why);
+		}
+		tk = r->tz.toks;
+		nt = r->tz.ntok;
+		if (tk[0].t == TK_TAG && tk[0].v == IST_SELF_DESCRIBE_TAG) {
+			if (!first)
+				return bad_record(r, err, IST_ECORRUPT,
+				    "header in the middle of a frame");
+			st = decode_header(r, tk, nt, err);
+			r->fpos += used;
+			if (st != IST_OK)
+				return st;
+			*out = &r->ev;
+			return IST_OK;
+		}
+		if (!r->in_segment) {
+			ist_seterr(err, IST_ENOTTRACE, "'%s' is not an "
+			    "InferScope trace (it does not start with a trace header)", r->name);
+			return stick(r, err, IST_ENOTTRACE);
+		}
+		if (tk[0].t != TK_ARRAY || tk[0].v == 0 ||
+		    tk[1].t != TK_UINT) {
+			r->fpos += used;
+			return bad_record(r, err, IST_ECORRUPT,
+			    "record is not an array with a kind");
+		}
+		kind = tk[1].v;
+		if (kind == K_STRING)
+			st = def_string(r, tk, nt, err);
+		else if (kind == K_TRACK)
+			st = def_track(r, tk, nt, err);
+		else if ((type = ist_type_of_kind(kind)) > 0) {
+			st = decode_event(r, type, tk, nt, err);
+			if (st == IST_OK) {
+				r->fpos += used;
+				r->st.events++;
+				*out = &r->ev;
+				return IST_OK;
+			}
+		} else {
+			r->st.skipped++;
+		}
+		r->fpos += used;
+		if (st != IST_OK)
+			return st;
+	}
+}

@@ -1,0 +1,255 @@
+/* schema.c - the record table shared by the CBOR and JSON Lines codecs. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define TRK(f, j, req) { IST_F_##f, j, FT_INT, R_TRACK, req }
+#define PID TRK(PID, "pid", true)
+#define TID TRK(TID, "tid", true)
+#define DEV TRK(DEVICE, "device", true)
+#define STREAM TRK(STREAM, "stream", true)
+#define START { IST_F_START, "start_ns", FT_INT, R_TIME, true }
+#define END { IST_F_END, "end_ns", FT_INT, R_TIME, true }
+#define TS { IST_F_TS, "ts_ns", FT_INT, R_TIME, true }
+#define P(f, j, t, req) { IST_F_##f, j, FT_##t, R_PAYLOAD, req }
+#define NAME P(NAME, "name", STR, true)
+#define CORR P(CORRELATION, "correlation", INT, false)
+#define N(a) (int)(sizeof(a) / sizeof((a)[0])), a
+
+static const struct ist_fieldspec f_header[] = {
+	P(FORMAT, "format", STR, true),
+	P(VERSION, "version", IVEC3, true), /* printed as [major, minor] */
+	P(PRODUCER, "producer", STR, false),
+	P(HOST, "host", STR, false),
+	P(PIDS, "pids", VALUE, false),
+	P(CLOCKS, "clocks", VALUE, false),
+	P(REALTIME_NS, "realtime_ns", INT, false),
+	P(MONOTONIC_NS, "monotonic_ns", INT, false),
+};
+static const struct ist_fieldspec f_process[] = {
+	PID, P(NAME, "name", STR, false), P(CMDLINE, "cmdline", VALUE, false),
+	P(HOST, "host", STR, false),
+};
+static const struct ist_fieldspec f_thread[] = {
+	PID, TID, P(NAME, "name", STR, false),
+};
+static const struct ist_fieldspec f_device[] = {
+	DEV, P(NAME, "name", STR, false), P(SM_COUNT, "sm_count", INT, false),
+	P(MEMORY_BYTES, "memory_bytes", INT, false),
+	P(PCIE_GBPS, "pcie_gbps", DOUBLE, false),
+};
+static const struct ist_fieldspec f_cpu_call[] = {
+	PID, TID, NAME, P(FILE, "file", STR, false), P(LINE, "line", INT, false),
+	START, END,
+};
+static const struct ist_fieldspec f_scope[] = { PID, TID, NAME, START, END };
+static const struct ist_fieldspec f_instant[] = {
+	PID, TID, NAME, TS, P(METADATA, "metadata", OBJECT, false),
+};
+static const struct ist_fieldspec f_nvtx_range[] = {
+	PID, TID, NAME, P(DOMAIN, "domain", STR, false), START, END,
+};
+static const struct ist_fieldspec f_nvtx_mark[] = {
+	PID, TID, NAME, P(DOMAIN, "domain", STR, false), TS,
+};
+static const struct ist_fieldspec f_cuda_api[] = {
+	PID, TID, NAME, START, END, P(CORRELATION, "correlation", INT, true),
+};
+static const struct ist_fieldspec f_gpu_kernel[] = {
+	PID, DEV, STREAM, NAME, START, END, CORR,
+	P(GRID, "grid", IVEC3, false), P(BLOCK, "block", IVEC3, false),
+};
+static const struct ist_fieldspec f_copy[] = {
+	PID, DEV, STREAM, P(BYTES, "bytes", INT, true),
+	P(PAGEABLE, "pageable", BOOL, false), START, END, CORR,
+};
+static const struct ist_fieldspec f_memset[] = {
+	PID, DEV, STREAM, P(BYTES, "bytes", INT, true), START, END, CORR,
+};
+static const struct ist_fieldspec f_sync[] = {
+	PID, TID, P(KIND, "kind", STR, true), START, END,
+};
+static const struct ist_fieldspec f_memory[] = {
+	PID, TRK(DEVICE, "device", false), P(BYTES, "bytes", INT, true), TS,
+};
+static const struct ist_fieldspec f_counter[] = {
+	PID, TRK(TID, "tid", false), NAME, TS, P(VALUE, "value", NUMBER, true),
+};
+static const struct ist_fieldspec f_loss[] = {
+	PID, P(EVENTS, "events", INT, true), P(REASON, "reason", STR, false),
+};
+static const struct ist_fieldspec f_clock[] = {
+	PID, P(DOMAIN, "domain", STR, true), TS,
+	P(DOMAIN_NS, "domain_ns", INT, true),
+};
+static const struct ist_fieldspec f_analysis[] = {
+	P(DATA, "data", OBJECT, true),
+};
+
+const struct ist_typespec ist_types[IST_NTYPES] = {
+	[IST_HEADER] = { "header", 0, TS_NONE, false, N(f_header) },
+	[IST_PROCESS] = { "process", 3, TS_NONE, true, N(f_process) },
+	[IST_THREAD] = { "thread", 4, TS_NONE, true, N(f_thread) },
+	[IST_DEVICE] = { "device", 5, TS_NONE, true, N(f_device) },
+	[IST_CPU_CALL] = { "cpu_call", 6, TS_RANGE, true, N(f_cpu_call) },
+	[IST_SCOPE] = { "scope", 7, TS_RANGE, true, N(f_scope) },
+	[IST_INSTANT] = { "instant", 8, TS_INSTANT, true, N(f_instant) },
+	[IST_NVTX_RANGE] = { "nvtx_range", 9, TS_RANGE, true, N(f_nvtx_range) },
+	[IST_NVTX_MARK] = { "nvtx_mark", 10, TS_INSTANT, true, N(f_nvtx_mark) },
+	[IST_CUDA_API] = { "cuda_api", 11, TS_RANGE, true, N(f_cuda_api) },
+	[IST_GPU_KERNEL] = { "gpu_kernel", 12, TS_RANGE, true, N(f_gpu_kernel) },
+	[IST_H2D_COPY] = { "h2d_copy", 13, TS_RANGE, true, N(f_copy) },
+	[IST_D2H_COPY] = { "d2h_copy", 14, TS_RANGE, true, N(f_copy) },
+	[IST_D2D_COPY] = { "d2d_copy", 15, TS_RANGE, true, N(f_copy) },
+	[IST_MEMSET] = { "memset", 16, TS_RANGE, true, N(f_memset) },
+	[IST_SYNC] = { "sync", 17, TS_RANGE, true, N(f_sync) },
+	[IST_MEMORY_ALLOC] = { "memory_alloc", 18, TS_INSTANT, true, N(f_memory) },
+	[IST_MEMORY_FREE] = { "memory_free", 19, TS_INSTANT, true, N(f_memory) },
+	[IST_COUNTER] = { "counter", 20, TS_INSTANT, true, N(f_counter) },
+	[IST_LOSS] = { "loss", 21, TS_NONE, true, N(f_loss) },
+	[IST_CLOCK] = { "clock", 22, TS_INSTANT, true, N(f_clock) },
+	[IST_ANALYSIS] = { "analysis", 23, TS_NONE, false, N(f_analysis) },
+};
+
+int
+ist_type_of_kind(uint64_t kind)
+{
+	if (kind >= K_FIRST_EVENT && kind <= K_MAX_KNOWN)
+		return (int)kind - 2; /* kinds 3..23 are types 1..21 */
+	return -1;
+}
+
+const char *
+ist_type_name(enum ist_type type)
+{
+	if ((unsigned)type >= IST_NTYPES)
+		return "unknown";
+	return ist_types[type].name;
+}
+
+int
+ist_type_from_name(const char *name, size_t n)
+{
+	for (int t = 0; t < IST_NTYPES; t++)
+		if (strlen(ist_types[t].name) == n &&
+		    memcmp(ist_types[t].name, name, n) == 0)
+			return t;
+	return -1;
+}
+
+void
+ist_event_init(struct ist_event *ev, enum ist_type type)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->type = type;
+}
+
+const char *
+ist_strerror(enum ist_status st)
+{
+	switch (st) {
+	case IST_OK: return "success";
+	case IST_END: return "end of trace";
+	case IST_TRUNCATED: return "trace is truncated";
+	case IST_EEMPTY: return "empty input";
+	case IST_ENOTTRACE: return "not an InferScope trace";
+	case IST_EVERSION: return "unsupported trace version";
+	case IST_ECORRUPT: return "corrupt trace";
+	case IST_EINVAL: return "invalid input";
+	case IST_EIO: return "input/output error";
+	case IST_ENOMEM: return "out of memory";
+	case IST_ELIMIT: return "size limit exceeded";
+	}
+	return "unknown status";
+}
+
+void
+ist_seterr(struct ist_error *err, enum ist_status st, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL)
+		return;
+	err->status = st;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+}
+
+int
+ist_buf_reserve(struct ist_buf *b, size_t extra)
+{
+	size_t cap;
+	char *p;
+
+	if (b->cap - b->n >= extra)
+		return 0;
+	cap = b->cap ? b->cap : 256;
+	while (cap - b->n < extra) {
+		if (cap > SIZE_MAX / 2)
+			return ENOMEM;
+		cap *= 2;
+	}
+	if ((p = realloc(b->p, cap)) == NULL)
+		return ENOMEM;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+int
+ist_buf_append(struct ist_buf *b, const void *p, size_t n)
+{
+	if (ist_buf_reserve(b, n + 1))
+		return ENOMEM;
+	memcpy(b->p + b->n, p, n);
+	b->n += n;
+	b->p[b->n] = '\0';
+	return 0;
+}
+
+int
+ist_buf_printf(struct ist_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (len < 0 || ist_buf_reserve(b, (size_t)len + 1))
+		return ENOMEM;
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->n, (size_t)len + 1, fmt, ap);
+	va_end(ap);
+	b->n += (size_t)len;
+	return 0;
+}
+
+void
+ist_buf_release(struct ist_buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->n = b->cap = 0;
+}
+
+void
+ist_fmt_double(double d, char *out, size_t cap)
+{
+	if (!isfinite(d)) {
+		snprintf(out, cap, "null");
+		return;
+	}
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(out, cap, "%.*g", prec, d);
+		if (strtod(out, NULL) == d)
+			break;
+	}
+	if (strpbrk(out, ".eEn") == NULL && strlen(out) + 3 <= cap)
+		strcat(out, ".0");
+}

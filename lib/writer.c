@@ -1,0 +1,675 @@
+/* writer.c - events -> CBOR records -> zstd frames -> a sink. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cbor.h>
+#include <zstd.h>
+
+#include "internal.h"
+
+struct wstr {           /* interned string, open addressing */
+	uint64_t hash;
+	uint32_t id;        /* 0: empty slot */
+	uint32_t len;
+	size_t off;         /* into w->strings */
+};
+
+struct wtrack {
+	int64_t key[4];
+	uint32_t mask;      /* which of pid, tid, device, stream are set */
+	uint32_t id;        /* 0: empty slot */
+	uint64_t gen;       /* frame generation of `last` */
+	int64_t last;
+};
+
+struct ist_writer {
+	ist_sink_fn sink;
+	void *ctx;
+	struct ist_writer_opts opts;
+	ZSTD_CCtx *cctx;
+	uint8_t *buf;
+	size_t n, cap;
+	uint8_t *out;
+	size_t outcap;
+	bool have_header;
+	bool failed;
+	/* segment state */
+	struct wstr *stab;
+	size_t stab_cap;
+	uint32_t nstrings;
+	struct ist_buf strings;
+	struct wtrack *ttab;
+	size_t ttab_cap;
+	uint32_t ntracks;
+	uint64_t gen;
+	uint64_t last_flush_ms;
+	uint32_t since_clock;
+	struct ist_writer_stats st;
+};
+
+int
+ist_fd_sink(void *ctx, const void *buf, size_t n)
+{
+	int fd = *(int *)ctx;
+	const char *p = buf;
+
+	while (n > 0) {
+		ssize_t k = write(fd, p, n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int
+reserve(struct ist_writer *w, size_t extra)
+{
+	size_t cap;
+	uint8_t *p;
+
+	if (w->cap - w->n >= extra)
+		return 0;
+	cap = w->cap ? w->cap : 65536;
+	while (cap - w->n < extra)
+		cap *= 2;
+	if ((p = realloc(w->buf, cap)) == NULL)
+		return -1;
+	w->buf = p;
+	w->cap = cap;
+	return 0;
+}
+
+/* Encoders; callers reserve room first (9 bytes per head). */
+static inline void
+put_uint(struct ist_writer *w, uint64_t v)
+{
+	w->n += cbor_encode_uint(v, w->buf + w->n, w->cap - w->n);
+}
+
+static inline void
+put_int(struct ist_writer *w, int64_t v)
+{
+	if (v >= 0)
+		w->n += cbor_encode_uint((uint64_t)v, w->buf + w->n,
+		    w->cap - w->n);
+	else
+		w->n += cbor_encode_negint((uint64_t)(-(v + 1)),
+		    w->buf + w->n, w->cap - w->n);
+}
+
+static inline void
+put_null(struct ist_writer *w)
+{
+	w->buf[w->n++] = 0xf6;
+}
+
+static void
+put_text(struct ist_writer *w, const char *s, size_t len)
+{
+	w->n += cbor_encode_string_start(len, w->buf + w->n, w->cap - w->n);
+	memcpy(w->buf + w->n, s, len);
+	w->n += len;
+}
+
+static void
+reset_segment(struct ist_writer *w)
+{
+	if (w->stab)
+		memset(w->stab, 0, w->stab_cap * sizeof(*w->stab));
+	if (w->ttab)
+		memset(w->ttab, 0, w->ttab_cap * sizeof(*w->ttab));
+	w->nstrings = 0;
+	w->ntracks = 0;
+	w->strings.n = 0;
+}
+
+enum ist_status
+ist_writer_new(struct ist_writer **out, ist_sink_fn sink, void *ctx,
+    const struct ist_writer_opts *opts, struct ist_error *err)
+{
+	struct ist_writer *w;
+
+	*out = NULL;
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		goto nomem;
+	w->sink = sink;
+	w->ctx = ctx;
+	if (opts)
+		w->opts = *opts;
+	if (w->opts.level == 0)
+		w->opts.level = 3;
+	if (w->opts.frame_bytes == 0)
+		w->opts.frame_bytes = 4u << 20;
+	if (w->opts.frame_bytes > IST_MAX_FRAME / 2)
+		w->opts.frame_bytes = IST_MAX_FRAME / 2;
+	if ((w->cctx = ZSTD_createCCtx()) == NULL)
+		goto nomem;
+	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel,
+	    w->opts.level);
+	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
+	w->stab_cap = 1024;
+	w->ttab_cap = 256;
+	w->stab = calloc(w->stab_cap, sizeof(*w->stab));
+	w->ttab = calloc(w->ttab_cap, sizeof(*w->ttab));
+	if (w->stab == NULL || w->ttab == NULL)
+		goto nomem;
+	w->gen = 1;
+	w->last_flush_ms = now_ms();
+	*out = w;
+	return IST_OK;
+nomem:
+	ist_writer_free(w);
+	ist_seterr(err, IST_ENOMEM, "cannot create trace writer: %s",
+	    strerror(ENOMEM));
+	return IST_ENOMEM;
+}
+
+void
+ist_writer_free(struct ist_writer *w)
+{
+	if (w == NULL)
+		return;
+	ZSTD_freeCCtx(w->cctx);
+	free(w->buf);
+	free(w->out);
+	free(w->stab);
+	free(w->ttab);
+	ist_buf_release(&w->strings);
+	free(w);
+}
+
+void
+ist_writer_stats(const struct ist_writer *w, struct ist_writer_stats *st)
+{
+	*st = w->st;
+}
+
+enum ist_status
+ist_writer_flush(struct ist_writer *w, struct ist_error *err)
+{
+	size_t bound, k;
+	int e;
+
+	if (w->failed) {
+		ist_seterr(err, IST_EIO, "trace writer failed earlier");
+		return IST_EIO;
+	}
+	w->last_flush_ms = now_ms();
+	if (w->n == 0)
+		return IST_OK;
+	bound = ZSTD_compressBound(w->n);
+	if (bound > w->outcap) {
+		uint8_t *p = realloc(w->out, bound);
+		if (p == NULL) {
+			w->failed = true;
+			ist_seterr(err, IST_ENOMEM, "cannot compress frame: %s",
+			    strerror(ENOMEM));
+			return IST_ENOMEM;
+		}
+		w->out = p;
+		w->outcap = bound;
+	}
+	k = ZSTD_compress2(w->cctx, w->out, w->outcap, w->buf, w->n);
+	if (ZSTD_isError(k)) {
+		w->failed = true;
+		ist_seterr(err, IST_EIO, "cannot compress frame: %s",
+		    ZSTD_getErrorName(k));
+		return IST_EIO;
+	}
+	if ((e = w->sink(w->ctx, w->out, k)) != 0) {
+		w->failed = true;
+		ist_seterr(err, IST_EIO, "cannot write trace: %s",
+		    strerror(e));
+		if (err)
+			err->sys_errno = e;
+		return IST_EIO;
+	}
+	w->st.raw_bytes += w->n;
+	w->st.out_bytes += k;
+	w->st.frames++;
+	w->n = 0;
+	w->gen++;
+	return IST_OK;
+}
+
+enum ist_status
+ist_writer_close(struct ist_writer *w, struct ist_error *err)
+{
+	enum ist_status st;
+
+	if (w == NULL)
+		return IST_OK;
+	st = ist_writer_flush(w, err);
+	ist_writer_free(w);
+	return st;
+}
+
+static uint64_t
+hash_bytes(const char *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= (uint8_t)p[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static int
+grow_strings(struct ist_writer *w)
+{
+	size_t ncap = w->stab_cap * 2;
+	struct wstr *nt = calloc(ncap, sizeof(*nt));
+
+	if (nt == NULL)
+		return -1;
+	for (size_t i = 0; i < w->stab_cap; i++) {
+		struct wstr *e = &w->stab[i];
+		if (e->id == 0)
+			continue;
+		size_t j = e->hash & (ncap - 1);
+		while (nt[j].id)
+			j = (j + 1) & (ncap - 1);
+		nt[j] = *e;
+	}
+	free(w->stab);
+	w->stab = nt;
+	w->stab_cap = ncap;
+	return 0;
+}
+
+/* Returns the string's id, emitting a STRING record first if new; 0: error. */
+static uint32_t
+intern(struct ist_writer *w, struct ist_str s)
+{
+	uint64_t h = hash_bytes(s.p, s.n);
+	size_t i = h & (w->stab_cap - 1);
+	struct wstr *e;
+
+	while ((e = &w->stab[i])->id) {
+		if (e->hash == h && e->len == s.n &&
+		    memcmp(w->strings.p + e->off, s.p, s.n) == 0)
+			return e->id;
+		i = (i + 1) & (w->stab_cap - 1);
+	}
+	if (s.n > IST_MAX_STRING || w->nstrings >= IST_MAX_STRINGS)
+		return 0;
+	e->hash = h;
+	e->id = ++w->nstrings;
+	e->len = (uint32_t)s.n;
+	e->off = w->strings.n;
+	if (ist_buf_append(&w->strings, s.p, s.n) || reserve(w, s.n + 32))
+		return 0;
+	w->buf[w->n++] = 0x83; /* [1, id, text] */
+	put_uint(w, K_STRING);
+	put_uint(w, e->id);
+	put_text(w, s.p, s.n);
+	w->st.records++;
+	if ((w->nstrings + 1) * 2 > w->stab_cap && grow_strings(w))
+		return 0;
+	return e->id;
+}
+
+static struct wtrack *
+track(struct ist_writer *w, const struct ist_event *ev, uint32_t mask)
+{
+	int64_t key[4] = {
+		(mask & 1) ? ev->pid : 0,
+		(mask & 2) ? ev->tid : 0,
+		(mask & 4) ? ev->device : 0,
+		(mask & 8) ? ev->stream : 0,
+	};
+	uint64_t h = hash_bytes((const char *)key, sizeof(key)) ^ mask;
+	size_t i = h & (w->ttab_cap - 1);
+	struct wtrack *e;
+
+	while ((e = &w->ttab[i])->id) {
+		if (e->mask == mask && memcmp(e->key, key, sizeof(key)) == 0)
+			return e;
+		i = (i + 1) & (w->ttab_cap - 1);
+	}
+	if (w->ntracks >= IST_MAX_TRACKS || reserve(w, 64))
+		return NULL;
+	memcpy(e->key, key, sizeof(key));
+	e->mask = mask;
+	e->id = ++w->ntracks;
+	e->gen = 0;
+	w->buf[w->n++] = 0x86; /* [2, id, pid, tid, device, stream] */
+	put_uint(w, K_TRACK);
+	put_uint(w, e->id);
+	for (int k = 0; k < 4; k++) {
+		if (mask >> k & 1)
+			put_int(w, key[k]);
+		else
+			put_null(w);
+	}
+	w->st.records++;
+	if ((w->ntracks + 1) * 2 > w->ttab_cap) {
+		size_t ncap = w->ttab_cap * 2;
+		struct wtrack *nt = calloc(ncap, sizeof(*nt));
+		uint32_t id = e->id;
+		if (nt == NULL)
+			return NULL;
+		for (size_t j = 0; j < w->ttab_cap; j++) {
+			struct wtrack *o = &w->ttab[j];
+			if (o->id == 0)
+				continue;
+			uint64_t oh = hash_bytes((const char *)o->key,
+			    sizeof(o->key)) ^ o->mask;
+			size_t k = oh & (ncap - 1);
+			while (nt[k].id)
+				k = (k + 1) & (ncap - 1);
+			nt[k] = *o;
+		}
+		free(w->ttab);
+		w->ttab = nt;
+		w->ttab_cap = ncap;
+		for (size_t j = 0; j < ncap; j++)
+			if (nt[j].id == id)
+				return &nt[j];
+	}
+	return e;
+}
+
+static enum ist_status
+check_blob(struct ist_blob b, const char *what, struct ist_error *err)
+{
+	size_t used;
+	enum ist_status st = ist_cbor_check(b.p, b.n, &used, err);
+
+	if (st == IST_OK && used != b.n)
+		st = IST_EINVAL;
+	if (st != IST_OK)
+		ist_seterr(err, IST_EINVAL, "field '%s' is not one CBOR item",
+		    what);
+	return st;
+}
+
+static struct ist_str
+str_field(const struct ist_event *ev, enum ist_field f)
+{
+	switch (f) {
+	case IST_F_NAME: return ev->name;
+	case IST_F_FILE: return ev->file;
+	case IST_F_HOST: return ev->host;
+	case IST_F_KIND: return ev->kind;
+	case IST_F_REASON: return ev->reason;
+	case IST_F_DOMAIN: return ev->domain;
+	case IST_F_FORMAT: return ev->format;
+	case IST_F_PRODUCER: return ev->producer;
+	default: return (struct ist_str){ "", 0 };
+	}
+}
+
+static int64_t
+int_field(const struct ist_event *ev, enum ist_field f)
+{
+	switch (f) {
+	case IST_F_LINE: return ev->line;
+	case IST_F_SM_COUNT: return ev->sm_count;
+	case IST_F_MEMORY_BYTES: return ev->memory_bytes;
+	case IST_F_CORRELATION: return ev->correlation;
+	case IST_F_BYTES: return ev->bytes;
+	case IST_F_EVENTS: return ev->events;
+	case IST_F_DOMAIN_NS: return ev->domain_ns;
+	case IST_F_REALTIME_NS: return ev->realtime_ns;
+	case IST_F_MONOTONIC_NS: return ev->monotonic_ns;
+	default: return 0;
+	}
+}
+
+static struct ist_blob
+blob_field(const struct ist_event *ev, enum ist_field f)
+{
+	switch (f) {
+	case IST_F_CMDLINE: return ev->cmdline;
+	case IST_F_METADATA: return ev->metadata;
+	case IST_F_DATA: return ev->data;
+	case IST_F_PIDS: return ev->pids;
+	case IST_F_CLOCKS: return ev->clocks;
+	default: return (struct ist_blob){ NULL, 0 };
+	}
+}
+
+static enum ist_status
+fail(struct ist_writer *w, struct ist_error *err)
+{
+	(void)w;
+	ist_seterr(err, IST_ENOMEM, "cannot encode record: out of memory or "
+	    "over a string or track limit");
+	return IST_ENOMEM;
+}
+
+enum ist_status
+ist_writer_header(struct ist_writer *w, const struct ist_event *hdr,
+    struct ist_error *err)
+{
+	const struct ist_typespec *ts = &ist_types[IST_HEADER];
+	enum ist_status st;
+	size_t nkeys = 0, need = 64;
+
+	if (hdr->type != IST_HEADER) {
+		ist_seterr(err, IST_EINVAL, "a trace must start with a header");
+		return IST_EINVAL;
+	}
+	if ((st = ist_writer_flush(w, err)) != IST_OK)
+		return st;
+	reset_segment(w);
+	for (int i = 0; i < ts->nfields; i++) {
+		enum ist_field f = ts->fields[i].id;
+		if (f == IST_F_FORMAT || f == IST_F_VERSION || IST_HAS(hdr, f))
+			nkeys++;
+		if (IST_HAS(hdr, f) && ts->fields[i].ft == FT_VALUE) {
+			if ((st = check_blob(blob_field(hdr, f),
+			    ts->fields[i].json, err)) != IST_OK)
+				return st;
+			need += blob_field(hdr, f).n;
+		}
+		need += str_field(hdr, f).n + 32;
+	}
+	if (reserve(w, need))
+		return fail(w, err);
+	w->n += cbor_encode_tag(IST_SELF_DESCRIBE_TAG, w->buf + w->n,
+	    w->cap - w->n);
+	w->n += cbor_encode_map_start(nkeys, w->buf + w->n, w->cap - w->n);
+	for (int i = 0; i < ts->nfields; i++) {
+		const struct ist_fieldspec *fs = &ts->fields[i];
+		enum ist_field f = fs->id;
+		struct ist_blob b;
+		struct ist_str s;
+
+		if (f == IST_F_FORMAT) {
+			put_text(w, "format", 6);
+			put_text(w, IST_FORMAT_NAME, strlen(IST_FORMAT_NAME));
+			continue;
+		}
+		if (f == IST_F_VERSION) {
+			put_text(w, "version", 7);
+			w->buf[w->n++] = 0x82;
+			put_uint(w, IST_VERSION_MAJOR);
+			put_uint(w, IST_VERSION_MINOR);
+			continue;
+		}
+		if (!IST_HAS(hdr, f))
+			continue;
+		put_text(w, fs->json, strlen(fs->json));
+		switch (fs->ft) {
+		case FT_STR:
+			s = str_field(hdr, f);
+			put_text(w, s.p, s.n);
+			break;
+		case FT_INT:
+			put_int(w, int_field(hdr, f));
+			break;
+		default:
+			b = blob_field(hdr, f);
+			memcpy(w->buf + w->n, b.p, b.n);
+			w->n += b.n;
+			break;
+		}
+	}
+	w->st.records++;
+	w->have_header = true;
+	return IST_OK;
+}
+
+enum ist_status
+ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
+    struct ist_error *err)
+{
+	const struct ist_typespec *ts;
+	uint32_t sid[IST_NFIELDS];
+	struct wtrack *tr = NULL;
+	enum ist_status st;
+	size_t need = 32, nel;
+	int last = -1;
+	uint32_t tmask = 0;
+
+	if (ev->type == IST_HEADER)
+		return ist_writer_header(w, ev, err);
+	if ((unsigned)ev->type >= IST_NTYPES) {
+		ist_seterr(err, IST_EINVAL, "unknown event type %d", ev->type);
+		return IST_EINVAL;
+	}
+	if (w->failed) {
+		ist_seterr(err, IST_EIO, "trace writer failed earlier");
+		return IST_EIO;
+	}
+	if (!w->have_header) {
+		ist_seterr(err, IST_EINVAL, "a trace must start with a header");
+		return IST_EINVAL;
+	}
+	ts = &ist_types[ev->type];
+	/* validate, intern strings, find the last present payload field */
+	for (int i = 0; i < ts->nfields; i++) {
+		const struct ist_fieldspec *fs = &ts->fields[i];
+		bool has = IST_HAS(ev, fs->id);
+
+		if (!has) {
+			if (fs->required) {
+				ist_seterr(err, IST_EINVAL, "%s event lacks "
+				    "required field '%s'", ts->name, fs->json);
+				return IST_EINVAL;
+			}
+			continue;
+		}
+		if (fs->role == R_PAYLOAD)
+			last = i;
+		if (fs->role == R_TRACK)
+			tmask |= 1u << fs->id;
+		if (fs->ft == FT_STR) {
+			if ((sid[fs->id] = intern(w, str_field(ev, fs->id)))
+			    == 0)
+				return fail(w, err);
+		} else if (fs->ft == FT_VALUE || fs->ft == FT_OBJECT) {
+			struct ist_blob b = blob_field(ev, fs->id);
+			if ((st = check_blob(b, fs->json, err)) != IST_OK)
+				return st;
+			if (fs->ft == FT_OBJECT && (b.p[0] & 0xe0) != 0xa0) {
+				ist_seterr(err, IST_EINVAL, "field '%s' must be "
+				    "an object", fs->json);
+				return IST_EINVAL;
+			}
+			need += b.n;
+		}
+	}
+	if (ts->has_track && (tr = track(w, ev, tmask)) == NULL)
+		return fail(w, err);
+	nel = 1 + (ts->has_track ? 1 : 0) +
+	    (ts->time == TS_RANGE ? 2 : ts->time == TS_INSTANT ? 1 : 0);
+	for (int i = 0; i <= last; i++)
+		if (ts->fields[i].role == R_PAYLOAD)
+			nel++;
+	if (reserve(w, need + nel * 9 + 64))
+		return fail(w, err);
+	w->n += cbor_encode_array_start(nel, w->buf + w->n, w->cap - w->n);
+	put_uint(w, (uint64_t)ts->kind);
+	if (tr) {
+		int64_t t0 = ts->time == TS_RANGE ? ev->start_ns : ev->ts_ns;
+		put_uint(w, tr->id);
+		if (ts->time != TS_NONE) {
+			int64_t base = tr->gen == w->gen ? tr->last : 0;
+			put_int(w, (int64_t)((uint64_t)t0 - (uint64_t)base));
+			tr->gen = w->gen;
+			tr->last = t0;
+		}
+		if (ts->time == TS_RANGE)
+			put_int(w, (int64_t)((uint64_t)ev->end_ns -
+			    (uint64_t)ev->start_ns));
+	}
+	for (int i = 0; i <= last; i++) {
+		const struct ist_fieldspec *fs = &ts->fields[i];
+		struct ist_blob b;
+
+		if (fs->role != R_PAYLOAD)
+			continue;
+		if (!IST_HAS(ev, fs->id)) {
+			put_null(w);
+			continue;
+		}
+		switch (fs->ft) {
+		case FT_STR:
+			put_uint(w, sid[fs->id]);
+			break;
+		case FT_INT:
+			put_int(w, int_field(ev, fs->id));
+			break;
+		case FT_BOOL:
+			w->buf[w->n++] = ev->pageable ? 0xf5 : 0xf4;
+			break;
+		case FT_DOUBLE:
+			w->n += cbor_encode_double(ev->pcie_gbps,
+			    w->buf + w->n, w->cap - w->n);
+			break;
+		case FT_NUMBER:
+			if (ev->value_is_int)
+				put_int(w, ev->ivalue);
+			else
+				w->n += cbor_encode_double(ev->value,
+				    w->buf + w->n, w->cap - w->n);
+			break;
+		case FT_IVEC3: {
+			const int64_t *v = fs->id == IST_F_GRID ? ev->grid :
+			    ev->block;
+			w->buf[w->n++] = 0x83;
+			for (int k = 0; k < 3; k++)
+				put_int(w, v[k]);
+			break;
+		}
+		case FT_VALUE:
+		case FT_OBJECT:
+			b = blob_field(ev, fs->id);
+			memcpy(w->buf + w->n, b.p, b.n);
+			w->n += b.n;
+			break;
+		}
+	}
+	w->st.records++;
+	w->st.events++;
+	if (w->n >= w->opts.frame_bytes)
+		return ist_writer_flush(w, err);
+	if (w->opts.flush_interval_ms && ++w->since_clock >= 64) {
+		w->since_clock = 0;
+		if (now_ms() - w->last_flush_ms >= w->opts.flush_interval_ms)
+			return ist_writer_flush(w, err);
+	}
+	return IST_OK;
+}
