@@ -25,6 +25,21 @@ ist_output_open(struct ist_output *o, const char *path, bool binary,
 		o->fd = STDOUT_FILENO;
 		return IST_OK;
 	}
+	{
+		struct stat st;
+		/* a device or a FIFO (/dev/null, /dev/full): write in place */
+		if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+			if ((o->fd = open(path, O_WRONLY)) < 0) {
+				int e = errno;
+				ist_seterr(err, IST_EIO, "cannot open '%s': %s",
+				    path, strerror(e));
+				if (err)
+					err->sys_errno = e;
+				return IST_EIO;
+			}
+			return IST_OK;
+		}
+	}
 	o->path = strdup(path);
 	if (o->path == NULL || asprintf(&o->tmp, "%s.tmp.XXXXXX", path) < 0) {
 		o->tmp = NULL;
@@ -56,8 +71,17 @@ ist_output_commit(struct ist_output *o, struct ist_error *err)
 {
 	int e = 0;
 
-	if (o->tmp == NULL)
+	if (o->tmp == NULL) {
+		if (o->fd > STDERR_FILENO && close(o->fd) != 0) {
+			int ce = errno;
+			o->fd = -1;
+			ist_seterr(err, IST_EIO, "cannot write output: %s",
+			    strerror(ce));
+			return IST_EIO;
+		}
+		o->fd = -1;
 		return IST_OK;
+	}
 	if (close(o->fd) != 0)
 		e = errno;
 	o->fd = -1;

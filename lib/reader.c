@@ -120,12 +120,12 @@ ist_tokenize(struct tokenizer *tz, bool store, const uint8_t *p, size_t n,
 		size_t idx;
 
 		if (pos >= n) {
-			*why = "truncated record";
+			*why = "a declared length runs past the end of the frame";
 			return IST_ECORRUPT;
 		}
 		r = cbor_stream_decode(p + pos, n - pos, &callbacks, tz);
 		if (r.status == CBOR_DECODER_NEDATA) {
-			*why = "truncated record";
+			*why = "a declared length runs past the end of the frame";
 			return IST_ECORRUPT;
 		}
 		if (r.status != CBOR_DECODER_FINISHED) {
@@ -342,6 +342,13 @@ sniff(struct ist_reader *r, struct ist_error *err)
 	}
 	avail = r->in_end - r->in_pos;
 	p = r->in + r->in_pos;
+	if (avail > 0 && avail < 4 && memcmp(p, "\x28\xb5\x2f\xfd", avail) == 0) {
+		r->st.truncated_bytes = avail;
+		ist_seterr(err, IST_TRUNCATED, "trace '%s' is truncated: last "
+		    "%zu bytes dropped", r->name, avail);
+		r->sticky = IST_END;
+		return IST_TRUNCATED;
+	}
 	if (avail == 0) {
 		ist_seterr(err, IST_EEMPTY, "'%s' is empty", r->name);
 		return stick(r, err, IST_EEMPTY);

@@ -241,15 +241,27 @@ ist_buf_release(struct ist_buf *b)
 void
 ist_fmt_double(double d, char *out, size_t cap)
 {
+	char sci[40];
+	int prec, exp;
+
 	if (!isfinite(d)) {
 		snprintf(out, cap, "null");
 		return;
 	}
-	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(out, cap, "%.*g", prec, d);
-		if (strtod(out, NULL) == d)
+	/* the shortest digits that read back exactly, then fixed notation
+	 * for moderate exponents (as Python's repr does) */
+	for (prec = 1; prec <= 17; prec++) {
+		snprintf(sci, sizeof(sci), "%.*e", prec - 1, d);
+		if (strtod(sci, NULL) == d)
 			break;
 	}
-	if (strpbrk(out, ".eEn") == NULL && strlen(out) + 3 <= cap)
-		strcat(out, ".0");
+	exp = atoi(strchr(sci, 'e') + 1);
+	if (exp >= -5 && exp < 17) {
+		snprintf(out, cap, "%.*f", prec - 1 - exp > 0 ?
+		    prec - 1 - exp : 0, d);
+		if (strchr(out, '.') == NULL && strlen(out) + 3 <= cap)
+			strcat(out, ".0");
+	} else {
+		snprintf(out, cap, "%s", sci);
+	}
 }

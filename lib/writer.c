@@ -264,13 +264,17 @@ ist_writer_close(struct ist_writer *w, struct ist_error *err)
 static uint64_t
 hash_bytes(const char *p, size_t n)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n, x;
 
-	for (size_t i = 0; i < n; i++) {
-		h ^= (uint8_t)p[i];
-		h *= 1099511628211ull;
+	for (; n >= 8; p += 8, n -= 8) {
+		memcpy(&x, p, 8);
+		h = (h ^ x) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
 	}
-	return h;
+	x = 0;
+	memcpy(&x, p, n);
+	h = (h ^ x) * 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 29);
 }
 
 static int
@@ -397,10 +401,12 @@ check_blob(struct ist_blob b, const char *what, struct ist_error *err)
 
 	if (st == IST_OK && used != b.n)
 		st = IST_EINVAL;
-	if (st != IST_OK)
+	if (st != IST_OK) {
 		ist_seterr(err, IST_EINVAL, "field '%s' is not one CBOR item",
 		    what);
-	return st;
+		return IST_EINVAL;
+	}
+	return IST_OK;
 }
 
 static struct ist_str

@@ -12,7 +12,7 @@
 #include "ist.h"
 
 static const char usage[] =
-    "usage: is-cat [--encode] [-o file] [file ...]\n";
+    "usage: is-cat [--encode] [--frame-bytes n] [-o file] [file ...]\n";
 
 static void
 help(void)
@@ -23,10 +23,12 @@ help(void)
 	    "with --encode turn JSON Lines back into a trace.  With no file,\n"
 	    "or when file is -, read standard input.\n"
 	    "\n"
-	    "  -e, --encode       read JSON Lines, write a trace\n"
-	    "  -h, --help         print this help and exit\n"
-	    "  -o, --output=FILE  write to FILE instead of standard output\n"
-	    "  -V, --version      print the version and exit\n"
+	    "  -e, --encode         read JSON Lines, write a trace\n"
+	    "      --frame-bytes=N  with --encode, close a frame past N bytes\n"
+	    "                       of CBOR (default 4194304)\n"
+	    "  -h, --help           print this help and exit\n"
+	    "  -o, --output=FILE    write to FILE instead of standard output\n"
+	    "  -V, --version        print the version and exit\n"
 	    "\n"
 	    "Exit status: 0 on success, 1 on a bad or truncated input, 2 on a\n"
 	    "usage error.\n");
@@ -38,6 +40,8 @@ report(void *ctx, const struct ist_error *e)
 	(void)ctx;
 	warnx("%s", e->msg);
 }
+
+static struct ist_writer_opts wopts;
 
 static int
 encode(char **files, int nfiles, const char *outpath)
@@ -55,7 +59,7 @@ encode(char **files, int nfiles, const char *outpath)
 	}
 	if (ist_output_open(&o, outpath, true, &e) != IST_OK)
 		errx(1, "%s", e.msg);
-	if (ist_writer_new(&w, ist_fd_sink, &o.fd, NULL, &e) != IST_OK)
+	if (ist_writer_new(&w, ist_fd_sink, &o.fd, &wopts, &e) != IST_OK)
 		goto fatal;
 	for (int i = 0; i < nfiles; i++) {
 		bool is_stdin = strcmp(files[i], "-") == 0;
@@ -171,6 +175,7 @@ main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "encode", no_argument, NULL, 'e' },
+		{ "frame-bytes", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "version", no_argument, NULL, 'V' },
@@ -187,6 +192,20 @@ main(int argc, char **argv)
 		case 'e':
 			enc = true;
 			break;
+		case 'F': {
+			char *end;
+			unsigned long long v;
+			errno = 0;
+			v = strtoull(optarg, &end, 10);
+			if (errno || *end || end == optarg || v == 0 ||
+			    optarg[0] == '-') {
+				warnx("--frame-bytes wants a positive number, "
+				    "not '%s'", optarg);
+				return 2;
+			}
+			wopts.frame_bytes = (size_t)v;
+			break;
+		}
 		case 'h':
 			help();
 			return 0;

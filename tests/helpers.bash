@@ -1,0 +1,19 @@
+# helpers.bash - loaded by every .bats file.
+bats_require_minimum_version 1.5.0
+load /usr/lib/bats/bats-support/load
+load /usr/lib/bats/bats-assert/load
+
+export LC_ALL=C TZ=UTC
+ROOT=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+VEC=formats/vectors
+cd "$ROOT"
+
+# update_or_compare GOLDEN ACTUAL: byte-exact compare, or rewrite the
+# golden file when UPDATE_GOLDEN=1.
+golden() {
+	if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then
+		printf '%s' "$2" > "$1"
+	fi
+	[ -f "$1" ] || fail "no golden file $1 (run with UPDATE_GOLDEN=1)"
+	assert_equal "$2" "$(cat "$1")"
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env bats
+# is-cat end to end: round trips, pipes, concatenation, errors, faults.
+load helpers
+
+setup() {
+	T=$BATS_TEST_TMPDIR
+}
+
+@test "JSON Lines -> trace -> JSON Lines is exact" {
+	for f in "$VEC"/valid/[!x]*.jsonl; do
+		is-cat --encode "$f" | is-cat > "$T/out.jsonl"
+		cmp "$T/out.jsonl" "$f"
+	done
+}
+
+@test "trace -> JSON Lines -> trace is byte-identical" {
+	is-cat "$VEC/valid/all-types.ist" | is-cat --encode > "$T/re.ist"
+	cmp "$T/re.ist" "$VEC/valid/all-types.ist"
+}
+
+@test "stdin, '-' and a file give the same output" {
+	a=$(is-cat < "$VEC/valid/all-types.ist")
+	b=$(is-cat - < "$VEC/valid/all-types.ist")
+	c=$(is-cat "$VEC/valid/all-types.ist")
+	assert_equal "$a" "$c"
+	assert_equal "$b" "$c"
+}
+
+@test "concatenated traces decode as both, in order" {
+	cat "$VEC/valid/all-types.ist" "$VEC/valid/multi-frame.ist" |
+	    is-cat > "$T/both"
+	cat "$VEC/valid/all-types.jsonl" "$VEC/valid/multi-frame.jsonl" |
+	    cmp - "$T/both"
+	run is-cat "$VEC/valid/all-types.ist" "$VEC/valid/multi-frame.ist"
+	assert_output "$(cat "$T/both")"
+}
+
+@test "a trace streams through a pipe one byte at a time" {
+	# dd with bs=1 hands the reader single bytes
+	dd if="$VEC/valid/multi-frame.ist" bs=1 status=none |
+	    is-cat | cmp - "$VEC/valid/multi-frame.jsonl"
+}
+
+@test "JSON input without a header gets a default one" {
+	printf '{"type":"thread","pid":1,"tid":2,"name":"w"}\n\n' |
+	    is-cat --encode | is-cat > "$T/out"
+	assert_equal "$(cat "$T/out")" '{"type":"header","format":"inferscope-trace","version":[1,0],"producer":"is-cat"}
+{"type":"thread","pid":1,"tid":2,"name":"w"}'
+}
+
+@test "empty JSON input encodes to a valid empty trace" {
+	is-cat --encode < /dev/null > "$T/empty.ist"
+	run is-cat "$T/empty.ist"
+	assert_success
+	assert_output '{"type":"header","format":"inferscope-trace","version":[1,0],"producer":"is-cat"}'
+}
+
+@test "bad JSON lines: line number and reason, the rest still encoded" {
+	printf '%s\n' '{"type":"thread","pid":1,"tid":1}' 'not json' \
+	    '{"type":"scope","pid":1}' '{"type":"warp"}' \
+	    '{"type":"thread","pid":1,"tid":2}' > "$T/in.jsonl"
+	run -1 --separate-stderr is-cat --encode -o "$T/out.ist" "$T/in.jsonl"
+	assert_equal "${stderr_lines[0]}" "is-cat: '$T/in.jsonl':2: invalid JSON at column 3: '[' or '{' expected near 'not'"
+	assert_equal "${stderr_lines[1]}" "is-cat: '$T/in.jsonl':3: missing required field 'tid' for type 'scope'"
+	assert_equal "${stderr_lines[2]}" "is-cat: '$T/in.jsonl':4: unknown type 'warp'"
+	assert_equal "${#stderr_lines[@]}" 3
+	run is-cat "$T/out.ist"
+	assert_equal "${#lines[@]}" 3
+}
+
+@test "refuses to write a trace to a terminal" {
+	command -v script >/dev/null || skip "script(1) is not installed"
+	run script -qec "is-cat --encode $VEC/valid/all-types.jsonl" /dev/null
+	assert_failure 1
+	assert_output --partial "is-cat: refusing to write binary trace data to a terminal"
+}
+
+@test "a missing file: warning, exit 1, the other files still read" {
+	run -1 --separate-stderr is-cat "$T/nope.ist" "$VEC/valid/all-types.ist"
+	assert_equal "$stderr" "is-cat: cannot open '$T/nope.ist': No such file or directory"
+	assert_equal "$output" "$(cat "$VEC/valid/all-types.jsonl")"
+}
+
+@test "usage errors exit 2" {
+	run -2 --separate-stderr is-cat --bogus
+	assert_equal "${stderr_lines[0]}" "is-cat: unrecognized option '--bogus'"
+	assert_equal "${stderr_lines[1]}" "usage: is-cat [--encode] [--frame-bytes n] [-o file] [file ...]"
+	run -2 is-cat --encode --frame-bytes 0
+}
+
+@test "-o writes the file whole, or not at all" {
+	is-cat --encode -o "$T/a.ist" "$VEC/valid/all-types.jsonl"
+	cmp "$T/a.ist" "$VEC/valid/all-types.ist"
+	run -1 --separate-stderr is-cat --encode -o "$T/no/such/dir/a.ist" \
+	    "$VEC/valid/all-types.jsonl"
+	[[ "$stderr" == "is-cat: cannot create '$T/no/such/dir/a.ist': No such file or directory" ]]
+	# a decoding that fails leaves no partial file behind -o either
+	run -1 is-cat -o "$T/b.jsonl" "$VEC/invalid/random.ist"
+	[ -f "$T/b.jsonl" ]   # the output of zero good records is empty
+	[ ! -s "$T/b.jsonl" ]
+	[ -z "$(ls "$T" | grep '\.tmp\.')" ]
+}
+
+@test "a full disk is an error, not a silent loss" {
+	run -1 --separate-stderr is-cat --encode "$VEC/valid/all-types.jsonl" \
+	    -o /dev/full
+	run -1 --separate-stderr sh -c "is-cat --encode $VEC/valid/all-types.jsonl > /dev/full"
+	assert_equal "$stderr" "is-cat: cannot write trace: No space left on device"
+	run -1 --separate-stderr sh -c "is-cat $VEC/valid/all-types.ist > /dev/full"
+	[[ "$stderr" == "is-cat: "*"No space left on device" ]]
+}
+
+@test "a reader that exits early: a quiet exit" {
+	run --separate-stderr bash -c "is-cat $VEC/valid/multi-frame.ist | head -1"
+	assert_success
+	assert_equal "$stderr" ""
+	assert_output '{"type":"header","format":"inferscope-trace","version":[1,0],"producer":"vectors"}'
+}

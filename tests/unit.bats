@@ -1,0 +1,24 @@
+#!/usr/bin/env bats
+# C unit tests (TAP) and the fuzz corpora, replayed.
+load helpers
+
+@test "unit: trace library" {
+	run "$IST_BUILD/tests/test_trace"
+	assert_success
+	refute_output --partial "not ok"
+	assert_line --regexp '^1\.\.[0-9]+$'
+}
+
+@test "fuzz corpus: reader replays without a crash" {
+	run "$IST_BUILD/tests/replay_reader" tests/fuzz/corpus-reader \
+	    "$VEC/valid" "$VEC/invalid"
+	assert_success
+	assert_line --regexp '^ok 1 - replayed [0-9]+ inputs$'
+}
+
+@test "fuzz corpus: JSON Lines round trip holds on every input" {
+	run "$IST_BUILD/tests/replay_jsonl" tests/fuzz/corpus-jsonl \
+	    "$VEC/valid"
+	assert_success
+	assert_line --regexp '^ok 1 - replayed [0-9]+ inputs$'
+}

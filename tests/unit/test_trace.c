@@ -1,0 +1,430 @@
+/* test_trace.c - unit tests of the trace library (TAP). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ist.h"
+#include "tap.h"
+
+struct mem {
+	struct ist_buf b;
+	size_t frames[4096];    /* end offset of each frame */
+	int nframes;
+	int fail_errno;
+};
+
+static int
+sink(void *ctx, const void *p, size_t n)
+{
+	struct mem *m = ctx;
+
+	if (m->fail_errno)
+		return m->fail_errno;
+	if (ist_buf_append(&m->b, p, n))
+		return ENOMEM;
+	if (m->nframes < 4096)
+		m->frames[m->nframes++] = m->b.n;
+	return 0;
+}
+
+struct src {
+	const char *p;
+	size_t n, pos, chunk;
+};
+
+static long
+source(void *ctx, void *buf, size_t n)
+{
+	struct src *s = ctx;
+	size_t k = s->n - s->pos;
+
+	if (k > n)
+		k = n;
+	if (s->chunk && k > s->chunk)
+		k = s->chunk;
+	memcpy(buf, s->p + s->pos, k);
+	s->pos += k;
+	return (long)k;
+}
+
+/* Decodes p[0..n) in chunks to JSON Lines; returns the final status. */
+static enum ist_status
+decode(const char *p, size_t n, size_t chunk, struct ist_buf *out,
+    struct ist_error *e, int *events)
+{
+	struct src s = { p, n, 0, chunk };
+	struct ist_reader *r;
+	const struct ist_event *ev;
+	enum ist_status st;
+
+	*events = 0;
+	if (ist_reader_new(&r, source, &s, "mem", e) != IST_OK)
+		return IST_ENOMEM;
+	while ((st = ist_reader_next(r, &ev, e)) == IST_OK) {
+		ist_event_to_json(ev, out, e);
+		(*events)++;
+	}
+	ist_reader_free(r);
+	return st;
+}
+
+static struct ist_str
+S(const char *s)
+{
+	return (struct ist_str){ s, strlen(s) };
+}
+
+#define SET(ev, f) IST_SET(ev, IST_F_##f)
+
+static void
+write_sample(struct ist_writer *w, int n)
+{
+	struct ist_error e;
+	struct ist_event ev;
+	char name[32];
+
+	for (int i = 0; i < n; i++) {
+		ist_event_init(&ev, IST_CPU_CALL);
+		ev.pid = 10;
+		ev.tid = 10 + i % 3;
+		snprintf(name, sizeof(name), "fn_%d", i % 17);
+		ev.name = S(name);
+		ev.start_ns = 1000000 + i * 1000;
+		ev.end_ns = ev.start_ns + 500 + i;
+		SET(&ev, PID); SET(&ev, TID); SET(&ev, NAME);
+		SET(&ev, START); SET(&ev, END);
+		if (ist_writer_write(w, &ev, &e) != IST_OK)
+			abort();
+	}
+}
+
+static void
+test_fields(void)
+{
+	struct mem m = { 0 };
+	struct ist_writer *w;
+	struct ist_reader *r;
+	struct ist_error e;
+	struct ist_event h, ev;
+	const struct ist_event *got;
+	struct src s;
+	static const uint8_t meta[] = { 0xa1, 0x61, 'k', 0x18, 42 };
+
+	ist_writer_new(&w, sink, &m, NULL, &e);
+	ist_event_init(&h, IST_HEADER);
+	h.host = S("box");
+	SET(&h, HOST);
+	ok(ist_writer_header(w, &h, &e) == IST_OK, "header written");
+
+	ist_event_init(&ev, IST_GPU_KERNEL);
+	ev.pid = 5; ev.device = 1; ev.stream = 13;
+	ev.name = S("gemm"); ev.start_ns = 100; ev.end_ns = 350;
+	ev.correlation = 99;
+	ev.grid[0] = 4; ev.grid[1] = 2; ev.grid[2] = 1;
+	ev.block[0] = 256; ev.block[1] = 1; ev.block[2] = 1;
+	SET(&ev, PID); SET(&ev, DEVICE); SET(&ev, STREAM); SET(&ev, NAME);
+	SET(&ev, START); SET(&ev, END); SET(&ev, CORRELATION);
+	SET(&ev, GRID); SET(&ev, BLOCK);
+	ok(ist_writer_write(w, &ev, &e) == IST_OK, "kernel written");
+
+	ist_event_init(&ev, IST_H2D_COPY);
+	ev.pid = 5; ev.device = 1; ev.stream = 13; ev.bytes = 1 << 20;
+	ev.pageable = true; ev.start_ns = 400; ev.end_ns = 900;
+	SET(&ev, PID); SET(&ev, DEVICE); SET(&ev, STREAM); SET(&ev, BYTES);
+	SET(&ev, PAGEABLE); SET(&ev, START); SET(&ev, END);
+	ok(ist_writer_write(w, &ev, &e) == IST_OK, "pageable copy written");
+
+	ist_event_init(&ev, IST_INSTANT);
+	ev.pid = 5; ev.tid = 6; ev.name = S("mark"); ev.ts_ns = -3;
+	ev.metadata = (struct ist_blob){ meta, sizeof(meta) };
+	SET(&ev, PID); SET(&ev, TID); SET(&ev, NAME); SET(&ev, TS);
+	SET(&ev, METADATA);
+	ok(ist_writer_write(w, &ev, &e) == IST_OK, "instant written");
+
+	ist_event_init(&ev, IST_COUNTER);
+	ev.pid = 5; ev.name = S("util"); ev.ts_ns = 7; ev.value = 0.75;
+	SET(&ev, PID); SET(&ev, NAME); SET(&ev, TS); SET(&ev, VALUE);
+	ok(ist_writer_write(w, &ev, &e) == IST_OK, "counter written");
+	ok(ist_writer_close(w, &e) == IST_OK, "writer closed");
+	ok(m.nframes == 1, "one frame (got %d)", m.nframes);
+
+	s = (struct src){ m.b.p, m.b.n, 0, 0 };
+	ist_reader_new(&r, source, &s, "mem", &e);
+	ok(ist_reader_next(r, &got, &e) == IST_OK && got->type == IST_HEADER &&
+	    got->version_major == 1 && got->host.n == 3 &&
+	    memcmp(got->host.p, "box", 3) == 0, "header read back");
+	ok(ist_reader_next(r, &got, &e) == IST_OK &&
+	    got->type == IST_GPU_KERNEL && got->pid == 5 && got->device == 1 &&
+	    got->stream == 13 && got->start_ns == 100 && got->end_ns == 350 &&
+	    got->correlation == 99 && got->grid[0] == 4 && got->grid[1] == 2 &&
+	    got->block[0] == 256 && !IST_HAS(got, IST_F_TID) &&
+	    got->name.n == 4 && memcmp(got->name.p, "gemm", 4) == 0,
+	    "kernel fields read back");
+	ok(ist_reader_next(r, &got, &e) == IST_OK &&
+	    got->type == IST_H2D_COPY && got->bytes == 1 << 20 &&
+	    got->pageable && IST_HAS(got, IST_F_PAGEABLE) &&
+	    !IST_HAS(got, IST_F_CORRELATION) && got->start_ns == 400 &&
+	    got->end_ns == 900, "copy fields read back, absent correlation");
+	ok(ist_reader_next(r, &got, &e) == IST_OK &&
+	    got->type == IST_INSTANT && got->ts_ns == -3 &&
+	    got->metadata.n == sizeof(meta) &&
+	    memcmp(got->metadata.p, meta, sizeof(meta)) == 0,
+	    "instant metadata read back byte for byte");
+	ok(ist_reader_next(r, &got, &e) == IST_OK &&
+	    got->type == IST_COUNTER && !got->value_is_int &&
+	    got->value == 0.75 && !IST_HAS(got, IST_F_TID),
+	    "counter value read back");
+	ok(ist_reader_next(r, &got, &e) == IST_END, "then the end");
+	ok(ist_reader_next(r, &got, &e) == IST_END, "and the end again");
+	ist_reader_free(r);
+	ist_buf_release(&m.b);
+}
+
+static void
+test_chunks_and_truncation(void)
+{
+	struct mem m = { 0 };
+	struct ist_writer *w;
+	struct ist_writer_opts o = { .frame_bytes = 300 };
+	struct ist_error e;
+	struct ist_event h;
+	struct ist_buf full = { 0 };
+	int nfull, bad = 0, lost_too_much = 0;
+	enum ist_status st0;
+	static const size_t chunks[] = { 1, 2, 3, 7, 64, 4096 };
+
+	ist_writer_new(&w, sink, &m, &o, &e);
+	ist_event_init(&h, IST_HEADER);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 200);
+	ist_writer_close(w, &e);
+	ok(m.nframes > 5, "small frames: %d frames", m.nframes);
+	st0 = decode(m.b.p, m.b.n, 0, &full, &e, &nfull);
+	ok(st0 == IST_END && nfull == 201, "all 200 events and the header decoded (%d)", nfull);
+	for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
+		struct ist_buf out = { 0 };
+		int n;
+		enum ist_status st = decode(m.b.p, m.b.n, chunks[c], &out, &e,
+		    &n);
+		ok(st == IST_END && out.n == full.n &&
+		    memcmp(out.p, full.p, full.n) == 0,
+		    "read %zu bytes at a time: same records", chunks[c]);
+		ist_buf_release(&out);
+	}
+	/* cut the trace at every byte: at most the last frame is lost */
+	for (size_t cut = 1; cut < m.b.n; cut++) {
+		struct ist_buf out = { 0 };
+		int n, f = 0;
+		enum ist_status st = decode(m.b.p, cut, 0, &out, &e, &n);
+		bool boundary = false;
+		size_t whole = 0;
+
+		for (f = 0; f < m.nframes; f++) {
+			if (m.frames[f] == cut)
+				boundary = true;
+			if (m.frames[f] <= cut)
+				whole = m.frames[f];
+		}
+		if (boundary ? st != IST_END : st != IST_TRUNCATED) {
+			if (bad++ == 0)
+				printf("# cut %zu: status %d: %s\n", cut, st,
+				    e.msg);
+		}
+		/* what was decoded is a prefix of the full output */
+		if (out.n > full.n || (out.n && memcmp(out.p, full.p, out.n))) {
+			if (bad++ == 0)
+				printf("# cut %zu: not a prefix\n", cut);
+		}
+		/* every whole frame before the cut was decoded */
+		{
+			struct ist_buf pre = { 0 };
+			struct ist_error pe;
+			int np;
+			decode(m.b.p, whole, 0, &pre, &pe, &np);
+			if (n < np)
+				lost_too_much++;
+			ist_buf_release(&pre);
+		}
+		if (!boundary && st == IST_TRUNCATED &&
+		    strstr(e.msg, "truncated: last") == NULL) {
+			if (bad++ == 0)
+				printf("# cut %zu: %s\n", cut, e.msg);
+		}
+		ist_buf_release(&out);
+	}
+	ok(bad == 0, "every cut: truncation reported, records a prefix");
+	ok(lost_too_much == 0, "every cut: no whole frame lost");
+	ist_buf_release(&full);
+	ist_buf_release(&m.b);
+}
+
+static void
+test_concat(void)
+{
+	struct mem a = { 0 }, b = { 0 };
+	struct ist_writer *w;
+	struct ist_error e;
+	struct ist_event h;
+	struct ist_buf out = { 0 };
+	enum ist_status st;
+	int n;
+
+	ist_event_init(&h, IST_HEADER);
+	ist_writer_new(&w, sink, &a, NULL, &e);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 30);
+	ist_writer_close(w, &e);
+	ist_writer_new(&w, sink, &b, NULL, &e);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 12);
+	ist_writer_close(w, &e);
+	ist_buf_append(&a.b, b.b.p, b.b.n);
+	st = decode(a.b.p, a.b.n, 5, &out, &e, &n);
+	ok(st == IST_END && n == 44,
+	    "concatenated traces: 2 headers and 42 events (%d)", n);
+	ist_buf_release(&out);
+	ist_buf_release(&a.b);
+	ist_buf_release(&b.b);
+}
+
+static void
+test_writer_errors(void)
+{
+	struct mem m = { 0 };
+	struct ist_writer *w;
+	struct ist_error e = { 0 };
+	struct ist_event ev, h;
+	static const uint8_t notmap[] = { 0x01 }, broken[] = { 0x82, 0x01 };
+	char *big;
+
+	ist_writer_new(&w, sink, &m, NULL, &e);
+	ist_event_init(&ev, IST_SCOPE);
+	ev.pid = 1; ev.tid = 1; ev.name = S("x");
+	SET(&ev, PID); SET(&ev, TID); SET(&ev, NAME); SET(&ev, START);
+	SET(&ev, END);
+	ok(ist_writer_write(w, &ev, &e) == IST_EINVAL &&
+	    strstr(e.msg, "header"), "an event before a header is refused");
+	ist_event_init(&h, IST_HEADER);
+	ist_writer_header(w, &h, &e);
+	ev.has &= ~((uint64_t)1 << IST_F_TID);
+	ok(ist_writer_write(w, &ev, &e) == IST_EINVAL &&
+	    strcmp(e.msg, "scope event lacks required field 'tid'") == 0,
+	    "missing field: %s", e.msg);
+	ist_event_init(&ev, IST_INSTANT);
+	ev.pid = 1; ev.tid = 1; ev.name = S("x");
+	SET(&ev, PID); SET(&ev, TID); SET(&ev, NAME); SET(&ev, TS);
+	SET(&ev, METADATA);
+	ev.metadata = (struct ist_blob){ notmap, 1 };
+	ok(ist_writer_write(w, &ev, &e) == IST_EINVAL,
+	    "metadata that is not a map is refused: %s", e.msg);
+	ev.metadata = (struct ist_blob){ broken, 2 };
+	ok(ist_writer_write(w, &ev, &e) == IST_EINVAL,
+	    "metadata that is not whole CBOR is refused: %s", e.msg);
+	big = malloc((2u << 20) + 1);
+	memset(big, 'a', 2u << 20);
+	ev.has &= ~((uint64_t)1 << IST_F_METADATA);
+	ev.name = (struct ist_str){ big, 2u << 20 };
+	ok(ist_writer_write(w, &ev, &e) != IST_OK,
+	    "a 2 MiB name is over the string limit");
+	free(big);
+	ist_writer_free(w);
+
+	m.fail_errno = ENOSPC;
+	ist_writer_new(&w, sink, &m, NULL, &e);
+	ist_writer_header(w, &h, &e);
+	ok(ist_writer_flush(w, &e) == IST_EIO && e.sys_errno == ENOSPC &&
+	    strstr(e.msg, "No space left"), "a full disk: %s", e.msg);
+	ok(ist_writer_write(w, &h, &e) == IST_EIO ||
+	    ist_writer_flush(w, &e) == IST_EIO, "and the error sticks");
+	ok(ist_writer_close(w, &e) == IST_EIO, "close reports it too");
+	ist_writer_free(NULL);
+	ist_reader_free(NULL);
+	ist_info_free(NULL);
+	ist_json_scratch_free(NULL);
+	ok(1, "every _free(NULL) is a no-op");
+	ist_buf_release(&m.b);
+}
+
+static void
+test_flush_interval(void)
+{
+	struct mem m = { 0 };
+	struct ist_writer *w;
+	struct ist_writer_opts o = { .flush_interval_ms = 20 };
+	struct ist_error e;
+	struct ist_event h;
+	struct timespec ts = { 0, 5 * 1000 * 1000 };
+
+	ist_writer_new(&w, sink, &m, &o, &e);
+	ist_event_init(&h, IST_HEADER);
+	ist_writer_header(w, &h, &e);
+	for (int i = 0; i < 20; i++) {
+		write_sample(w, 64);
+		nanosleep(&ts, NULL);
+	}
+	ok(m.nframes >= 2, "a frame closes every 20 ms: %d frames in "
+	    ">= 100 ms", m.nframes);
+	ist_writer_close(w, &e);
+	ist_buf_release(&m.b);
+}
+
+static void
+test_json(void)
+{
+	struct ist_json_scratch *s = ist_json_scratch_new();
+	struct ist_event ev;
+	struct ist_error e;
+	struct ist_buf out = { 0 };
+	static const struct { const char *in, *msg; } bad[] = {
+		{ "{", "invalid JSON at column 1" },
+		{ "[1]", "a record must be a JSON object, not an array" },
+		{ "{\"pid\":1}", "record lacks a string 'type'" },
+		{ "{\"type\":\"nope\"}", "unknown type 'nope'" },
+		{ "{\"type\":\"scope\",\"pid\":1,\"tid\":1,\"name\":\"x\","
+		  "\"start_ns\":1}", "missing required field 'end_ns' for "
+		  "type 'scope'" },
+		{ "{\"type\":\"scope\",\"pid\":\"1\"}", "field 'pid' must be "
+		  "an integer, not a string" },
+		{ "{\"type\":\"scope\",\"colour\":1}", "unknown field "
+		  "'colour' for type 'scope'" },
+		{ "{\"type\":\"thread\",\"pid\":1,\"pid\":2,\"tid\":1}",
+		  "duplicate object key" },
+		{ "{\"type\":\"header\",\"format\":\"inferscope-trace\","
+		  "\"version\":[2,0]}", "header version 2.0 is not 1.x" },
+		{ "{\"type\":\"instant\",\"pid\":1,\"tid\":1,\"name\":\"x\","
+		  "\"ts_ns\":1,\"metadata\":[1]}", "field 'metadata' must be "
+		  "an object, not an array" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		enum ist_status st = ist_event_from_json(bad[i].in,
+		    strlen(bad[i].in), &ev, s, &e);
+		ok(st != IST_OK && strstr(e.msg, bad[i].msg) != NULL,
+		    "rejects %s: %s", bad[i].in, e.msg);
+	}
+	{
+		const char *in = "{\"type\":\"counter\",\"pid\":3,\"name\":"
+		    "\"q\",\"ts_ns\":9,\"value\":1e3}";
+		int good = ist_event_from_json(in, strlen(in), &ev, s, &e) ==
+		    IST_OK && ist_event_to_json(&ev, &out, &e) == IST_OK;
+		ok(good && strcmp(out.p, "{\"type\":\"counter\",\"pid\":3,\"name\":"
+		    "\"q\",\"ts_ns\":9,\"value\":1000.0}\n") == 0,
+		    "a float counter stays a float: %s", out.p);
+	}
+	ist_buf_release(&out);
+	ist_json_scratch_free(s);
+}
+
+int
+main(void)
+{
+	test_fields();
+	test_chunks_and_truncation();
+	test_concat();
+	test_writer_errors();
+	test_flush_interval();
+	test_json();
+	return done();
+}
