@@ -113,7 +113,7 @@ bench: all
 
 # The golden vectors are made by is-cat --encode; see formats/vectors/README.
 vectors: all
-	sh scripts/make-vectors.sh $(B)/bin
+	python3 scripts/make-vectors.py $(B)/bin
 
 demo: all
 	@echo '== is-cat --encode examples/trace.jsonl > demo.ist'

@@ -144,6 +144,7 @@ ist_info_add(struct ist_info *in, const struct ist_event *ev)
 		list_put(&in->devices, ev->device, 0, ev);
 		break;
 	case IST_LOSS:
+		list_put(&in->procs, ev->pid, 0, NULL);
 		in->loss_records++;
 		in->lost_events += (uint64_t)ev->events;
 		break;

@@ -589,7 +589,10 @@ def_string(struct ist_reader *r, struct tok *tk, size_t nt,
 	if ((uint64_t)id != r->nstr + 1)
 		return bad_record(r, err, IST_ECORRUPT,
 		    "string id out of sequence");
-	if (r->nstr >= IST_MAX_STRINGS || t->v > IST_MAX_STRING)
+	if (t->v > IST_MAX_STRING)
+		return bad_record(r, err, IST_ELIMIT,
+		    "string longer than 1 MiB");
+	if (r->nstr >= IST_MAX_STRINGS)
 		return bad_record(r, err, IST_ELIMIT, "too many strings");
 	if (r->nstr == r->scap) {
 		size_t cap = r->scap ? r->scap * 2 : 1024;

@@ -7,7 +7,7 @@ set -eu
 
 build="gcc make pkg-config libcbor-dev libzstd-dev libjansson-dev \
 libcmark-dev libyaml-dev python3-dev zstd"
-check="$build bats bats-assert bats-support mandoc"
+check="$build bats bats-assert bats-support mandoc bash-completion zsh bsdutils"
 fuzz="$build clang libclang-rt-14-dev"
 
 case "${1:-build}" in

@@ -69,7 +69,6 @@ setup() {
 }
 
 @test "refuses to write a trace to a terminal" {
-	command -v script >/dev/null || skip "script(1) is not installed"
 	run script -qec "is-cat --encode $VEC/valid/all-types.jsonl" /dev/null
 	assert_failure 1
 	assert_output --partial "is-cat: refusing to write binary trace data to a terminal"

@@ -1,0 +1,33 @@
+# bash completion for the InferScope tools          -*- shell-script -*-
+# Install as one file per tool (make install does), or source it.
+
+_inferscope_tool()
+{
+	local cur prev words cword
+	_init_completion -s || return
+
+	local opts
+	case ${words[0]##*/} in
+	is-cat)
+		opts="--encode --frame-bytes --help --output --version"
+		case $prev in
+		-o|--output) _filedir; return ;;
+		--frame-bytes) return ;;
+		esac
+		;;
+	is-info)
+		opts="--help --json --version"
+		;;
+	esac
+	if [[ $cur == -* ]]; then
+		COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+		[[ ${COMPREPLY-} == *= ]] && compopt -o nospace
+		return
+	fi
+	if [[ ${words[0]##*/} == is-cat ]] && [[ " ${words[*]} " == *" --encode "* || " ${words[*]} " == *" -e "* ]]; then
+		_filedir '@(jsonl|json)'
+	else
+		_filedir ist
+	fi
+}
+complete -F _inferscope_tool is-cat is-info

@@ -1,0 +1,85 @@
+#!/usr/bin/env bats
+# Docs cannot drift: man pages lint clean, each SYNOPSIS is the --help usage,
+# every long option is in the man page and both completions, and every
+# example runs.
+load helpers
+
+TOOLS="is-cat is-info"
+
+@test "man pages are lint-clean under mandoc -Tlint" {
+	run mandoc -Tlint -W warning man/*.[0-9]
+	assert_success
+	assert_output ""
+}
+
+@test "each man SYNOPSIS is the usage line of --help" {
+	for t in $TOOLS; do
+		usage=$("$t" --help | head -1)
+		synopsis=$(MANWIDTH=300 mandoc -Tascii "man/$t.1" | col -b |
+		    sed -n '/^SYNOPSIS/{n;p;}' | sed 's/^ *//')
+		assert_equal "usage: $synopsis" "$usage"
+		# the usage line on a usage error is the same
+		run -2 --separate-stderr "$t" --no-such-option
+		assert_equal "${stderr_lines[1]}" "$usage"
+	done
+}
+
+@test "every long option is in the man page and both completions" {
+	for t in $TOOLS; do
+		opts=$("$t" --help | grep -o -- '--[a-z][a-z-]*' | sort -u)
+		[ -n "$opts" ]
+		for o in $opts; do
+			grep -q -- "Fl -${o#--}" "man/$t.1" ||
+			    fail "$t: $o missing from man/$t.1"
+			sed -n "/^\t$t)/,/;;/p" completions/inferscope.bash |
+			    grep -q -- "$o" ||
+			    fail "$t: $o missing from the bash completion"
+			sed -n "/^$t)/,/;;/p" completions/_inferscope |
+			    grep -q -- "$o" ||
+			    fail "$t: $o missing from the zsh completion"
+		done
+	done
+}
+
+@test "bash completion: parses, and completes options" {
+	run bash -c '
+		source /usr/share/bash-completion/bash_completion
+		source completions/inferscope.bash
+		COMP_WORDS=(is-cat --enc); COMP_CWORD=1; COMP_LINE="is-cat --enc"
+		COMP_POINT=${#COMP_LINE}
+		_inferscope_tool; echo "${COMPREPLY[*]}"'
+	assert_success
+	assert_output "--encode"
+}
+
+@test "zsh completion parses" {
+	run zsh -n completions/_inferscope
+	assert_success
+}
+
+@test "every tool answers --help and --version with exit 0" {
+	for t in $TOOLS; do
+		run "$t" --help
+		assert_success
+		assert_line --index 0 --regexp "^usage: $t "
+		run "$t" --version
+		assert_success
+		assert_output --regexp "^$t [0-9]+\.[0-9]+\.[0-9]+ \(trace format 1\.0\)$"
+	done
+}
+
+@test "the examples run" {
+	for ex in examples/*.sh; do
+		run bash "$ex"
+		assert_success
+	done
+}
+
+@test "README's tool list names every tool and every man page exists" {
+	for t in $TOOLS; do
+		grep -q "^| \`$t\`" README.md || fail "$t missing from README"
+		[ -f "man/$t.1" ]
+	done
+	[ -f man/is-trace.5 ]
+	[ -f man/inferscope.7 ]
+}
