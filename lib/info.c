@@ -178,9 +178,14 @@ ist_info_finish(struct ist_info *in, const struct ist_reader_stats *st,
 	in->st = *st;
 	free(in->file);
 	in->file = strdup(strcmp(name, "-") == 0 ? "<stdin>" : name);
-	qsort(in->procs.v, in->procs.n, sizeof(struct ent), ent_cmp);
-	qsort(in->threads.v, in->threads.n, sizeof(struct ent), ent_cmp);
-	qsort(in->devices.v, in->devices.n, sizeof(struct ent), ent_cmp);
+	if (in->procs.n > 1)
+		qsort(in->procs.v, in->procs.n, sizeof(struct ent), ent_cmp);
+	if (in->threads.n > 1)
+		qsort(in->threads.v, in->threads.n, sizeof(struct ent),
+		    ent_cmp);
+	if (in->devices.n > 1)
+		qsort(in->devices.v, in->devices.n, sizeof(struct ent),
+		    ent_cmp);
 }
 
 static uint64_t
