@@ -108,6 +108,8 @@ enum ist_field {
 /*
  * One record, decoded.  Which members are meaningful depends on the type
  * (the table in formats/trace-format.md); `has` says which are present.
+ * In events from ist_reader_next(), members whose bit is clear hold
+ * unspecified values: test IST_HAS() first.
  */
 struct ist_event {
 	enum ist_type type;

@@ -661,7 +661,11 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
 	char why[160];
 	int64_t v, dur = 0;
 
-	ist_event_init(ev, (enum ist_type)type);
+	/* members whose `has` bit is clear are unspecified (ist.h): resetting
+	 * the whole event costs more than decoding it */
+	ev->type = (enum ist_type)type;
+	ev->has = 0;
+	ev->value_is_int = false;
 	if (ts->has_track) {
 		struct rtrack *tr;
 		if (left == 0 || !tok_int(&tk[i], &v) || v < 1 ||
