@@ -109,19 +109,19 @@ fuzz:
 
 bench: all
 	@command -v zstd >/dev/null || sh scripts/deps.sh build
-	$(B)/bench/bench $(BENCH_ARGS)
+	sh bench/run.sh $(B)
 
 # The golden vectors are made by is-cat --encode; see formats/vectors/README.
 vectors: all
 	python3 scripts/make-vectors.py $(B)/bin
 
 demo: all
-	@echo '== is-cat --encode examples/trace.jsonl > demo.ist'
-	$(B)/bin/is-cat --encode -o demo.ist examples/trace.jsonl
-	@echo '== is-info demo.ist'
-	$(B)/bin/is-info demo.ist
-	@echo '== is-cat demo.ist | head -5'
-	$(B)/bin/is-cat demo.ist | head -5
+	@echo "== is-cat --encode -o $(B)/demo.ist examples/trace.jsonl"
+	$(B)/bin/is-cat --encode -o $(B)/demo.ist examples/trace.jsonl
+	@echo "== is-info $(B)/demo.ist"
+	$(B)/bin/is-info $(B)/demo.ist
+	@echo "== is-cat $(B)/demo.ist | head -5"
+	$(B)/bin/is-cat $(B)/demo.ist | head -5
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \

@@ -6,8 +6,10 @@
  * Chrome trace-event JSON, raw and through zstd -3, as the peer.  Prints
  * bytes/event and events/s (one core: this program is single-threaded).
  *
- * usage: bench [-n EVENTS] [-m MIX]   (MIX: realistic, calls, kernels,
- *        counters, unique; default: all of them, realistic with -n)
+ * usage: bench [-J] [-n EVENTS] [-m MIX] [-o FILE]
+ *   -m  one mix: realistic, calls, kernels, counters, unique (default: all;
+ *       the others get a tenth of the events)
+ *   -J  skip the JSON peer;  -o  save the realistic trace to FILE
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -294,6 +296,7 @@ mem_source(void *ctx, void *buf, size_t n)
 }
 
 static int skip_peer;
+static const char *save_path;
 
 static void
 run(enum mix mix, uint64_t nev)
@@ -342,6 +345,14 @@ run(enum mix mix, uint64_t nev)
 		n++;
 	tdec = now() - t0;
 	ist_reader_free(r);
+	if (save_path && mix == MIX_REALISTIC) {
+		FILE *f = fopen(save_path, "wb");
+		if (f == NULL || fwrite(trace.p, 1, trace.n, f) != trace.n ||
+		    fclose(f) != 0) {
+			perror(save_path);
+			exit(1);
+		}
+	}
 	if (n != nev + 1) {
 		fprintf(stderr, "bench: decoded %" PRIu64 " of %" PRIu64 "\n",
 		    n, nev + 1);
@@ -388,10 +399,13 @@ main(int argc, char **argv)
 	uint64_t nev = 10000000;
 	int c, only = -1;
 
-	while ((c = getopt(argc, argv, "Jn:m:")) != -1) {
+	while ((c = getopt(argc, argv, "Jn:m:o:")) != -1) {
 		switch (c) {
 		case 'J':
 			skip_peer = 1;
+			break;
+		case 'o':
+			save_path = optarg;
 			break;
 		case 'n':
 			nev = strtoull(optarg, NULL, 10);
@@ -402,7 +416,8 @@ main(int argc, char **argv)
 					only = i;
 			break;
 		default:
-			fprintf(stderr, "usage: bench [-n events] [-m mix]\n");
+			fprintf(stderr, "usage: bench [-J] [-n events] [-m mix] "
+			    "[-o file]\n");
 			return 2;
 		}
 	}

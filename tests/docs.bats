@@ -83,3 +83,31 @@ TOOLS="is-cat is-info"
 	[ -f man/is-trace.5 ]
 	[ -f man/inferscope.7 ]
 }
+
+@test "make install puts tools, man pages and completions under DESTDIR" {
+	d=$BATS_TEST_TMPDIR/root
+	run make -s install DESTDIR="$d" PREFIX=/usr B="$IST_BUILD"
+	assert_success
+	for t in $TOOLS; do
+		[ -x "$d/usr/bin/$t" ]
+		[ -f "$d/usr/share/man/man1/$t.1" ]
+		[ -f "$d/usr/share/bash-completion/completions/$t" ]
+	done
+	[ -f "$d/usr/share/man/man5/is-trace.5" ]
+	[ -f "$d/usr/share/man/man7/inferscope.7" ]
+	[ -f "$d/usr/share/zsh/vendor-completions/_inferscope" ]
+	run "$d/usr/bin/is-cat" --version
+	assert_success
+}
+
+@test "the README demo excerpt is what make demo prints" {
+	run make -s demo B="$IST_BUILD"
+	assert_success
+	while IFS= read -r line; do
+		case $line in
+		'$ make demo'|'...'|'  ...'|'  thread         2') continue ;;
+		esac
+		assert_line "${line//build\//$IST_BUILD/}" ||
+		    fail "README line not in make demo: $line"
+	done < <(sed -n '/^\$ make demo/,/^```/p' README.md | sed '$d')
+}
