@@ -15,8 +15,15 @@ WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 ifeq ($(DEVELOPER),1)
 WARN += -Werror
 endif
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Ilib
-LIBS = -lcbor -lzstd -ljansson
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) -Ilib
+LIBS = -lcbor -lzstd -ljansson -lyaml -lpthread
+
+# The Python collector is built for PYTHON and, for the tests, for the
+# other Pythons found here (Debian's, pyenv's 3.12 and 3.13).
+PYTHON ?= python3
+PYTHONS ?= $(PYTHON) $(wildcard /usr/bin/python3) \
+    $(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3))) \
+    $(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3)))
 
 ifneq ($(SANITIZE),)
 B ?= build-san
@@ -29,16 +36,21 @@ endif
 
 LIB_SRC = $(wildcard lib/*.c)
 LIB_OBJ = $(LIB_SRC:%.c=$(B)/%.o)
-TOOLS = is-cat is-info
+TOOLS = is-cat is-info is-record
 TOOL_BIN = $(TOOLS:%=$(B)/bin/%)
 UNIT_SRC = $(wildcard tests/unit/*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 MANPAGES = $(wildcard man/*.[0-9])
 
-.PHONY: all deps check check-unit check-bats check-man demo bench fuzz \
+.PHONY: pyext all deps check check-unit check-bats check-man demo bench fuzz \
         install uninstall clean vectors
 
-all: $(B)/.deps $(TOOL_BIN) $(B)/bench/bench $(B)/tests/replay_reader
+all: $(B)/.deps $(TOOL_BIN) $(B)/bench/bench $(B)/tests/replay_reader pyext
+
+# the extension is never built with sanitizers: Python is not instrumented
+pyext: $(B)/.deps
+	@for p in $(PYTHONS); do sh scripts/build-pyext.sh "$$p" $(B)/python \
+	    "$(CC)" "$(CFLAGS)" "-lcbor -lzstd" || exit 1; done
 
 $(B)/.deps: scripts/deps.sh
 	@mkdir -p $(B)

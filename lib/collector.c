@@ -1,0 +1,602 @@
+/* collector.c - rings, definitions and the writer thread of a recorder. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "internal.h"
+
+#define RING_MIN (64u << 10)
+#define RING_MAX (8u << 20)
+
+struct def {
+	char *name, *file;
+	int64_t line;
+	bool func;
+};
+
+static struct {
+	pthread_mutex_t lock;        /* rings list, defs, budget */
+	pthread_cond_t wake;
+	pthread_t thread;
+	bool running, stopping, thread_started;
+	int fd;
+	struct ist_writer *w;
+	struct ist_ring *rings;
+	uint64_t budget, used;
+	struct def *defs;            /* index id - 1 */
+	uint32_t ndefs, capdefs;
+	uint64_t flush_ms;
+	char *producer;
+	pid_t pid;
+	struct ist_error werr;       /* first writer error */
+	bool failed;
+} C = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
+    .fd = -1 };
+
+static pthread_key_t ring_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static __thread struct ist_ring *my_ring;
+
+static void
+ring_dead(void *p)
+{
+	struct ist_ring *r = p;
+
+	atomic_store(&r->dead, 1);
+}
+
+static void
+make_key(void)
+{
+	pthread_key_create(&ring_key, ring_dead);
+}
+
+bool
+ist_coll_running(void)
+{
+	return C.running;
+}
+
+struct ist_ring *
+ist_coll_ring(void)
+{
+	struct ist_ring *r;
+	size_t size;
+
+	if (my_ring)
+		return my_ring;
+	if (!C.running)
+		return NULL;
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return NULL;
+	r->tid = (int64_t)syscall(SYS_gettid);
+	pthread_mutex_lock(&C.lock);
+	size = RING_MAX;
+	while (size > RING_MIN && size > C.budget / 16)
+		size /= 2;
+	while (size >= RING_MIN && C.used + size > C.budget)
+		size /= 2;
+	if (size >= RING_MIN && (r->buf = malloc(size)) != NULL) {
+		r->size = size;
+		C.used += size;
+	}
+	r->next = C.rings;
+	C.rings = r;
+	pthread_mutex_unlock(&C.lock);
+	pthread_once(&key_once, make_key);
+	pthread_setspecific(ring_key, r);
+	my_ring = r;
+	return r;
+}
+
+static uint32_t
+define(const char *name, const char *file, int64_t line, bool func)
+{
+	uint32_t id = 0;
+	struct def *d;
+
+	pthread_mutex_lock(&C.lock);
+	if (C.ndefs == C.capdefs) {
+		uint32_t cap = C.capdefs ? C.capdefs * 2 : 1024;
+		struct def *nd = realloc(C.defs, cap * sizeof(*nd));
+		if (nd == NULL)
+			goto out;
+		C.defs = nd;
+		C.capdefs = cap;
+	}
+	d = &C.defs[C.ndefs];
+	d->name = strdup(name ? name : "");
+	d->file = file ? strdup(file) : NULL;
+	d->line = line;
+	d->func = func;
+	if (d->name == NULL) {
+		free(d->file);
+		goto out;
+	}
+	id = ++C.ndefs;
+out:
+	pthread_mutex_unlock(&C.lock);
+	return id;
+}
+
+uint32_t
+ist_coll_define_func(const char *name, const char *file, int64_t line)
+{
+	return define(name, file, line, true);
+}
+
+uint32_t
+ist_coll_define_name(const char *name)
+{
+	return define(name, NULL, 0, false);
+}
+
+static struct ist_str
+S(const char *s)
+{
+	return (struct ist_str){ s, s ? strlen(s) : 0 };
+}
+
+static void
+wfail(struct ist_error *e)
+{
+	if (!C.failed) {
+		C.failed = true;
+		C.werr = *e;
+	}
+}
+
+static void
+emit(const struct ist_event *ev)
+{
+	struct ist_error e;
+
+	if (!C.failed && ist_writer_write(C.w, ev, &e) != IST_OK)
+		wfail(&e);
+}
+
+static void
+thread_record(struct ist_ring *r, const char *name, size_t n)
+{
+	struct ist_event ev;
+
+	ist_event_init(&ev, IST_THREAD);
+	ev.pid = C.pid;
+	ev.tid = r->tid;
+	IST_SET(&ev, IST_F_PID);
+	IST_SET(&ev, IST_F_TID);
+	if (name) {
+		ev.name = (struct ist_str){ name, n };
+		IST_SET(&ev, IST_F_NAME);
+	}
+	emit(&ev);
+}
+
+/* Converts and writes the records of ring r up to head. */
+static void
+drain_ring(struct ist_ring *r, uint64_t head, const struct def *defs,
+    uint32_t ndefs)
+{
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	struct ist_event ev;
+
+	while (tail < head) {
+		const uint8_t *p = r->buf + (tail & (r->size - 1));
+		struct ist_rec h;
+		int64_t t[2];
+
+		memcpy(&h, p, sizeof(h));
+		if (h.kind == IST_REC_PAD) {
+			tail += h.id;
+			continue;
+		}
+		if (h.len < 8)
+			break; /* cannot happen: stop rather than spin */
+		memcpy(t, p + 8, h.len >= 24 ? 16 : h.len >= 16 ? 8 : 0);
+		if (h.kind == IST_REC_THREAD_NAME) {
+			thread_record(r, (const char *)p + 8, strnlen(
+			    (const char *)p + 8, h.len - 8u));
+			tail += h.len;
+			continue;
+		}
+		if (h.id == 0 || h.id > ndefs) {
+			tail += h.len;
+			continue;
+		}
+		const struct def *d = &defs[h.id - 1];
+		switch (h.kind) {
+		case IST_REC_CALL:
+			ist_event_init(&ev, IST_CPU_CALL);
+			ev.start_ns = t[0];
+			ev.end_ns = t[1];
+			if (d->file) {
+				ev.file = S(d->file);
+				IST_SET(&ev, IST_F_FILE);
+			}
+			if (d->line > 0) {
+				ev.line = d->line;
+				IST_SET(&ev, IST_F_LINE);
+			}
+			break;
+		case IST_REC_SCOPE:
+			ist_event_init(&ev, IST_SCOPE);
+			ev.start_ns = t[0];
+			ev.end_ns = t[1];
+			break;
+		case IST_REC_NVTX:
+			ist_event_init(&ev, IST_NVTX_RANGE);
+			ev.start_ns = t[0];
+			ev.end_ns = t[1];
+			break;
+		case IST_REC_MARK:
+		case IST_REC_NVTX_MARK:
+			ist_event_init(&ev, h.kind == IST_REC_MARK ?
+			    IST_INSTANT : IST_NVTX_MARK);
+			ev.ts_ns = t[0];
+			IST_SET(&ev, IST_F_TS);
+			if (h.kind == IST_REC_MARK && h.len > 16) {
+				ev.metadata = (struct ist_blob){ p + 16,
+				    h.len - 16u - h.flags };
+				IST_SET(&ev, IST_F_METADATA);
+			}
+			break;
+		default:
+			tail += h.len;
+			continue;
+		}
+		if (h.kind != IST_REC_MARK && h.kind != IST_REC_NVTX_MARK) {
+			IST_SET(&ev, IST_F_START);
+			IST_SET(&ev, IST_F_END);
+		}
+		ev.pid = C.pid;
+		ev.tid = r->tid;
+		ev.name = S(d->name);
+		IST_SET(&ev, IST_F_PID);
+		IST_SET(&ev, IST_F_TID);
+		IST_SET(&ev, IST_F_NAME);
+		emit(&ev);
+		tail += h.len;
+	}
+	atomic_store_explicit(&r->tail, tail, memory_order_release);
+}
+
+static void
+loss_record(uint64_t n, const char *reason)
+{
+	struct ist_event ev;
+
+	ist_event_init(&ev, IST_LOSS);
+	ev.pid = C.pid;
+	ev.events = (int64_t)n;
+	ev.reason = S(reason);
+	IST_SET(&ev, IST_F_PID);
+	IST_SET(&ev, IST_F_EVENTS);
+	IST_SET(&ev, IST_F_REASON);
+	emit(&ev);
+}
+
+/* One pass over every ring; frees rings of threads that have exited. */
+static void
+drain_all(void)
+{
+	static struct def *defs;
+	static uint32_t ndefs, cap;
+	struct ist_ring *r, **pp, *list;
+	uint64_t lost = 0;
+
+	pthread_mutex_lock(&C.lock);
+	list = C.rings;
+	pthread_mutex_unlock(&C.lock);
+	/* heads first, then the definitions: every id a record in
+	 * [tail, head) uses was defined before it was written */
+	static uint64_t *heads;
+	static size_t nheads;
+	size_t i = 0, n = 0;
+
+	for (r = list; r; r = r->next)
+		n++;
+	if (n > nheads) {
+		uint64_t *nh = realloc(heads, n * 2 * sizeof(*nh));
+		if (nh == NULL)
+			return;
+		heads = nh;
+		nheads = n * 2;
+	}
+	for (r = list; r; r = r->next, i++)
+		heads[i] = atomic_load_explicit(&r->head, memory_order_acquire);
+	pthread_mutex_lock(&C.lock);
+	if (C.ndefs > cap) {
+		struct def *nd = realloc(defs, C.ndefs * sizeof(*nd));
+		if (nd) {
+			defs = nd;
+			cap = C.ndefs;
+		}
+	}
+	if (C.ndefs <= cap) {
+		memcpy(defs + ndefs, C.defs + ndefs,
+		    (C.ndefs - ndefs) * sizeof(*defs));
+		ndefs = C.ndefs;
+	}
+	pthread_mutex_unlock(&C.lock);
+	i = 0;
+	for (r = list; r; r = r->next, i++) {
+		uint64_t d;
+		if (r->size)
+			drain_ring(r, heads[i], defs, ndefs);
+		d = atomic_load_explicit(&r->dropped, memory_order_relaxed);
+		if (d > r->reported) {
+			lost += d - r->reported;
+			r->reported = d;
+		}
+	}
+	if (lost)
+		loss_record(lost, "buffer full");
+	/* free the rings of exited threads once empty */
+	pthread_mutex_lock(&C.lock);
+	for (pp = &C.rings; (r = *pp) != NULL; ) {
+		if (atomic_load(&r->dead) && atomic_load(&r->head) ==
+		    atomic_load(&r->tail) && atomic_load(&r->dropped) ==
+		    r->reported) {
+			*pp = r->next;
+			C.used -= r->size;
+			free(r->buf);
+			free(r);
+			continue;
+		}
+		pp = &r->next;
+	}
+	pthread_mutex_unlock(&C.lock);
+}
+
+static void *
+writer_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&C.lock);
+	while (!C.stopping) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&C.wake, &C.lock, &ts);
+		if (C.stopping)
+			break;
+		pthread_mutex_unlock(&C.lock);
+		drain_all();
+		pthread_mutex_lock(&C.lock);
+	}
+	pthread_mutex_unlock(&C.lock);
+	return NULL;
+}
+
+static enum ist_status
+open_stream(const char *path, struct ist_error *err)
+{
+	struct ist_writer_opts wo = { .flush_interval_ms = C.flush_ms };
+	struct ist_event h, p;
+	struct timespec rt, mt;
+	char host[256] = "", cmd[4096];
+	enum ist_status st;
+	ssize_t n = 0;
+	int fd;
+
+	C.pid = getpid();
+	C.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (C.fd < 0) {
+		ist_seterr(err, IST_EIO, "cannot create '%s': %s", path,
+		    strerror(errno));
+		return IST_EIO;
+	}
+	if ((st = ist_writer_new(&C.w, ist_fd_sink, &C.fd, &wo, err)) !=
+	    IST_OK)
+		return st;
+	gethostname(host, sizeof(host) - 1);
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	ist_event_init(&h, IST_HEADER);
+	h.producer = S(C.producer);
+	h.host = S(host);
+	h.realtime_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+	h.monotonic_ns = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
+	IST_SET(&h, IST_F_PRODUCER);
+	IST_SET(&h, IST_F_HOST);
+	IST_SET(&h, IST_F_REALTIME_NS);
+	IST_SET(&h, IST_F_MONOTONIC_NS);
+	{
+		uint8_t pids[16], clocks[16];
+		size_t k = 0;
+		pids[k++] = 0x81; /* [pid] */
+		if (C.pid < 24)
+			pids[k++] = (uint8_t)C.pid;
+		else if (C.pid < 256) {
+			pids[k++] = 0x18;
+			pids[k++] = (uint8_t)C.pid;
+		} else if (C.pid < 65536) {
+			pids[k++] = 0x19;
+			pids[k++] = (uint8_t)(C.pid >> 8);
+			pids[k++] = (uint8_t)C.pid;
+		} else {
+			pids[k++] = 0x1a;
+			pids[k++] = (uint8_t)(C.pid >> 24);
+			pids[k++] = (uint8_t)(C.pid >> 16);
+			pids[k++] = (uint8_t)(C.pid >> 8);
+			pids[k++] = (uint8_t)C.pid;
+		}
+		memcpy(clocks, "\x81\x69monotonic", 11);
+		h.pids = (struct ist_blob){ pids, k };
+		h.clocks = (struct ist_blob){ clocks, 11 };
+		IST_SET(&h, IST_F_PIDS);
+		IST_SET(&h, IST_F_CLOCKS);
+		if ((st = ist_writer_header(C.w, &h, err)) != IST_OK)
+			return st;
+	}
+	/* the process: name and command line from /proc */
+	ist_event_init(&p, IST_PROCESS);
+	p.pid = C.pid;
+	p.host = S(host);
+	IST_SET(&p, IST_F_PID);
+	IST_SET(&p, IST_F_HOST);
+	if ((fd = open("/proc/self/cmdline", O_RDONLY)) >= 0) {
+		n = read(fd, cmd, sizeof(cmd) - 1);
+		close(fd);
+	}
+	if (n > 0) {
+		uint8_t blob[4096 + 64];
+		size_t k = 0, nargs = 0;
+		cmd[n] = '\0';
+		for (ssize_t i = 0; i < n; i++)
+			if (cmd[i] == '\0')
+				nargs++;
+		if (nargs < 24) {
+			blob[k++] = (uint8_t)(0x80 | nargs);
+			for (char *a = cmd; a < cmd + n && k < sizeof(blob) - 8;
+			    a += strlen(a) + 1) {
+				size_t len = strlen(a);
+				if (len > 4000 || k + len + 3 > sizeof(blob))
+					break;
+				blob[k++] = 0x79; /* text, 2-byte length */
+				blob[k++] = (uint8_t)(len >> 8);
+				blob[k++] = (uint8_t)len;
+				memcpy(blob + k, a, len);
+				k += len;
+			}
+			size_t used;
+			if (ist_cbor_check(blob, k, &used, NULL) == IST_OK &&
+			    used == k) {
+				p.cmdline = (struct ist_blob){ blob, k };
+				IST_SET(&p, IST_F_CMDLINE);
+			}
+		}
+		{
+			const char *base = strrchr(cmd, '/');
+			p.name = S(base ? base + 1 : cmd);
+			IST_SET(&p, IST_F_NAME);
+		}
+		emit(&p);
+	} else {
+		emit(&p);
+	}
+	return IST_OK;
+}
+
+enum ist_status
+ist_coll_start(const struct ist_coll_opts *o, struct ist_error *err)
+{
+	enum ist_status st;
+
+	if (C.running)
+		return IST_OK;
+	C.budget = o->budget_bytes ? o->budget_bytes : 100u << 20;
+	C.flush_ms = o->flush_interval_ms ? o->flush_interval_ms : 1000;
+	free(C.producer);
+	C.producer = strdup(o->producer ? o->producer : "inferscope");
+	C.failed = false;
+	if ((st = open_stream(o->path, err)) != IST_OK) {
+		ist_writer_free(C.w);
+		C.w = NULL;
+		if (C.fd >= 0)
+			close(C.fd);
+		C.fd = -1;
+		return st;
+	}
+	C.stopping = false;
+	C.running = true;
+	if (pthread_create(&C.thread, NULL, writer_main, NULL) != 0) {
+		C.running = false;
+		ist_seterr(err, IST_ENOMEM, "cannot start the writer thread");
+		return IST_ENOMEM;
+	}
+	C.thread_started = true;
+	return IST_OK;
+}
+
+enum ist_status
+ist_coll_stop(struct ist_error *err)
+{
+	enum ist_status st = IST_OK;
+
+	if (!C.running)
+		return IST_OK;
+	C.running = false;
+	pthread_mutex_lock(&C.lock);
+	C.stopping = true;
+	pthread_cond_signal(&C.wake);
+	pthread_mutex_unlock(&C.lock);
+	if (C.thread_started)
+		pthread_join(C.thread, NULL);
+	C.thread_started = false;
+	drain_all();
+	if (C.failed) {
+		if (err)
+			*err = C.werr;
+		st = C.werr.status;
+		ist_writer_free(C.w);
+	} else {
+		st = ist_writer_close(C.w, err);
+	}
+	C.w = NULL;
+	if (C.fd >= 0 && close(C.fd) != 0 && st == IST_OK) {
+		ist_seterr(err, IST_EIO, "cannot close the trace: %s",
+		    strerror(errno));
+		st = IST_EIO;
+	}
+	C.fd = -1;
+	return st;
+}
+
+enum ist_status
+ist_coll_after_fork(const char *path, struct ist_error *err)
+{
+	struct ist_ring *r, *next;
+
+	/* only this thread survives: the parent's rings and writer are the
+	 * parent's business; drop ours without touching the parent's file */
+	pthread_mutex_init(&C.lock, NULL);
+	pthread_cond_init(&C.wake, NULL);
+	for (r = C.rings; r; r = next) {
+		next = r->next;
+		if (r != my_ring) {
+			free(r->buf);
+			free(r);
+		}
+	}
+	C.rings = NULL;
+	C.used = 0;
+	if (my_ring) {
+		uint64_t h = atomic_load(&my_ring->head);
+		atomic_store(&my_ring->tail, h);
+		atomic_store(&my_ring->dropped, 0);
+		my_ring->reported = 0;
+		my_ring->tid = (int64_t)syscall(SYS_gettid);
+		my_ring->next = NULL;
+		C.rings = my_ring;
+		C.used = my_ring->size;
+	}
+	ist_writer_free(C.w);
+	C.w = NULL;
+	if (C.fd >= 0)
+		close(C.fd);
+	C.fd = -1;
+	C.running = false;
+	C.thread_started = false;
+	{
+		struct ist_coll_opts o = { path, C.producer, C.budget,
+		    C.flush_ms };
+		char *prod = C.producer;
+		C.producer = NULL;
+		o.producer = prod;
+		enum ist_status st = ist_coll_start(&o, err);
+		free(prod);
+		return st;
+	}
+}

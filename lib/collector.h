@@ -1,0 +1,129 @@
+/*
+ * collector.h - the in-process side of recording: per-thread rings filled
+ * by hooks (Python, NVTX) without locks or allocation, drained by a
+ * background writer thread that encodes, compresses and writes the
+ * process's own stream file.  Library code: silent, no exit().
+ *
+ * Hot path contract: ist_coll_reserve()/ist_coll_commit() on the calling
+ * thread's ring take no lock, allocate nothing and never block; when the
+ * ring is full the record is dropped and counted, and the writer reports
+ * the count as a loss record.
+ */
+#ifndef IST_COLLECTOR_H
+#define IST_COLLECTOR_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "ist.h"
+
+enum ist_rec_kind {
+	IST_REC_PAD = 0,
+	IST_REC_CALL,      /* t0, t1; id: a function definition */
+	IST_REC_SCOPE,     /* t0, t1; id: a name */
+	IST_REC_MARK,      /* t0, then CBOR metadata (maybe empty); id: name */
+	IST_REC_NVTX,      /* t0, t1; id: a name */
+	IST_REC_NVTX_MARK, /* t0; id: a name */
+	IST_REC_THREAD_NAME/* then the UTF-8 name */
+};
+
+/* A ring record starts with this 8-byte head; sizes are multiples of 8. */
+struct ist_rec {
+	uint8_t kind;
+	uint8_t flags;
+	uint16_t len;      /* bytes of the whole record, head included */
+	uint32_t id;
+};
+
+struct ist_ring {
+	uint8_t *buf;
+	size_t size;                 /* a power of two, or 0: drop all */
+	_Atomic uint64_t head;       /* producer's position */
+	_Atomic uint64_t tail;       /* consumer's position */
+	_Atomic uint64_t dropped;    /* records that did not fit */
+	uint64_t reported;           /* dropped already written as loss */
+	int64_t tid;
+	_Atomic int dead;            /* the thread has exited */
+	struct ist_ring *next;
+};
+
+struct ist_coll_opts {
+	const char *path;            /* the stream file to create */
+	const char *producer;
+	uint64_t budget_bytes;       /* all rings together */
+	uint64_t flush_interval_ms;  /* frame at least this often (1000) */
+};
+
+enum ist_status ist_coll_start(const struct ist_coll_opts *o,
+    struct ist_error *err);
+/* Drains everything, writes the loss records, closes the file. */
+enum ist_status ist_coll_stop(struct ist_error *err);
+bool ist_coll_running(void);
+
+/* The calling thread's ring, created on first use (NULL: not running). */
+struct ist_ring *ist_coll_ring(void);
+
+/* Interns a definition; returns its id (0 on failure).  Takes a lock:
+ * call once per function or name, never per event. */
+uint32_t ist_coll_define_func(const char *name, const char *file,
+    int64_t line);
+uint32_t ist_coll_define_name(const char *name);
+
+/* In a child after fork(): forget the parent's rings and file, start a
+ * new stream at path. */
+enum ist_status ist_coll_after_fork(const char *path, struct ist_error *err);
+
+static inline int64_t
+ist_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Reserves len bytes (a multiple of 8) on ring r; NULL when full. */
+static inline void *
+ist_coll_reserve(struct ist_ring *r, size_t len)
+{
+	uint64_t head, tail, off, room;
+
+	if (r == NULL || r->size == 0 || len > 65528)
+		goto drop;
+	head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	off = head & (r->size - 1);
+	room = r->size - off;         /* contiguous bytes to the end */
+	if (room < len) {
+		/* pad to the end, then start at 0 */
+		if (r->size - (head - tail) < room + len)
+			goto drop;
+		struct ist_rec *pad = (struct ist_rec *)(r->buf + off);
+		pad->kind = IST_REC_PAD;
+		pad->len = 0;
+		pad->id = (uint32_t)room;
+		head += room;
+		atomic_store_explicit(&r->head, head, memory_order_release);
+		off = 0;
+	} else if (r->size - (head - tail) < len) {
+		goto drop;
+	}
+	return r->buf + off;
+drop:
+	if (r)
+		atomic_store_explicit(&r->dropped, atomic_load_explicit(
+		    &r->dropped, memory_order_relaxed) + 1,
+		    memory_order_relaxed);
+	return NULL;
+}
+
+static inline void
+ist_coll_commit(struct ist_ring *r, size_t len)
+{
+	atomic_store_explicit(&r->head, atomic_load_explicit(&r->head,
+	    memory_order_relaxed) + len, memory_order_release);
+}
+
+#endif

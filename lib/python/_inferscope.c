@@ -1,0 +1,762 @@
+/*
+ * _inferscope.c - the Python collector: a C profile hook that records every
+ * Python function call and every call into a C function (numpy, torch ops)
+ * into a per-thread ring, plus the user API (scope, mark_event).
+ *
+ * The hook allocates nothing and takes no lock: a timestamp, a push or a pop
+ * on a per-thread stack, and on return one 24-byte record in the thread's
+ * ring (lib/collector.h).  Names are interned once per code object, in the
+ * code object's co_extra slot.  A background thread (lib/collector.c)
+ * encodes, compresses and writes.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "ist.h"
+
+#define MAX_DEPTH 1024
+#define MAX_SCOPES 256
+#define MAX_META 60000
+
+#if PY_VERSION_HEX < 0x03090000
+#error "InferScope needs Python 3.9 or later"
+#endif
+#if PY_VERSION_HEX >= 0x030C0000
+#define code_get_extra PyUnstable_Code_GetExtra
+#define code_set_extra PyUnstable_Code_SetExtra
+#define request_extra_index PyUnstable_Eval_RequestCodeExtraIndex
+#else
+#define code_get_extra _PyCode_GetExtra
+#define code_set_extra _PyCode_SetExtra
+#define request_extra_index _PyEval_RequestCodeExtraIndex
+#endif
+
+struct frame {
+	int64_t t0;
+	uint32_t id;
+};
+
+struct pstate {
+	struct ist_ring *ring;
+	int depth;              /* may exceed MAX_DEPTH: those are not kept */
+	int sdepth;
+	struct frame stack[MAX_DEPTH];
+	struct frame scopes[MAX_SCOPES];
+};
+
+static __thread struct pstate *me;
+static Py_ssize_t extra_index = -1;
+static int64_t min_ns;
+static int active;
+static PyObject *name_ids;      /* str -> int */
+static char *stream_dir;
+static int64_t budget;
+
+/* builtin functions: (method def, self type) -> id */
+struct centry {
+	void *ml, *owner;
+	uint32_t id;
+};
+static struct centry *ctab;
+static size_t ctab_cap, ctab_n;
+
+static struct pstate *
+pstate(void)
+{
+	struct pstate *p = me;
+
+	if (p == NULL) {
+		if ((p = calloc(1, sizeof(*p))) == NULL)
+			return NULL;
+		p->ring = ist_coll_ring();
+		me = p;
+	}
+	return p;
+}
+
+static void
+thread_name_record(struct pstate *p, const char *name)
+{
+	size_t n = strlen(name), len = (8 + n + 1 + 7) & ~(size_t)7;
+	struct ist_rec *h;
+
+	if (n > 1000 || (h = ist_coll_reserve(p->ring, len)) == NULL)
+		return;
+	h->kind = IST_REC_THREAD_NAME;
+	h->flags = 0;
+	h->len = (uint16_t)len;
+	h->id = 0;
+	memset((char *)h + 8, 0, len - 8);
+	memcpy((char *)h + 8, name, n);
+	ist_coll_commit(p->ring, len);
+}
+
+static inline void
+emit_range(struct pstate *p, int kind, uint32_t id, int64_t t0, int64_t t1)
+{
+	struct ist_rec *h = ist_coll_reserve(p->ring, 24);
+	int64_t *t;
+
+	if (h == NULL)
+		return;
+	h->kind = (uint8_t)kind;
+	h->flags = 0;
+	h->len = 24;
+	h->id = id;
+	t = (int64_t *)(h + 1);
+	t[0] = t0;
+	t[1] = t1;
+	ist_coll_commit(p->ring, 24);
+}
+
+/* ---- interning ---- */
+
+static uint32_t
+code_id(PyCodeObject *code, PyFrameObject *frame)
+{
+	void *extra = NULL;
+	PyObject *qual, *globals, *mod = NULL;
+	const char *q, *file, *m = NULL;
+	char buf[1024];
+	uint32_t id;
+
+	if (code_get_extra((PyObject *)code, extra_index, &extra) == 0 &&
+	    extra != NULL)
+		return (uint32_t)(uintptr_t)extra;
+#if PY_VERSION_HEX >= 0x030B0000
+	qual = code->co_qualname;
+	globals = PyFrame_GetGlobals(frame);
+#else
+	qual = code->co_name;
+	globals = frame->f_globals;
+	Py_XINCREF(globals);
+#endif
+	if (globals && PyDict_Check(globals)) {
+		mod = PyDict_GetItemString(globals, "__name__");
+		if (mod && PyUnicode_Check(mod))
+			m = PyUnicode_AsUTF8(mod);
+	}
+	q = PyUnicode_AsUTF8(qual);
+	file = PyUnicode_AsUTF8(code->co_filename);
+	if (q == NULL || file == NULL) {
+		PyErr_Clear();
+		Py_XDECREF(globals);
+		return 0;
+	}
+	if (m)
+		snprintf(buf, sizeof(buf), "%s.%s", m, q);
+	else
+		snprintf(buf, sizeof(buf), "%s", q);
+	if (m == NULL)
+		PyErr_Clear();
+	Py_XDECREF(globals);
+	id = ist_coll_define_func(buf, file, code->co_firstlineno);
+	if (id)
+		code_set_extra((PyObject *)code, extra_index,
+		    (void *)(uintptr_t)id);
+	return id;
+}
+
+static uint32_t
+cfunc_id(PyObject *fn)
+{
+	PyCFunctionObject *f = (PyCFunctionObject *)fn;
+	void *owner;
+	size_t i;
+	char buf[512];
+	const char *prefix = NULL;
+	uint32_t id;
+
+	if (!PyCFunction_Check(fn))
+		return 0;
+	owner = f->m_self && !PyModule_Check(f->m_self) ?
+	    (void *)Py_TYPE(f->m_self) : (void *)f->m_module;
+	if (ctab_cap) {
+		i = (((uintptr_t)f->m_ml >> 4) ^ ((uintptr_t)owner >> 4)) &
+		    (ctab_cap - 1);
+		while (ctab[i].ml) {
+			if (ctab[i].ml == f->m_ml && ctab[i].owner == owner)
+				return ctab[i].id;
+			i = (i + 1) & (ctab_cap - 1);
+		}
+	}
+	/* a new one: name it, then insert */
+	if (f->m_self && !PyModule_Check(f->m_self))
+		prefix = Py_TYPE(f->m_self)->tp_name;
+	else if (f->m_module && PyUnicode_Check(f->m_module))
+		prefix = PyUnicode_AsUTF8(f->m_module);
+	else if (f->m_self && PyModule_Check(f->m_self))
+		prefix = PyModule_GetName(f->m_self);
+	if (prefix == NULL)
+		PyErr_Clear();
+	snprintf(buf, sizeof(buf), "%s%s%s", prefix ? prefix : "",
+	    prefix ? "." : "", f->m_ml->ml_name);
+	if ((id = ist_coll_define_func(buf, NULL, 0)) == 0)
+		return 0;
+	if ((ctab_n + 1) * 2 > ctab_cap) {
+		size_t ncap = ctab_cap ? ctab_cap * 2 : 1024;
+		struct centry *nt = calloc(ncap, sizeof(*nt));
+		if (nt == NULL)
+			return id;
+		for (size_t k = 0; k < ctab_cap; k++) {
+			if (!ctab[k].ml)
+				continue;
+			size_t j = (((uintptr_t)ctab[k].ml >> 4) ^
+			    ((uintptr_t)ctab[k].owner >> 4)) & (ncap - 1);
+			while (nt[j].ml)
+				j = (j + 1) & (ncap - 1);
+			nt[j] = ctab[k];
+		}
+		free(ctab);
+		ctab = nt;
+		ctab_cap = ncap;
+	}
+	i = (((uintptr_t)f->m_ml >> 4) ^ ((uintptr_t)owner >> 4)) &
+	    (ctab_cap - 1);
+	while (ctab[i].ml)
+		i = (i + 1) & (ctab_cap - 1);
+	ctab[i].ml = f->m_ml;
+	ctab[i].owner = owner;
+	ctab[i].id = id;
+	ctab_n++;
+	/* keep the owner alive so that its address names it for good */
+	Py_XINCREF((PyObject *)owner);
+	return id;
+}
+
+static uint32_t
+name_id(PyObject *name)
+{
+	PyObject *v;
+	const char *s;
+	uint32_t id;
+
+	if (name_ids == NULL && (name_ids = PyDict_New()) == NULL)
+		return 0;
+	if ((v = PyDict_GetItemWithError(name_ids, name)) != NULL)
+		return (uint32_t)PyLong_AsUnsignedLong(v);
+	if (PyErr_Occurred() || (s = PyUnicode_AsUTF8(name)) == NULL)
+		return 0;
+	if ((id = ist_coll_define_name(s)) == 0)
+		return 0;
+	v = PyLong_FromUnsignedLong(id);
+	if (v == NULL || PyDict_SetItem(name_ids, name, v) != 0) {
+		Py_XDECREF(v);
+		PyErr_Clear();
+		return id;
+	}
+	Py_DECREF(v);
+	return id;
+}
+
+/* ---- the profile hook ---- */
+
+static int
+profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+	struct pstate *p = me;
+	int64_t t = ist_now_ns();
+	uint32_t id;
+
+	(void)obj;
+	if (p == NULL && (p = pstate()) == NULL)
+		return 0;
+	switch (what) {
+	case PyTrace_CALL: {
+		PyCodeObject *code = PyFrame_GetCode(frame);
+		id = code_id(code, frame);
+		Py_DECREF(code);
+		goto push;
+	}
+	case PyTrace_C_CALL:
+		id = cfunc_id(arg);
+	push:
+		if (p->depth < MAX_DEPTH) {
+			p->stack[p->depth].t0 = t;
+			p->stack[p->depth].id = id;
+		} else if (p->ring) {
+			atomic_fetch_add_explicit(&p->ring->dropped, 1,
+			    memory_order_relaxed);
+		}
+		p->depth++;
+		break;
+	case PyTrace_RETURN:
+	case PyTrace_C_RETURN:
+	case PyTrace_C_EXCEPTION:
+		if (p->depth == 0)
+			break;   /* entered before recording started */
+		p->depth--;
+		if (p->depth < MAX_DEPTH) {
+			struct frame *f = &p->stack[p->depth];
+			if (f->id && t - f->t0 >= min_ns)
+				emit_range(p, IST_REC_CALL, f->id, f->t0, t);
+		}
+		break;
+	}
+	return 0;
+}
+
+/* ---- module functions ---- */
+
+static PyObject *
+start_profiling_here(void)
+{
+	struct pstate *p = pstate();
+
+	if (p == NULL)
+		return PyErr_NoMemory();
+	PyEval_SetProfile(profile, NULL);
+	Py_RETURN_NONE;
+}
+
+/*
+ * threading.setprofile(_thread_hook): the first event of every new thread
+ * names the thread and hands over to the C hook.
+ */
+static PyObject *
+thread_hook(PyObject *self, PyObject *args)
+{
+	PyObject *threading, *cur, *name;
+	struct pstate *p;
+
+	(void)self;
+	(void)args;
+	if (!active)
+		Py_RETURN_NONE;
+	if ((p = pstate()) == NULL)
+		return PyErr_NoMemory();
+	threading = PyImport_ImportModule("threading");
+	cur = threading ? PyObject_CallMethod(threading, "current_thread",
+	    NULL) : NULL;
+	name = cur ? PyObject_GetAttrString(cur, "name") : NULL;
+	if (name && PyUnicode_Check(name)) {
+		const char *s = PyUnicode_AsUTF8(name);
+		if (s)
+			thread_name_record(p, s);
+	}
+	PyErr_Clear();
+	Py_XDECREF(name);
+	Py_XDECREF(cur);
+	Py_XDECREF(threading);
+	return start_profiling_here();
+}
+
+static PyObject *
+py_start(PyObject *self, PyObject *args)
+{
+	const char *dir, *producer;
+	long long mb, min_us;
+	int calls;
+	char path[4096];
+	struct ist_coll_opts o = { 0 };
+	struct ist_error e = { 0 };
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "sLLps", &dir, &mb, &min_us, &calls,
+	    &producer))
+		return NULL;
+	if (active)
+		Py_RETURN_NONE;
+	if (extra_index < 0)
+		extra_index = request_extra_index(NULL);
+	free(stream_dir);
+	stream_dir = strdup(dir);
+	budget = mb << 20;
+	snprintf(path, sizeof(path), "%s/%ld.ist", dir, (long)getpid());
+	o.path = path;
+	o.producer = producer;
+	o.budget_bytes = (uint64_t)budget;
+	o.flush_interval_ms = 1000;
+	if (ist_coll_start(&o, &e) != IST_OK)
+		return PyErr_Format(PyExc_OSError, "%s", e.msg);
+	min_ns = min_us * 1000;
+	active = 1;
+	{
+		struct pstate *p = pstate();
+		if (p)
+			thread_name_record(p, "MainThread");
+	}
+	if (calls)
+		return start_profiling_here();
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+py_stop(PyObject *self, PyObject *args)
+{
+	struct ist_error e = { 0 };
+
+	(void)self;
+	(void)args;
+	if (!active)
+		Py_RETURN_NONE;
+	PyEval_SetProfile(NULL, NULL);
+	active = 0;
+	if (ist_coll_stop(&e) != IST_OK)
+		return PyErr_Format(PyExc_OSError, "%s", e.msg);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+py_after_fork(PyObject *self, PyObject *args)
+{
+	char path[4096];
+	struct ist_error e = { 0 };
+	struct pstate *p = me;
+
+	(void)self;
+	(void)args;
+	if (!active || stream_dir == NULL)
+		Py_RETURN_NONE;
+	snprintf(path, sizeof(path), "%s/%ld.ist", stream_dir,
+	    (long)getpid());
+	if (ist_coll_after_fork(path, &e) != IST_OK) {
+		active = 0;
+		PyEval_SetProfile(NULL, NULL);
+		return PyErr_Format(PyExc_OSError, "%s", e.msg);
+	}
+	if (p) {
+		/* the frames on our stack belong to the parent's records */
+		p->depth = 0;
+		p->sdepth = 0;
+		p->ring = ist_coll_ring();
+		thread_name_record(p, "MainThread");
+	}
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+py_enabled(PyObject *self, PyObject *args)
+{
+	(void)self;
+	(void)args;
+	return PyBool_FromLong(active);
+}
+
+/* ---- metadata -> CBOR ---- */
+
+struct cbuf {
+	uint8_t *p;
+	size_t n, cap;
+};
+
+static int
+put(struct cbuf *b, const void *s, size_t n)
+{
+	if (b->cap - b->n < n) {
+		PyErr_SetString(PyExc_ValueError, "mark_event: metadata is "
+		    "larger than 60000 bytes");
+		return -1;
+	}
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+	return 0;
+}
+
+static int
+put_head(struct cbuf *b, int major, uint64_t v)
+{
+	uint8_t h[9];
+	size_t n;
+
+	if (v < 24) {
+		h[0] = (uint8_t)(major << 5 | v);
+		n = 1;
+	} else if (v < 0x100) {
+		h[0] = (uint8_t)(major << 5 | 24);
+		h[1] = (uint8_t)v;
+		n = 2;
+	} else if (v < 0x10000) {
+		h[0] = (uint8_t)(major << 5 | 25);
+		h[1] = (uint8_t)(v >> 8);
+		h[2] = (uint8_t)v;
+		n = 3;
+	} else if (v < 0x100000000ull) {
+		h[0] = (uint8_t)(major << 5 | 26);
+		for (int i = 0; i < 4; i++)
+			h[1 + i] = (uint8_t)(v >> (24 - 8 * i));
+		n = 5;
+	} else {
+		h[0] = (uint8_t)(major << 5 | 27);
+		for (int i = 0; i < 8; i++)
+			h[1 + i] = (uint8_t)(v >> (56 - 8 * i));
+		n = 9;
+	}
+	return put(b, h, n);
+}
+
+static int
+put_str(struct cbuf *b, PyObject *s)
+{
+	Py_ssize_t n;
+	const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+
+	if (u == NULL)
+		return -1;
+	if (put_head(b, 3, (uint64_t)n))
+		return -1;
+	return put(b, u, (size_t)n);
+}
+
+static int
+to_cbor(struct cbuf *b, PyObject *o, int depth)
+{
+	if (depth > 32) {
+		PyErr_SetString(PyExc_ValueError, "mark_event: metadata is "
+		    "nested more than 32 deep");
+		return -1;
+	}
+	if (o == Py_None)
+		return put(b, "\xf6", 1);
+	if (o == Py_True)
+		return put(b, "\xf5", 1);
+	if (o == Py_False)
+		return put(b, "\xf4", 1);
+	if (PyLong_Check(o)) {
+		int overflow;
+		long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+		if (overflow) {
+			PyErr_SetString(PyExc_OverflowError, "mark_event: "
+			    "metadata integer does not fit in 64 bits");
+			return -1;
+		}
+		return v >= 0 ? put_head(b, 0, (uint64_t)v) :
+		    put_head(b, 1, (uint64_t)(-(v + 1)));
+	}
+	if (PyFloat_Check(o)) {
+		double d = PyFloat_AS_DOUBLE(o);
+		uint64_t u;
+		uint8_t h[9];
+		memcpy(&u, &d, 8);
+		h[0] = 0xfb;
+		for (int i = 0; i < 8; i++)
+			h[1 + i] = (uint8_t)(u >> (56 - 8 * i));
+		return put(b, h, 9);
+	}
+	if (PyUnicode_Check(o))
+		return put_str(b, o);
+	if (PyList_Check(o) || PyTuple_Check(o)) {
+		PyObject *seq = PySequence_Fast(o, "");
+		Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+		int rc = put_head(b, 4, (uint64_t)n);
+		for (Py_ssize_t i = 0; i < n && rc == 0; i++)
+			rc = to_cbor(b, PySequence_Fast_GET_ITEM(seq, i),
+			    depth + 1);
+		Py_DECREF(seq);
+		return rc;
+	}
+	if (PyDict_Check(o)) {
+		PyObject *k, *v;
+		Py_ssize_t pos = 0;
+		if (put_head(b, 5, (uint64_t)PyDict_Size(o)))
+			return -1;
+		while (PyDict_Next(o, &pos, &k, &v)) {
+			if (!PyUnicode_Check(k)) {
+				PyErr_Format(PyExc_TypeError, "mark_event: "
+				    "metadata keys must be str, not %.100s",
+				    Py_TYPE(k)->tp_name);
+				return -1;
+			}
+			if (put_str(b, k) || to_cbor(b, v, depth + 1))
+				return -1;
+		}
+		return 0;
+	}
+	PyErr_Format(PyExc_TypeError, "mark_event: metadata values must be "
+	    "str, int, float, bool, None, list or dict, not %.100s",
+	    Py_TYPE(o)->tp_name);
+	return -1;
+}
+
+static PyObject *
+py_mark_event(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "name", "metadata", NULL };
+	static uint8_t meta[MAX_META];
+	PyObject *name, *md = Py_None;
+	struct cbuf b = { meta, 0, sizeof(meta) };
+	struct pstate *p;
+	struct ist_rec *h;
+	int64_t t = ist_now_ns();
+	uint32_t id;
+	size_t len, pad;
+
+	(void)self;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "U|O:mark_event", kwlist,
+	    &name, &md))
+		return NULL;
+	if (md != Py_None && !PyDict_Check(md))
+		return PyErr_Format(PyExc_TypeError, "mark_event: metadata "
+		    "must be a dict or None, not %.100s", Py_TYPE(md)->tp_name);
+	if (!active)
+		Py_RETURN_NONE;
+	if (md != Py_None && to_cbor(&b, md, 0))
+		return NULL;
+	if ((p = pstate()) == NULL || (id = name_id(name)) == 0)
+		Py_RETURN_NONE;
+	len = (16 + b.n + 7) & ~(size_t)7;
+	pad = len - 16 - b.n;
+	if ((h = ist_coll_reserve(p->ring, len)) == NULL)
+		Py_RETURN_NONE;
+	h->kind = IST_REC_MARK;
+	h->flags = (uint8_t)pad;
+	h->len = (uint16_t)len;
+	h->id = id;
+	memcpy(h + 1, &t, 8);
+	memcpy((uint8_t *)h + 16, meta, b.n);
+	ist_coll_commit(p->ring, len);
+	Py_RETURN_NONE;
+}
+
+/* ---- Scope ---- */
+
+typedef struct {
+	PyObject_HEAD
+	PyObject *name;
+	uint32_t id;
+} ScopeObject;
+
+static int
+scope_init(ScopeObject *s, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "name", NULL };
+	PyObject *name;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "U:scope", kwlist, &name))
+		return -1;
+	Py_INCREF(name);
+	Py_XSETREF(s->name, name);
+	s->id = 0;
+	return 0;
+}
+
+static void
+scope_dealloc(ScopeObject *s)
+{
+	Py_XDECREF(s->name);
+	Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static PyObject *
+scope_enter(ScopeObject *s, PyObject *unused)
+{
+	struct pstate *p;
+
+	(void)unused;
+	if (!active)
+		goto out;
+	if (s->id == 0 && (s->id = name_id(s->name)) == 0)
+		goto out;
+	if ((p = pstate()) == NULL)
+		goto out;
+	if (p->sdepth < MAX_SCOPES) {
+		p->scopes[p->sdepth].t0 = ist_now_ns();
+		p->scopes[p->sdepth].id = s->id;
+	}
+	p->sdepth++;
+out:
+	Py_INCREF(s);
+	return (PyObject *)s;
+}
+
+static PyObject *
+scope_exit(ScopeObject *s, PyObject *const *args, Py_ssize_t n)
+{
+	struct pstate *p = me;
+	int64_t t = ist_now_ns();
+
+	(void)s;
+	(void)args;
+	(void)n;
+	if (!active || p == NULL || p->sdepth == 0)
+		Py_RETURN_FALSE;
+	p->sdepth--;
+	if (p->sdepth < MAX_SCOPES)
+		emit_range(p, IST_REC_SCOPE, p->scopes[p->sdepth].id,
+		    p->scopes[p->sdepth].t0, t);
+	Py_RETURN_FALSE;
+}
+
+static PyObject *
+scope_get_name(ScopeObject *s, void *c)
+{
+	(void)c;
+	Py_INCREF(s->name);
+	return s->name;
+}
+
+static PyObject *
+scope_repr(ScopeObject *s)
+{
+	return PyUnicode_FromFormat("scope(%R)", s->name);
+}
+
+static PyMethodDef scope_methods[] = {
+	{ "__enter__", (PyCFunction)scope_enter, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)(void (*)(void))scope_exit, METH_FASTCALL,
+	  NULL },
+	{ NULL, NULL, 0, NULL }
+};
+
+static PyGetSetDef scope_getset[] = {
+	{ "name", (getter)scope_get_name, NULL, "the scope's name", NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+static PyTypeObject ScopeType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "_inferscope.Scope",
+	.tp_basicsize = sizeof(ScopeObject),
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+	.tp_doc = "A timed region: with Scope(name): ...",
+	.tp_new = PyType_GenericNew,
+	.tp_init = (initproc)scope_init,
+	.tp_dealloc = (destructor)scope_dealloc,
+	.tp_methods = scope_methods,
+	.tp_getset = scope_getset,
+	.tp_repr = (reprfunc)scope_repr,
+};
+
+static PyMethodDef methods[] = {
+	{ "_start", py_start, METH_VARARGS,
+	  "_start(dir, trace_size_mb, py_min_us, calls, producer)" },
+	{ "_stop", py_stop, METH_NOARGS, "stop recording and close" },
+	{ "_after_fork", py_after_fork, METH_NOARGS, "at-fork child hook" },
+	{ "_thread_hook", thread_hook, METH_VARARGS, "threading.setprofile" },
+	{ "enabled", py_enabled, METH_NOARGS, "whether recording is on" },
+	{ "mark_event", (PyCFunction)(void (*)(void))py_mark_event,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "mark_event(name, metadata=None): an instant with metadata" },
+	{ NULL, NULL, 0, NULL }
+};
+
+static struct PyModuleDef module = {
+	PyModuleDef_HEAD_INIT, "_inferscope",
+	"InferScope's Python collector (C).", -1, methods,
+	NULL, NULL, NULL, NULL
+};
+
+PyMODINIT_FUNC
+PyInit__inferscope(void)
+{
+	PyObject *m;
+
+	if (PyType_Ready(&ScopeType) < 0)
+		return NULL;
+	if ((m = PyModule_Create(&module)) == NULL)
+		return NULL;
+	Py_INCREF(&ScopeType);
+	if (PyModule_AddObject(m, "Scope", (PyObject *)&ScopeType) < 0) {
+		Py_DECREF(&ScopeType);
+		Py_DECREF(m);
+		return NULL;
+	}
+	return m;
+}

@@ -1,0 +1,85 @@
+"""InferScope bootstrap, put first on PYTHONPATH by is-record.
+
+Starts the Python collector in every Python process of a recorded run, then
+runs the user's own sitecustomize (the next one on sys.path), if any.
+sys.path is left as Python set it up.
+"""
+
+
+def _inferscope_boot():
+    import os
+    import sys
+
+    env = os.environ
+    if env.get("INFERSCOPE_ENABLED") != "1" or not env.get("INFERSCOPE_DIR"):
+        return
+    try:
+        import _inferscope
+    except ImportError as e:
+        if env.get("INFERSCOPE_LOG_LEVEL", "info") != "error":
+            sys.stderr.write("inferscope: warning: no Python collector for "
+                             "Python %d.%d (%s); recording without Python "
+                             "calls\n" % (sys.version_info[0],
+                                          sys.version_info[1], e))
+        return
+    try:
+        mb = int(env.get("INFERSCOPE_TRACE_SIZE_MB", "100"))
+        min_us = int(env.get("INFERSCOPE_PY_MIN_US", "0"))
+    except ValueError:
+        mb, min_us = 100, 0
+    calls = env.get("INFERSCOPE_PY_CALLS", "1") == "1"
+    producer = "inferscope-python 0.1.0 (CPython %d.%d.%d)" % \
+        sys.version_info[:3]
+    try:
+        _inferscope._start(env["INFERSCOPE_DIR"], mb, min_us, calls, producer)
+    except OSError as e:
+        sys.stderr.write("inferscope: warning: %s\n" % e)
+        return
+
+    import atexit
+    import threading
+
+    atexit.register(_inferscope._stop)
+    if calls:
+        threading.setprofile(_inferscope._thread_hook)
+
+    def after_fork():
+        _inferscope._after_fork()
+        # multiprocessing's forked children leave through os._exit():
+        # finish the stream from its exit function instead of atexit
+        util = sys.modules.get("multiprocessing.util")
+        if util is not None:
+            util.Finalize(None, _inferscope._stop, exitpriority=-1000)
+
+    os.register_at_fork(after_in_child=after_fork)
+
+
+def _inferscope_chain():
+    import importlib.util
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    mine = sys.modules.get(__name__)
+    for entry in sys.path:
+        try:
+            if os.path.abspath(entry or os.curdir) == here:
+                continue
+        except (TypeError, ValueError):
+            continue
+        path = os.path.join(entry or os.curdir, "sitecustomize.py")
+        if os.path.isfile(path):
+            spec = importlib.util.spec_from_file_location("sitecustomize",
+                                                          path)
+            user = importlib.util.module_from_spec(spec)
+            sys.modules["sitecustomize"] = user
+            try:
+                spec.loader.exec_module(user)
+            except BaseException:
+                sys.modules["sitecustomize"] = mine
+                raise
+            return
+
+
+_inferscope_boot()
+_inferscope_chain()

@@ -1,0 +1,737 @@
+/* record.c - run, sample and gather (is-record's engine). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zstd.h>
+
+#include "internal.h"
+#include "record.h"
+
+#define MAX_PROCS 4096
+
+/* ---- sampler ---- */
+
+struct tsample {
+	int64_t tid;
+	int64_t v[6];            /* last values written */
+	bool seen;
+	uint64_t gen;
+};
+
+struct psample {
+	int64_t pid;
+	bool named;
+	int64_t rss, majflt, nthreads;
+	struct tsample *t;
+	size_t nt, capt;
+	uint64_t gen;
+};
+
+struct sampler {
+	struct ist_writer *w;
+	int fd;
+	pid_t root;
+	struct psample *p;
+	size_t np, capp;
+	uint64_t gen;
+	unsigned long long last_busy, last_total;
+	bool have_cpu;
+	long page, ticks;
+	char host[256];
+	ist_note_fn note;
+	void *ctx;
+	bool failed;
+	struct ist_error err;
+};
+
+static const char *thread_counters[6] = {
+	"thread.cpu_ns", "thread.wait_ns", "thread.state",
+	"thread.ctx_voluntary", "thread.ctx_involuntary", "thread.timeslices"
+};
+
+static void
+note(struct sampler *s, int level, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (s->note == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	s->note(s->ctx, level, msg);
+}
+
+static void
+swrite(struct sampler *s, const struct ist_event *ev)
+{
+	struct ist_error e;
+
+	if (!s->failed && ist_writer_write(s->w, ev, &e) != IST_OK) {
+		s->failed = true;
+		s->err = e;
+	}
+}
+
+static void
+counter(struct sampler *s, int64_t pid, int64_t tid, const char *name,
+    int64_t ts, int64_t iv, double dv, bool isint)
+{
+	struct ist_event ev;
+
+	ist_event_init(&ev, IST_COUNTER);
+	ev.pid = pid;
+	IST_SET(&ev, IST_F_PID);
+	if (tid >= 0) {
+		ev.tid = tid;
+		IST_SET(&ev, IST_F_TID);
+	}
+	ev.name = (struct ist_str){ name, strlen(name) };
+	ev.ts_ns = ts;
+	ev.value_is_int = isint;
+	ev.ivalue = iv;
+	ev.value = isint ? (double)iv : dv;
+	IST_SET(&ev, IST_F_NAME);
+	IST_SET(&ev, IST_F_TS);
+	IST_SET(&ev, IST_F_VALUE);
+	swrite(s, &ev);
+}
+
+static ssize_t
+read_file(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+/* Fields of /proc/.../stat after the ")" of comm: index 0 is the state. */
+static int
+stat_fields(char *buf, char **comm, char **f, int max)
+{
+	char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+	int n = 0;
+
+	if (open == NULL || close == NULL)
+		return 0;
+	*close = '\0';
+	*comm = open + 1;
+	for (char *p = close + 2, *tok; n < max &&
+	    (tok = strsep(&p, " ")) != NULL; )
+		f[n++] = tok;
+	return n;
+}
+
+static struct psample *
+proc_get(struct sampler *s, int64_t pid)
+{
+	for (size_t i = 0; i < s->np; i++)
+		if (s->p[i].pid == pid)
+			return &s->p[i];
+	if (s->np == s->capp) {
+		size_t cap = s->capp ? s->capp * 2 : 16;
+		struct psample *np = realloc(s->p, cap * sizeof(*np));
+		if (np == NULL)
+			return NULL;
+		s->p = np;
+		s->capp = cap;
+	}
+	memset(&s->p[s->np], 0, sizeof(s->p[0]));
+	s->p[s->np].pid = pid;
+	s->p[s->np].rss = s->p[s->np].majflt = s->p[s->np].nthreads = -1;
+	return &s->p[s->np++];
+}
+
+static void
+name_process(struct sampler *s, struct psample *p, const char *comm)
+{
+	struct ist_event ev;
+	char path[64], cmd[8192];
+	uint8_t blob[8192 + 512];
+	size_t k = 0, nargs = 0;
+	ssize_t n;
+
+	p->named = true;
+	ist_event_init(&ev, IST_PROCESS);
+	ev.pid = p->pid;
+	ev.name = (struct ist_str){ comm, strlen(comm) };
+	ev.host = (struct ist_str){ s->host, strlen(s->host) };
+	IST_SET(&ev, IST_F_PID);
+	IST_SET(&ev, IST_F_NAME);
+	IST_SET(&ev, IST_F_HOST);
+	snprintf(path, sizeof(path), "/proc/%lld/cmdline", (long long)p->pid);
+	n = read_file(path, cmd, sizeof(cmd));
+	for (ssize_t i = 0; i < n; i++)
+		if (cmd[i] == '\0')
+			nargs++;
+	if (n > 0 && nargs > 0 && nargs < 256) {
+		blob[k++] = 0x98; /* array, 1-byte count */
+		blob[k++] = (uint8_t)nargs;
+		for (char *a = cmd; a < cmd + n; a += strlen(a) + 1) {
+			size_t len = strlen(a);
+			blob[k++] = 0x79;
+			blob[k++] = (uint8_t)(len >> 8);
+			blob[k++] = (uint8_t)len;
+			memcpy(blob + k, a, len);
+			k += len;
+		}
+		ev.cmdline = (struct ist_blob){ blob, k };
+		IST_SET(&ev, IST_F_CMDLINE);
+	}
+	swrite(s, &ev);
+}
+
+static struct tsample *
+thread_get(struct psample *p, int64_t tid)
+{
+	for (size_t i = 0; i < p->nt; i++)
+		if (p->t[i].tid == tid)
+			return &p->t[i];
+	if (p->nt == p->capt) {
+		size_t cap = p->capt ? p->capt * 2 : 16;
+		struct tsample *nt = realloc(p->t, cap * sizeof(*nt));
+		if (nt == NULL)
+			return NULL;
+		p->t = nt;
+		p->capt = cap;
+	}
+	memset(&p->t[p->nt], 0, sizeof(p->t[0]));
+	p->t[p->nt].tid = tid;
+	return &p->t[p->nt++];
+}
+
+static int
+state_code(char c)
+{
+	switch (c) {
+	case 'R': return 1;
+	case 'S': return 2;
+	case 'D': return 3;
+	case 'Z': return 4;
+	case 'T': case 't': return 5;
+	case 'I': return 6;
+	default: return 0;
+	}
+}
+
+static void
+sample_thread(struct sampler *s, struct psample *p, int64_t tid, int64_t ts)
+{
+	char path[96], buf[4096], *comm, *f[48];
+	struct tsample *t;
+	int64_t v[6] = { 0 };
+	int nf;
+
+	snprintf(path, sizeof(path), "/proc/%lld/task/%lld/stat",
+	    (long long)p->pid, (long long)tid);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return;
+	if ((nf = stat_fields(buf, &comm, f, 48)) < 14)
+		return;
+	if ((t = thread_get(p, tid)) == NULL)
+		return;
+	t->gen = s->gen;
+	if (!t->seen) {
+		struct ist_event ev;
+		ist_event_init(&ev, IST_THREAD);
+		ev.pid = p->pid;
+		ev.tid = tid;
+		ev.name = (struct ist_str){ comm, strlen(comm) };
+		IST_SET(&ev, IST_F_PID);
+		IST_SET(&ev, IST_F_TID);
+		IST_SET(&ev, IST_F_NAME);
+		swrite(s, &ev);
+	}
+	v[2] = state_code(f[0][0]);
+	/* run and wait time in ns from schedstat; else utime+stime ticks */
+	snprintf(path, sizeof(path), "/proc/%lld/task/%lld/schedstat",
+	    (long long)p->pid, (long long)tid);
+	{
+		char sb[256];
+		unsigned long long run, wait, slices;
+		if (read_file(path, sb, sizeof(sb)) > 0 &&
+		    sscanf(sb, "%llu %llu %llu", &run, &wait, &slices) == 3) {
+			v[0] = (int64_t)run;
+			v[1] = (int64_t)wait;
+			v[5] = (int64_t)slices;
+		} else {
+			v[0] = (strtoll(f[11], NULL, 10) + strtoll(f[12], NULL,
+			    10)) * (1000000000 / s->ticks);
+			v[1] = -1;
+			v[5] = -1;
+		}
+	}
+	snprintf(path, sizeof(path), "/proc/%lld/task/%lld/status",
+	    (long long)p->pid, (long long)tid);
+	if (read_file(path, buf, sizeof(buf)) > 0) {
+		char *a = strstr(buf, "\nvoluntary_ctxt_switches:");
+		char *b = strstr(buf, "\nnonvoluntary_ctxt_switches:");
+		v[3] = a ? strtoll(a + 26, NULL, 10) : -1;
+		v[4] = b ? strtoll(b + 29, NULL, 10) : -1;
+	}
+	for (int i = 0; i < 6; i++) {
+		if (v[i] < 0 || (t->seen && t->v[i] == v[i]))
+			continue;
+		counter(s, p->pid, tid, thread_counters[i], ts, v[i], 0, true);
+		t->v[i] = v[i];
+	}
+	t->seen = true;
+}
+
+static void
+sample_process(struct sampler *s, int64_t pid, int64_t ts)
+{
+	char path[320], buf[4096], *comm, *f[48];
+	struct psample *p;
+	DIR *d;
+	struct dirent *de;
+	int nf;
+
+	snprintf(path, sizeof(path), "/proc/%lld/stat", (long long)pid);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return;
+	if ((nf = stat_fields(buf, &comm, f, 48)) < 22 ||
+	    (p = proc_get(s, pid)) == NULL)
+		return;
+	if (f[0][0] == 'Z')
+		return;
+	p->gen = s->gen;
+	if (!p->named)
+		name_process(s, p, comm);
+	{
+		int64_t majflt = strtoll(f[9], NULL, 10);
+		int64_t nthreads = strtoll(f[17], NULL, 10);
+		int64_t rss = strtoll(f[21], NULL, 10) * s->page;
+		if (rss != p->rss)
+			counter(s, pid, -1, "process.rss_bytes", ts, rss, 0,
+			    true);
+		if (majflt != p->majflt)
+			counter(s, pid, -1, "process.major_faults", ts, majflt,
+			    0, true);
+		if (nthreads != p->nthreads)
+			counter(s, pid, -1, "process.threads", ts, nthreads, 0,
+			    true);
+		p->rss = rss;
+		p->majflt = majflt;
+		p->nthreads = nthreads;
+	}
+	snprintf(path, sizeof(path), "/proc/%lld/task", (long long)pid);
+	if ((d = opendir(path)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
+			sample_thread(s, p, strtoll(de->d_name, NULL, 10), ts);
+	closedir(d);
+}
+
+static void
+sample_system(struct sampler *s, int64_t ts)
+{
+	char buf[8192];
+	unsigned long long v[10] = { 0 }, busy, total;
+	char *r;
+
+	if (read_file("/proc/stat", buf, sizeof(buf)) <= 0)
+		return;
+	if (sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+	    &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) < 4)
+		return;
+	total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+	busy = total - v[3] - v[4];
+	if (s->have_cpu && total > s->last_total)
+		counter(s, 0, -1, "system.cpu_utilization", ts, 0,
+		    (double)(busy - s->last_busy) /
+		    (double)(total - s->last_total), false);
+	s->last_busy = busy;
+	s->last_total = total;
+	s->have_cpu = true;
+	if ((r = strstr(buf, "\nprocs_running ")) != NULL)
+		counter(s, 0, -1, "system.runnable", ts,
+		    strtoll(r + 15, NULL, 10), 0, true);
+}
+
+/* The root and every descendant of it, from the ppid in /proc/N/stat. */
+static size_t
+descendants(pid_t root, int64_t *out, size_t max)
+{
+	static int64_t pid[MAX_PROCS * 4], ppid[MAX_PROCS * 4];
+	size_t n = 0, nout = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	char path[320], buf[1024], *comm, *f[8];
+
+	if (d == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL && n < MAX_PROCS * 4) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		if (read_file(path, buf, sizeof(buf)) <= 0 ||
+		    stat_fields(buf, &comm, f, 8) < 2)
+			continue;
+		pid[n] = strtoll(de->d_name, NULL, 10);
+		ppid[n++] = strtoll(f[1], NULL, 10);
+	}
+	closedir(d);
+	out[nout++] = root;
+	for (size_t i = 0; i < nout && nout < max; i++)
+		for (size_t j = 0; j < n && nout < max; j++)
+			if (ppid[j] == out[i])
+				out[nout++] = pid[j];
+	return nout;
+}
+
+static void
+sample(struct sampler *s, bool rescan)
+{
+	static int64_t pids[MAX_PROCS];
+	static size_t npids;
+	int64_t ts;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ts = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	s->gen++;
+	if (rescan || npids == 0)
+		npids = descendants(s->root, pids, MAX_PROCS);
+	for (size_t i = 0; i < npids; i++)
+		sample_process(s, pids[i], ts);
+	sample_system(s, ts);
+}
+
+/* ---- gathering the streams ---- */
+
+/* Copies the whole zstd frames of path to out; warns about a cut tail. */
+static enum ist_status
+gather(const char *path, int out, struct sampler *s, struct ist_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	uint8_t *m;
+	size_t off = 0, n;
+	int e;
+
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return IST_OK;
+	}
+	n = (size_t)st.st_size;
+	if (n == 0) {
+		close(fd);
+		return IST_OK;
+	}
+	m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		ist_seterr(err, IST_EIO, "cannot read '%s': %s", path,
+		    strerror(errno));
+		return IST_EIO;
+	}
+	while (off < n) {
+		size_t k = ZSTD_findFrameCompressedSize(m + off, n - off);
+		if (ZSTD_isError(k))
+			break;
+		off += k;
+	}
+	if (off < n) {
+		const char *base = strrchr(path, '/');
+		note(s, IST_NOTE_WARN, "the stream of process %.*s ended "
+		    "abruptly: its last %zu bytes (at most one second of "
+		    "events) are lost", (int)(strlen(base + 1) - 4), base + 1,
+		    n - off);
+	}
+	e = off ? ist_fd_sink(&out, m, off) : 0;
+	munmap(m, n);
+	if (e) {
+		ist_seterr(err, IST_EIO, "cannot write the trace: %s",
+		    strerror(e));
+		err->sys_errno = e;
+		return IST_EIO;
+	}
+	return IST_OK;
+}
+
+static int
+by_name(const struct dirent **a, const struct dirent **b)
+{
+	/* pids in numeric order, so that the output is reproducible */
+	long x = atol((*a)->d_name), y = atol((*b)->d_name);
+	return x < y ? -1 : x > y;
+}
+
+static int
+is_stream(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name);
+	return n > 4 && strcmp(d->d_name + n - 4, ".ist") == 0 &&
+	    strcmp(d->d_name, "sampler.ist") != 0;
+}
+
+static void
+remove_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[4400];
+
+	if (d) {
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			unlink(path);
+		}
+		closedir(d);
+	}
+	rmdir(dir);
+}
+
+/* ---- running ---- */
+
+static char *
+join_path(const char *a, const char *b)
+{
+	char *s;
+
+	if (b == NULL || *b == '\0')
+		return strdup(a);
+	if (asprintf(&s, "%s:%s", a, b) < 0)
+		return NULL;
+	return s;
+}
+
+static void
+child(const struct ist_record_opts *o, const char *dir, int errfd,
+    const sigset_t *oldmask)
+{
+	char buf[64];
+	int e;
+
+	setenv("INFERSCOPE_ENABLED", "1", 1);
+	setenv("INFERSCOPE_DIR", dir, 1);
+	snprintf(buf, sizeof(buf), "%lld", o->trace_size_mb);
+	setenv("INFERSCOPE_TRACE_SIZE_MB", buf, 1);
+	snprintf(buf, sizeof(buf), "%lld", o->py_min_us);
+	setenv("INFERSCOPE_PY_MIN_US", buf, 1);
+	setenv("INFERSCOPE_PY_CALLS", o->py_calls ? "1" : "0", 1);
+	if (o->log_level)
+		setenv("INFERSCOPE_LOG_LEVEL", o->log_level, 1);
+	if (o->pydir) {
+		char *pp = join_path(o->pydir, getenv("PYTHONPATH"));
+		if (pp)
+			setenv("PYTHONPATH", pp, 1);
+	}
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	sigprocmask(SIG_SETMASK, oldmask, NULL);
+	execvp(o->argv[0], o->argv);
+	e = errno;
+	if (write(errfd, &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+enum ist_status
+ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
+    ist_note_fn notefn, void *ctx, struct ist_error *err)
+{
+	struct sampler s = { .fd = -1, .note = notefn, .ctx = ctx };
+	char dir[4096], path[4400];
+	const char *tmp = o->tmpdir ? o->tmpdir : getenv("TMPDIR");
+	sigset_t set, old;
+	int pfd[2], e = 0, status = 0;
+	pid_t pid;
+	ssize_t k;
+	enum ist_status st = IST_OK;
+	struct dirent **names = NULL;
+	int nnames;
+	struct ist_event h;
+	struct timespec rt, mt;
+	uint64_t ticks = 0;
+	bool done = false;
+
+	*exit_status = 1;
+	snprintf(dir, sizeof(dir), "%s/inferscope.XXXXXX", tmp && *tmp ? tmp :
+	    "/tmp");
+	if (mkdtemp(dir) == NULL) {
+		ist_seterr(err, IST_EIO, "cannot create a directory in '%s': %s",
+		    tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		return IST_EIO;
+	}
+	s.page = sysconf(_SC_PAGESIZE);
+	s.ticks = sysconf(_SC_CLK_TCK);
+	gethostname(s.host, sizeof(s.host) - 1);
+	snprintf(path, sizeof(path), "%s/sampler.ist", dir);
+	s.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (s.fd < 0 || ist_writer_new(&s.w, ist_fd_sink, &s.fd,
+	    &(struct ist_writer_opts){ .flush_interval_ms = 1000 }, err) !=
+	    IST_OK) {
+		if (s.fd < 0)
+			ist_seterr(err, IST_EIO, "cannot create '%s': %s", path,
+			    strerror(errno));
+		st = IST_EIO;
+		goto out;
+	}
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	ist_event_init(&h, IST_HEADER);
+	h.producer = (struct ist_str){ "is-record " IST_PACKAGE_VERSION,
+	    strlen("is-record " IST_PACKAGE_VERSION) };
+	h.host = (struct ist_str){ s.host, strlen(s.host) };
+	h.realtime_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+	h.monotonic_ns = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
+	h.clocks = (struct ist_blob){ (const uint8_t *)"\x81\x69monotonic", 11 };
+	IST_SET(&h, IST_F_PRODUCER);
+	IST_SET(&h, IST_F_HOST);
+	IST_SET(&h, IST_F_REALTIME_NS);
+	IST_SET(&h, IST_F_MONOTONIC_NS);
+	IST_SET(&h, IST_F_CLOCKS);
+	if ((st = ist_writer_header(s.w, &h, err)) != IST_OK)
+		goto out;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	if (pipe2(pfd, O_CLOEXEC) != 0) {
+		ist_seterr(err, IST_EIO, "cannot make a pipe: %s",
+		    strerror(errno));
+		st = IST_EIO;
+		goto unmask;
+	}
+	if ((pid = fork()) < 0) {
+		ist_seterr(err, IST_EIO, "cannot fork: %s", strerror(errno));
+		close(pfd[0]);
+		close(pfd[1]);
+		st = IST_EIO;
+		goto unmask;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		if (s.fd >= 0)
+			close(s.fd);
+		child(o, dir, pfd[1], &old);
+	}
+	close(pfd[1]);
+	s.root = pid;
+	do
+		k = read(pfd[0], &e, sizeof(e));
+	while (k < 0 && errno == EINTR);
+	close(pfd[0]);
+	if (k == (ssize_t)sizeof(e)) {
+		/* exec failed: report it as a shell would */
+		waitpid(pid, NULL, 0);
+		ist_seterr(err, IST_EINVAL, "cannot run '%s': %s", o->argv[0],
+		    strerror(e));
+		*exit_status = e == ENOENT ? 127 : 126;
+		st = IST_EINVAL;
+		goto unmask;
+	}
+	note(&s, IST_NOTE_DEBUG, "recording pid %ld into %s", (long)pid, dir);
+
+	while (!done) {
+		struct timespec period = { 0, 0 };
+		siginfo_t si;
+		int sig;
+
+		if (o->sample_hz > 0) {
+			long ns = 1000000000L / o->sample_hz;
+			period.tv_sec = ns / 1000000000L;
+			period.tv_nsec = ns % 1000000000L;
+		} else {
+			period.tv_sec = 1;
+		}
+		sig = sigtimedwait(&set, &si, &period);
+		if (sig == SIGCHLD || sig < 0) {
+			pid_t w;
+			while ((w = waitpid(-1, &status, WNOHANG)) > 0)
+				if (w == pid)
+					done = true;
+			if (done)
+				break;
+		} else if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+			/* a signal from the terminal reached the child too;
+			 * one sent to us alone is passed on */
+			if (si.si_code == SI_USER || si.si_code == SI_QUEUE)
+				kill(pid, sig);
+			note(&s, IST_NOTE_INFO, "%s: finishing the trace",
+			    strsignal(sig));
+		}
+		if (o->sample_hz > 0 && (sig < 0 || sig == SIGCHLD))
+			sample(&s, ticks++ % 10 == 0);
+	}
+	if (WIFEXITED(status))
+		*exit_status = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		*exit_status = 128 + WTERMSIG(status);
+	/* grandchildren may still run; their streams end where they are */
+unmask:
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	{
+		struct ist_error ce;
+		if (ist_writer_close(s.w, &ce) != IST_OK && st == IST_OK) {
+			*err = ce;
+			st = ce.status;
+		}
+		s.w = NULL;
+		if (s.failed && st == IST_OK) {
+			*err = s.err;
+			st = s.err.status;
+		}
+	}
+	close(s.fd);
+	s.fd = -1;
+	if (st != IST_OK)
+		goto out;
+	/* the trace: the sampler's stream, then each process's, by pid */
+	{
+		enum ist_status gs;
+		snprintf(path, sizeof(path), "%s/sampler.ist", dir);
+		gs = gather(path, out_fd, &s, err);
+		nnames = scandir(dir, &names, is_stream, by_name);
+		for (int i = 0; i < nnames; i++) {
+			if (gs == IST_OK) {
+				snprintf(path, sizeof(path), "%s/%s", dir,
+				    names[i]->d_name);
+				gs = gather(path, out_fd, &s, err);
+			}
+			free(names[i]);
+		}
+		free(names);
+		if (gs != IST_OK)
+			st = gs;
+	}
+out:
+	ist_writer_free(s.w);
+	if (s.fd >= 0)
+		close(s.fd);
+	for (size_t i = 0; i < s.np; i++)
+		free(s.p[i].t);
+	free(s.p);
+	remove_dir(dir);
+	return st;
+}

@@ -1,0 +1,36 @@
+/*
+ * record.h - is-record's engine: run a command with the collectors
+ * injected, sample /proc while it runs, and gather every process's stream
+ * into one trace.
+ */
+#ifndef IST_RECORD_H
+#define IST_RECORD_H
+
+#include <stdbool.h>
+#include "ist.h"
+
+struct ist_record_opts {
+	char *const *argv;          /* the command */
+	const char *pydir;          /* bootstrap dir for PYTHONPATH; NULL: none */
+	bool py_calls;              /* record every Python call (not only scopes) */
+	long long trace_size_mb;    /* ring budget of each process */
+	long long py_min_us;
+	int sample_hz;              /* 0: no /proc sampling */
+	const char *log_level;
+	const char *tmpdir;         /* where streams wait; NULL: $TMPDIR or /tmp */
+};
+
+/* Warnings and notes on the way (the tool prints them). */
+typedef void (*ist_note_fn)(void *ctx, int level, const char *msg);
+enum { IST_NOTE_DEBUG, IST_NOTE_INFO, IST_NOTE_WARN };
+
+/*
+ * Runs the command and writes the trace to out_fd.  *exit_status is the
+ * command's status as a shell reports it: its exit code, 128+N after
+ * signal N, 127 when it cannot be found, 126 when it cannot be run.
+ * Returns IST_OK when the trace was written (whatever the command did).
+ */
+enum ist_status ist_record_run(const struct ist_record_opts *o, int out_fd,
+    int *exit_status, ist_note_fn note, void *ctx, struct ist_error *err);
+
+#endif

@@ -1,0 +1,213 @@
+/* is-record - run a command and record it into an InferScope trace. */
+#include <err.h>
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cat.h"
+#include "config.h"
+#include "ist.h"
+#include "record.h"
+
+static const char usage[] =
+    "usage: is-record [--no-gpu] [--no-python] [--no-sample] "
+    "[--log-level level] [--py-min-us n] [--sample-hz n] "
+    "[--trace-size-mb n] [-o file] -- command [argument ...]\n";
+
+static int log_level = 1; /* 0 debug, 1 info, 2 warn, 3 error */
+
+static void
+help(void)
+{
+	printf("%s", usage);
+	printf("\n"
+	    "Run command with InferScope's collectors and write its trace.\n"
+	    "Python processes record every function call, C call, scope and\n"
+	    "marker; /proc is sampled for threads, CPU and memory.  The exit\n"
+	    "status is the command's (128+N when it dies of signal N).\n"
+	    "\n"
+	    "      --log-level=LEVEL   debug, info, warn or error (info)\n"
+	    "      --no-gpu            do not inject the CUDA collector\n"
+	    "      --no-python         do not inject the Python collector\n"
+	    "      --no-sample         do not sample /proc\n"
+	    "  -o, --output=FILE       write the trace to FILE (default stdout)\n"
+	    "      --py-min-us=N       drop Python calls shorter than N us (0)\n"
+	    "      --sample-hz=N       /proc samples per second (100)\n"
+	    "      --trace-size-mb=N   buffer bound per process in MiB (100)\n"
+	    "  -h, --help              print this help and exit\n"
+	    "  -V, --version           print the version and exit\n"
+	    "\n"
+	    "Settings also come from INFERSCOPE_LOG_LEVEL,\n"
+	    "INFERSCOPE_TRACE_SIZE_MB and ./.inferscope.yaml; the command line\n"
+	    "wins over the environment, which wins over the file.\n");
+}
+
+static void
+note(void *ctx, int level, const char *msg)
+{
+	(void)ctx;
+	if ((level == IST_NOTE_DEBUG && log_level > 0) ||
+	    (level == IST_NOTE_INFO && log_level > 1) ||
+	    (level == IST_NOTE_WARN && log_level > 2))
+		return;
+	warnx("%s%s", level == IST_NOTE_WARN ? "warning: " : "", msg);
+}
+
+/* The Python bootstrap: beside the build tree's tools, or installed. */
+static char *
+python_dir(void)
+{
+	static const char *rel[] = { "../python", "../lib/inferscope/python" };
+	char exe[PATH_MAX], cand[PATH_MAX + 64], *d;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	struct stat st;
+
+	if (getenv("INFERSCOPE_PYTHON_DIR"))
+		return strdup(getenv("INFERSCOPE_PYTHON_DIR"));
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	d = dirname(exe);
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(cand, sizeof(cand), "%s/%s/sitecustomize.py", d,
+		    rel[i]);
+		if (stat(cand, &st) == 0) {
+			snprintf(cand, sizeof(cand), "%s/%s", d, rel[i]);
+			return realpath(cand, NULL);
+		}
+	}
+	return NULL;
+}
+
+static void
+set(struct ist_config *c, const char *key, const char *val,
+    enum ist_source src, const char *what)
+{
+	struct ist_error e;
+
+	if (ist_config_set(c, key, val, src, NULL, &e) != IST_OK) {
+		warnx("%s: %s", what, e.msg);
+		exit(2);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "log-level", required_argument, NULL, 'L' },
+		{ "no-gpu", no_argument, NULL, 'G' },
+		{ "no-python", no_argument, NULL, 'P' },
+		{ "no-sample", no_argument, NULL, 'S' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "py-min-us", required_argument, NULL, 'm' },
+		{ "sample-hz", required_argument, NULL, 'z' },
+		{ "trace-size-mb", required_argument, NULL, 't' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct ist_record_opts ro = { 0 };
+	struct ist_config cfg;
+	struct ist_output out;
+	struct ist_error e = { 0 };
+	const char *outpath = NULL, *lv;
+	bool no_python = false, no_sample = false;
+	int c, status;
+	enum ist_status st;
+
+	argv[0] = program_invocation_short_name;
+	ist_config_init(&cfg);
+	while ((c = getopt_long(argc, argv, "+ho:V", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			help();
+			return 0;
+		case 'L':
+			set(&cfg, "log_level", optarg, IST_SRC_CLI,
+			    "--log-level");
+			break;
+		case 'G':
+			break; /* no CUDA collector is injected yet */
+		case 'P':
+			no_python = true;
+			break;
+		case 'S':
+			no_sample = true;
+			break;
+		case 'o':
+			outpath = optarg;
+			break;
+		case 'm':
+			set(&cfg, "py_min_us", optarg, IST_SRC_CLI,
+			    "--py-min-us");
+			break;
+		case 'z':
+			set(&cfg, "sample_hz", optarg, IST_SRC_CLI,
+			    "--sample-hz");
+			break;
+		case 't':
+			set(&cfg, "trace_size_mb", optarg, IST_SRC_CLI,
+			    "--trace-size-mb");
+			break;
+		case 'V':
+			printf("is-record %s (trace format %d.%d)\n",
+			    IST_PACKAGE_VERSION, IST_VERSION_MAJOR,
+			    IST_VERSION_MINOR);
+			return 0;
+		default:
+			fprintf(stderr, "%s", usage);
+			return 2;
+		}
+	}
+	if (optind == argc) {
+		warnx("no command to run");
+		fprintf(stderr, "%s", usage);
+		return 2;
+	}
+	/* environment, then the file: each only where nothing stronger set */
+	for (int k = 0; k < IST_NKEYS; k++) {
+		const char *env = ist_config_env_name(k), *v;
+		if (env && (v = getenv(env)) != NULL && *v)
+			set(&cfg, ist_config_key_name(k), v, IST_SRC_ENV, env);
+	}
+	if (ist_config_load_file(&cfg, ".inferscope.yaml", true, &e) !=
+	    IST_OK)
+		errx(2, "%s", e.msg);
+	lv = ist_config_str(&cfg, IST_K_LOG_LEVEL);
+	log_level = !strcmp(lv, "debug") ? 0 : !strcmp(lv, "info") ? 1 :
+	    !strcmp(lv, "warn") ? 2 : 3;
+
+	ro.argv = argv + optind;
+	ro.trace_size_mb = ist_config_int(&cfg, IST_K_TRACE_SIZE_MB);
+	ro.py_min_us = ist_config_int(&cfg, IST_K_PY_MIN_US);
+	ro.sample_hz = no_sample ? 0 : (int)ist_config_int(&cfg,
+	    IST_K_SAMPLE_HZ);
+	ro.log_level = lv;
+	ro.py_calls = true;
+	if (!no_python && (ro.pydir = python_dir()) == NULL)
+		note(NULL, IST_NOTE_WARN, "the Python collector is not "
+		    "installed; recording without it");
+
+	if (ist_output_open(&out, outpath, true, &e) != IST_OK)
+		errx(1, "%s", e.msg);
+	st = ist_record_run(&ro, out.fd, &status, note, NULL, &e);
+	if (st != IST_OK) {
+		ist_output_abort(&out);
+		warnx("%s", e.msg);
+		return status ? status : 1;
+	}
+	if (ist_output_commit(&out, &e) != IST_OK) {
+		warnx("%s", e.msg);
+		return status ? status : 1;
+	}
+	ist_config_release(&cfg);
+	free((char *)ro.pydir);
+	return status;
+}
