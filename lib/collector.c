@@ -338,6 +338,11 @@ drain_all(void)
 	}
 	if (lost)
 		loss_record(lost, "buffer full");
+	if (!C.failed) {
+		struct ist_error e;
+		if (ist_writer_tick(C.w, &e) != IST_OK)
+			wfail(&e);
+	}
 	/* free the rings of exited threads once empty */
 	pthread_mutex_lock(&C.lock);
 	for (pp = &C.rings; (r = *pp) != NULL; ) {

@@ -165,6 +165,9 @@ enum ist_status ist_writer_write(struct ist_writer *w,
     const struct ist_event *ev, struct ist_error *err);
 /* Closes the current frame (if it holds anything) and hands it to the sink. */
 enum ist_status ist_writer_flush(struct ist_writer *w, struct ist_error *err);
+/* Closes the frame if flush_interval_ms has passed since the last one:
+ * for writers fed in bursts, called from a timer. */
+enum ist_status ist_writer_tick(struct ist_writer *w, struct ist_error *err);
 /* Flushes; then frees.  ist_writer_free(NULL) is a no-op. */
 enum ist_status ist_writer_close(struct ist_writer *w, struct ist_error *err);
 void ist_writer_free(struct ist_writer *w);

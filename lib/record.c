@@ -357,6 +357,19 @@ sample_system(struct sampler *s, int64_t ts)
 		return;
 	total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
 	busy = total - v[3] - v[4];
+	if (!s->have_cpu) {
+		struct ist_event ev;
+		ist_event_init(&ev, IST_PROCESS);
+		ev.pid = 0;
+		ev.name = (struct ist_str){ "system", 6 };
+		ev.host = (struct ist_str){ s->host, strlen(s->host) };
+		IST_SET(&ev, IST_F_PID);
+		IST_SET(&ev, IST_F_NAME);
+		IST_SET(&ev, IST_F_HOST);
+		swrite(s, &ev);
+		counter(s, 0, -1, "system.cpu_cores", ts,
+		    sysconf(_SC_NPROCESSORS_ONLN), 0, true);
+	}
 	if (s->have_cpu && total > s->last_total)
 		counter(s, 0, -1, "system.cpu_utilization", ts, 0,
 		    (double)(busy - s->last_busy) /
@@ -652,6 +665,8 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 		goto unmask;
 	}
 	note(&s, IST_NOTE_DEBUG, "recording pid %ld into %s", (long)pid, dir);
+	if (o->sample_hz > 0)
+		sample(&s, true);
 
 	while (!done) {
 		struct timespec period = { 0, 0 };

@@ -250,6 +250,15 @@ ist_writer_flush(struct ist_writer *w, struct ist_error *err)
 }
 
 enum ist_status
+ist_writer_tick(struct ist_writer *w, struct ist_error *err)
+{
+	if (w->opts.flush_interval_ms == 0 || w->n == 0 ||
+	    now_ms() - w->last_flush_ms < w->opts.flush_interval_ms)
+		return IST_OK;
+	return ist_writer_flush(w, err);
+}
+
+enum ist_status
 ist_writer_close(struct ist_writer *w, struct ist_error *err)
 {
 	enum ist_status st;

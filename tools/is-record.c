@@ -184,6 +184,14 @@ main(int argc, char **argv)
 	log_level = !strcmp(lv, "debug") ? 0 : !strcmp(lv, "info") ? 1 :
 	    !strcmp(lv, "warn") ? 2 : 3;
 
+	for (int k = 0; k < IST_NKEYS; k++) {
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%s = %s (%s%s%s)",
+		    ist_config_key_name(k), ist_config_str(&cfg, k),
+		    ist_source_name(cfg.source[k]), cfg.where[k] ? " " : "",
+		    cfg.where[k] ? cfg.where[k] : "");
+		note(NULL, IST_NOTE_DEBUG, msg);
+	}
 	ro.argv = argv + optind;
 	ro.trace_size_mb = ist_config_int(&cfg, IST_K_TRACE_SIZE_MB);
 	ro.py_min_us = ist_config_int(&cfg, IST_K_PY_MIN_US);

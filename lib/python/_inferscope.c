@@ -373,7 +373,7 @@ py_start(PyObject *self, PyObject *args)
 	o.path = path;
 	o.producer = producer;
 	o.budget_bytes = (uint64_t)budget;
-	o.flush_interval_ms = 1000;
+	o.flush_interval_ms = 250;
 	if (ist_coll_start(&o, &e) != IST_OK)
 		return PyErr_Format(PyExc_OSError, "%s", e.msg);
 	min_ns = min_us * 1000;

@@ -43,13 +43,19 @@ def _inferscope_boot():
     if calls:
         threading.setprofile(_inferscope._thread_hook)
 
+    real_exit = os._exit
+
+    def exit_flushed(code):
+        # forked children (multiprocessing's among them) leave through
+        # os._exit(), which skips atexit: finish the stream first
+        try:
+            _inferscope._stop()
+        finally:
+            real_exit(code)
+
     def after_fork():
         _inferscope._after_fork()
-        # multiprocessing's forked children leave through os._exit():
-        # finish the stream from its exit function instead of atexit
-        util = sys.modules.get("multiprocessing.util")
-        if util is not None:
-            util.Finalize(None, _inferscope._stop, exitpriority=-1000)
+        os._exit = exit_flushed
 
     os.register_at_fork(after_in_child=after_fork)
 

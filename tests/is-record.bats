@@ -1,0 +1,297 @@
+#!/usr/bin/env bats
+# is-record with real Python programs: scopes, markers, threads, children,
+# exit status and signals, sitecustomize chaining, crashes, settings.
+load helpers
+
+PY=/usr/bin/python3
+
+setup() {
+	T=$BATS_TEST_TMPDIR
+	cd "$T"
+}
+
+# rec ARGS... -- CMD...: record into $T/t.ist, decode to $T/t.jsonl
+rec() {
+	run --separate-stderr is-record -o "$T/t.ist" "$@"
+	is-cat "$T/t.ist" > "$T/t.jsonl"
+}
+
+q() {
+	python3 "$ROOT/tests/py/events.py" "$T/t.jsonl" "$@"
+}
+
+# within ACTUAL_MS EXPECTED_MS: within 2% or 2 ms (the larger)
+within() {
+	python3 -c '
+import sys
+a, e = float(sys.argv[1]), float(sys.argv[2])
+tol = max(0.02 * e, 2.0)
+sys.exit(0 if abs(a - e) <= tol else 1)' "$1" "$2" ||
+	    fail "duration $1 ms is not within 2% or 2 ms of $2 ms"
+}
+
+@test "scopes with known sleeps: durations within 2% or 2 ms" {
+	cat > app.py <<'PY'
+import time
+from inferscope import scope
+
+with scope("s50"):
+    time.sleep(0.05)
+
+@scope("s200")
+def slow():
+    time.sleep(0.2)
+
+slow()
+for _ in range(3):
+    with scope("s10"):
+        time.sleep(0.01)
+PY
+	rec -- $PY app.py
+	assert_success
+	assert_equal "$(q count scope s10)" 3
+	within "$(q durations s50)" 50
+	within "$(q durations s200)" 200
+	for d in $(q durations s10); do within "$d" 10; done
+}
+
+@test "the same on Python 3.13 (pyenv)" {
+	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 2>/dev/null | tail -1)
+	[ -n "$py313" ] || skip "no Python 3.13 here (pyenv)"
+	printf 'import time\nfrom inferscope import scope\nwith scope("s50"):\n    time.sleep(0.05)\ndef f(): pass\nfor _ in range(100): f()\n' > app.py
+	rec -- "$py313" app.py
+	assert_success
+	within "$(q durations s50)" 50
+	assert_equal "$(q count cpu_call __main__.f)" 100
+	grep -q '"producer":"inferscope-python 0.1.0 (CPython 3.13' t.jsonl
+}
+
+@test "markers carry their metadata exactly" {
+	cat > app.py <<'PY'
+from inferscope import mark_event
+mark_event("tokenized", metadata={"tokens": 1024, "ratio": 0.5, "ok": True,
+           "none": None, "nested": {"l": [1, "two", 3.25, [False]]}})
+mark_event("bare")
+PY
+	rec -- $PY app.py
+	assert_success
+	assert_equal "$(q metadata tokenized)" '{"tokens":1024,"ratio":0.5,"ok":true,"none":null,"nested":{"l":[1,"two",3.25,[false]]}}'
+	assert_equal "$(q metadata bare)" null
+}
+
+@test "bad metadata raises in Python, not in the recorder" {
+	cat > app.py <<'PY'
+from inferscope import mark_event
+for bad in ({1: 2}, {"x": object()}, [1], {"big": 1 << 70}):
+    try:
+        mark_event("m", metadata=bad)
+    except (TypeError, OverflowError) as e:
+        print(type(e).__name__)
+PY
+	rec -- $PY app.py
+	assert_success
+	assert_output "TypeError
+TypeError
+TypeError
+OverflowError"
+}
+
+@test "a program that never imports inferscope gets its calls recorded" {
+	printf 'def f():\n    return 1\nfor _ in range(1000):\n    f()\nsorted([3, 1, 2])\n' > app.py
+	rec -- $PY app.py
+	assert_success
+	assert_equal "$(q count cpu_call __main__.f)" 1000
+	assert_equal "$(q count cpu_call builtins.sorted)" 1
+	grep -q '"name":"__main__.f","file":"'"$T"'/app.py","line":1,' t.jsonl
+}
+
+@test "threads are named and kept apart" {
+	cat > app.py <<'PY'
+import threading, time
+from inferscope import scope
+def work(n):
+    with scope("job-%d" % n):
+        time.sleep(0.02)
+ts = [threading.Thread(target=work, args=(i,), name="worker-%d" % i)
+      for i in range(3)]
+for t in ts: t.start()
+for t in ts: t.join()
+PY
+	rec -- $PY app.py
+	assert_success
+	threads=$(q threads)
+	for i in 0 1 2; do
+		tid=$(q scope-tids "job-$i")
+		[ -n "$tid" ]
+		grep -qx "$tid worker-$i" <<< "$threads" ||
+		    fail "scope job-$i ran on $tid, not on worker-$i: $threads"
+	done
+	# three different threads
+	[ "$(for i in 0 1 2; do q scope-tids job-$i; done | sort -u | wc -l)" -eq 3 ]
+}
+
+@test "forked, spawned and subprocess children each have their stream" {
+	cat > app.py <<'PY'
+import multiprocessing as mp, subprocess, sys
+from inferscope import scope
+
+def child(tag):
+    with scope("child-" + tag):
+        sum(range(1000))
+
+if __name__ == "__main__":
+    with scope("parent"):
+        for method in ("fork", "spawn"):
+            p = mp.get_context(method).Process(target=child, args=(method,))
+            p.start(); p.join()
+        subprocess.run([sys.executable, "-c",
+            "from inferscope import scope\nwith scope('child-sub'): pass"],
+            check=True)
+PY
+	rec -- $PY app.py
+	assert_success
+	for s in parent child-fork child-spawn child-sub; do
+		assert_equal "$(q count scope $s)" 1
+	done
+	# four processes with scopes, each its own
+	assert_equal "$(q pids scope | wc -w)" 4
+}
+
+@test "os.fork: the child records into its own stream" {
+	cat > app.py <<'PY'
+import os
+from inferscope import scope
+pid = os.fork()
+with scope("after-fork-" + ("child" if pid == 0 else "parent")):
+    pass
+if pid == 0:
+    import sys; sys.exit(0)
+os.waitpid(pid, 0)
+PY
+	rec -- $PY app.py
+	assert_success
+	assert_equal "$(q count scope after-fork-child)" 1
+	assert_equal "$(q count scope after-fork-parent)" 1
+	assert_equal "$(q pids scope | wc -w)" 2
+}
+
+@test "exit status: passed through; 128+N for a signal" {
+	run is-record -o "$T/a.ist" -- $PY -c 'import sys; sys.exit(3)'
+	assert_equal "$status" 3
+	run is-record -o "$T/a.ist" -- $PY -c 'import os, signal; os.kill(os.getpid(), signal.SIGSEGV)'
+	assert_equal "$status" 139
+	run -0 is-cat "$T/a.ist"
+	run is-record -o "$T/a.ist" -- sh -c 'exit 42'
+	assert_equal "$status" 42
+}
+
+@test "a command that cannot run: 127 or 126, like a shell" {
+	run -127 --separate-stderr is-record -o "$T/a.ist" -- no-such-command-x
+	assert_equal "$stderr" "is-record: cannot run 'no-such-command-x': No such file or directory"
+	[ ! -e "$T/a.ist" ]
+	printf 'x' > notexec
+	run -126 --separate-stderr is-record -o "$T/a.ist" -- ./notexec
+	assert_equal "$stderr" "is-record: cannot run './notexec': Permission denied"
+}
+
+@test "SIGTERM to is-record reaches the child and the trace is finalised" {
+	printf 'import time\nfrom inferscope import scope\nwith scope("before"):\n    time.sleep(0.05)\nprint("ready", flush=True)\ntime.sleep(30)\n' > app.py
+	is-record -o "$T/t.ist" -- $PY app.py > out.txt 2> err.txt &
+	pid=$!
+	for _ in $(seq 100); do grep -q ready out.txt && break; sleep 0.05; done
+	sleep 1.2    # collectors flush at least every second
+	kill -TERM $pid
+	st=0
+	wait $pid || st=$?
+	assert_equal "$st" 143
+	run -0 is-cat "$T/t.ist"
+	is-cat "$T/t.ist" > t.jsonl
+	assert_equal "$(q count scope before)" 1
+}
+
+@test "a SIGKILLed program keeps what was flushed before, well-formed" {
+	cat > app.py <<'PY'
+import os, signal, time
+from inferscope import scope
+with scope("before"):
+    time.sleep(0.05)
+time.sleep(1.6)    # the writer flushes at least every second
+os.kill(os.getpid(), signal.SIGKILL)
+PY
+	rec -- $PY app.py
+	assert_equal "$status" 137
+	assert_equal "$(q count scope before)" 1
+	run -0 is-cat "$T/t.ist"
+}
+
+@test "sitecustomize: the user's own still runs, sys.path untouched" {
+	mkdir user
+	printf 'import os\nos.environ["USER_SITE_RAN"] = "yes"\n' > user/sitecustomize.py
+	printf 'import os, sys, sitecustomize\nprint(os.environ.get("USER_SITE_RAN"), sitecustomize.__file__)\nprint(sys.path[1:])\n' > app.py
+	PYTHONPATH=$T/user run --separate-stderr is-record -o "$T/a.ist" -- $PY app.py
+	assert_success
+	assert_line --index 0 "yes $T/user/sitecustomize.py"
+	# the same sys.path as Python gives with our directory first
+	expected=$(PYTHONPATH="$IST_BUILD/python:$T/user" $PY -S -c 'import sys; print(sys.path[1:])')
+	pd=$(PYTHONPATH="$IST_BUILD/python:$T/user" $PY -c 'import sys; print(sys.path[1:])')
+	assert_line --index 1 "$pd"
+}
+
+@test "--py-min-us drops short calls and keeps long ones" {
+	printf 'import time\ndef quick(): pass\ndef slow(): time.sleep(0.003)\nfor _ in range(500): quick()\nfor _ in range(5): slow()\n' > app.py
+	rec --py-min-us 1000 -- $PY app.py
+	assert_success
+	assert_equal "$(q count cpu_call __main__.quick)" 0
+	assert_equal "$(q count cpu_call __main__.slow)" 5
+}
+
+@test "--no-python: no Python events, the sampler still runs" {
+	printf 'import time\ndef f(): pass\nf()\ntime.sleep(0.1)\n' > app.py
+	rec --no-python -- $PY app.py
+	assert_success
+	assert_equal "$(q count cpu_call)" 0
+	[ "$(q count counter thread.cpu_ns)" -gt 0 ]
+}
+
+@test "the sampler records thread CPU time, state, RSS and the system" {
+	printf 'import time\nt = time.time()\nwhile time.time() - t < 0.3: pass\n' > app.py
+	rec --sample-hz 50 -- $PY app.py
+	assert_success
+	for c in thread.cpu_ns thread.state process.rss_bytes system.cpu_cores system.cpu_utilization; do
+		[ "$(q count counter $c)" -gt 0 ] || fail "no $c counter"
+	done
+	# the busy loop ran ~300 ms on one thread: its CPU time says so
+	cpu=$(python3 -c '
+import json, sys
+m = 0
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    if e["type"] == "counter" and e["name"] == "thread.cpu_ns":
+        m = max(m, e["value"])
+print(m // 1000000)' t.jsonl)
+	[ "$cpu" -ge 200 ] || fail "busiest thread used only $cpu ms of CPU"
+}
+
+@test "settings: command line > environment > .inferscope.yaml > default" {
+	printf 'trace_size_mb: 50\nsample_hz: 20\n' > .inferscope.yaml
+	INFERSCOPE_TRACE_SIZE_MB=70 run --separate-stderr is-record \
+	    --log-level debug --sample-hz 30 -o a.ist -- true
+	assert_success
+	grep -qx 'is-record: trace_size_mb = 70 (environment)' <<< "$stderr"
+	grep -qx 'is-record: sample_hz = 30 (command line)' <<< "$stderr"
+	grep -qx 'is-record: py_min_us = 0 (default)' <<< "$stderr"
+	run --separate-stderr is-record --log-level debug -o a.ist -- true
+	grep -qx 'is-record: trace_size_mb = 50 (config file .inferscope.yaml:1)' <<< "$stderr"
+	printf 'trace_size_mb: lots\n' > .inferscope.yaml
+	run -2 --separate-stderr is-record -o a.ist -- true
+	assert_equal "$stderr" "is-record: '.inferscope.yaml':1:16: trace_size_mb must be an integer from 1 to 65536, not 'lots'"
+}
+
+@test "refuses a terminal; usage errors exit 2" {
+	run script -qec "is-record -- true" /dev/null
+	assert_failure 1
+	assert_output --partial "refusing to write binary trace data to a terminal"
+	run -2 --separate-stderr is-record -o a.ist
+	assert_equal "${stderr_lines[0]}" "is-record: no command to run"
+	run -2 is-record --sample-hz=-1 -- true
+}
