@@ -7,6 +7,7 @@ BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/vendor-completions
+PYDIR ?= $(PREFIX)/lib/inferscope/python
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -147,10 +148,16 @@ install: all
 	    install -m 644 completions/inferscope.bash \
 	        $(DESTDIR)$(BASHCOMPDIR)/$$t || exit 1; done
 	install -m 644 completions/_inferscope $(DESTDIR)$(ZSHCOMPDIR)
+	install -d $(DESTDIR)$(PYDIR)/inferscope
+	install -m 644 $(B)/python/sitecustomize.py $(DESTDIR)$(PYDIR)
+	install -m 644 $(B)/python/inferscope/__init__.py \
+	    $(DESTDIR)$(PYDIR)/inferscope
+	install -m 755 $(B)/python/_inferscope*.so $(DESTDIR)$(PYDIR)
 
 uninstall:
 	for t in $(TOOLS); do rm -f $(DESTDIR)$(BINDIR)/$$t \
 	    $(DESTDIR)$(MANDIR)/man1/$$t.1 $(DESTDIR)$(BASHCOMPDIR)/$$t; done
+	rm -rf $(DESTDIR)$(PYDIR)
 	rm -f $(DESTDIR)$(MANDIR)/man5/is-trace.5 \
 	    $(DESTDIR)$(MANDIR)/man7/inferscope.7 \
 	    $(DESTDIR)$(ZSHCOMPDIR)/_inferscope

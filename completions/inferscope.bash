@@ -18,6 +18,29 @@ _inferscope_tool()
 	is-info)
 		opts="--help --json --version"
 		;;
+	is-record)
+		# after "--" (or the command) complete the command itself
+		local i
+		for ((i = 1; i < cword; i++)); do
+			if [[ ${words[i]} == -- ]]; then
+				_command_offset $((i + 1))
+				return
+			fi
+		done
+		opts="--help --log-level --no-gpu --no-python --no-sample --output
+		    --py-min-us --sample-hz --trace-size-mb --version"
+		case $prev in
+		-o|--output) _filedir; return ;;
+		--log-level)
+			COMPREPLY=($(compgen -W "debug info warn error" -- "$cur"))
+			return ;;
+		--py-min-us|--sample-hz|--trace-size-mb) return ;;
+		esac
+		if [[ $cur != -* ]]; then
+			_command_offset "$cword"
+			return
+		fi
+		;;
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W "$opts" -- "$cur"))
@@ -30,4 +53,4 @@ _inferscope_tool()
 		_filedir ist
 	fi
 }
-complete -F _inferscope_tool is-cat is-info
+complete -F _inferscope_tool is-cat is-info is-record

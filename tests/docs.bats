@@ -4,7 +4,7 @@
 # example runs.
 load helpers
 
-TOOLS="is-cat is-info"
+TOOLS="is-cat is-info is-record"
 
 @test "man pages are lint-clean under mandoc -Tlint" {
 	run mandoc -Tlint -W warning man/*.[0-9]
@@ -15,7 +15,7 @@ TOOLS="is-cat is-info"
 @test "each man SYNOPSIS is the usage line of --help" {
 	for t in $TOOLS; do
 		usage=$("$t" --help | head -1)
-		synopsis=$(MANWIDTH=300 mandoc -Tascii "man/$t.1" | col -b |
+		synopsis=$(mandoc -Tascii -O width=300 "man/$t.1" | col -b |
 		    sed -n '/^SYNOPSIS/{n;p;}' | sed 's/^ *//')
 		assert_equal "usage: $synopsis" "$usage"
 		# the usage line on a usage error is the same
@@ -98,6 +98,11 @@ TOOLS="is-cat is-info"
 	[ -f "$d/usr/share/zsh/vendor-completions/_inferscope" ]
 	run "$d/usr/bin/is-cat" --version
 	assert_success
+	# the installed is-record finds its installed Python collector
+	run "$d/usr/bin/is-record" -o "$BATS_TEST_TMPDIR/i.ist" -- \
+	    /usr/bin/python3 -c 'import inferscope; print(inferscope.enabled())'
+	assert_success
+	assert_output True
 }
 
 @test "the README demo excerpt is what make demo prints" {

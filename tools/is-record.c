@@ -113,8 +113,8 @@ main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct ist_record_opts ro = { 0 };
-	struct ist_config cfg;
+	static struct ist_config cfg;   /* static: alive until exit */
+	static struct ist_record_opts ro;
 	struct ist_output out;
 	struct ist_error e = { 0 };
 	const char *outpath = NULL, *lv;
@@ -209,11 +209,10 @@ main(int argc, char **argv)
 	if (st != IST_OK) {
 		ist_output_abort(&out);
 		warnx("%s", e.msg);
-		return status ? status : 1;
-	}
-	if (ist_output_commit(&out, &e) != IST_OK) {
+		status = status ? status : 1;
+	} else if (ist_output_commit(&out, &e) != IST_OK) {
 		warnx("%s", e.msg);
-		return status ? status : 1;
+		status = status ? status : 1;
 	}
 	ist_config_release(&cfg);
 	free((char *)ro.pydir);
