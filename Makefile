@@ -22,6 +22,7 @@ LIBS = -lcbor -lzstd -ljansson -lyaml -lpthread
 # The Python collector is built for PYTHON and, for the tests, for the
 # other Pythons found here (Debian's, pyenv's 3.12 and 3.13).
 PYTHON ?= python3
+PYTHON_SYS ?= /usr/bin/python3
 PYTHONS ?= $(PYTHON) $(wildcard /usr/bin/python3) \
     $(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3))) \
     $(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3)))
@@ -123,6 +124,7 @@ fuzz:
 bench: all
 	@command -v zstd >/dev/null || sh scripts/deps.sh build
 	sh bench/run.sh $(B)
+	$(PYTHON_SYS) bench/overhead.py $(B)
 
 # The golden vectors are made by is-cat --encode; see formats/vectors/README.
 vectors: all

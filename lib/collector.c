@@ -13,7 +13,7 @@
 #include "internal.h"
 
 #define RING_MIN (64u << 10)
-#define RING_MAX (8u << 20)
+#define RING_MAX (64u << 20)
 
 struct def {
 	char *name, *file;
@@ -39,6 +39,79 @@ static struct {
 	bool failed;
 } C = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
     .fd = -1 };
+
+int ist_coll_use_tsc;
+
+/* tick -> ns: anchored at the newest calibration pair, with the slope
+ * measured over the whole run */
+struct conv {
+	int64_t t0, n0;         /* the first pair */
+	int64_t t1, n1;         /* the newest pair */
+	double slope;
+};
+static struct conv conv;
+
+static void
+pair(int64_t *t, int64_t *n)
+{
+	int64_t a = ist_ticks(), m = ist_now_ns(), b = ist_ticks();
+
+	*t = a + (b - a) / 2;
+	*n = m;
+}
+
+static void
+calibrate(bool first)
+{
+	if (!ist_coll_use_tsc) {
+		conv.slope = 1.0;
+		return;
+	}
+	if (first) {
+		pair(&conv.t0, &conv.n0);
+		conv.t1 = conv.t0;
+		conv.n1 = conv.n0;
+		/* a first slope over ~2 ms; refined at every drain */
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
+	}
+	pair(&conv.t1, &conv.n1);
+	if (conv.t1 > conv.t0)
+		conv.slope = (double)(conv.n1 - conv.n0) /
+		    (double)(conv.t1 - conv.t0);
+}
+
+static inline int64_t
+to_ns(int64_t t)
+{
+	if (!ist_coll_use_tsc)
+		return t;
+	return conv.n1 + (int64_t)((double)(t - conv.t1) * conv.slope);
+}
+
+static bool
+tsc_invariant(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	char buf[8192];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	bool constant = false, nonstop = false;
+
+	if (f == NULL)
+		return false;
+	while (fgets(buf, sizeof(buf), f)) {
+		if (strncmp(buf, "flags", 5) != 0)
+			continue;
+		constant = strstr(buf, " constant_tsc") != NULL;
+		nonstop = strstr(buf, " nonstop_tsc") != NULL;
+		break;
+	}
+	fclose(f);
+	return constant && nonstop;
+#else
+	return false;
+#endif
+}
 
 static pthread_key_t ring_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -74,14 +147,15 @@ ist_coll_ring(void)
 		return my_ring;
 	if (!C.running)
 		return NULL;
-	if ((r = calloc(1, sizeof(*r))) == NULL)
+	if ((r = aligned_alloc(64, (sizeof(*r) + 63) & ~(size_t)63)) == NULL)
 		return NULL;
+	memset(r, 0, sizeof(*r));
 	r->tid = (int64_t)syscall(SYS_gettid);
 	pthread_mutex_lock(&C.lock);
+	/* half of what is left: the first (usually the busiest) thread gets
+	 * the most, and any number of threads fit in the budget */
 	size = RING_MAX;
-	while (size > RING_MIN && size > C.budget / 16)
-		size /= 2;
-	while (size >= RING_MIN && C.used + size > C.budget)
+	while (size >= RING_MIN && size > (C.budget - C.used) / 2)
 		size /= 2;
 	if (size >= RING_MIN && (r->buf = malloc(size)) != NULL) {
 		r->size = size;
@@ -214,8 +288,8 @@ drain_ring(struct ist_ring *r, uint64_t head, const struct def *defs,
 		switch (h.kind) {
 		case IST_REC_CALL:
 			ist_event_init(&ev, IST_CPU_CALL);
-			ev.start_ns = t[0];
-			ev.end_ns = t[1];
+			ev.start_ns = to_ns(t[0]);
+			ev.end_ns = to_ns(t[1]);
 			if (d->file) {
 				ev.file = S(d->file);
 				IST_SET(&ev, IST_F_FILE);
@@ -227,19 +301,19 @@ drain_ring(struct ist_ring *r, uint64_t head, const struct def *defs,
 			break;
 		case IST_REC_SCOPE:
 			ist_event_init(&ev, IST_SCOPE);
-			ev.start_ns = t[0];
-			ev.end_ns = t[1];
+			ev.start_ns = to_ns(t[0]);
+			ev.end_ns = to_ns(t[1]);
 			break;
 		case IST_REC_NVTX:
 			ist_event_init(&ev, IST_NVTX_RANGE);
-			ev.start_ns = t[0];
-			ev.end_ns = t[1];
+			ev.start_ns = to_ns(t[0]);
+			ev.end_ns = to_ns(t[1]);
 			break;
 		case IST_REC_MARK:
 		case IST_REC_NVTX_MARK:
 			ist_event_init(&ev, h.kind == IST_REC_MARK ?
 			    IST_INSTANT : IST_NVTX_MARK);
-			ev.ts_ns = t[0];
+			ev.ts_ns = to_ns(t[0]);
 			IST_SET(&ev, IST_F_TS);
 			if (h.kind == IST_REC_MARK && h.len > 16) {
 				ev.metadata = (struct ist_blob){ p + 16,
@@ -311,6 +385,7 @@ drain_all(void)
 	}
 	for (r = list; r; r = r->next, i++)
 		heads[i] = atomic_load_explicit(&r->head, memory_order_acquire);
+	calibrate(false);   /* after the heads: every record is older */
 	pthread_mutex_lock(&C.lock);
 	if (C.ndefs > cap) {
 		struct def *nd = realloc(defs, C.ndefs * sizeof(*nd));
@@ -387,7 +462,10 @@ writer_main(void *arg)
 static enum ist_status
 open_stream(const char *path, struct ist_error *err)
 {
-	struct ist_writer_opts wo = { .flush_interval_ms = C.flush_ms };
+	/* level 1: the writer thread must keep up with millions of events a
+	 * second; the size cost is small on this data */
+	struct ist_writer_opts wo = { .level = 1,
+	    .flush_interval_ms = C.flush_ms, .stable_strings = true };
 	struct ist_event h, p;
 	struct timespec rt, mt;
 	char host[256] = "", cmd[4096];
@@ -514,6 +592,8 @@ ist_coll_start(const struct ist_coll_opts *o, struct ist_error *err)
 		C.fd = -1;
 		return st;
 	}
+	ist_coll_use_tsc = tsc_invariant();
+	calibrate(true);
 	C.stopping = false;
 	C.running = true;
 	if (pthread_create(&C.thread, NULL, writer_main, NULL) != 0) {
@@ -580,6 +660,7 @@ ist_coll_after_fork(const char *path, struct ist_error *err)
 	if (my_ring) {
 		uint64_t h = atomic_load(&my_ring->head);
 		atomic_store(&my_ring->tail, h);
+		my_ring->tail_seen = h;
 		atomic_store(&my_ring->dropped, 0);
 		my_ring->reported = 0;
 		my_ring->tid = (int64_t)syscall(SYS_gettid);

@@ -38,11 +38,14 @@ struct ist_rec {
 };
 
 struct ist_ring {
+	/* the producer's cache line: only the recording thread writes it */
 	uint8_t *buf;
 	size_t size;                 /* a power of two, or 0: drop all */
 	_Atomic uint64_t head;       /* producer's position */
-	_Atomic uint64_t tail;       /* consumer's position */
 	_Atomic uint64_t dropped;    /* records that did not fit */
+	uint64_t tail_seen;          /* the producer's copy of tail */
+	/* the consumer's: only the writer thread writes these */
+	_Alignas(64) _Atomic uint64_t tail;
 	uint64_t reported;           /* dropped already written as loss */
 	int64_t tid;
 	_Atomic int dead;            /* the thread has exited */
@@ -84,6 +87,31 @@ ist_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/*
+ * Timestamps in rings are ticks: the TSC where it is invariant (about 10 ns
+ * to read, against 25 for the vDSO clock here), else CLOCK_MONOTONIC ns.
+ * The writer thread converts ticks to CLOCK_MONOTONIC ns with calibration
+ * pairs it takes at every drain, so traces only ever hold nanoseconds.
+ */
+extern int ist_coll_use_tsc;
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static inline int64_t
+ist_ticks(void)
+{
+	if (ist_coll_use_tsc)
+		return (int64_t)__rdtsc();
+	return ist_now_ns();
+}
+#else
+static inline int64_t
+ist_ticks(void)
+{
+	return ist_now_ns();
+}
+#endif
+
 /* Reserves len bytes (a multiple of 8) on ring r; NULL when full. */
 static inline void *
 ist_coll_reserve(struct ist_ring *r, size_t len)
@@ -93,9 +121,14 @@ ist_coll_reserve(struct ist_ring *r, size_t len)
 	if (r == NULL || r->size == 0 || len > 65528)
 		goto drop;
 	head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	tail = atomic_load_explicit(&r->tail, memory_order_acquire);
 	off = head & (r->size - 1);
 	room = r->size - off;         /* contiguous bytes to the end */
+	/* look at the consumer's line only when our copy says full */
+	tail = r->tail_seen;
+	if (r->size - (head - tail) < room + len) {
+		tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+		r->tail_seen = tail;
+	}
 	if (room < len) {
 		/* pad to the end, then start at 0 */
 		if (r->size - (head - tail) < room + len)

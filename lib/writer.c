@@ -25,7 +25,19 @@ struct wtrack {
 	int64_t last;
 };
 
+#define PCACHE 4096
+
+struct pcache {         /* address -> id, for stable strings */
+	const char *p;
+	size_t n;
+	uint32_t id;
+	uint32_t seg;
+};
+
 struct ist_writer {
+	struct pcache *pc;
+	uint32_t seg;           /* segment number: pc entries of older ones
+	                         * are stale */
 	ist_sink_fn sink;
 	void *ctx;
 	struct ist_writer_opts opts;
@@ -131,6 +143,7 @@ put_text(struct ist_writer *w, const char *s, size_t len)
 static void
 reset_segment(struct ist_writer *w)
 {
+	w->seg++;
 	if (w->stab)
 		memset(w->stab, 0, w->stab_cap * sizeof(*w->stab));
 	if (w->ttab)
@@ -164,6 +177,10 @@ ist_writer_new(struct ist_writer **out, ist_sink_fn sink, void *ctx,
 	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel,
 	    w->opts.level);
 	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
+	if (w->opts.stable_strings &&
+	    (w->pc = calloc(PCACHE, sizeof(*w->pc))) == NULL)
+		goto nomem;
+	w->seg = 1;
 	w->stab_cap = 1024;
 	w->ttab_cap = 256;
 	w->stab = calloc(w->stab_cap, sizeof(*w->stab));
@@ -187,6 +204,7 @@ ist_writer_free(struct ist_writer *w)
 	if (w == NULL)
 		return;
 	ZSTD_freeCCtx(w->cctx);
+	free(w->pc);
 	free(w->buf);
 	free(w->out);
 	free(w->stab);
@@ -310,8 +328,30 @@ grow_strings(struct ist_writer *w)
 }
 
 /* Returns the string's id, emitting a STRING record first if new; 0: error. */
-static uint32_t
+static uint32_t intern_slow(struct ist_writer *w, struct ist_str s);
+
+static inline uint32_t
 intern(struct ist_writer *w, struct ist_str s)
+{
+	struct pcache *c;
+	uint32_t id;
+
+	if (w->pc == NULL)
+		return intern_slow(w, s);
+	c = &w->pc[(((uintptr_t)s.p >> 3) ^ s.n) & (PCACHE - 1)];
+	if (c->p == s.p && c->n == s.n && c->seg == w->seg)
+		return c->id;
+	if ((id = intern_slow(w, s)) != 0) {
+		c->p = s.p;
+		c->n = s.n;
+		c->id = id;
+		c->seg = w->seg;
+	}
+	return id;
+}
+
+static uint32_t
+intern_slow(struct ist_writer *w, struct ist_str s)
 {
 	uint64_t h = hash_bytes(s.p, s.n);
 	size_t i = h & (w->stab_cap - 1);

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""overhead.py - is-record's overhead against peers, measured in one run.
+
+usage: overhead.py BUILD_DIR [--repeat N] [--no-callgrind] [--quick]
+
+For each workload: wall time untraced, under is-record (default settings),
+and under the peer (cProfile, or torch.profiler with CPU activities); the
+median of N runs each, and the ratio to untraced.  For the call-heavy
+workload, also instructions counted by valgrind's callgrind (stable on a
+noisy machine).  BLAS and torch are pinned to one thread.
+"""
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ENV = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+           MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
+
+
+def timed(cmd, env=ENV):
+    t = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def median(cmd, n, env=ENV):
+    return statistics.median(timed(cmd, env) for _ in range(n))
+
+
+def callgrind(cmd, env):
+    r = subprocess.run(["valgrind", "--tool=callgrind",
+                        "--callgrind-out-file=/dev/null"] + cmd, env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       text=True, check=True)
+    m = re.search(r"Collected : (\d+)", r.stderr)
+    return int(m.group(1)) if m else None
+
+
+def have(py, mod):
+    return subprocess.run([py, "-c", "import " + mod],
+                          stderr=subprocess.DEVNULL).returncode == 0
+
+
+def main():
+    build = os.path.abspath(sys.argv[1])
+    n = 5
+    use_cg = "--no-callgrind" not in sys.argv
+    quick = "--quick" in sys.argv
+    if "--repeat" in sys.argv:
+        n = int(sys.argv[sys.argv.index("--repeat") + 1])
+    rec = os.path.join(build, "bin", "is-record")
+    info = os.path.join(build, "bin", "is-info")
+    tmp = tempfile.mkdtemp()
+    trace = os.path.join(tmp, "t.ist")
+    pys = [("3.11", "/usr/bin/python3")]
+    for v in ("3.12", "3.13"):
+        cands = sorted(d for d in os.listdir(os.path.expanduser(
+            "~/.pyenv/versions")) if d.startswith(v)) if os.path.isdir(
+            os.path.expanduser("~/.pyenv/versions")) else []
+        if cands:
+            pys.append((v, os.path.expanduser("~/.pyenv/versions/%s/bin/"
+                                              "python3" % cands[-1])))
+    work = [("fib", "fib.py", ["25" if not quick else "20"], "cProfile")]
+    work.append(("numpy-mlp", "mlp.py", ["3000" if not quick else "300"],
+                 "cProfile"))
+    work.append(("torch-encoder", "encoder.py",
+                 ["60" if not quick else "10"], "torch.profiler"))
+    print("Python collector overhead: median of %d runs, wall time; "
+          "ratio = traced / untraced" % n)
+    print("%-14s %-5s %8s %8s %6s %-15s %8s %6s %9s %7s %8s" % (
+        "workload", "py", "plain s", "ours s", "ratio", "peer", "peer s",
+        "ratio", "events", "B/ev", "Mev/s"))
+    for name, script, args, peer in work:
+        for ver, py in pys:
+            if name == "numpy-mlp" and not have(py, "numpy"):
+                continue
+            if name == "torch-encoder" and (ver != "3.11" or
+                                            not have(py, "torch")):
+                continue
+            path = os.path.join(HERE, "workloads", script)
+            plain = median([py, path] + args, n)
+            ours = median([rec, "-o", trace, "--", py, path] + args, n)
+            if peer == "cProfile":
+                pcmd = [py, "-m", "cProfile", "-o",
+                        os.path.join(tmp, "p.prof"), path] + args
+                penv = ENV
+            else:
+                pcmd = [py, path] + args
+                penv = dict(ENV, BENCH_TORCH_PROFILER="1")
+            peer_t = median(pcmd, n, penv)
+            st = json.loads(subprocess.run([info, "--json", trace],
+                                           capture_output=True, text=True,
+                                           check=True).stdout)
+            print("%-14s %-5s %8.3f %8.3f %6.2f %-15s %8.3f %6.2f %9d "
+                  "%7.2f %8.2f" % (name, ver, plain, ours, ours / plain,
+                                    peer, peer_t, peer_t / plain,
+                                    st["events"], st["bytes_per_event"] or 0,
+                                    st["events"] / ours / 1e6))
+            sys.stdout.flush()
+    if use_cg and shutil.which("valgrind"):
+        print("\ninstructions (callgrind, fib(20)): ratio to untraced")
+        for ver, py in pys:
+            path = os.path.join(HERE, "workloads", "fib.py")
+            d = tempfile.mkdtemp(dir=tmp)
+            oenv = dict(ENV, INFERSCOPE_ENABLED="1", INFERSCOPE_DIR=d,
+                        PYTHONPATH=os.path.join(build, "python"))
+            base = callgrind([py, path, "20"], ENV)
+            ours = callgrind([py, path, "20"], oenv)
+            cp = callgrind([py, "-m", "cProfile", "-o",
+                            os.path.join(tmp, "p.prof"), path, "20"], ENV)
+            print("  %-5s untraced %12d  ours %12d (%.2fx)  cProfile %12d "
+                  "(%.2fx)" % (ver, base, ours, ours / base, cp, cp / base))
+    shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    main()
