@@ -42,14 +42,16 @@ static struct {
 
 int ist_coll_use_tsc;
 
-/* tick -> ns: anchored at the newest calibration pair, with the slope
- * measured over the whole run */
-struct conv {
-	int64_t t0, n0;         /* the first pair */
-	int64_t t1, n1;         /* the newest pair */
-	double slope;
-};
-static struct conv conv;
+/*
+ * tick -> ns: piecewise linear between the calibration pairs taken at every
+ * drain.  A tick always maps to the same ns whenever it is converted, and
+ * the map is monotonic, so nesting survives conversion exactly.
+ */
+#define NPAIRS 8192
+static struct {
+	int64_t t[NPAIRS], n[NPAIRS];
+	size_t count;           /* pairs taken; the newest at (count-1) % N */
+} cal;
 
 static void
 pair(int64_t *t, int64_t *n)
@@ -63,30 +65,52 @@ pair(int64_t *t, int64_t *n)
 static void
 calibrate(bool first)
 {
-	if (!ist_coll_use_tsc) {
-		conv.slope = 1.0;
+	int64_t t, n;
+	size_t last;
+
+	if (!ist_coll_use_tsc)
 		return;
-	}
 	if (first) {
-		pair(&conv.t0, &conv.n0);
-		conv.t1 = conv.t0;
-		conv.n1 = conv.n0;
-		/* a first slope over ~2 ms; refined at every drain */
-		struct timespec ts = { 0, 2000000 };
-		nanosleep(&ts, NULL);
+		struct timespec ts = { 0, 1000000 };
+		cal.count = 0;
+		pair(&cal.t[0], &cal.n[0]);
+		cal.count = 1;
+		nanosleep(&ts, NULL);  /* a first slope over ~1 ms */
 	}
-	pair(&conv.t1, &conv.n1);
-	if (conv.t1 > conv.t0)
-		conv.slope = (double)(conv.n1 - conv.n0) /
-		    (double)(conv.t1 - conv.t0);
+	pair(&t, &n);
+	last = (cal.count - 1) % NPAIRS;
+	if (t <= cal.t[last] || n < cal.n[last])
+		return;             /* keep the map strictly increasing */
+	cal.t[cal.count % NPAIRS] = t;
+	cal.n[cal.count % NPAIRS] = n;
+	cal.count++;
 }
 
-static inline int64_t
+static int64_t
+seg(size_t i, int64_t t)
+{
+	size_t a = i % NPAIRS, b = (i + 1) % NPAIRS;
+	double slope = (double)(cal.n[b] - cal.n[a]) /
+	    (double)(cal.t[b] - cal.t[a]);
+
+	return cal.n[a] + (int64_t)((double)(t - cal.t[a]) * slope);
+}
+
+static int64_t
 to_ns(int64_t t)
 {
+	size_t first, i;
+
 	if (!ist_coll_use_tsc)
 		return t;
-	return conv.n1 + (int64_t)((double)(t - conv.t1) * conv.slope);
+	if (cal.count < 2)
+		return cal.n[0] + (t - cal.t[0]);
+	first = cal.count > NPAIRS ? cal.count - NPAIRS : 0;
+	/* most records fall in the newest interval */
+	for (i = cal.count - 2; ; i--) {
+		if (t >= cal.t[i % NPAIRS] || i == first)
+			return seg(i, t);
+	}
 }
 
 static bool

@@ -58,12 +58,74 @@ PY
 @test "the same on Python 3.13 (pyenv)" {
 	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 2>/dev/null | tail -1)
 	[ -n "$py313" ] || skip "no Python 3.13 here (pyenv)"
-	printf 'import time\nfrom inferscope import scope\nwith scope("s50"):\n    time.sleep(0.05)\ndef f(): pass\nfor _ in range(100): f()\n' > app.py
+	printf 'import time, _inferscope\nfrom inferscope import scope\nwith scope("s50"):\n    time.sleep(0.05)\ndef f(): pass\nfor _ in range(100): f()\nsorted([2, 1])\nprint(_inferscope._hook())\n' > app.py
 	rec -- "$py313" app.py
 	assert_success
+	assert_output "sys.monitoring"
 	within "$(q durations s50)" 50
 	assert_equal "$(q count cpu_call __main__.f)" 100
+	assert_equal "$(q count cpu_call builtins.sorted)" 1
 	grep -q '"producer":"inferscope-python 0.1.0 (CPython 3.13' t.jsonl
+}
+
+@test "generators, exceptions, coroutines: every stack stays consistent" {
+	cat > app.py <<'PY'
+import asyncio
+
+def gen():
+    for i in range(5):
+        yield i
+
+def thrower(n):
+    if n == 0:
+        raise ValueError("deep")
+    thrower(n - 1)
+
+async def co(n):
+    await asyncio.sleep(0)
+    return n
+
+list(gen())
+for _ in range(10):
+    try:
+        thrower(2)
+    except ValueError:
+        pass
+asyncio.run(co(1))
+PY
+	check() {
+		rec -- "$1" app.py
+		assert_success
+		# 5 resumptions and the final return
+		assert_equal "$(q count cpu_call __main__.gen)" 6
+		# 10 x thrower(2), thrower(1), thrower(0): all unwound
+		assert_equal "$(q count cpu_call __main__.thrower)" 30
+		# the coroutine ran twice: up to the await, and after it
+		assert_equal "$(q count cpu_call __main__.co)" 2
+		# calls on one thread nest or are disjoint: never overlap
+		python3 - t.jsonl <<'CHK'
+import json, sys
+by = {}
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    if e["type"] == "cpu_call":
+        by.setdefault(e["tid"], []).append((e["start_ns"], -e["end_ns"]))
+for tid, spans in by.items():
+    spans.sort()
+    stack = []
+    for s, ne in spans:
+        e = -ne
+        while stack and stack[-1] <= s:
+            stack.pop()
+        if stack and e > stack[-1]:
+            sys.exit("thread %d: [%d, %d] overlaps its parent" % (tid, s, e))
+        stack.append(e)
+CHK
+	}
+	check $PY
+	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 2>/dev/null | tail -1)
+	[ -n "$py313" ] || skip "no Python 3.13 here (pyenv)"
+	check "$py313"
 }
 
 @test "markers carry their metadata exactly" {
