@@ -1,5 +1,6 @@
 /* writer.c - events -> CBOR records -> zstd frames -> a sink. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -61,6 +62,38 @@ struct ist_writer {
 	uint32_t since_clock;
 	struct ist_writer_stats st;
 };
+
+/* Per type, what ist_writer_write needs, worked out once. */
+struct plan {
+	uint64_t req;                 /* required fields */
+	uint64_t tmask;               /* track fields */
+	int base;                     /* kind, track, times */
+	int npay;
+	const struct ist_fieldspec *pay[12];
+};
+static struct plan plans[IST_NTYPES];
+static pthread_once_t plans_once = PTHREAD_ONCE_INIT;
+
+static void
+make_plans(void)
+{
+	for (int t = 1; t < IST_NTYPES; t++) {
+		const struct ist_typespec *ts = &ist_types[t];
+		struct plan *p = &plans[t];
+
+		p->base = 1 + (ts->has_track ? 1 : 0) +
+		    (ts->time == TS_RANGE ? 2 : ts->time == TS_INSTANT ? 1 : 0);
+		for (int i = 0; i < ts->nfields; i++) {
+			const struct ist_fieldspec *fs = &ts->fields[i];
+			if (fs->required)
+				p->req |= (uint64_t)1 << fs->id;
+			if (fs->role == R_TRACK)
+				p->tmask |= (uint64_t)1 << fs->id;
+			if (fs->role == R_PAYLOAD && p->npay < 12)
+				p->pay[p->npay++] = fs;
+		}
+	}
+}
 
 int
 ist_fd_sink(void *ctx, const void *buf, size_t n)
@@ -162,6 +195,7 @@ ist_writer_new(struct ist_writer **out, ist_sink_fn sink, void *ctx,
 	*out = NULL;
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		goto nomem;
+	pthread_once(&plans_once, make_plans);
 	w->sink = sink;
 	w->ctx = ctx;
 	if (opts)
@@ -591,6 +625,7 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
     struct ist_error *err)
 {
 	const struct ist_typespec *ts;
+	const struct plan *pl;
 	uint32_t sid[IST_NFIELDS];
 	struct wtrack *tr = NULL;
 	enum ist_status st;
@@ -613,23 +648,25 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
 		return IST_EINVAL;
 	}
 	ts = &ist_types[ev->type];
-	/* validate, intern strings, find the last present payload field */
-	for (int i = 0; i < ts->nfields; i++) {
-		const struct ist_fieldspec *fs = &ts->fields[i];
-		bool has = IST_HAS(ev, fs->id);
-
-		if (!has) {
-			if (fs->required) {
+	pl = &plans[ev->type];
+	if ((ev->has & pl->req) != pl->req) {
+		for (int i = 0; i < ts->nfields; i++)
+			if (ts->fields[i].required &&
+			    !IST_HAS(ev, ts->fields[i].id)) {
 				ist_seterr(err, IST_EINVAL, "%s event lacks "
-				    "required field '%s'", ts->name, fs->json);
-				return IST_EINVAL;
+				    "required field '%s'", ts->name,
+				    ts->fields[i].json);
+				break;
 			}
+		return IST_EINVAL;
+	}
+	/* intern strings, check blobs, find the last present field */
+	for (int k = 0; k < pl->npay; k++) {
+		const struct ist_fieldspec *fs = pl->pay[k];
+
+		if (!IST_HAS(ev, fs->id))
 			continue;
-		}
-		if (fs->role == R_PAYLOAD)
-			last = i;
-		if (fs->role == R_TRACK)
-			tmask |= 1u << fs->id;
+		last = k;
 		if (fs->ft == FT_STR) {
 			if ((sid[fs->id] = intern(w, str_field(ev, fs->id)))
 			    == 0)
@@ -646,13 +683,10 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
 			need += b.n;
 		}
 	}
+	tmask = (uint32_t)(ev->has & pl->tmask);
 	if (ts->has_track && (tr = track(w, ev, tmask)) == NULL)
 		return fail(w, err);
-	nel = 1 + (ts->has_track ? 1 : 0) +
-	    (ts->time == TS_RANGE ? 2 : ts->time == TS_INSTANT ? 1 : 0);
-	for (int i = 0; i <= last; i++)
-		if (ts->fields[i].role == R_PAYLOAD)
-			nel++;
+	nel = (size_t)pl->base + (size_t)(last + 1);
 	if (reserve(w, need + nel * 9 + 64))
 		return fail(w, err);
 	w->n += cbor_encode_array_start(nel, w->buf + w->n, w->cap - w->n);
@@ -670,12 +704,10 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
 			put_int(w, (int64_t)((uint64_t)ev->end_ns -
 			    (uint64_t)ev->start_ns));
 	}
-	for (int i = 0; i <= last; i++) {
-		const struct ist_fieldspec *fs = &ts->fields[i];
+	for (int k = 0; k <= last; k++) {
+		const struct ist_fieldspec *fs = pl->pay[k];
 		struct ist_blob b;
 
-		if (fs->role != R_PAYLOAD)
-			continue;
 		if (!IST_HAS(ev, fs->id)) {
 			put_null(w);
 			continue;
@@ -705,8 +737,8 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
 			const int64_t *v = fs->id == IST_F_GRID ? ev->grid :
 			    ev->block;
 			w->buf[w->n++] = 0x83;
-			for (int k = 0; k < 3; k++)
-				put_int(w, v[k]);
+			for (int j = 0; j < 3; j++)
+				put_int(w, v[j]);
 			break;
 		}
 		case FT_VALUE:
