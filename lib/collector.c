@@ -285,6 +285,8 @@ drain_ring(struct ist_ring *r, uint64_t head, const struct def *defs,
 	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	struct ist_event ev;
 
+	ist_event_init(&ev, IST_CPU_CALL);   /* once: `has` says what is set */
+
 	while (tail < head) {
 		const uint8_t *p = r->buf + (tail & (r->size - 1));
 		struct ist_rec h;
@@ -309,9 +311,10 @@ drain_ring(struct ist_ring *r, uint64_t head, const struct def *defs,
 			continue;
 		}
 		const struct def *d = &defs[h.id - 1];
+		ev.has = 0;
 		switch (h.kind) {
 		case IST_REC_CALL:
-			ist_event_init(&ev, IST_CPU_CALL);
+			ev.type = IST_CPU_CALL;
 			ev.start_ns = to_ns(t[0]);
 			ev.end_ns = to_ns(t[1]);
 			if (d->file) {
@@ -324,19 +327,19 @@ drain_ring(struct ist_ring *r, uint64_t head, const struct def *defs,
 			}
 			break;
 		case IST_REC_SCOPE:
-			ist_event_init(&ev, IST_SCOPE);
+			ev.type = IST_SCOPE;
 			ev.start_ns = to_ns(t[0]);
 			ev.end_ns = to_ns(t[1]);
 			break;
 		case IST_REC_NVTX:
-			ist_event_init(&ev, IST_NVTX_RANGE);
+			ev.type = IST_NVTX_RANGE;
 			ev.start_ns = to_ns(t[0]);
 			ev.end_ns = to_ns(t[1]);
 			break;
 		case IST_REC_MARK:
 		case IST_REC_NVTX_MARK:
-			ist_event_init(&ev, h.kind == IST_REC_MARK ?
-			    IST_INSTANT : IST_NVTX_MARK);
+			ev.type = h.kind == IST_REC_MARK ? IST_INSTANT :
+			    IST_NVTX_MARK;
 			ev.ts_ns = to_ns(t[0]);
 			IST_SET(&ev, IST_F_TS);
 			if (h.kind == IST_REC_MARK && h.len > 16) {

@@ -55,6 +55,7 @@ struct ist_writer {
 	uint32_t nstrings;
 	struct ist_buf strings;
 	struct wtrack *ttab;
+	struct wtrack *last_track;  /* into ttab; NULL after a rehash */
 	size_t ttab_cap;
 	uint32_t ntracks;
 	uint64_t gen;
@@ -177,6 +178,7 @@ static void
 reset_segment(struct ist_writer *w)
 {
 	w->seg++;
+	w->last_track = NULL;
 	if (w->stab)
 		memset(w->stab, 0, w->stab_cap * sizeof(*w->stab));
 	if (w->ttab)
@@ -415,8 +417,26 @@ intern_slow(struct ist_writer *w, struct ist_str s)
 	return e->id;
 }
 
-static struct wtrack *
+static struct wtrack *track_slow(struct ist_writer *w,
+    const struct ist_event *ev, uint32_t mask);
+
+/* Consecutive events mostly share a track: remember the last one. */
+static inline struct wtrack *
 track(struct ist_writer *w, const struct ist_event *ev, uint32_t mask)
+{
+	struct wtrack *t = w->last_track;
+
+	if (t && t->mask == mask &&
+	    (!(mask & 1) || t->key[0] == ev->pid) &&
+	    (!(mask & 2) || t->key[1] == ev->tid) &&
+	    (!(mask & 4) || t->key[2] == ev->device) &&
+	    (!(mask & 8) || t->key[3] == ev->stream))
+		return t;
+	return w->last_track = track_slow(w, ev, mask);
+}
+
+static struct wtrack *
+track_slow(struct ist_writer *w, const struct ist_event *ev, uint32_t mask)
 {
 	int64_t key[4] = {
 		(mask & 1) ? ev->pid : 0,
@@ -469,6 +489,7 @@ track(struct ist_writer *w, const struct ist_event *ev, uint32_t mask)
 		free(w->ttab);
 		w->ttab = nt;
 		w->ttab_cap = ncap;
+		w->last_track = NULL;
 		for (size_t j = 0; j < ncap; j++)
 			if (nt[j].id == id)
 				return &nt[j];
