@@ -27,8 +27,9 @@ _inferscope_tool()
 				return
 			fi
 		done
-		opts="--help --log-level --no-gpu --no-python --no-sample --output
-		    --py-min-us --sample-hz --trace-size-mb --version"
+		opts="--help --log-level --no-gpu --no-python --no-python-calls
+		    --no-sample --output --py-min-us --ring --sample-hz
+		    --trace-size-mb --version"
 		case $prev in
 		-o|--output) _filedir; return ;;
 		--log-level)

@@ -37,6 +37,11 @@ static struct {
 	pid_t pid;
 	struct ist_error werr;       /* first writer error */
 	bool failed;
+	/* flight recorder */
+	uint64_t ring_bytes, ring_total, ring_lost, events_seen;
+	struct rframe **frames;
+	size_t nframes, capframes, first;
+	bool ring;
 } C = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
     .fd = -1 };
 
@@ -486,13 +491,93 @@ writer_main(void *arg)
 	return NULL;
 }
 
+struct rframe {
+	size_t n;
+	uint64_t events;
+	uint8_t data[];
+};
+
+/* The flight recorder's sink: keep frames, forget the oldest. */
+static int
+ring_sink(void *ctx, const void *buf, size_t n)
+{
+	struct ist_writer_stats st;
+	struct rframe *f;
+
+	if (!C.ring)
+		return ist_fd_sink(ctx, buf, n);
+	ist_writer_stats(C.w, &st);
+	if ((f = malloc(sizeof(*f) + n)) == NULL)
+		return ENOMEM;
+	f->n = n;
+	f->events = st.events - C.events_seen;
+	C.events_seen = st.events;
+	memcpy(f->data, buf, n);
+	if (C.first + C.nframes == C.capframes) {
+		if (C.first > 0) {
+			memmove(C.frames, C.frames + C.first,
+			    C.nframes * sizeof(*C.frames));
+			C.first = 0;
+		} else {
+			size_t cap = C.capframes ? C.capframes * 2 : 64;
+			struct rframe **nf = realloc(C.frames,
+			    cap * sizeof(*nf));
+			if (nf == NULL) {
+				free(f);
+				return ENOMEM;
+			}
+			C.frames = nf;
+			C.capframes = cap;
+		}
+	}
+	C.frames[C.first + C.nframes++] = f;
+	C.ring_total += n;
+	while (C.ring_total > C.ring_bytes && C.nframes > 1) {
+		struct rframe *old = C.frames[C.first++];
+		C.nframes--;
+		C.ring_total -= old->n;
+		C.ring_lost += old->events;
+		free(old);
+	}
+	return 0;
+}
+
+/* Writes the kept frames, then a frame saying what was overwritten. */
+static enum ist_status
+ring_finish(struct ist_error *err)
+{
+	enum ist_status st = IST_OK;
+	int e = 0;
+
+	C.ring = false;         /* from here the sink writes to the file */
+	for (size_t i = 0; i < C.nframes; i++) {
+		struct rframe *f = C.frames[C.first + i];
+		if (e == 0)
+			e = ist_fd_sink(&C.fd, f->data, f->n);
+		free(f);
+	}
+	free(C.frames);
+	C.frames = NULL;
+	C.nframes = C.first = C.capframes = 0;
+	if (e) {
+		ist_seterr(err, IST_EIO, "cannot write the trace: %s",
+		    strerror(e));
+		return IST_EIO;
+	}
+	if (C.ring_lost)
+		loss_record(C.ring_lost, "flight recorder: older events "
+		    "overwritten");
+	return st;
+}
+
 static enum ist_status
 open_stream(const char *path, struct ist_error *err)
 {
 	/* level 1: the writer thread must keep up with millions of events a
 	 * second; the size cost is small on this data */
 	struct ist_writer_opts wo = { .level = 1,
-	    .flush_interval_ms = C.flush_ms, .stable_strings = true };
+	    .flush_interval_ms = C.flush_ms, .stable_strings = true,
+	    .self_contained = C.ring_bytes > 0 };
 	struct ist_event h, p;
 	struct timespec rt, mt;
 	char host[256] = "", cmd[4096];
@@ -507,7 +592,9 @@ open_stream(const char *path, struct ist_error *err)
 		    strerror(errno));
 		return IST_EIO;
 	}
-	if ((st = ist_writer_new(&C.w, ist_fd_sink, &C.fd, &wo, err)) !=
+	C.ring = C.ring_bytes > 0;
+	C.ring_total = C.ring_lost = C.events_seen = 0;
+	if ((st = ist_writer_new(&C.w, ring_sink, &C.fd, &wo, err)) !=
 	    IST_OK)
 		return st;
 	gethostname(host, sizeof(host) - 1);
@@ -608,6 +695,7 @@ ist_coll_start(const struct ist_coll_opts *o, struct ist_error *err)
 		return IST_OK;
 	C.budget = o->budget_bytes ? o->budget_bytes : 100u << 20;
 	C.flush_ms = o->flush_interval_ms ? o->flush_interval_ms : 1000;
+	C.ring_bytes = o->ring_bytes;
 	free(C.producer);
 	C.producer = strdup(o->producer ? o->producer : "inferscope");
 	C.failed = false;
@@ -648,6 +736,12 @@ ist_coll_stop(struct ist_error *err)
 		pthread_join(C.thread, NULL);
 	C.thread_started = false;
 	drain_all();
+	if (C.ring && !C.failed) {
+		struct ist_error e;
+		if (ist_writer_flush(C.w, &e) != IST_OK ||
+		    ring_finish(&e) != IST_OK)
+			wfail(&e);
+	}
 	if (C.failed) {
 		if (err)
 			*err = C.werr;
@@ -702,9 +796,14 @@ ist_coll_after_fork(const char *path, struct ist_error *err)
 	C.fd = -1;
 	C.running = false;
 	C.thread_started = false;
+	for (size_t i = 0; i < C.nframes; i++)
+		free(C.frames[C.first + i]);  /* the parent's to write */
+	free(C.frames);
+	C.frames = NULL;
+	C.nframes = C.first = C.capframes = 0;
 	{
 		struct ist_coll_opts o = { path, C.producer, C.budget,
-		    C.flush_ms };
+		    C.flush_ms, C.ring_bytes };
 		char *prod = C.producer;
 		C.producer = NULL;
 		o.producer = prod;

@@ -57,6 +57,9 @@ struct ist_coll_opts {
 	const char *producer;
 	uint64_t budget_bytes;       /* all rings together */
 	uint64_t flush_interval_ms;  /* frame at least this often (1000) */
+	uint64_t ring_bytes;         /* flight recorder: keep only the newest
+	                              * this many bytes of frames, written at
+	                              * stop; 0: stream to the file */
 };
 
 enum ist_status ist_coll_start(const struct ist_coll_opts *o,

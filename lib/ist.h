@@ -149,6 +149,9 @@ struct ist_writer_opts {
 	int level;                 /* zstd level; 0 means the default (3) */
 	size_t frame_bytes;        /* close a frame past this much CBOR; 0: 4 MiB */
 	uint64_t flush_interval_ms;/* also close a frame this often; 0: never */
+	bool self_contained;       /* every frame starts with the header and
+	                            * defines its own strings: any frame can be
+	                            * dropped (flight-recorder rings) */
 	bool stable_strings;       /* a string given twice at the same address
 	                            * with the same length is the same string
 	                            * (lets the writer skip hashing it) */

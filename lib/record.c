@@ -547,6 +547,7 @@ child(const struct ist_record_opts *o, const char *dir, int errfd,
 	snprintf(buf, sizeof(buf), "%lld", o->py_min_us);
 	setenv("INFERSCOPE_PY_MIN_US", buf, 1);
 	setenv("INFERSCOPE_PY_CALLS", o->py_calls ? "1" : "0", 1);
+	setenv("INFERSCOPE_RING", o->ring ? "1" : "0", 1);
 	if (o->log_level)
 		setenv("INFERSCOPE_LOG_LEVEL", o->log_level, 1);
 	if (o->pydir) {

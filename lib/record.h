@@ -13,6 +13,7 @@ struct ist_record_opts {
 	char *const *argv;          /* the command */
 	const char *pydir;          /* bootstrap dir for PYTHONPATH; NULL: none */
 	bool py_calls;              /* record every Python call (not only scopes) */
+	bool ring;                  /* flight recorder: keep the newest events */
 	long long trace_size_mb;    /* ring budget of each process */
 	long long py_min_us;
 	int sample_hz;              /* 0: no /proc sampling */

@@ -49,6 +49,8 @@ struct ist_writer {
 	size_t outcap;
 	bool have_header;
 	bool failed;
+	uint8_t *hdr;           /* the encoded header, for self-contained frames */
+	size_t hdr_n;
 	/* segment state */
 	struct wstr *stab;
 	size_t stab_cap;
@@ -240,6 +242,7 @@ ist_writer_free(struct ist_writer *w)
 	if (w == NULL)
 		return;
 	ZSTD_freeCCtx(w->cctx);
+	free(w->hdr);
 	free(w->pc);
 	free(w->buf);
 	free(w->out);
@@ -266,7 +269,8 @@ ist_writer_flush(struct ist_writer *w, struct ist_error *err)
 		return IST_EIO;
 	}
 	w->last_flush_ms = now_ms();
-	if (w->n == 0)
+	if (w->n == 0 || (w->opts.self_contained && w->n <= w->hdr_n &&
+	    w->st.frames > 0))
 		return IST_OK;
 	bound = ZSTD_compressBound(w->n);
 	if (bound > w->outcap) {
@@ -300,6 +304,12 @@ ist_writer_flush(struct ist_writer *w, struct ist_error *err)
 	w->st.frames++;
 	w->n = 0;
 	w->gen++;
+	if (w->opts.self_contained && w->hdr) {
+		/* the next frame stands alone: header, then its own strings */
+		reset_segment(w);
+		memcpy(w->buf, w->hdr, w->hdr_n);
+		w->n = w->hdr_n;
+	}
 	return IST_OK;
 }
 
@@ -582,6 +592,7 @@ ist_writer_header(struct ist_writer *w, const struct ist_event *hdr,
 	}
 	if ((st = ist_writer_flush(w, err)) != IST_OK)
 		return st;
+	w->n = 0;       /* a self-contained writer re-copied the old header */
 	reset_segment(w);
 	for (int i = 0; i < ts->nfields; i++) {
 		enum ist_field f = ts->fields[i].id;
@@ -638,6 +649,14 @@ ist_writer_header(struct ist_writer *w, const struct ist_event *hdr,
 	}
 	w->st.records++;
 	w->have_header = true;
+	if (w->opts.self_contained) {
+		uint8_t *h = realloc(w->hdr, w->n);
+		if (h == NULL)
+			return fail(w, err);
+		memcpy(h, w->buf, w->n);   /* the frame holds only the header */
+		w->hdr = h;
+		w->hdr_n = w->n;
+	}
 	return IST_OK;
 }
 

@@ -357,3 +357,60 @@ print(m // 1000000)' t.jsonl)
 	assert_equal "${stderr_lines[0]}" "is-record: no command to run"
 	run -2 is-record --sample-hz=-1 -- true
 }
+
+@test "a full buffer: events dropped, never blocked, counted exactly" {
+	printf 'import sys\nfrom inferscope import mark_event\nfor i in range(int(sys.argv[1])):\n    mark_event("m")\n' > app.py
+	# 1 MiB of buffers against 2 million markers as fast as Python goes
+	rec --no-python-calls --trace-size-mb 1 -- $PY app.py 2000000
+	assert_success
+	kept=$(q count instant m)
+	lost=$(python3 -c '
+import json, sys
+print(sum(json.loads(l)["events"] for l in open(sys.argv[1])
+          if "\"loss\"" in l))' t.jsonl)
+	[ "$lost" -gt 0 ] || fail "nothing was dropped: the test needs a full buffer"
+	assert_equal $((kept + lost)) 2000000
+	grep -q '"reason":"buffer full"' t.jsonl
+}
+
+@test "--ring keeps the newest events and says how many it overwrote" {
+	cat > app.py <<'PY'
+import os, time
+from inferscope import mark_event
+t, i = time.time(), 0
+while time.time() - t < 2.5:
+    for _ in range(20):
+        mark_event("m", metadata={"i": i, "pad": os.urandom(12).hex()})
+        i += 1
+    time.sleep(0.0002)
+mark_event("last", metadata={"i": i})
+PY
+	rec --ring --no-python-calls --trace-size-mb 1 -- $PY app.py
+	assert_success
+	# the newest events are all there, in one unbroken run
+	run python3 - t.jsonl <<'CHK'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+ids = [e["metadata"]["i"] for e in ev if e["type"] == "instant"]
+last = ids[-1]
+lost = sum(e["events"] for e in ev if e["type"] == "loss" and
+           e["reason"] == "flight recorder: older events overwritten")
+assert ids == list(range(ids[0], last + 1)), "a gap among the kept events"
+assert ids[0] > 0, "nothing was overwritten"
+# overwritten: the markers before the first kept one, plus the process
+# and thread records of the first frame
+assert lost == ids[0] + 2, (lost, ids[0])
+print("kept", len(ids), "of", last + 1)
+CHK
+	assert_success
+	# the file stays near its bound
+	[ "$(stat -c %s t.ist)" -lt $((1024 * 1024 + 200000)) ]
+}
+
+@test "--no-python-calls: scopes and markers, no calls" {
+	printf 'from inferscope import scope\ndef f(): pass\nwith scope("s"):\n    f()\n' > app.py
+	rec --no-python-calls -- $PY app.py
+	assert_success
+	assert_equal "$(q count cpu_call)" 0
+	assert_equal "$(q count scope s)" 1
+}

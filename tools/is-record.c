@@ -16,9 +16,10 @@
 #include "record.h"
 
 static const char usage[] =
-    "usage: is-record [--no-gpu] [--no-python] [--no-sample] "
-    "[--log-level level] [--py-min-us n] [--sample-hz n] "
-    "[--trace-size-mb n] [-o file] -- command [argument ...]\n";
+    "usage: is-record [--no-gpu] [--no-python] [--no-python-calls] "
+    "[--no-sample] [--ring] [--log-level level] [--py-min-us n] "
+    "[--sample-hz n] [--trace-size-mb n] [-o file] -- command "
+    "[argument ...]\n";
 
 static int log_level = 1; /* 0 debug, 1 info, 2 warn, 3 error */
 
@@ -35,9 +36,13 @@ help(void)
 	    "      --log-level=LEVEL   debug, info, warn or error (info)\n"
 	    "      --no-gpu            do not inject the CUDA collector\n"
 	    "      --no-python         do not inject the Python collector\n"
+	    "      --no-python-calls   record scopes and markers, not every call\n"
 	    "      --no-sample         do not sample /proc\n"
 	    "  -o, --output=FILE       write the trace to FILE (default stdout)\n"
 	    "      --py-min-us=N       drop Python calls shorter than N us (0)\n"
+	    "      --ring              flight recorder: keep only the newest\n"
+	    "                          trace-size-mb of each process, written\n"
+	    "                          when it exits\n"
 	    "      --sample-hz=N       /proc samples per second (100)\n"
 	    "      --trace-size-mb=N   buffer bound per process in MiB (100)\n"
 	    "  -h, --help              print this help and exit\n"
@@ -105,9 +110,11 @@ main(int argc, char **argv)
 		{ "log-level", required_argument, NULL, 'L' },
 		{ "no-gpu", no_argument, NULL, 'G' },
 		{ "no-python", no_argument, NULL, 'P' },
+		{ "no-python-calls", no_argument, NULL, 'C' },
 		{ "no-sample", no_argument, NULL, 'S' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "py-min-us", required_argument, NULL, 'm' },
+		{ "ring", no_argument, NULL, 'R' },
 		{ "sample-hz", required_argument, NULL, 'z' },
 		{ "trace-size-mb", required_argument, NULL, 't' },
 		{ "version", no_argument, NULL, 'V' },
@@ -118,7 +125,7 @@ main(int argc, char **argv)
 	struct ist_output out;
 	struct ist_error e = { 0 };
 	const char *outpath = NULL, *lv;
-	bool no_python = false, no_sample = false;
+	bool no_python = false, no_sample = false, no_calls = false;
 	int c, status;
 	enum ist_status st;
 
@@ -140,6 +147,12 @@ main(int argc, char **argv)
 			break;
 		case 'S':
 			no_sample = true;
+			break;
+		case 'C':
+			no_calls = true;
+			break;
+		case 'R':
+			ro.ring = true;
 			break;
 		case 'o':
 			outpath = optarg;
@@ -198,7 +211,7 @@ main(int argc, char **argv)
 	ro.sample_hz = no_sample ? 0 : (int)ist_config_int(&cfg,
 	    IST_K_SAMPLE_HZ);
 	ro.log_level = lv;
-	ro.py_calls = true;
+	ro.py_calls = !no_calls;
 	if (!no_python && (ro.pydir = python_dir()) == NULL)
 		note(NULL, IST_NOTE_WARN, "the Python collector is not "
 		    "installed; recording without it");

@@ -574,8 +574,10 @@ py_start(PyObject *self, PyObject *args)
 	struct ist_error e = { 0 };
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "sLLps", &dir, &mb, &min_us, &calls,
-	    &producer))
+	int ring = 0;
+
+	if (!PyArg_ParseTuple(args, "sLLps|p", &dir, &mb, &min_us, &calls,
+	    &producer, &ring))
 		return NULL;
 	if (active)
 		Py_RETURN_NONE;
@@ -589,6 +591,7 @@ py_start(PyObject *self, PyObject *args)
 	o.producer = producer;
 	o.budget_bytes = (uint64_t)budget;
 	o.flush_interval_ms = 250;
+	o.ring_bytes = ring ? (uint64_t)budget : 0;
 	if (ist_coll_start(&o, &e) != IST_OK)
 		return PyErr_Format(PyExc_OSError, "%s", e.msg);
 	min_ns = min_us * 1000;

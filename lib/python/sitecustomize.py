@@ -28,10 +28,12 @@ def _inferscope_boot():
     except ValueError:
         mb, min_us = 100, 0
     calls = env.get("INFERSCOPE_PY_CALLS", "1") == "1"
+    ring = env.get("INFERSCOPE_RING", "0") == "1"
     producer = "inferscope-python 0.1.0 (CPython %d.%d.%d)" % \
         sys.version_info[:3]
     try:
-        _inferscope._start(env["INFERSCOPE_DIR"], mb, min_us, calls, producer)
+        _inferscope._start(env["INFERSCOPE_DIR"], mb, min_us, calls, producer,
+                           ring)
     except OSError as e:
         sys.stderr.write("inferscope: warning: %s\n" % e)
         return
