@@ -402,6 +402,7 @@ intern_slow(struct ist_writer *w, struct ist_str s)
 	uint64_t h = hash_bytes(s.p, s.n);
 	size_t i = h & (w->stab_cap - 1);
 	struct wstr *e;
+	uint32_t id;
 
 	while ((e = &w->stab[i])->id) {
 		if (e->hash == h && e->len == s.n &&
@@ -422,9 +423,10 @@ intern_slow(struct ist_writer *w, struct ist_str s)
 	put_uint(w, e->id);
 	put_text(w, s.p, s.n);
 	w->st.records++;
+	id = e->id;      /* e points into the table that growing frees */
 	if ((w->nstrings + 1) * 2 > w->stab_cap && grow_strings(w))
 		return 0;
-	return e->id;
+	return id;
 }
 
 static struct wtrack *track_slow(struct ist_writer *w,

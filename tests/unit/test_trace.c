@@ -347,6 +347,54 @@ test_writer_errors(void)
 	ist_buf_release(&m.b);
 }
 
+/* Many strings and tracks: the tables grow (and are rebuilt) many times. */
+static void
+test_many_names(void)
+{
+	struct mem m = { 0 };
+	struct ist_writer *w;
+	struct ist_writer_opts o = { .frame_bytes = 65536 };
+	struct ist_error e;
+	struct ist_event h, ev;
+	struct ist_reader *r;
+	const struct ist_event *got;
+	struct src s;
+	char name[32];
+	int bad = 0, n = 0;
+
+	ist_writer_new(&w, sink, &m, &o, &e);
+	ist_event_init(&h, IST_HEADER);
+	ist_writer_header(w, &h, &e);
+	for (int i = 0; i < 20000; i++) {
+		snprintf(name, sizeof(name), "name-%d", i);
+		ist_event_init(&ev, IST_SCOPE);
+		ev.pid = 1;
+		ev.tid = i % 3000;           /* 3000 tracks */
+		ev.name = S(name);
+		ev.start_ns = i;
+		ev.end_ns = i + 1;
+		SET(&ev, PID); SET(&ev, TID); SET(&ev, NAME); SET(&ev, START);
+		SET(&ev, END);
+		if (ist_writer_write(w, &ev, &e) != IST_OK)
+			bad++;
+	}
+	ist_writer_close(w, &e);
+	s = (struct src){ m.b.p, m.b.n, 0, 0 };
+	ist_reader_new(&r, source, &s, "mem", &e);
+	ist_reader_next(r, &got, &e);
+	while (ist_reader_next(r, &got, &e) == IST_OK) {
+		snprintf(name, sizeof(name), "name-%d", n);
+		if (got->name.n != strlen(name) || memcmp(got->name.p, name,
+		    got->name.n) || got->tid != n % 3000 || got->start_ns != n)
+			bad++;
+		n++;
+	}
+	ist_reader_free(r);
+	ok(bad == 0 && n == 20000, "20000 names on 3000 tracks read back "
+	    "(%d, %d bad)", n, bad);
+	ist_buf_release(&m.b);
+}
+
 static void
 test_flush_interval(void)
 {
@@ -424,6 +472,7 @@ main(void)
 	test_chunks_and_truncation();
 	test_concat();
 	test_writer_errors();
+	test_many_names();
 	test_flush_interval();
 	test_json();
 	return done();
