@@ -98,7 +98,7 @@ enum ist_field {
 	IST_F_START, IST_F_END, IST_F_TS,
 	/* header only */
 	IST_F_FORMAT, IST_F_VERSION, IST_F_PRODUCER, IST_F_PIDS, IST_F_CLOCKS,
-	IST_F_REALTIME_NS, IST_F_MONOTONIC_NS,
+	IST_F_REALTIME_NS, IST_F_MONOTONIC_NS, IST_F_SOURCES,
 	IST_NFIELDS
 };
 
@@ -130,7 +130,7 @@ struct ist_event {
 	/* header */
 	struct ist_str format, producer;
 	int64_t version_major, version_minor;
-	struct ist_blob pids, clocks;
+	struct ist_blob pids, clocks, sources;
 	int64_t realtime_ns, monotonic_ns;
 };
 
@@ -240,6 +240,12 @@ struct ist_json_scratch *ist_json_scratch_new(void);
 void ist_json_scratch_free(struct ist_json_scratch *s);
 enum ist_status ist_event_from_json(const char *line, size_t n,
     struct ist_event *ev, struct ist_json_scratch *s, struct ist_error *err);
+
+/* Appends s as a JSON string (escaped; invalid UTF-8 becomes U+FFFD). */
+int ist_buf_json_string(struct ist_buf *b, const char *s, size_t n);
+/* JSON text -> one CBOR data item (appended to out). */
+enum ist_status ist_json_text_to_cbor(const char *json, size_t n,
+    struct ist_buf *out, struct ist_error *err);
 
 /* CBOR data item -> JSON text (appended), for metadata and friends. */
 enum ist_status ist_cbor_to_json(struct ist_blob blob, struct ist_buf *out,

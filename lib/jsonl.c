@@ -236,6 +236,7 @@ blob_ptr(struct ist_event *ev, enum ist_field f)
 	case IST_F_DATA: return &ev->data;
 	case IST_F_PIDS: return &ev->pids;
 	case IST_F_CLOCKS: return &ev->clocks;
+	case IST_F_SOURCES: return &ev->sources;
 	default: return NULL;
 	}
 }
@@ -314,6 +315,12 @@ ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
 		return IST_ENOMEM;
 	}
 	return IST_OK;
+}
+
+int
+ist_buf_json_string(struct ist_buf *b, const char *s, size_t n)
+{
+	return put_jstr(b, s, n);
 }
 
 /* ---- input ---- */
@@ -630,6 +637,28 @@ ist_event_from_json(const char *line, size_t n, struct ist_event *ev,
 			    (long long)ev->version_minor, IST_VERSION_MAJOR);
 			return IST_EVERSION;
 		}
+	}
+	return IST_OK;
+}
+
+enum ist_status
+ist_json_text_to_cbor(const char *json, size_t n, struct ist_buf *out,
+    struct ist_error *err)
+{
+	json_error_t jerr;
+	json_t *j = json_loadb(json, n, JSON_REJECT_DUPLICATES, &jerr);
+	int e;
+
+	if (j == NULL) {
+		ist_seterr(err, IST_EINVAL, "invalid JSON at column %d: %s",
+		    jerr.column, jerr.text);
+		return IST_EINVAL;
+	}
+	e = json_to_cbor(j, out, 0);
+	json_decref(j);
+	if (e) {
+		ist_seterr(err, IST_EINVAL, "JSON value cannot be encoded");
+		return IST_EINVAL;
 	}
 	return IST_OK;
 }

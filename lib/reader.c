@@ -552,6 +552,9 @@ decode_header(struct ist_reader *r, struct tok *tk, size_t nt,
 		} else if (tok_is(k, "realtime_ns") && tok_int(v, &iv)) {
 			ev->realtime_ns = iv;
 			IST_SET(ev, IST_F_REALTIME_NS);
+		} else if (tok_is(k, "sources") && v->t == TK_ARRAY) {
+			ev->sources = tok_blob(r, v);
+			IST_SET(ev, IST_F_SOURCES);
 		} else if (tok_is(k, "monotonic_ns") && tok_int(v, &iv)) {
 			ev->monotonic_ns = iv;
 			IST_SET(ev, IST_F_MONOTONIC_NS);

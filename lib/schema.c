@@ -29,6 +29,7 @@ static const struct ist_fieldspec f_header[] = {
 	P(CLOCKS, "clocks", VALUE, false),
 	P(REALTIME_NS, "realtime_ns", INT, false),
 	P(MONOTONIC_NS, "monotonic_ns", INT, false),
+	P(SOURCES, "sources", VALUE, false),
 };
 static const struct ist_fieldspec f_process[] = {
 	PID, P(NAME, "name", STR, false), P(CMDLINE, "cmdline", VALUE, false),

@@ -567,6 +567,7 @@ blob_field(const struct ist_event *ev, enum ist_field f)
 	case IST_F_DATA: return ev->data;
 	case IST_F_PIDS: return ev->pids;
 	case IST_F_CLOCKS: return ev->clocks;
+	case IST_F_SOURCES: return ev->sources;
 	default: return (struct ist_blob){ NULL, 0 };
 	}
 }

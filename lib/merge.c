@@ -1,0 +1,1163 @@
+/* merge.c - clock alignment and a bounded-memory global sort (is-merge). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cbor.h>
+#include <zstd.h>
+
+#include "internal.h"
+#include "merge.h"
+
+static size_t
+cbor_head_into(uint8_t *buf, int major, uint64_t v)
+{
+	return major == 4 ? cbor_encode_array_start((size_t)v, buf, 9) :
+	    cbor_encode_uint(v, buf, 9);
+}
+
+/* ---- segments and their clocks ---- */
+
+struct pairs {
+	char *domain;
+	double *x, *y;          /* domain ns, host ns (relative to x0, y0) */
+	int64_t x0, y0;
+	size_t n, cap;
+	/* the fit: host = y0 + a + b * (domain - x0) */
+	double a, b, resid;
+	bool fitted;
+};
+
+struct segment {
+	char *producer, *host;
+	struct ist_blob pids, sources;   /* owned copies */
+	bool have_snap;
+	int64_t realtime, monotonic;
+	int64_t shift;                   /* to the reference host's clock */
+	int64_t uncertainty;
+	bool aligned;
+	struct pairs *dom;
+	size_t ndom;
+};
+
+struct input {
+	char *path;          /* the file read (stdin spooled to a file) */
+	char *name;          /* as given */
+	bool spooled;
+};
+
+/* ---- packed events ---- */
+
+struct ent {
+	int64_t key;
+	uint64_t seq;
+	size_t off;
+	size_t len;
+};
+
+struct run {
+	int fd;
+	char path[4200];
+	ZSTD_DCtx *z;
+	uint8_t *in, *out;
+	size_t in_pos, in_n, out_pos, out_n, out_cap;
+	bool eof;
+	/* the current record */
+	int64_t key;
+	uint8_t *rec;
+	size_t rec_n;
+	size_t idx;
+	bool done;
+};
+
+struct merger {
+	const struct ist_merge_opts *o;
+	ist_note_fn note;
+	void *ctx;
+	struct segment *seg;
+	size_t nseg, capseg;
+	int ref;                 /* reference segment, -1 if none */
+	/* the sort buffer */
+	uint8_t *arena;
+	size_t an, acap;
+	struct ent *ents;
+	size_t ne, cape;
+	struct run *runs;
+	size_t nruns;
+	uint64_t seq;
+	int status;              /* worst input status */
+};
+
+static void
+note(struct merger *m, int level, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+
+	if (m->note == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	m->note(m->ctx, level, msg);
+}
+
+static char *
+dupn(struct ist_str s)
+{
+	return strndup(s.p ? s.p : "", s.n);
+}
+
+static struct ist_blob
+dupblob(struct ist_blob b)
+{
+	uint8_t *p;
+
+	if (b.n == 0 || (p = malloc(b.n)) == NULL)
+		return (struct ist_blob){ NULL, 0 };
+	memcpy(p, b.p, b.n);
+	return (struct ist_blob){ p, b.n };
+}
+
+static int
+add_pair(struct segment *s, struct ist_str dom, int64_t host, int64_t d)
+{
+	struct pairs *p = NULL;
+
+	for (size_t i = 0; i < s->ndom; i++)
+		if (strlen(s->dom[i].domain) == dom.n &&
+		    memcmp(s->dom[i].domain, dom.p, dom.n) == 0)
+			p = &s->dom[i];
+	if (p == NULL) {
+		struct pairs *nd = realloc(s->dom, (s->ndom + 1) * sizeof(*nd));
+		if (nd == NULL)
+			return -1;
+		s->dom = nd;
+		p = &s->dom[s->ndom++];
+		memset(p, 0, sizeof(*p));
+		p->domain = dupn(dom);
+		p->x0 = d;
+		p->y0 = host;
+	}
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		double *nx = realloc(p->x, cap * sizeof(double));
+		double *ny;
+		if (nx == NULL)
+			return -1;
+		p->x = nx;
+		if ((ny = realloc(p->y, cap * sizeof(double))) == NULL)
+			return -1;
+		p->y = ny;
+		p->cap = cap;
+	}
+	p->x[p->n] = (double)(d - p->x0);
+	p->y[p->n] = (double)(host - p->y0);
+	p->n++;
+	return 0;
+}
+
+/* Least squares of host on domain time: offset, drift, RMS residual. */
+static void
+fit(struct pairs *p)
+{
+	long double sx = 0, sy = 0, sxx = 0, sxy = 0, n = (long double)p->n;
+	double ss = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		sx += p->x[i];
+		sy += p->y[i];
+		sxx += (long double)p->x[i] * p->x[i];
+		sxy += (long double)p->x[i] * p->y[i];
+	}
+	if (p->n >= 2 && n * sxx - sx * sx > 0) {
+		p->b = (double)((n * sxy - sx * sy) / (n * sxx - sx * sx));
+		p->a = (double)((sy - p->b * sx) / n);
+	} else {
+		p->b = 1.0;
+		p->a = p->n ? (double)((sy - sx) / n) : 0.0;
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		double r = p->y[i] - (p->a + p->b * p->x[i]);
+		ss += r * r;
+	}
+	p->resid = p->n ? sqrt(ss / (double)p->n) : 0.0;
+	p->fitted = true;
+}
+
+static int64_t
+map_dom(const struct pairs *p, int64_t t)
+{
+	return p->y0 + (int64_t)llround(p->a + p->b * (double)(t - p->x0));
+}
+
+/* The clock domain of a GPU-side event, if its segment calibrated one. */
+static const struct pairs *
+domain_of(const struct segment *s, const struct ist_event *ev)
+{
+	char want[64];
+
+	if (s->ndom == 0 || !IST_HAS(ev, IST_F_DEVICE))
+		return NULL;
+	switch (ev->type) {
+	case IST_GPU_KERNEL: case IST_H2D_COPY: case IST_D2H_COPY:
+	case IST_D2D_COPY: case IST_MEMSET:
+		break;
+	default:
+		return NULL;
+	}
+	snprintf(want, sizeof(want), "cupti:%" PRId64, ev->device);
+	for (size_t i = 0; i < s->ndom; i++)
+		if (strcmp(s->dom[i].domain, want) == 0)
+			return &s->dom[i];
+	for (size_t i = 0; i < s->ndom; i++)
+		if (strcmp(s->dom[i].domain, "cupti") == 0)
+			return &s->dom[i];
+	return NULL;
+}
+
+/* ---- packing ---- */
+
+static int
+arena_put(struct merger *m, const void *p, size_t n)
+{
+	if (m->acap - m->an < n)
+		return -1;
+	memcpy(m->arena + m->an, p, n);
+	m->an += n;
+	return 0;
+}
+
+static struct ist_str
+get_str(const struct ist_event *ev, enum ist_field f)
+{
+	switch (f) {
+	case IST_F_NAME: return ev->name;
+	case IST_F_FILE: return ev->file;
+	case IST_F_HOST: return ev->host;
+	case IST_F_KIND: return ev->kind;
+	case IST_F_REASON: return ev->reason;
+	case IST_F_DOMAIN: return ev->domain;
+	default: return (struct ist_str){ "", 0 };
+	}
+}
+
+static struct ist_str *
+str_ptr(struct ist_event *ev, enum ist_field f)
+{
+	switch (f) {
+	case IST_F_NAME: return &ev->name;
+	case IST_F_FILE: return &ev->file;
+	case IST_F_HOST: return &ev->host;
+	case IST_F_KIND: return &ev->kind;
+	case IST_F_REASON: return &ev->reason;
+	case IST_F_DOMAIN: return &ev->domain;
+	default: return NULL;
+	}
+}
+
+static int64_t *
+int_ptr(struct ist_event *ev, enum ist_field f)
+{
+	switch (f) {
+	case IST_F_PID: return &ev->pid;
+	case IST_F_TID: return &ev->tid;
+	case IST_F_DEVICE: return &ev->device;
+	case IST_F_STREAM: return &ev->stream;
+	case IST_F_START: return &ev->start_ns;
+	case IST_F_END: return &ev->end_ns;
+	case IST_F_TS: return &ev->ts_ns;
+	case IST_F_LINE: return &ev->line;
+	case IST_F_SM_COUNT: return &ev->sm_count;
+	case IST_F_MEMORY_BYTES: return &ev->memory_bytes;
+	case IST_F_CORRELATION: return &ev->correlation;
+	case IST_F_BYTES: return &ev->bytes;
+	case IST_F_EVENTS: return &ev->events;
+	case IST_F_DOMAIN_NS: return &ev->domain_ns;
+	default: return NULL;
+	}
+}
+
+static struct ist_blob *
+blob_ptr(struct ist_event *ev, enum ist_field f)
+{
+	switch (f) {
+	case IST_F_CMDLINE: return &ev->cmdline;
+	case IST_F_METADATA: return &ev->metadata;
+	case IST_F_DATA: return &ev->data;
+	default: return NULL;
+	}
+}
+
+/* [type][has][fields in table order]; strings and blobs as u32 + bytes. */
+static size_t
+packed_size(const struct ist_event *ev)
+{
+	const struct ist_typespec *ts = &ist_types[ev->type];
+	size_t n = 1 + 8;
+
+	for (int i = 0; i < ts->nfields; i++) {
+		const struct ist_fieldspec *fs = &ts->fields[i];
+		if (!IST_HAS(ev, fs->id))
+			continue;
+		switch (fs->ft) {
+		case FT_STR: n += 4 + get_str(ev, fs->id).n; break;
+		case FT_VALUE: case FT_OBJECT:
+			n += 4 + blob_ptr((struct ist_event *)ev, fs->id)->n;
+			break;
+		case FT_IVEC3: n += 24; break;
+		case FT_BOOL: n += 1; break;
+		case FT_NUMBER: n += 9; break;
+		default: n += 8; break;
+		}
+	}
+	return n;
+}
+
+static void
+pack(struct merger *m, const struct ist_event *cev)
+{
+	struct ist_event *ev = (struct ist_event *)cev; /* read only */
+	const struct ist_typespec *ts = &ist_types[ev->type];
+	uint8_t t = (uint8_t)ev->type;
+
+	arena_put(m, &t, 1);
+	arena_put(m, &ev->has, 8);
+	for (int i = 0; i < ts->nfields; i++) {
+		const struct ist_fieldspec *fs = &ts->fields[i];
+		uint32_t len;
+		if (!IST_HAS(ev, fs->id))
+			continue;
+		switch (fs->ft) {
+		case FT_STR: {
+			struct ist_str s = get_str(ev, fs->id);
+			len = (uint32_t)s.n;
+			arena_put(m, &len, 4);
+			arena_put(m, s.p, s.n);
+			break;
+		}
+		case FT_VALUE: case FT_OBJECT: {
+			struct ist_blob *b = blob_ptr(ev, fs->id);
+			len = (uint32_t)b->n;
+			arena_put(m, &len, 4);
+			arena_put(m, b->p, b->n);
+			break;
+		}
+		case FT_IVEC3:
+			arena_put(m, fs->id == IST_F_GRID ? ev->grid : ev->block,
+			    24);
+			break;
+		case FT_BOOL: {
+			uint8_t b = ev->pageable;
+			arena_put(m, &b, 1);
+			break;
+		}
+		case FT_DOUBLE:
+			arena_put(m, &ev->pcie_gbps, 8);
+			break;
+		case FT_NUMBER: {
+			uint8_t isint = ev->value_is_int;
+			arena_put(m, &isint, 1);
+			if (isint)
+				arena_put(m, &ev->ivalue, 8);
+			else
+				arena_put(m, &ev->value, 8);
+			break;
+		}
+		case FT_INT:
+			arena_put(m, int_ptr(ev, fs->id), 8);
+			break;
+		}
+	}
+}
+
+static void
+unpack(const uint8_t *p, struct ist_event *ev)
+{
+	const struct ist_typespec *ts;
+	uint32_t len;
+
+	ist_event_init(ev, (enum ist_type)p[0]);
+	memcpy(&ev->has, p + 1, 8);
+	p += 9;
+	ts = &ist_types[ev->type];
+	for (int i = 0; i < ts->nfields; i++) {
+		const struct ist_fieldspec *fs = &ts->fields[i];
+		if (!IST_HAS(ev, fs->id))
+			continue;
+		switch (fs->ft) {
+		case FT_STR:
+			memcpy(&len, p, 4);
+			*str_ptr(ev, fs->id) = (struct ist_str){
+			    (const char *)p + 4, len };
+			p += 4 + len;
+			break;
+		case FT_VALUE: case FT_OBJECT:
+			memcpy(&len, p, 4);
+			*blob_ptr(ev, fs->id) = (struct ist_blob){ p + 4, len };
+			p += 4 + len;
+			break;
+		case FT_IVEC3:
+			memcpy(fs->id == IST_F_GRID ? ev->grid : ev->block, p,
+			    24);
+			p += 24;
+			break;
+		case FT_BOOL:
+			ev->pageable = *p++ != 0;
+			break;
+		case FT_DOUBLE:
+			memcpy(&ev->pcie_gbps, p, 8);
+			p += 8;
+			break;
+		case FT_NUMBER:
+			ev->value_is_int = *p++ != 0;
+			if (ev->value_is_int) {
+				memcpy(&ev->ivalue, p, 8);
+				ev->value = (double)ev->ivalue;
+			} else {
+				memcpy(&ev->value, p, 8);
+			}
+			p += 8;
+			break;
+		case FT_INT:
+			memcpy(int_ptr(ev, fs->id), p, 8);
+			p += 8;
+			break;
+		}
+	}
+}
+
+static int
+ent_cmp(const void *x, const void *y)
+{
+	const struct ent *a = x, *b = y;
+
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* ---- runs: sorted, [u32 len][i64 key][packed] records, zstd ---- */
+
+static int
+write_all(int fd, const void *p, size_t n)
+{
+	return ist_fd_sink(&fd, p, n);
+}
+
+/* Compresses the staged bytes into fd; end closes the zstd frame. */
+static int
+zflush(ZSTD_CCtx *z, int fd, const uint8_t *stage, size_t *sn, uint8_t *zout,
+    size_t zcap, bool end)
+{
+	ZSTD_inBuffer in = { stage, *sn, 0 };
+	size_t left;
+	int e = 0;
+
+	do {
+		ZSTD_outBuffer out = { zout, zcap, 0 };
+		left = ZSTD_compressStream2(z, &out, &in, end ? ZSTD_e_end :
+		    ZSTD_e_continue);
+		if (ZSTD_isError(left))
+			return EIO;
+		if (out.pos && (e = write_all(fd, zout, out.pos)) != 0)
+			return e;
+	} while (in.pos < in.size || (end && left != 0));
+	*sn = 0;
+	return 0;
+}
+
+static enum ist_status
+spill(struct merger *m, struct ist_error *err)
+{
+	struct run *r, *nr;
+	ZSTD_CCtx *z = NULL;
+	uint8_t *stage = NULL, *zout = NULL;
+	size_t sn = 0, scap = 1u << 20, zcap = ZSTD_CStreamOutSize();
+	enum ist_status st = IST_OK;
+	int e = 0;
+
+	if (m->ne == 0)
+		return IST_OK;
+	qsort(m->ents, m->ne, sizeof(*m->ents), ent_cmp);
+	if ((nr = realloc(m->runs, (m->nruns + 1) * sizeof(*nr))) == NULL)
+		goto nomem;
+	m->runs = nr;
+	r = &m->runs[m->nruns];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->path, sizeof(r->path), "%s/is-merge-run.XXXXXX",
+	    m->o->tmpdir);
+	if ((r->fd = mkstemp(r->path)) < 0) {
+		ist_seterr(err, IST_EIO, "cannot create a temporary file in "
+		    "'%s': %s", m->o->tmpdir, strerror(errno));
+		return IST_EIO;
+	}
+	unlink(r->path);     /* gone when closed, whatever happens */
+	m->nruns++;
+	if ((z = ZSTD_createCCtx()) == NULL || (stage = malloc(scap)) == NULL ||
+	    (zout = malloc(zcap)) == NULL)
+		goto nomem;
+	ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, 1);
+	for (size_t i = 0; i < m->ne && e == 0; i++) {
+		struct ent *en = &m->ents[i];
+		uint32_t len = (uint32_t)en->len;
+		size_t need = 12 + (size_t)len;
+
+		if (sn + need > scap && sn > 0 &&
+		    (e = zflush(z, r->fd, stage, &sn, zout, zcap, false)) != 0)
+			break;
+		if (need > scap) {
+			uint8_t *ns = realloc(stage, need);
+			if (ns == NULL)
+				goto nomem;
+			stage = ns;
+			scap = need;
+		}
+		memcpy(stage + sn, &len, 4);
+		memcpy(stage + sn + 4, &en->key, 8);
+		memcpy(stage + sn + 12, m->arena + en->off, len);
+		sn += need;
+	}
+	if (e == 0)
+		e = zflush(z, r->fd, stage, &sn, zout, zcap, true);
+	if (e) {
+		ist_seterr(err, IST_EIO, "cannot write a temporary file in "
+		    "'%s': %s", m->o->tmpdir, strerror(e));
+		st = IST_EIO;
+	}
+	m->ne = 0;
+	m->an = 0;
+	ZSTD_freeCCtx(z);
+	free(stage);
+	free(zout);
+	return st;
+nomem:
+	ZSTD_freeCCtx(z);
+	free(stage);
+	free(zout);
+	ist_seterr(err, IST_ENOMEM, "out of memory");
+	return IST_ENOMEM;
+}
+
+/* Makes the next record of run r current; false at its end. */
+static bool
+run_next(struct run *r)
+{
+	uint32_t len;
+
+	for (;;) {
+		size_t avail = r->out_n - r->out_pos;
+		if (avail >= 12) {
+			memcpy(&len, r->out + r->out_pos, 4);
+			if (avail >= 12 + (size_t)len) {
+				memcpy(&r->key, r->out + r->out_pos + 4, 8);
+				r->rec = r->out + r->out_pos + 12;
+				r->rec_n = len;
+				r->out_pos += 12 + len;
+				r->idx++;
+				return true;
+			}
+			if (12 + (size_t)len > r->out_cap) {
+				uint8_t *no = realloc(r->out, 12 + len + (1u << 20));
+				if (no == NULL)
+					return false;
+				r->out = no;
+				r->out_cap = 12 + len + (1u << 20);
+			}
+		}
+		/* compact, then decompress more */
+		memmove(r->out, r->out + r->out_pos, avail);
+		r->out_n = avail;
+		r->out_pos = 0;
+		if (r->in_pos == r->in_n) {
+			ssize_t k;
+			if (r->eof)
+				return false;
+			k = read(r->fd, r->in, ZSTD_DStreamInSize());
+			if (k <= 0) {
+				r->eof = true;
+				if (k < 0)
+					return false;
+				continue;
+			}
+			r->in_n = (size_t)k;
+			r->in_pos = 0;
+		}
+		{
+			ZSTD_inBuffer in = { r->in, r->in_n, r->in_pos };
+			ZSTD_outBuffer out = { r->out, r->out_cap, r->out_n };
+			size_t ret = ZSTD_decompressStream(r->z, &out, &in);
+			if (ZSTD_isError(ret))
+				return false;
+			r->in_pos = in.pos;
+			r->out_n = out.pos;
+		}
+	}
+}
+
+static int
+run_open(struct run *r)
+{
+	if (lseek(r->fd, 0, SEEK_SET) != 0)
+		return -1;
+	r->z = ZSTD_createDCtx();
+	r->in = malloc(ZSTD_DStreamInSize());
+	r->out_cap = 4u << 20;
+	r->out = malloc(r->out_cap);
+	if (r->z == NULL || r->in == NULL || r->out == NULL)
+		return -1;
+	r->done = !run_next(r);
+	return 0;
+}
+
+static void
+run_close(struct run *r)
+{
+	ZSTD_freeDCtx(r->z);
+	free(r->in);
+	free(r->out);
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+}
+
+/* heap of runs by (key, run index): the run index is the input order */
+static bool
+run_less(struct run *runs, size_t a, size_t b)
+{
+	if (runs[a].key != runs[b].key)
+		return runs[a].key < runs[b].key;
+	return a < b;
+}
+
+static void
+sift(struct run *runs, size_t *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, s = i;
+		if (l < n && run_less(runs, h[l], h[s]))
+			s = l;
+		if (r < n && run_less(runs, h[r], h[s]))
+			s = r;
+		if (s == i)
+			return;
+		size_t t = h[i];
+		h[i] = h[s];
+		h[s] = t;
+		i = s;
+	}
+}
+
+/* ---- the passes ---- */
+
+static int64_t
+event_key(const struct ist_event *ev)
+{
+	if (ev->type == IST_ANALYSIS)
+		return INT64_MAX;
+	if (IST_HAS(ev, IST_F_START))
+		return ev->start_ns;
+	if (IST_HAS(ev, IST_F_TS))
+		return ev->ts_ns;
+	return INT64_MIN;    /* process, thread, device, loss: first */
+}
+
+static enum ist_status
+add_event(struct merger *m, const struct ist_event *ev,
+    struct ist_error *err)
+{
+	size_t n = packed_size(ev);
+	enum ist_status st;
+
+	if (m->acap - m->an < n || m->ne == m->cape) {
+		if ((st = spill(m, err)) != IST_OK)
+			return st;
+		if (n > m->acap) {
+			ist_seterr(err, IST_ELIMIT, "a record of %zu bytes does "
+			    "not fit in --memory-mb", n);
+			return IST_ELIMIT;
+		}
+	}
+	m->ents[m->ne].key = event_key(ev);
+	m->ents[m->ne].seq = m->seq++;
+	m->ents[m->ne].off = m->an;
+	m->ents[m->ne].len = n;
+	m->ne++;
+	pack(m, ev);
+	return IST_OK;
+}
+
+static const char *
+shown(const struct input *in)
+{
+	return in->name;
+}
+
+/* Reads one input; pass 1 collects headers and clocks, pass 2 events. */
+static enum ist_status
+read_input(struct merger *m, struct input *in, int pass, size_t *segi,
+    struct ist_error *err)
+{
+	int fd = open(in->path, O_RDONLY);
+	struct ist_reader *r;
+	const struct ist_event *ev;
+	struct ist_error e = { 0 };
+	enum ist_status st;
+	struct segment *s = NULL;
+
+	if (fd < 0) {
+		if (pass == 1)
+			note(m, IST_NOTE_WARN, "cannot open '%s': %s",
+			    shown(in), strerror(errno));
+		m->status = IST_EIO;
+		return IST_OK;
+	}
+	if (ist_reader_new(&r, ist_fd_source, &fd, in->name, err) != IST_OK) {
+		close(fd);
+		return IST_ENOMEM;
+	}
+	while ((st = ist_reader_next(r, &ev, &e)) == IST_OK) {
+		if (ev->type == IST_HEADER) {
+			if (pass == 1) {
+				struct segment *ns = realloc(m->seg,
+				    (m->nseg + 1) * sizeof(*ns));
+				if (ns == NULL)
+					goto nomem;
+				m->seg = ns;
+				s = &m->seg[m->nseg++];
+				memset(s, 0, sizeof(*s));
+				s->producer = IST_HAS(ev, IST_F_PRODUCER) ?
+				    dupn(ev->producer) : NULL;
+				s->host = IST_HAS(ev, IST_F_HOST) ?
+				    dupn(ev->host) : NULL;
+				if (IST_HAS(ev, IST_F_PIDS))
+					s->pids = dupblob(ev->pids);
+				if (IST_HAS(ev, IST_F_SOURCES))
+					s->sources = dupblob(ev->sources);
+				s->have_snap = IST_HAS(ev, IST_F_REALTIME_NS) &&
+				    IST_HAS(ev, IST_F_MONOTONIC_NS);
+				s->realtime = ev->realtime_ns;
+				s->monotonic = ev->monotonic_ns;
+			} else {
+				s = &m->seg[(*segi)++];
+			}
+			continue;
+		}
+		if (ev->type == IST_CLOCK) {
+			if (pass == 1 && add_pair(s, ev->domain, ev->ts_ns,
+			    ev->domain_ns) != 0)
+				goto nomem;
+			continue;    /* applied, then summarised in sources */
+		}
+		if (pass == 2) {
+			struct ist_event c = *ev;
+			const struct pairs *p = domain_of(s, ev);
+			if (p) {
+				if (IST_HAS(&c, IST_F_START)) {
+					c.start_ns = map_dom(p, c.start_ns);
+					c.end_ns = map_dom(p, c.end_ns);
+				}
+				if (IST_HAS(&c, IST_F_TS))
+					c.ts_ns = map_dom(p, c.ts_ns);
+			}
+			if (IST_HAS(&c, IST_F_START)) {
+				c.start_ns += s->shift;
+				c.end_ns += s->shift;
+			}
+			if (IST_HAS(&c, IST_F_TS))
+				c.ts_ns += s->shift;
+			if ((st = add_event(m, &c, err)) != IST_OK) {
+				ist_reader_free(r);
+				close(fd);
+				return st;
+			}
+		}
+	}
+	if (st != IST_END && pass == 1) {
+		note(m, IST_NOTE_WARN, "%s%s; merging what was read",
+		    st == IST_TRUNCATED ? "warning: " : "", e.msg);
+		m->status = m->status ? m->status : (int)st;
+	}
+	ist_reader_free(r);
+	close(fd);
+	return IST_OK;
+nomem:
+	ist_reader_free(r);
+	close(fd);
+	ist_seterr(err, IST_ENOMEM, "out of memory");
+	return IST_ENOMEM;
+}
+
+static void
+align(struct merger *m)
+{
+	struct segment *ref;
+
+	m->ref = -1;
+	for (size_t i = 0; i < m->nseg; i++)
+		if (m->seg[i].have_snap) {
+			m->ref = (int)i;
+			break;
+		}
+	ref = m->ref >= 0 ? &m->seg[m->ref] : NULL;
+	for (size_t i = 0; i < m->nseg; i++) {
+		struct segment *s = &m->seg[i];
+		bool same_host = ref && s->host && ref->host &&
+		    strcmp(s->host, ref->host) == 0;
+		if (s->sources.n) {
+			/* an already merged trace: its clocks are aligned */
+			s->aligned = true;
+		} else if (ref == NULL || same_host) {
+			s->aligned = ref != NULL || !s->have_snap;
+			s->shift = 0;
+			s->uncertainty = ref ? 0 : m->o->margin_ns;
+		} else if (s->have_snap) {
+			/* another host: through wall time, as well as NTP or
+			 * PTP keep the two realtime clocks together */
+			s->shift = (s->realtime - s->monotonic) -
+			    (ref->realtime - ref->monotonic);
+			s->uncertainty = m->o->margin_ns;
+			s->aligned = false;
+		} else {
+			s->uncertainty = m->o->margin_ns;
+			s->aligned = false;
+		}
+		for (size_t d = 0; d < s->ndom; d++)
+			fit(&s->dom[d]);
+	}
+}
+
+/* Appends the CBOR items of array blob b (without its head) to out. */
+static size_t
+array_items(struct ist_blob b, struct ist_buf *out)
+{
+	struct tokenizer tz = { 0 };
+	const char *why;
+	size_t used, n = 0;
+
+	if (b.n && ist_tokenize(&tz, true, b.p, b.n, &used, &why) == IST_OK &&
+	    tz.toks[0].t == TK_ARRAY && tz.ntok > 0) {
+		size_t head = tz.ntok > 1 ? tz.toks[1].off : used;
+		n = (size_t)tz.toks[0].v;
+		ist_buf_append(out, b.p + head, used - head);
+	}
+	free(tz.toks);
+	return n;
+}
+
+/* The merged header: every source, its alignment and its clock fits. */
+static enum ist_status
+write_header(struct merger *m, struct ist_writer *w, struct ist_error *err)
+{
+	struct ist_buf items = { 0 }, js = { 0 }, src = { 0 }, pids = { 0 };
+	struct ist_event h;
+	struct segment *ref = m->ref >= 0 ? &m->seg[m->ref] : NULL;
+	size_t nitems = 0;
+	enum ist_status st;
+	uint8_t head[9];
+	int64_t *allp = NULL;
+	size_t np = 0;
+
+	ist_event_init(&h, IST_HEADER);
+	h.producer = (struct ist_str){ "is-merge " IST_PACKAGE_VERSION,
+	    strlen("is-merge " IST_PACKAGE_VERSION) };
+	IST_SET(&h, IST_F_PRODUCER);
+	if (ref && ref->host) {
+		h.host = (struct ist_str){ ref->host, strlen(ref->host) };
+		IST_SET(&h, IST_F_HOST);
+	}
+	if (ref) {
+		h.realtime_ns = ref->realtime;
+		h.monotonic_ns = ref->monotonic;
+		IST_SET(&h, IST_F_REALTIME_NS);
+		IST_SET(&h, IST_F_MONOTONIC_NS);
+	}
+	h.clocks = (struct ist_blob){ (const uint8_t *)"\x81\x69monotonic",
+	    11 };
+	IST_SET(&h, IST_F_CLOCKS);
+	for (size_t i = 0; i < m->nseg; i++) {
+		struct segment *s = &m->seg[i];
+		struct ist_error e;
+		char num[40];
+
+		/* pids: the union, sorted */
+		if (s->pids.n) {
+			struct tokenizer tz = { 0 };
+			const char *why;
+			size_t used;
+			if (ist_tokenize(&tz, true, s->pids.p, s->pids.n, &used,
+			    &why) == IST_OK) {
+				for (size_t k = 1; k < tz.ntok; k++) {
+					int64_t v;
+					if (tz.toks[k].t == TK_UINT)
+						v = (int64_t)tz.toks[k].v;
+					else
+						continue;
+					int64_t *na = realloc(allp,
+					    (np + 1) * sizeof(*na));
+					if (na == NULL)
+						break;
+					allp = na;
+					allp[np++] = v;
+				}
+			}
+			free(tz.toks);
+		}
+		if (s->sources.n) {
+			nitems += array_items(s->sources, &items);
+			continue;
+		}
+		js.n = 0;
+		ist_buf_printf(&js, "{\"producer\":");
+		if (s->producer)
+			ist_buf_json_string(&js, s->producer,
+			    strlen(s->producer));
+		else
+			ist_buf_printf(&js, "null");
+		ist_buf_printf(&js, ",\"host\":");
+		if (s->host)
+			ist_buf_json_string(&js, s->host, strlen(s->host));
+		else
+			ist_buf_printf(&js, "null");
+		ist_buf_printf(&js, ",\"offset_ns\":%" PRId64 ",\"aligned\":%s,"
+		    "\"uncertainty_ns\":%" PRId64 ",\"domains\":[", s->shift,
+		    s->aligned ? "true" : "false", s->uncertainty);
+		for (size_t d = 0; d < s->ndom; d++) {
+			struct pairs *p = &s->dom[d];
+			int64_t unc = p->n >= 2 ? (int64_t)llround(p->resid) :
+			    m->o->margin_ns;
+			ist_fmt_double((p->b - 1.0) * 1e6, num, sizeof(num));
+			ist_buf_printf(&js, "%s{\"domain\":", d ? "," : "");
+			ist_buf_json_string(&js, p->domain, strlen(p->domain));
+			ist_buf_printf(&js, ",\"pairs\":%zu,"
+			    "\"offset_ns\":%" PRId64 ",\"drift_ppm\":%s,"
+			    "\"residual_ns\":%" PRId64 ",\"uncertainty_ns\":%"
+			    PRId64 "}", p->n,
+			    (p->y0 + (int64_t)llround(p->a)) - p->x0, num,
+			    (int64_t)llround(p->resid), unc);
+		}
+		ist_buf_printf(&js, "]}");
+		src.n = 0;
+		if (ist_json_text_to_cbor(js.p, js.n, &src, &e) == IST_OK) {
+			ist_buf_append(&items, src.p, src.n);
+			nitems++;
+		}
+	}
+	/* sorted unique pids */
+	for (size_t i = 1; i < np; i++)
+		for (size_t j = i; j > 0 && allp[j - 1] > allp[j]; j--) {
+			int64_t t = allp[j];
+			allp[j] = allp[j - 1];
+			allp[j - 1] = t;
+		}
+	{
+		size_t k = 0, u = 0;
+		for (size_t i = 0; i < np; i++)
+			if (i == 0 || allp[i] != allp[i - 1])
+				allp[u++] = allp[i];
+		k = cbor_head_into(head, 4, u);
+		ist_buf_append(&pids, head, k);
+		for (size_t i = 0; i < u; i++) {
+			k = cbor_head_into(head, 0, (uint64_t)allp[i]);
+			ist_buf_append(&pids, head, k);
+		}
+		if (u) {
+			h.pids = (struct ist_blob){ (uint8_t *)pids.p, pids.n };
+			IST_SET(&h, IST_F_PIDS);
+		}
+	}
+	{
+		size_t k = cbor_head_into(head, 4, nitems);
+		src.n = 0;
+		ist_buf_append(&src, head, k);
+		ist_buf_append(&src, items.p ? items.p : "", items.n);
+		h.sources = (struct ist_blob){ (uint8_t *)src.p, src.n };
+		IST_SET(&h, IST_F_SOURCES);
+	}
+	st = ist_writer_header(w, &h, err);
+	ist_buf_release(&items);
+	ist_buf_release(&js);
+	ist_buf_release(&src);
+	ist_buf_release(&pids);
+	free(allp);
+	return st;
+}
+
+static enum ist_status
+emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
+{
+	struct ist_event ev;
+	enum ist_status st = IST_OK;
+
+	if (m->nruns == 0) {
+		/* everything fit in memory: no temporary files */
+		qsort(m->ents, m->ne, sizeof(*m->ents), ent_cmp);
+		for (size_t i = 0; i < m->ne && st == IST_OK; i++) {
+			unpack(m->arena + m->ents[i].off, &ev);
+			st = ist_writer_write(w, &ev, err);
+		}
+		return st;
+	}
+	if ((st = spill(m, err)) != IST_OK)
+		return st;
+	{
+		size_t *heap = calloc(m->nruns, sizeof(*heap)), n = 0;
+		if (heap == NULL) {
+			ist_seterr(err, IST_ENOMEM, "out of memory");
+			return IST_ENOMEM;
+		}
+		for (size_t i = 0; i < m->nruns; i++) {
+			if (run_open(&m->runs[i]) != 0) {
+				free(heap);
+				ist_seterr(err, IST_EIO, "cannot read back a "
+				    "temporary file");
+				return IST_EIO;
+			}
+			if (!m->runs[i].done)
+				heap[n++] = i;
+		}
+		for (size_t i = n / 2; i-- > 0; )
+			sift(m->runs, heap, n, i);
+		while (n > 0 && st == IST_OK) {
+			struct run *r = &m->runs[heap[0]];
+			unpack(r->rec, &ev);
+			st = ist_writer_write(w, &ev, err);
+			if (!run_next(r))
+				heap[0] = heap[--n];
+			sift(m->runs, heap, n, 0);
+		}
+		free(heap);
+	}
+	return st;
+}
+
+enum ist_status
+ist_merge(char *const *paths, int n, int out_fd,
+    const struct ist_merge_opts *o, ist_note_fn notefn, void *ctx,
+    struct ist_error *err)
+{
+	struct merger m = { .o = o, .note = notefn, .ctx = ctx };
+	struct input *in = calloc((size_t)n, sizeof(*in));
+	struct ist_writer *w = NULL;
+	enum ist_status st = IST_OK;
+	size_t segi = 0;
+
+	if (in == NULL)
+		goto nomem;
+	m.acap = o->memory_bytes / 4 * 3;
+	m.cape = o->memory_bytes / 4 / sizeof(struct ent);
+	if (m.acap < (1u << 20))
+		m.acap = 1u << 20;
+	if (m.cape < 1024)
+		m.cape = 1024;
+	if ((m.arena = malloc(m.acap)) == NULL ||
+	    (m.ents = malloc(m.cape * sizeof(*m.ents))) == NULL)
+		goto nomem;
+	/* standard input is read twice: keep a copy */
+	for (int i = 0; i < n; i++) {
+		in[i].name = paths[i];
+		in[i].path = strdup(paths[i]);
+		if (strcmp(paths[i], "-") == 0) {
+			char tmpl[4200];
+			int fd;
+			snprintf(tmpl, sizeof(tmpl), "%s/is-merge-stdin.XXXXXX",
+			    o->tmpdir);
+			if ((fd = mkstemp(tmpl)) < 0) {
+				ist_seterr(err, IST_EIO, "cannot create a "
+				    "temporary file in '%s': %s", o->tmpdir,
+				    strerror(errno));
+				st = IST_EIO;
+				goto out;
+			}
+			free(in[i].path);
+			in[i].path = strdup(tmpl);
+			in[i].name = "<stdin>";
+			in[i].spooled = true;
+			for (;;) {
+				char buf[65536];
+				ssize_t k = read(STDIN_FILENO, buf, sizeof(buf));
+				if (k < 0 && errno == EINTR)
+					continue;
+				if (k <= 0)
+					break;
+				if (write_all(fd, buf, (size_t)k) != 0) {
+					close(fd);
+					ist_seterr(err, IST_EIO, "cannot copy "
+					    "standard input to '%s': %s", tmpl,
+					    strerror(errno));
+					st = IST_EIO;
+					goto out;
+				}
+			}
+			close(fd);
+		}
+	}
+	for (int i = 0; i < n; i++)
+		if ((st = read_input(&m, &in[i], 1, &segi, err)) != IST_OK)
+			goto out;
+	align(&m);
+	for (size_t i = 0; i < m.nseg; i++) {
+		struct segment *s = &m.seg[i];
+		if (!s->aligned && !s->sources.n)
+			note(&m, IST_NOTE_WARN, "warning: segment %zu (%s on "
+			    "%s) could not be aligned exactly: its times carry "
+			    "+-%" PRId64 " us", i + 1, s->producer ? s->producer :
+			    "?", s->host ? s->host : "?",
+			    s->uncertainty / 1000);
+	}
+	segi = 0;
+	for (int i = 0; i < n; i++)
+		if ((st = read_input(&m, &in[i], 2, &segi, err)) != IST_OK)
+			goto out;
+	if ((st = ist_writer_new(&w, ist_fd_sink, &out_fd, NULL, err)) !=
+	    IST_OK)
+		goto out;
+	if ((st = write_header(&m, w, err)) != IST_OK)
+		goto out;
+	if ((st = emit_sorted(&m, w, err)) != IST_OK)
+		goto out;
+	st = ist_writer_close(w, err);
+	w = NULL;
+	if (st == IST_OK && m.status != 0) {
+		st = (enum ist_status)m.status;
+		ist_seterr(err, st, "some inputs could not be read whole");
+	}
+out:
+	ist_writer_free(w);
+	for (int i = 0; i < n && in; i++) {
+		if (in[i].spooled && in[i].path)
+			unlink(in[i].path);
+		free(in[i].path);
+	}
+	free(in);
+	for (size_t i = 0; i < m.nruns; i++)
+		run_close(&m.runs[i]);
+	free(m.runs);
+	for (size_t i = 0; i < m.nseg; i++) {
+		struct segment *s = &m.seg[i];
+		free(s->producer);
+		free(s->host);
+		free((void *)s->pids.p);
+		free((void *)s->sources.p);
+		for (size_t d = 0; d < s->ndom; d++) {
+			free(s->dom[d].domain);
+			free(s->dom[d].x);
+			free(s->dom[d].y);
+		}
+		free(s->dom);
+	}
+	free(m.seg);
+	free(m.arena);
+	free(m.ents);
+	return st;
+nomem:
+	ist_seterr(err, IST_ENOMEM, "out of memory");
+	st = IST_ENOMEM;
+	goto out;
+}

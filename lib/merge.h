@@ -1,0 +1,27 @@
+/*
+ * merge.h - is-merge's engine: align the clocks of every segment of every
+ * input and write one trace with all records in global time order.
+ */
+#ifndef IST_MERGE_H
+#define IST_MERGE_H
+
+#include "ist.h"
+#include "record.h"     /* ist_note_fn */
+
+struct ist_merge_opts {
+	size_t memory_bytes;     /* sort buffer; beyond it, sorted runs spill */
+	int64_t margin_ns;       /* stated uncertainty of unaligned clocks */
+	const char *tmpdir;      /* for spilled runs and spooled stdin */
+};
+
+/*
+ * Merges the inputs (paths; "-" is standard input) into out_fd.  A bad or
+ * truncated input is reported through note and merged as far as it reads;
+ * the result is then IST_TRUNCATED or the input's error, after the output
+ * was written.  Fatal errors (output, memory, temporary files) stop.
+ */
+enum ist_status ist_merge(char *const *paths, int n, int out_fd,
+    const struct ist_merge_opts *o, ist_note_fn note, void *ctx,
+    struct ist_error *err);
+
+#endif

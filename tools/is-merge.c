@@ -1,0 +1,123 @@
+/* is-merge - one timeline from many streams: align clocks, sort globally. */
+#include <err.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cat.h"
+#include "config.h"
+#include "ist.h"
+#include "merge.h"
+
+static const char usage[] =
+    "usage: is-merge [--memory-mb n] [-o file] [file ...]\n";
+
+static void
+help(void)
+{
+	printf("%s", usage);
+	printf("\n"
+	    "Merge InferScope traces (and the segments of concatenated ones)\n"
+	    "into one trace: GPU clock domains mapped onto the host clock by a\n"
+	    "least-squares fit of their calibration pairs, other hosts aligned\n"
+	    "through their wall-clock snapshots, every record in global time\n"
+	    "order.  With no file, or when file is -, read standard input.\n"
+	    "\n"
+	    "  -h, --help           print this help and exit\n"
+	    "  -m, --memory-mb=N    sort in N MiB, spilling sorted runs to\n"
+	    "                       temporary files beyond it (256)\n"
+	    "  -o, --output=FILE    write to FILE instead of standard output\n"
+	    "  -V, --version        print the version and exit\n"
+	    "\n"
+	    "INFERSCOPE_SYNC_ERROR_MARGIN_US (1000) is the uncertainty stated\n"
+	    "for clocks that cannot be aligned exactly.\n");
+}
+
+static void
+note(void *ctx, int level, const char *msg)
+{
+	(void)ctx;
+	(void)level;
+	warnx("%s", msg);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "memory-mb", required_argument, NULL, 'm' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	static char *stdin_only[] = { "-" };
+	static struct ist_config cfg;
+	struct ist_merge_opts mo = { 0 };
+	struct ist_output out;
+	struct ist_error e = { 0 };
+	const char *outpath = NULL, *v;
+	long long mb = 256;
+	char *end;
+	int c;
+	enum ist_status st;
+
+	argv[0] = program_invocation_short_name;
+	while ((c = getopt_long(argc, argv, "hm:o:V", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			help();
+			return 0;
+		case 'm':
+			errno = 0;
+			mb = strtoll(optarg, &end, 10);
+			if (errno || *end || mb < 4 || mb > 1 << 20) {
+				warnx("--memory-mb wants a number from 4 to "
+				    "1048576, not '%s'", optarg);
+				return 2;
+			}
+			break;
+		case 'o':
+			outpath = optarg;
+			break;
+		case 'V':
+			printf("is-merge %s (trace format %d.%d)\n",
+			    IST_PACKAGE_VERSION, IST_VERSION_MAJOR,
+			    IST_VERSION_MINOR);
+			return 0;
+		default:
+			fprintf(stderr, "%s", usage);
+			return 2;
+		}
+	}
+	ist_config_init(&cfg);
+	if ((v = getenv("INFERSCOPE_SYNC_ERROR_MARGIN_US")) && *v &&
+	    ist_config_set(&cfg, "sync_error_margin_us", v, IST_SRC_ENV, NULL,
+	    &e) != IST_OK)
+		errx(2, "INFERSCOPE_SYNC_ERROR_MARGIN_US: %s", e.msg);
+	if (ist_config_load_file(&cfg, ".inferscope.yaml", true, &e) != IST_OK)
+		errx(2, "%s", e.msg);
+	mo.memory_bytes = (size_t)mb << 20;
+	mo.margin_ns = ist_config_int(&cfg, IST_K_SYNC_ERROR_MARGIN_US) * 1000;
+	mo.tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") :
+	    "/tmp";
+	if (ist_output_open(&out, outpath, true, &e) != IST_OK)
+		errx(1, "%s", e.msg);
+	st = optind < argc ? ist_merge(argv + optind, argc - optind, out.fd,
+	    &mo, note, NULL, &e) : ist_merge(stdin_only, 1, out.fd, &mo, note,
+	    NULL, &e);
+	if (st != IST_OK && st != IST_TRUNCATED && st != IST_ECORRUPT &&
+	    st != IST_ENOTTRACE && st != IST_EEMPTY && st != IST_EVERSION &&
+	    !(st == IST_EIO && e.sys_errno == 0 &&
+	    strstr(e.msg, "some inputs"))) {
+		ist_output_abort(&out);
+		errx(1, "%s", e.msg);
+	}
+	if (ist_output_commit(&out, &e) != IST_OK)
+		errx(1, "%s", e.msg);
+	ist_config_release(&cfg);
+	return st == IST_OK ? 0 : 1;
+}
