@@ -18,6 +18,13 @@ _inferscope_tool()
 	is-info)
 		opts="--help --json --version"
 		;;
+	is-merge)
+		opts="--help --memory-mb --output --version"
+		case $prev in
+		-o|--output) _filedir; return ;;
+		-m|--memory-mb) return ;;
+		esac
+		;;
 	is-record)
 		# after "--" (or the command) complete the command itself
 		local i
@@ -54,4 +61,4 @@ _inferscope_tool()
 		_filedir ist
 	fi
 }
-complete -F _inferscope_tool is-cat is-info is-record
+complete -F _inferscope_tool is-cat is-info is-merge is-record

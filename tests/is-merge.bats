@@ -1,0 +1,128 @@
+#!/usr/bin/env bats
+# is-merge: clock alignment, global order, determinism, bounded memory.
+load helpers
+
+setup() {
+	T=$BATS_TEST_TMPDIR
+}
+
+@test "GPU clock with offset, 100 ppm drift and jitter: recovered within 1 us" {
+	python3 tests/py/clockgen.py "$T/g.jsonl" "$T/truth.json"
+	is-cat -e -o "$T/g.ist" "$T/g.jsonl"
+	run --separate-stderr is-merge -o "$T/m.ist" "$T/g.ist"
+	assert_success
+	assert_equal "$stderr" ""
+	is-cat "$T/m.ist" > "$T/m.jsonl"
+	run python3 - "$T/m.jsonl" "$T/truth.json" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+truth = json.load(open(sys.argv[2]))
+worst, launches = 0, {}
+for e in ev:
+    if e["type"] == "cuda_api":
+        launches[e["correlation"]] = e["start_ns"]
+for e in ev:
+    if e["type"] == "gpu_kernel":
+        t = truth[str(e["correlation"])]
+        worst = max(worst, abs(e["start_ns"] - t[0]), abs(e["end_ns"] - t[1]))
+        # causality: no kernel before the call that launched it
+        assert e["start_ns"] >= launches[e["correlation"]], e
+src = ev[0]["sources"][0]["domains"][0]
+assert src["domain"] == "cupti:0" and src["pairs"] == 100
+assert abs(src["drift_ppm"] - 100) < 0.5, src
+assert src["residual_ns"] < 400, src
+assert not any(e["type"] == "clock" for e in ev)
+print("worst %d ns" % worst)
+assert worst <= 1000, worst
+PY
+	assert_success
+}
+
+@test "global time order, deterministic, idempotent" {
+	python3 tests/py/clockgen.py "$T/g.jsonl" "$T/truth.json"
+	is-cat -e -o "$T/g.ist" "$T/g.jsonl"
+	is-merge -o "$T/a.ist" "$T/g.ist" "$VEC/valid/multi-frame.ist"
+	is-merge -o "$T/b.ist" "$T/g.ist" "$VEC/valid/multi-frame.ist"
+	cmp "$T/a.ist" "$T/b.ist"
+	is-merge -o "$T/c.ist" "$T/a.ist"
+	cmp "$T/a.ist" "$T/c.ist"
+	# concatenated input is the same as the files one by one
+	cat "$T/g.ist" "$VEC/valid/multi-frame.ist" | is-merge > "$T/d.ist"
+	cmp "$T/a.ist" "$T/d.ist"
+	run python3 - "$T/a.ist" <<'PY'
+import json, subprocess, sys
+ev = [json.loads(l) for l in subprocess.run(["is-cat", sys.argv[1]],
+      capture_output=True, text=True, check=True).stdout.splitlines()]
+assert ev[0]["type"] == "header" and len(ev[0]["sources"]) == 2
+keys = [e.get("start_ns", e.get("ts_ns")) for e in ev[1:]
+        if "start_ns" in e or "ts_ns" in e]
+assert keys == sorted(keys), "not in time order"
+# untimed records (threads...) come first
+first_timed = next(i for i, e in enumerate(ev[1:]) if "start_ns" in e or "ts_ns" in e)
+assert all("start_ns" not in e and "ts_ns" not in e for e in ev[1:first_timed + 1])
+print(len(ev))
+PY
+	assert_success
+	# the header, 500 launches, 500 kernels and the 69 other events
+	assert_output 1070
+}
+
+@test "bounded memory: sorted runs spill and merge to the same bytes" {
+	python3 - "$T/big.jsonl" <<'PY'
+import json, random, sys
+r = random.Random(3)
+with open(sys.argv[1], "w") as f:
+    f.write('{"type":"header","format":"inferscope-trace","version":[1,0]}\n')
+    for i in range(60000):
+        t = r.randrange(10**9)
+        f.write(json.dumps({"type": "scope", "pid": 1, "tid": r.randrange(8),
+                "name": "s%d" % r.randrange(50), "start_ns": t,
+                "end_ns": t + 1000}) + "\n")
+PY
+	is-cat -e -o "$T/big.ist" "$T/big.jsonl"
+	is-merge -o "$T/mem.ist" "$T/big.ist"
+	is-merge --memory-mb 4 -o "$T/spill.ist" "$T/big.ist"
+	cmp "$T/mem.ist" "$T/spill.ist"
+	run is-info --json "$T/spill.ist"
+	assert_output --partial '"events":60000,'
+}
+
+@test "another host: aligned through wall time, the margin stated" {
+	python3 tests/py/clockgen.py "$T/g.jsonl" "$T/truth.json" h1
+	python3 tests/py/clockgen.py "$T/h.jsonl" "$T/truth2.json" h2
+	is-cat -e -o "$T/g.ist" "$T/g.jsonl"
+	is-cat -e -o "$T/h.ist" "$T/h.jsonl"
+	INFERSCOPE_SYNC_ERROR_MARGIN_US=500 run --separate-stderr \
+	    is-merge -o "$T/m.ist" "$T/g.ist" "$T/h.ist"
+	assert_success
+	assert_equal "$stderr" "is-merge: warning: segment 2 (clockgen on h2) could not be aligned exactly: its times carry +-500 us"
+	run python3 -c '
+import json, subprocess, sys
+h = json.loads(subprocess.run(["is-cat", sys.argv[1]], capture_output=True,
+    text=True).stdout.splitlines()[0])
+s = h["sources"][1]
+print(s["host"], s["offset_ns"], s["aligned"], s["uncertainty_ns"])' "$T/m.ist"
+	# h2 realtime is 3 ms ahead at the same monotonic reading
+	assert_output "h2 3000000 False 500000"
+}
+
+@test "a truncated input: a warning naming it, everything readable merged" {
+	run -1 --separate-stderr is-merge -o "$T/m.ist" "$VEC/invalid/truncated.ist" \
+	    "$VEC/valid/all-types.ist"
+	assert_equal "${stderr_lines[0]}" "is-merge: warning: trace '$VEC/invalid/truncated.ist' is truncated: last 177 bytes dropped; merging what was read"
+	# that trace names no host: it cannot be placed exactly
+	assert_equal "${stderr_lines[1]}" "is-merge: warning: segment 1 (vectors on ?) could not be aligned exactly: its times carry +-1000 us"
+	run is-info --json "$T/m.ist"
+	# 54 events of the truncated trace, and 22 of the other minus its clock
+	assert_output --partial '"events":75,'
+}
+
+@test "bad inputs: one line each, exit 1, the good ones still merged" {
+	run -1 --separate-stderr is-merge -o "$T/m.ist" "$VEC/invalid/random.ist" \
+	    "$T/missing.ist" "$VEC/valid/all-types.ist"
+	assert_equal "${stderr_lines[0]}" "is-merge: 'formats/vectors/invalid/random.ist' is not an InferScope trace (no zstd frame magic); merging what was read"
+	assert_equal "${stderr_lines[1]}" "is-merge: cannot open '$T/missing.ist': No such file or directory"
+	run -0 is-cat "$T/m.ist"
+	run -2 is-merge --memory-mb 1
+	run -1 --separate-stderr is-merge < /dev/null
+}
