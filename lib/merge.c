@@ -86,7 +86,7 @@ struct merger {
 	/* the sort buffer */
 	uint8_t *arena;
 	size_t an, acap;
-	struct ent *ents;
+	struct ent *ents, *tmp;  /* tmp: the radix sort's other half */
 	size_t ne, cape;
 	struct run *runs;
 	size_t nruns;
@@ -433,14 +433,45 @@ unpack(const uint8_t *p, struct ist_event *ev)
 	}
 }
 
-static int
-ent_cmp(const void *x, const void *y)
-{
-	const struct ent *a = x, *b = y;
 
-	if (a->key != b->key)
-		return a->key < b->key ? -1 : 1;
-	return a->seq < b->seq ? -1 : a->seq > b->seq;
+/*
+ * Stable LSD radix sort by key, 16 bits a pass, skipping passes where every
+ * key has the same digit (timestamps of one run share their high bits).
+ * Entries are appended in input order, so stable means ties stay in it.
+ */
+static void
+sort_ents(struct merger *m)
+{
+	static size_t count[65536];
+	struct ent *a = m->ents, *b = m->tmp;
+	size_t n = m->ne;
+
+	for (int shift = 0; shift < 64; shift += 16) {
+		size_t sum = 0;
+		bool trivial = false;
+
+		memset(count, 0, sizeof(count));
+		for (size_t i = 0; i < n; i++)
+			count[((uint64_t)a[i].key ^ (1ull << 63)) >> shift &
+			    0xffff]++;
+		for (size_t d = 0; d < 65536; d++) {
+			size_t c = count[d];
+			if (c == n)
+				trivial = true;
+			count[d] = sum;
+			sum += c;
+		}
+		if (trivial)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			b[count[((uint64_t)a[i].key ^ (1ull << 63)) >> shift &
+			    0xffff]++] = a[i];
+		struct ent *t = a;
+		a = b;
+		b = t;
+	}
+	if (a != m->ents)
+		memcpy(m->ents, a, n * sizeof(*a));
 }
 
 /* ---- runs: sorted, [u32 len][i64 key][packed] records, zstd ---- */
@@ -485,7 +516,7 @@ spill(struct merger *m, struct ist_error *err)
 
 	if (m->ne == 0)
 		return IST_OK;
-	qsort(m->ents, m->ne, sizeof(*m->ents), ent_cmp);
+	sort_ents(m);
 	if ((nr = realloc(m->runs, (m->nruns + 1) * sizeof(*nr))) == NULL)
 		goto nomem;
 	m->runs = nr;
@@ -755,24 +786,30 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 				goto nomem;
 			continue;    /* applied, then summarised in sources */
 		}
-		if (pass == 2) {
-			struct ist_event c = *ev;
-			const struct pairs *p = domain_of(s, ev);
+		{
+			/* the reader's own event: its times may be moved in
+			 * place, the next record overwrites them anyway */
+			struct ist_event *c = (struct ist_event *)ev;
+			const struct pairs *p = pass == 2 ? domain_of(s, ev) :
+			    NULL;
 			if (p) {
-				if (IST_HAS(&c, IST_F_START)) {
-					c.start_ns = map_dom(p, c.start_ns);
-					c.end_ns = map_dom(p, c.end_ns);
+				if (IST_HAS(c, IST_F_START)) {
+					c->start_ns = map_dom(p, c->start_ns);
+					c->end_ns = map_dom(p, c->end_ns);
 				}
-				if (IST_HAS(&c, IST_F_TS))
-					c.ts_ns = map_dom(p, c.ts_ns);
+				if (IST_HAS(c, IST_F_TS))
+					c->ts_ns = map_dom(p, c->ts_ns);
 			}
-			if (IST_HAS(&c, IST_F_START)) {
-				c.start_ns += s->shift;
-				c.end_ns += s->shift;
+			if (pass == 2 && s->shift) {
+				if (IST_HAS(c, IST_F_START)) {
+					c->start_ns += s->shift;
+					c->end_ns += s->shift;
+				}
+				if (IST_HAS(c, IST_F_TS))
+					c->ts_ns += s->shift;
 			}
-			if (IST_HAS(&c, IST_F_TS))
-				c.ts_ns += s->shift;
-			if ((st = add_event(m, &c, err)) != IST_OK) {
+			/* pass 1 sorts too, in case nothing needs moving */
+			if ((st = add_event(m, c, err)) != IST_OK) {
 				ist_reader_free(r);
 				close(fd);
 				return st;
@@ -997,7 +1034,7 @@ emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 
 	if (m->nruns == 0) {
 		/* everything fit in memory: no temporary files */
-		qsort(m->ents, m->ne, sizeof(*m->ents), ent_cmp);
+		sort_ents(m);
 		for (size_t i = 0; i < m->ne && st == IST_OK; i++) {
 			unpack(m->arena + m->ents[i].off, &ev);
 			st = ist_writer_write(w, &ev, err);
@@ -1050,14 +1087,17 @@ ist_merge(char *const *paths, int n, int out_fd,
 
 	if (in == NULL)
 		goto nomem;
-	m.acap = o->memory_bytes / 4 * 3;
-	m.cape = o->memory_bytes / 4 / sizeof(struct ent);
+	/* the sort buffer takes 60% of the budget and its index 15%; readers,
+	 * zstd contexts and the writer live in the rest */
+	m.acap = o->memory_bytes / 10 * 6;
+	m.cape = o->memory_bytes / 100 * 12 / sizeof(struct ent);
 	if (m.acap < (1u << 20))
 		m.acap = 1u << 20;
 	if (m.cape < 1024)
 		m.cape = 1024;
 	if ((m.arena = malloc(m.acap)) == NULL ||
-	    (m.ents = malloc(m.cape * sizeof(*m.ents))) == NULL)
+	    (m.ents = malloc(m.cape * sizeof(*m.ents))) == NULL ||
+	    (m.tmp = malloc(m.cape * sizeof(*m.tmp))) == NULL)
 		goto nomem;
 	/* standard input is read twice: keep a copy */
 	for (int i = 0; i < n; i++) {
@@ -1102,6 +1142,22 @@ ist_merge(char *const *paths, int n, int out_fd,
 		if ((st = read_input(&m, &in[i], 1, &segi, err)) != IST_OK)
 			goto out;
 	align(&m);
+	{
+		/* nothing to move: the events sorted in pass 1 are final */
+		bool remap = false;
+		for (size_t i = 0; i < m.nseg; i++)
+			if (m.seg[i].shift != 0 || m.seg[i].ndom > 0)
+				remap = true;
+		if (!remap)
+			goto write;
+		for (size_t i = 0; i < m.nruns; i++)
+			run_close(&m.runs[i]);
+		free(m.runs);
+		m.runs = NULL;
+		m.nruns = 0;
+		m.ne = m.an = 0;
+		m.seq = 0;
+	}
 	for (size_t i = 0; i < m.nseg; i++) {
 		struct segment *s = &m.seg[i];
 		if (!s->aligned && !s->sources.n)
@@ -1115,6 +1171,7 @@ ist_merge(char *const *paths, int n, int out_fd,
 	for (int i = 0; i < n; i++)
 		if ((st = read_input(&m, &in[i], 2, &segi, err)) != IST_OK)
 			goto out;
+write:
 	if ((st = ist_writer_new(&w, ist_fd_sink, &out_fd, NULL, err)) !=
 	    IST_OK)
 		goto out;
@@ -1155,6 +1212,7 @@ out:
 	free(m.seg);
 	free(m.arena);
 	free(m.ents);
+	free(m.tmp);
 	return st;
 nomem:
 	ist_seterr(err, IST_ENOMEM, "out of memory");
