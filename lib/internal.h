@@ -87,6 +87,7 @@ struct tokenizer {
 	struct tok *toks;
 	size_t ntok, cap;
 	struct tok cur;
+	struct tok *slot;       /* where the callbacks write: toks[ntok] or cur */
 };
 
 /*

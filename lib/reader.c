@@ -59,7 +59,7 @@ ist_fd_source(void *ctx, void *buf, size_t n)
 
 /* ---- tokenizer over libcbor's streaming decoder ---- */
 
-#define TZ(ctx) (&((struct tokenizer *)(ctx))->cur)
+#define TZ(ctx) (((struct tokenizer *)(ctx))->slot)
 static void cb_u8(void *c, uint8_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
 static void cb_u16(void *c, uint16_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
 static void cb_u32(void *c, uint32_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
@@ -123,19 +123,6 @@ ist_tokenize(struct tokenizer *tz, bool store, const uint8_t *p, size_t n,
 			*why = "a declared length runs past the end of the frame";
 			return IST_ECORRUPT;
 		}
-		r = cbor_stream_decode(p + pos, n - pos, &callbacks, tz);
-		if (r.status == CBOR_DECODER_NEDATA) {
-			*why = "a declared length runs past the end of the frame";
-			return IST_ECORRUPT;
-		}
-		if (r.status != CBOR_DECODER_FINISHED) {
-			*why = "malformed CBOR";
-			return IST_ECORRUPT;
-		}
-		if (tz->cur.t == TK_INDEF) {
-			*why = "indefinite-length item";
-			return IST_ECORRUPT;
-		}
 		if (store) {
 			if (tz->ntok == tz->cap) {
 				size_t cap = tz->cap ? tz->cap * 2 : 64;
@@ -148,12 +135,27 @@ ist_tokenize(struct tokenizer *tz, bool store, const uint8_t *p, size_t n,
 				tz->toks = nt;
 				tz->cap = cap;
 			}
-			tz->toks[tz->ntok] = tz->cur;
-			tz->toks[tz->ntok].off = pos;
+			tz->slot = &tz->toks[tz->ntok];
+		} else {
+			tz->slot = &tz->cur;
 		}
+		r = cbor_stream_decode(p + pos, n - pos, &callbacks, tz);
+		if (r.status == CBOR_DECODER_NEDATA) {
+			*why = "a declared length runs past the end of the frame";
+			return IST_ECORRUPT;
+		}
+		if (r.status != CBOR_DECODER_FINISHED) {
+			*why = "malformed CBOR";
+			return IST_ECORRUPT;
+		}
+		t = tz->slot;
+		if (t->t == TK_INDEF) {
+			*why = "indefinite-length item";
+			return IST_ECORRUPT;
+		}
+		t->off = pos;
 		idx = tz->ntok++;
 		pos += r.read;
-		t = &tz->cur;
 		if ((t->t == TK_ARRAY || t->t == TK_MAP || t->t == TK_TAG) &&
 		    !(t->t != TK_TAG && t->v == 0)) {
 			if (depth == IST_MAX_DEPTH) {
