@@ -24,3 +24,23 @@ print("%-8s reads it in %.2f s, peak RSS %.1f MiB (bounded by one frame,"
       " not the trace)" % (sys.argv[1].rsplit("/", 1)[-1], t, rss / 1024))
 PY
 done
+
+# is-merge: 8 streams of the realistic mix, concatenated, merged into one
+# timeline; BENCH_MERGE_EVENTS=100000000 for the big run
+M=${BENCH_MERGE_EVENTS:-10000000}
+echo
+$pin "$B/bench/bench" -J -n $((M / 8)) -m realistic -o "$tmp/s1.ist" > /dev/null
+for i in 1 2 3 4 5 6 7 8; do cat "$tmp/s1.ist"; done > "$tmp/s8.ist"
+rm -f "$tmp/s1.ist" "$tmp/bench.ist"
+TMPDIR=$tmp python3 - "$B/bin/is-merge" "$tmp/s8.ist" "$M" <<'PY'
+import resource, subprocess, sys, time
+t = time.monotonic()
+subprocess.run([sys.argv[1], "-o", sys.argv[2] + ".m", sys.argv[2]],
+               check=True)
+t = time.monotonic() - t
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+n = int(sys.argv[3])
+print("is-merge  %d events from 8 streams: %.2f s, %.2f M events/s, peak "
+      "RSS %.0f MiB (targets: >= 5 M/s, <= 300 MiB)" % (n, t, n / t / 1e6,
+                                                        rss))
+PY
