@@ -93,11 +93,18 @@ $(B)/tests/replay_jsonl: tests/fuzz/replay.c tests/fuzz/fuzz_jsonl.c \
 	$(CC) $(ALL_CFLAGS) -o $@ tests/fuzz/replay.c tests/fuzz/fuzz_jsonl.c \
 	    $(B)/libinferscope.a $(LIBS) $(LDSAN)
 
+$(B)/tests/replay_config: tests/fuzz/replay.c tests/fuzz/fuzz_config.c \
+    $(B)/libinferscope.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/fuzz/replay.c tests/fuzz/fuzz_config.c \
+	    $(B)/libinferscope.a $(LIBS) $(LDSAN)
+
 $(B)/bench/bench: bench/bench.c $(B)/libinferscope.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libinferscope.a $(LIBS) $(LDSAN) -lm
 
-check: all $(B)/.deps-check $(UNIT_BIN) $(B)/tests/replay_jsonl
+check: all $(B)/.deps-check $(UNIT_BIN) $(B)/tests/replay_jsonl \
+    $(B)/tests/replay_config
 	LC_ALL=C TZ=UTC IST_BUILD=$(abspath $(B)) \
 	    PATH="$(abspath $(B))/bin:$$PATH" bats tests/
 
@@ -116,10 +123,14 @@ fuzz:
 	    $(LIB_SRC) $(LIBS)
 	clang $(FUZZ_FLAGS) -o build-fuzz/fuzz_jsonl tests/fuzz/fuzz_jsonl.c \
 	    $(LIB_SRC) $(LIBS)
+	clang $(FUZZ_FLAGS) -o build-fuzz/fuzz_config tests/fuzz/fuzz_config.c \
+	    $(LIB_SRC) $(LIBS)
 	build-fuzz/fuzz_reader -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=65536 tests/fuzz/corpus-reader
 	build-fuzz/fuzz_jsonl -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=4096 tests/fuzz/corpus-jsonl
+	build-fuzz/fuzz_config -max_total_time=$(FUZZ_SECONDS) \
+	    -max_len=2048 tests/fuzz/corpus-config
 
 bench: all
 	@command -v zstd >/dev/null || sh scripts/deps.sh build

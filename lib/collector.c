@@ -29,7 +29,7 @@ static struct {
 	int fd;
 	struct ist_writer *w;
 	struct ist_ring *rings;
-	uint64_t budget, used;
+	uint64_t budget, used, used_big;
 	struct def *defs;            /* index id - 1 */
 	uint32_t ndefs, capdefs;
 	uint64_t flush_ms;
@@ -181,14 +181,23 @@ ist_coll_ring(void)
 	memset(r, 0, sizeof(*r));
 	r->tid = (int64_t)syscall(SYS_gettid);
 	pthread_mutex_lock(&C.lock);
-	/* half of what is left: the first (usually the busiest) thread gets
-	 * the most, and any number of threads fit in the budget */
-	size = RING_MAX;
-	while (size >= RING_MIN && size > (C.budget - C.used) / 2)
-		size /= 2;
+	/* Three quarters of the budget are shared out by halving: the first
+	 * (usually the busiest) threads get the most.  The last quarter is
+	 * kept for small rings, so that hundreds of threads each get one. */
+	{
+		uint64_t big = C.budget / 4 * 3;
+		size = RING_MAX;
+		while (size > 4 * RING_MIN && (C.used_big + size > big ||
+		    size > (big - C.used_big) / 2))
+			size /= 2;
+		if (size <= 4 * RING_MIN)
+			size = C.used + RING_MIN <= C.budget ? RING_MIN : 0;
+	}
 	if (size >= RING_MIN && (r->buf = malloc(size)) != NULL) {
 		r->size = size;
 		C.used += size;
+		if (size > 4 * RING_MIN)
+			C.used_big += size;
 	}
 	r->next = C.rings;
 	C.rings = r;
@@ -458,6 +467,8 @@ drain_all(void)
 		    r->reported) {
 			*pp = r->next;
 			C.used -= r->size;
+			if (r->size > 4 * RING_MIN)
+				C.used_big -= r->size;
 			free(r->buf);
 			free(r);
 			continue;
@@ -778,6 +789,7 @@ ist_coll_after_fork(const char *path, struct ist_error *err)
 	}
 	C.rings = NULL;
 	C.used = 0;
+	C.used_big = 0;
 	if (my_ring) {
 		uint64_t h = atomic_load(&my_ring->head);
 		atomic_store(&my_ring->tail, h);
@@ -788,6 +800,8 @@ ist_coll_after_fork(const char *path, struct ist_error *err)
 		my_ring->next = NULL;
 		C.rings = my_ring;
 		C.used = my_ring->size;
+		if (my_ring->size > 4 * RING_MIN)
+			C.used_big = my_ring->size;
 	}
 	ist_writer_free(C.w);
 	C.w = NULL;

@@ -535,6 +535,8 @@ spill(struct merger *m, struct ist_error *err)
 	    (zout = malloc(zcap)) == NULL)
 		goto nomem;
 	ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, 1);
+	/* a small window: every run is read back at once at merge time */
+	ZSTD_CCtx_setParameter(z, ZSTD_c_windowLog, 17);
 	for (size_t i = 0; i < m->ne && e == 0; i++) {
 		struct ent *en = &m->ents[i];
 		uint32_t len = (uint32_t)en->len;
@@ -594,12 +596,13 @@ run_next(struct run *r)
 				r->idx++;
 				return true;
 			}
-			if (12 + (size_t)len > r->out_cap) {
-				uint8_t *no = realloc(r->out, 12 + len + (1u << 20));
+			if (12 + (size_t)len + (64u << 10) > r->out_cap) {
+				size_t cap = 12 + (size_t)len + (128u << 10);
+				uint8_t *no = realloc(r->out, cap);
 				if (no == NULL)
 					return false;
 				r->out = no;
-				r->out_cap = 12 + len + (1u << 20);
+				r->out_cap = cap;
 			}
 		}
 		/* compact, then decompress more */
@@ -639,7 +642,7 @@ run_open(struct run *r)
 		return -1;
 	r->z = ZSTD_createDCtx();
 	r->in = malloc(ZSTD_DStreamInSize());
-	r->out_cap = 4u << 20;
+	r->out_cap = 256u << 10;
 	r->out = malloc(r->out_cap);
 	if (r->z == NULL || r->in == NULL || r->out == NULL)
 		return -1;
@@ -1043,6 +1046,12 @@ emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 	}
 	if ((st = spill(m, err)) != IST_OK)
 		return st;
+	/* the sort buffers are done with: the runs' readers take over */
+	free(m->arena);
+	free(m->ents);
+	free(m->tmp);
+	m->arena = NULL;
+	m->ents = m->tmp = NULL;
 	{
 		size_t *heap = calloc(m->nruns, sizeof(*heap)), n = 0;
 		if (heap == NULL) {

@@ -711,8 +711,14 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
 			continue;
 		last = k;
 		if (fs->ft == FT_STR) {
-			if ((sid[fs->id] = intern(w, str_field(ev, fs->id)))
-			    == 0)
+			struct ist_str sv = str_field(ev, fs->id);
+			if (sv.n > IST_MAX_STRING) {
+				ist_seterr(err, IST_ELIMIT, "field '%s' holds "
+				    "%zu bytes, over the 1 MiB limit", fs->json,
+				    sv.n);
+				return IST_ELIMIT;
+			}
+			if ((sid[fs->id] = intern(w, sv)) == 0)
 				return fail(w, err);
 		} else if (fs->ft == FT_VALUE || fs->ft == FT_OBJECT) {
 			struct ist_blob b = blob_field(ev, fs->id);

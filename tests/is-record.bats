@@ -414,3 +414,63 @@ CHK
 	assert_equal "$(q count cpu_call)" 0
 	assert_equal "$(q count scope s)" 1
 }
+
+@test "200 threads: each its own buffer or counted loss, exactly" {
+	cat > app.py <<'PY'
+import threading
+from inferscope import mark_event
+def work():
+    for _ in range(1000):
+        mark_event("m")
+ts = [threading.Thread(target=work, name="w-%d" % i) for i in range(200)]
+for t in ts: t.start()
+for t in ts: t.join()
+PY
+	# 2 MiB for 200 threads: some get no buffer at all
+	rec --no-python-calls --trace-size-mb 2 -- $PY app.py
+	assert_success
+	run python3 - t.jsonl <<'CHK'
+import json, sys
+marks = names = lost = 0
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    if e["type"] == "instant":
+        marks += 1
+    elif e["type"] == "thread" and e.get("name", "").startswith("w-"):
+        names += 1
+    elif e["type"] == "loss":
+        lost += e["events"]
+# every thread made one name record and 1000 markers
+assert marks + names + lost == 200 * 1001, (marks, names, lost)
+print(marks, names, lost)
+CHK
+	assert_success
+}
+
+@test "SIGKILL at random moments: every trace well-formed, flushed data kept" {
+	cat > app.py <<'PY'
+import sys, time
+from inferscope import scope
+t = time.time()
+i = 0
+while True:
+    with scope("tick"):
+        sum(range(200))
+    i += 1
+    if i == 1000:
+        print("go", flush=True)
+PY
+	for trial in 1 2 3 4 5 6 7 8; do
+		is-record -o "$T/k.ist" -- $PY app.py > out.txt &
+		pid=$!
+		for _ in $(seq 100); do grep -q go out.txt && break; sleep 0.02; done
+		sleep "0.$((RANDOM % 9 + 1))"
+		# kill the Python process, not is-record
+		pkill -KILL -f "app.py" -P $pid || pkill -KILL -f "$T/app.py" || true
+		st=0
+		wait $pid || st=$?
+		[ "$st" -eq 137 ] || fail "trial $trial: exit $st"
+		run -0 is-cat "$T/k.ist"
+		: > out.txt
+	done
+}

@@ -21,3 +21,9 @@ load helpers
 	assert_success
 	assert_line --regexp '^ok 1 - replayed [0-9]+ inputs$'
 }
+
+@test "fuzz corpus: the YAML settings parser" {
+	run "$IST_BUILD/tests/replay_config" tests/fuzz/corpus-config
+	assert_success
+	assert_line --regexp '^ok 1 - replayed [0-9]+ inputs$'
+}

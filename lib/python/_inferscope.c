@@ -57,6 +57,7 @@ static __thread struct pstate *me __attribute__((tls_model("initial-exec")));
 static Py_ssize_t extra_index = -1;
 static int64_t min_ns;
 static int active;
+static int calls_on;            /* record every call, not only scopes */
 static PyObject *name_ids;      /* str -> int */
 static char *stream_dir;
 static int64_t budget;
@@ -555,8 +556,8 @@ thread_hook(PyObject *self, PyObject *args)
 	Py_XDECREF(name);
 	Py_XDECREF(cur);
 	Py_XDECREF(threading);
-	if (monitoring) {
-		/* sys.monitoring already sees every thread */
+	if (monitoring || !calls_on) {
+		/* named; sys.monitoring already sees every thread */
 		PyEval_SetProfile(NULL, NULL);
 		Py_RETURN_NONE;
 	}
@@ -595,6 +596,7 @@ py_start(PyObject *self, PyObject *args)
 	if (ist_coll_start(&o, &e) != IST_OK)
 		return PyErr_Format(PyExc_OSError, "%s", e.msg);
 	min_ns = min_us * 1000;
+	calls_on = calls;
 	active = 1;
 	{
 		struct pstate *p = pstate();

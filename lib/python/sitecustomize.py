@@ -42,8 +42,9 @@ def _inferscope_boot():
     import threading
 
     atexit.register(_inferscope._stop)
-    if calls:
-        threading.setprofile(_inferscope._thread_hook)
+    # the first event of each new thread names it (and, with calls
+    # recorded through setprofile, hands over to the C hook)
+    threading.setprofile(_inferscope._thread_hook)
 
     real_exit = os._exit
 
