@@ -187,16 +187,16 @@ ist_coll_ring(void)
 	{
 		uint64_t big = C.budget / 4 * 3;
 		size = RING_MAX;
-		while (size > 4 * RING_MIN && (C.used_big + size > big ||
+		while (size > RING_MIN && (C.used_big + size > big ||
 		    size > (big - C.used_big) / 2))
 			size /= 2;
-		if (size <= 4 * RING_MIN)
+		if (size <= RING_MIN)
 			size = C.used + RING_MIN <= C.budget ? RING_MIN : 0;
 	}
 	if (size >= RING_MIN && (r->buf = malloc(size)) != NULL) {
 		r->size = size;
 		C.used += size;
-		if (size > 4 * RING_MIN)
+		if (size > RING_MIN)
 			C.used_big += size;
 	}
 	r->next = C.rings;
@@ -467,7 +467,7 @@ drain_all(void)
 		    r->reported) {
 			*pp = r->next;
 			C.used -= r->size;
-			if (r->size > 4 * RING_MIN)
+			if (r->size > RING_MIN)
 				C.used_big -= r->size;
 			free(r->buf);
 			free(r);
@@ -800,7 +800,7 @@ ist_coll_after_fork(const char *path, struct ist_error *err)
 		my_ring->next = NULL;
 		C.rings = my_ring;
 		C.used = my_ring->size;
-		if (my_ring->size > 4 * RING_MIN)
+		if (my_ring->size > RING_MIN)
 			C.used_big = my_ring->size;
 	}
 	ist_writer_free(C.w);
