@@ -36,7 +36,7 @@ else
 B ?= build
 endif
 
-LIB_SRC = $(wildcard lib/*.c)
+LIB_SRC = $(filter-out lib/nvtx.c,$(wildcard lib/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(B)/%.o)
 TOOLS = is-cat is-info is-merge is-record
 TOOL_BIN = $(TOOLS:%=$(B)/bin/%)
@@ -44,10 +44,28 @@ UNIT_SRC = $(wildcard tests/unit/*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 MANPAGES = $(wildcard man/*.[0-9])
 
+# NVTX injection: header-only NVTX 3 from the CUDA toolkit (no CUDA needed
+# at run time); left out, with a note, where the headers are missing.
+CUDA_HOME ?= /usr/local/cuda
+NVTX_H = $(wildcard $(CUDA_HOME)/include/nvtx3/nvToolsExt.h)
+ifneq ($(NVTX_H),)
+NVTX_LIB = $(B)/lib/libinferscope-nvtx.so
+endif
+
 .PHONY: pyext all deps check check-unit check-bats check-man demo bench fuzz \
         install uninstall clean vectors
 
-all: $(B)/.deps $(TOOL_BIN) $(B)/bench/bench $(B)/tests/replay_reader pyext
+all: $(B)/.deps $(TOOL_BIN) $(B)/bench/bench $(B)/tests/replay_reader pyext \
+    $(NVTX_LIB)
+
+# never sanitized: it is loaded into other programs
+$(B)/lib/libinferscope-nvtx.so: lib/nvtx.c lib/collector.c lib/writer.c \
+    lib/reader.c lib/schema.c lib/*.h | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -fvisibility=hidden -std=c11 -D_GNU_SOURCE $(WARN) \
+	    $(CFLAGS) -Ilib -I$(CUDA_HOME)/include -o $@ lib/nvtx.c \
+	    lib/collector.c lib/writer.c lib/reader.c lib/schema.c \
+	    -lcbor -lzstd -lpthread
 
 # the extension is never built with sanitizers: Python is not instrumented
 pyext: $(B)/.deps
@@ -166,11 +184,14 @@ install: all
 	install -m 644 $(B)/python/inferscope/__init__.py \
 	    $(DESTDIR)$(PYDIR)/inferscope
 	install -m 755 $(B)/python/_inferscope*.so $(DESTDIR)$(PYDIR)
+	if [ -n "$(NVTX_LIB)" ]; then install -m 755 $(NVTX_LIB) \
+	    $(DESTDIR)$(PREFIX)/lib/inferscope/; fi
 
 uninstall:
 	for t in $(TOOLS); do rm -f $(DESTDIR)$(BINDIR)/$$t \
 	    $(DESTDIR)$(MANDIR)/man1/$$t.1 $(DESTDIR)$(BASHCOMPDIR)/$$t; done
 	rm -rf $(DESTDIR)$(PYDIR)
+	rm -f $(DESTDIR)$(PREFIX)/lib/inferscope/libinferscope-nvtx.so
 	rm -f $(DESTDIR)$(MANDIR)/man5/is-trace.5 \
 	    $(DESTDIR)$(MANDIR)/man7/inferscope.7 \
 	    $(DESTDIR)$(ZSHCOMPDIR)/_inferscope

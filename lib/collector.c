@@ -349,6 +349,10 @@ drain_ring(struct ist_ring *r, uint64_t head, const struct def *defs,
 			ev.type = IST_NVTX_RANGE;
 			ev.start_ns = to_ns(t[0]);
 			ev.end_ns = to_ns(t[1]);
+			if (d->file) {   /* an NVTX name's domain */
+				ev.domain = S(d->file);
+				IST_SET(&ev, IST_F_DOMAIN);
+			}
 			break;
 		case IST_REC_MARK:
 		case IST_REC_NVTX_MARK:
@@ -356,6 +360,10 @@ drain_ring(struct ist_ring *r, uint64_t head, const struct def *defs,
 			    IST_NVTX_MARK;
 			ev.ts_ns = to_ns(t[0]);
 			IST_SET(&ev, IST_F_TS);
+			if (h.kind == IST_REC_NVTX_MARK && d->file) {
+				ev.domain = S(d->file);
+				IST_SET(&ev, IST_F_DOMAIN);
+			}
 			if (h.kind == IST_REC_MARK && h.len > 16) {
 				ev.metadata = (struct ist_blob){ p + 16,
 				    h.len - 16u - h.flags };

@@ -64,30 +64,44 @@ note(void *ctx, int level, const char *msg)
 	warnx("%s%s", level == IST_NOTE_WARN ? "warning: " : "", msg);
 }
 
-/* The Python bootstrap: beside the build tree's tools, or installed. */
+/* A file of ours: beside the build tree's tools, or installed. */
 static char *
-python_dir(void)
+find_ours(const char *env, const char *const rel[2], const char *probe)
 {
-	static const char *rel[] = { "../python", "../lib/inferscope/python" };
 	char exe[PATH_MAX], cand[PATH_MAX + 64], *d;
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	struct stat st;
 
-	if (getenv("INFERSCOPE_PYTHON_DIR"))
-		return strdup(getenv("INFERSCOPE_PYTHON_DIR"));
+	if (env && getenv(env))
+		return strdup(getenv(env));
 	if (n <= 0)
 		return NULL;
 	exe[n] = '\0';
 	d = dirname(exe);
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		snprintf(cand, sizeof(cand), "%s/%s/sitecustomize.py", d,
-		    rel[i]);
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(cand, sizeof(cand), "%s/%s%s", d, rel[i], probe);
 		if (stat(cand, &st) == 0) {
 			snprintf(cand, sizeof(cand), "%s/%s", d, rel[i]);
 			return realpath(cand, NULL);
 		}
 	}
 	return NULL;
+}
+
+static char *
+python_dir(void)
+{
+	static const char *const rel[2] = { "../python",
+	    "../lib/inferscope/python" };
+	return find_ours("INFERSCOPE_PYTHON_DIR", rel, "/sitecustomize.py");
+}
+
+static char *
+nvtx_lib(void)
+{
+	static const char *const rel[2] = { "../lib/libinferscope-nvtx.so",
+	    "../lib/inferscope/libinferscope-nvtx.so" };
+	return find_ours(NULL, rel, "");
 }
 
 static void
@@ -215,6 +229,12 @@ main(int argc, char **argv)
 	if (!no_python && (ro.pydir = python_dir()) == NULL)
 		note(NULL, IST_NOTE_WARN, "the Python collector is not "
 		    "installed; recording without it");
+	if (getenv("NVTX_INJECTION64_PATH") && *getenv("NVTX_INJECTION64_PATH"))
+		note(NULL, IST_NOTE_WARN, "NVTX_INJECTION64_PATH is set "
+		    "already: leaving it, NVTX ranges go to that tool");
+	else if ((ro.nvtx_lib = nvtx_lib()) == NULL)
+		note(NULL, IST_NOTE_INFO, "the NVTX collector is not "
+		    "installed; recording without NVTX ranges");
 
 	if (ist_output_open(&out, outpath, true, &e) != IST_OK)
 		errx(1, "%s", e.msg);
@@ -229,5 +249,6 @@ main(int argc, char **argv)
 	}
 	ist_config_release(&cfg);
 	free((char *)ro.pydir);
+	free((char *)ro.nvtx_lib);
 	return status;
 }

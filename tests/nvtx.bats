@@ -1,0 +1,57 @@
+#!/usr/bin/env bats
+# NVTX ranges from a CPU-only C program: our own NVTX injection library,
+# no CUDA involved.
+load helpers
+
+setup() {
+	T=$BATS_TEST_TMPDIR
+	[ -f "$IST_BUILD/lib/libinferscope-nvtx.so" ] ||
+	    skip "no NVTX headers at build time (CUDA_HOME/include/nvtx3)"
+	inc=${CUDA_HOME:-/usr/local/cuda}/include
+	cc -shared -fPIC -I"$inc" -o "$T/libnvtxlib.so" tests/c/nvtx_lib.c -ldl
+	cc -I"$inc" -o "$T/app" tests/c/nvtx_app.c -L"$T" -lnvtxlib -ldl \
+	    -lpthread -Wl,-rpath,"$T"
+}
+
+@test "NVTX ranges: names, nesting, domains, threads, durations within 2%" {
+	run --separate-stderr is-record --no-sample -o "$T/t.ist" -- "$T/app"
+	assert_equal "$status" 3
+	is-cat "$T/t.ist" > "$T/t.jsonl"
+	run python3 - "$T/t.jsonl" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+r = {e["name"]: e for e in ev if e["type"] == "nvtx_range"}
+def ms(e): return (e["end_ns"] - e["start_ns"]) / 1e6
+def near(e, want):
+    assert abs(ms(e) - want) <= max(0.02 * want, 2.0), (e["name"], ms(e), want)
+near(r["outer"], 70); near(r["inner"], 20); near(r["start-end"], 30)
+near(r["registered"], 10); near(r["in-thread"], 40)
+near(r["from-library"], 25)
+# nesting: inner inside outer, on one thread
+assert r["outer"]["start_ns"] <= r["inner"]["start_ns"] <= r["inner"]["end_ns"] <= r["outer"]["end_ns"]
+assert r["registered"]["domain"] == "my.domain"
+assert "domain" not in r["outer"]
+marks = [e for e in ev if e["type"] == "nvtx_mark"]
+assert [m["name"] for m in marks] == ["checkpoint"]
+threads = {e["tid"]: e.get("name") for e in ev if e["type"] == "thread"}
+assert threads[r["in-thread"]["tid"]] == "nvtx-worker"
+assert r["in-thread"]["tid"] != r["outer"]["tid"]
+print("ok")
+PY
+	assert_success
+	assert_output ok
+}
+
+@test "NVTX_INJECTION64_PATH already set: a warning, and it is left alone" {
+	NVTX_INJECTION64_PATH=/nonexistent/libother.so run --separate-stderr \
+	    is-record --no-sample -o "$T/t.ist" -- "$T/app"
+	assert_equal "$status" 3
+	assert_equal "$stderr" "is-record: warning: NVTX_INJECTION64_PATH is set already: leaving it, NVTX ranges go to that tool"
+	run is-info --json "$T/t.ist"
+	refute_output --partial nvtx_range
+}
+
+@test "the NVTX library outside is-record: NVTX stays a no-op" {
+	NVTX_INJECTION64_PATH=$IST_BUILD/lib/libinferscope-nvtx.so run "$T/app"
+	assert_equal "$status" 3
+}
