@@ -104,6 +104,17 @@ def main():
                                     st["events"], st["bytes_per_event"] or 0,
                                     st["events"] / ours / 1e6))
             sys.stdout.flush()
+    # the Python API when not recording
+    api = os.path.join(build, "python")
+    for stmt, setup in (("with scope('x'): pass", ""),
+                        ("mark_event('x')", ""),
+                        ("with s: pass", "s = scope('x')")):
+        r = subprocess.run(["/usr/bin/python3", "-m", "timeit", "-s",
+                            "from inferscope import scope, mark_event; " +
+                            setup, stmt], env=dict(ENV, PYTHONPATH=api),
+                           capture_output=True, text=True, check=True)
+        print("API not recording: %-24s %s" % (stmt, r.stdout.split(": ")
+                                                [-1].strip()))
     if use_cg and shutil.which("valgrind"):
         # instructions per fib call: fib(20) minus fib(0), so that start-up
         # is left out; both threads of ours counted (the writer thread

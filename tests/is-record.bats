@@ -494,3 +494,30 @@ PY
 		: > out.txt
 	done
 }
+
+@test "the Python API: decorator, context manager, and a no-op when not recording" {
+	cat > app.py <<'PY'
+import inferscope
+from inferscope import scope, mark_event
+
+@scope("decorated")
+def f(x):
+    "doc"
+    return x + 1
+
+for i in range(3):
+    f(i)
+with scope("plain"):
+    mark_event("m", {"k": [1, 2]})
+print(f.__name__, f.__doc__, inferscope.enabled())
+PY
+	rec -- $PY app.py
+	assert_success
+	assert_output "f doc True"
+	assert_equal "$(q count scope decorated)" 3
+	assert_equal "$(q count scope plain)" 1
+	# not recording: the same program runs, and records nothing
+	PYTHONPATH=$IST_BUILD/python run $PY app.py
+	assert_success
+	assert_output "f doc False"
+}

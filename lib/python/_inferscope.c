@@ -919,6 +919,30 @@ scope_exit(ScopeObject *s, PyObject *const *args, Py_ssize_t n)
 	Py_RETURN_FALSE;
 }
 
+/* @scope("name") on a function: inferscope._decorate does the wrapping. */
+static PyObject *
+scope_call(ScopeObject *s, PyObject *args, PyObject *kw)
+{
+	PyObject *mod, *dec, *fn, *r;
+
+	if (kw && PyDict_Size(kw)) {
+		PyErr_SetString(PyExc_TypeError, "scope: a decorator takes "
+		    "one function");
+		return NULL;
+	}
+	if (!PyArg_ParseTuple(args, "O:scope", &fn))
+		return NULL;
+	if ((mod = PyImport_ImportModule("inferscope")) == NULL)
+		return NULL;
+	dec = PyObject_GetAttrString(mod, "_decorate");
+	Py_DECREF(mod);
+	if (dec == NULL)
+		return NULL;
+	r = PyObject_CallFunctionObjArgs(dec, (PyObject *)s, fn, NULL);
+	Py_DECREF(dec);
+	return r;
+}
+
 static PyObject *
 scope_get_name(ScopeObject *s, void *c)
 {
@@ -957,7 +981,47 @@ static PyTypeObject ScopeType = {
 	.tp_methods = scope_methods,
 	.tp_getset = scope_getset,
 	.tp_repr = (reprfunc)scope_repr,
+	.tp_call = (ternaryfunc)scope_call,
 };
+
+/*
+ * scope(name): the Scope for name, made once and kept (up to 4096 names),
+ * so that `with scope("step"):` costs a call and a dict lookup.
+ */
+static PyObject *scope_cache;
+
+static PyObject *
+py_scope(PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+	ScopeObject *s;
+	PyObject *name;
+
+	(void)self;
+	if (n != 1 || !PyUnicode_Check(args[0])) {
+		PyErr_SetString(PyExc_TypeError, "scope(name): name must be "
+		    "one str");
+		return NULL;
+	}
+	name = args[0];
+	if (scope_cache == NULL && (scope_cache = PyDict_New()) == NULL)
+		return NULL;
+	if ((s = (ScopeObject *)PyDict_GetItemWithError(scope_cache, name)) !=
+	    NULL) {
+		Py_INCREF(s);
+		return (PyObject *)s;
+	}
+	if (PyErr_Occurred())
+		return NULL;
+	if ((s = PyObject_New(ScopeObject, &ScopeType)) == NULL)
+		return NULL;
+	Py_INCREF(name);
+	s->name = name;
+	s->id = 0;
+	if (PyDict_Size(scope_cache) < 4096 &&
+	    PyDict_SetItem(scope_cache, name, (PyObject *)s) != 0)
+		PyErr_Clear();
+	return (PyObject *)s;
+}
 
 static PyMethodDef methods[] = {
 	{ "_start", py_start, METH_VARARGS,
@@ -966,6 +1030,8 @@ static PyMethodDef methods[] = {
 	{ "_after_fork", py_after_fork, METH_NOARGS, "at-fork child hook" },
 	{ "_thread_hook", thread_hook, METH_VARARGS, "threading.setprofile" },
 	{ "enabled", py_enabled, METH_NOARGS, "whether recording is on" },
+	{ "scope", (PyCFunction)(void (*)(void))py_scope, METH_FASTCALL,
+	  "scope(name): a timed region, as a context manager or decorator" },
 	{ "_hook", py_hook, METH_NOARGS, "which hook records calls" },
 	{ "mark_event", (PyCFunction)(void (*)(void))py_mark_event,
 	  METH_VARARGS | METH_KEYWORDS,

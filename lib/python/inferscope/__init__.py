@@ -19,15 +19,26 @@ import functools
 __all__ = ["scope", "mark_event", "enabled"]
 __version__ = "0.1.0"
 
+def _decorate(s, fn):
+    """@scope(name): time every call of fn."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with s:
+            return fn(*args, **kwargs)
+    return wrapper
+
+
 try:
-    from _inferscope import Scope as _Scope, mark_event, enabled
+    from _inferscope import scope, mark_event, enabled
 except ImportError:  # no collector built for this Python: a no-op API
-    class _Scope:
+    class scope:
+        """A timed region, as a context manager or a decorator."""
+
         __slots__ = ("name",)
 
         def __init__(self, name):
             if not isinstance(name, str):
-                raise TypeError("scope: name must be str")
+                raise TypeError("scope(name): name must be one str")
             self.name = name
 
         def __enter__(self):
@@ -35,6 +46,9 @@ except ImportError:  # no collector built for this Python: a no-op API
 
         def __exit__(self, *exc):
             return False
+
+        def __call__(self, fn):
+            return _decorate(self, fn)
 
     def mark_event(name, metadata=None):
         """Record an instant `name` with an optional metadata dict."""
@@ -44,16 +58,3 @@ except ImportError:  # no collector built for this Python: a no-op API
     def enabled():
         """Whether this process is being recorded."""
         return False
-
-
-class scope(_Scope):
-    """A timed region, as a context manager or a decorator."""
-
-    __slots__ = ()
-
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self:
-                return fn(*args, **kwargs)
-        return wrapper
