@@ -405,8 +405,9 @@ loss_record(uint64_t n, const char *reason)
 	emit(&ev);
 }
 
-/* One pass over every ring; frees rings of threads that have exited. */
-static void
+/* One pass over every ring; frees rings of threads that have exited.
+ * Returns the bytes drained. */
+static uint64_t
 drain_all(void)
 {
 	static struct def *defs;
@@ -423,12 +424,14 @@ drain_all(void)
 	static size_t nheads;
 	size_t i = 0, n = 0;
 
+	uint64_t drained = 0;
+
 	for (r = list; r; r = r->next)
 		n++;
 	if (n > nheads) {
 		uint64_t *nh = realloc(heads, n * 2 * sizeof(*nh));
 		if (nh == NULL)
-			return;
+			return 0;
 		heads = nh;
 		nheads = n * 2;
 	}
@@ -452,8 +455,11 @@ drain_all(void)
 	i = 0;
 	for (r = list; r; r = r->next, i++) {
 		uint64_t d;
-		if (r->size)
+		if (r->size) {
+			drained += heads[i] - atomic_load_explicit(&r->tail,
+			    memory_order_relaxed);
 			drain_ring(r, heads[i], defs, ndefs);
+		}
 		d = atomic_load_explicit(&r->dropped, memory_order_relaxed);
 		if (d > r->reported) {
 			lost += d - r->reported;
@@ -484,26 +490,32 @@ drain_all(void)
 		pp = &r->next;
 	}
 	pthread_mutex_unlock(&C.lock);
+	return drained;
 }
 
 static void *
 writer_main(void *arg)
 {
+	uint64_t last = 0;
+
 	(void)arg;
 	pthread_mutex_lock(&C.lock);
 	while (!C.stopping) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 20 * 1000 * 1000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
+		/* rest 20 ms, unless the last pass found a lot: then keep up */
+		if (last < (256u << 10)) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 20 * 1000 * 1000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&C.wake, &C.lock, &ts);
 		}
-		pthread_cond_timedwait(&C.wake, &C.lock, &ts);
 		if (C.stopping)
 			break;
 		pthread_mutex_unlock(&C.lock);
-		drain_all();
+		last = drain_all();
 		pthread_mutex_lock(&C.lock);
 	}
 	pthread_mutex_unlock(&C.lock);
