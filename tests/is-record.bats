@@ -486,7 +486,8 @@ PY
 		is-record -o "$T/k.ist" -- $PY app.py > out.txt &
 		pid=$!
 		for _ in $(seq 100); do grep -q go out.txt && break; sleep 0.02; done
-		sleep "0.$((RANDOM % 9 + 1))"
+		# past the first 250 ms flush, then anywhere
+		sleep "0.$((RANDOM % 6 + 3))"
 		# kill the Python process, not is-record
 		pkill -KILL -f "app.py" -P $pid || pkill -KILL -f "$T/app.py" || true
 		st=0
