@@ -166,6 +166,12 @@ demo: all
 	$(B)/bin/is-info $(B)/demo.ist
 	@echo "== is-cat $(B)/demo.ist | head -5"
 	$(B)/bin/is-cat $(B)/demo.ist | head -5
+	@sh scripts/deps.sh demo
+	@echo "== is-record -o $(B)/demo-run.ist -- /usr/bin/python3 examples/mlp_infer.py"
+	$(B)/bin/is-record -o $(B)/demo-run.ist -- /usr/bin/python3 \
+	    examples/mlp_infer.py
+	@echo "== is-merge $(B)/demo-run.ist | is-info"
+	$(B)/bin/is-merge $(B)/demo-run.ist | $(B)/bin/is-info
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \

@@ -1,20 +1,23 @@
 #!/bin/sh
 # deps.sh - install the Debian packages a make target needs, when missing.
-# usage: scripts/deps.sh build|check|fuzz
+# usage: scripts/deps.sh build|check|fuzz|demo
 # As root, missing packages are installed with apt-get; otherwise the
 # missing ones are listed and the script fails.
 set -eu
 
 build="gcc make pkg-config libcbor-dev libzstd-dev libjansson-dev \
 libcmark-dev libyaml-dev python3-dev zstd"
-check="$build bats bats-assert bats-support mandoc bash-completion zsh bsdutils"
+check="$build bats bats-assert bats-support mandoc bash-completion zsh bsdutils \
+python3-numpy"
 fuzz="$build clang libclang-rt-14-dev"
+demo="$build python3 python3-numpy"
 
 case "${1:-build}" in
 build) want=$build ;;
 check) want=$check ;;
 fuzz) want=$fuzz ;;
-*) echo "usage: scripts/deps.sh build|check|fuzz" >&2; exit 2 ;;
+demo) want=$demo ;;
+*) echo "usage: scripts/deps.sh build|check|fuzz|demo" >&2; exit 2 ;;
 esac
 
 missing=
