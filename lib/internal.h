@@ -55,6 +55,12 @@ struct ist_typespec {
 };
 
 extern const struct ist_typespec ist_types[IST_NTYPES];
+
+/* The member behind a field id, or NULL when the field is not of that kind:
+ * the one map from the type table to struct ist_event. */
+struct ist_str *ist_field_str(struct ist_event *ev, enum ist_field f);
+int64_t *ist_field_int(struct ist_event *ev, enum ist_field f);
+struct ist_blob *ist_field_blob(struct ist_event *ev, enum ist_field f);
 int ist_type_of_kind(uint64_t kind); /* -1 if unknown */
 
 void ist_seterr(struct ist_error *err, enum ist_status st, const char *fmt,

@@ -187,60 +187,6 @@ ist_cbor_to_json(struct ist_blob blob, struct ist_buf *out,
 	return st;
 }
 
-static struct ist_str
-get_str(const struct ist_event *ev, enum ist_field f)
-{
-	switch (f) {
-	case IST_F_NAME: return ev->name;
-	case IST_F_FILE: return ev->file;
-	case IST_F_HOST: return ev->host;
-	case IST_F_KIND: return ev->kind;
-	case IST_F_REASON: return ev->reason;
-	case IST_F_DOMAIN: return ev->domain;
-	case IST_F_FORMAT: return ev->format;
-	case IST_F_PRODUCER: return ev->producer;
-	default: return (struct ist_str){ "", 0 };
-	}
-}
-
-static int64_t *
-int_ptr(struct ist_event *ev, enum ist_field f)
-{
-	switch (f) {
-	case IST_F_PID: return &ev->pid;
-	case IST_F_TID: return &ev->tid;
-	case IST_F_DEVICE: return &ev->device;
-	case IST_F_STREAM: return &ev->stream;
-	case IST_F_START: return &ev->start_ns;
-	case IST_F_END: return &ev->end_ns;
-	case IST_F_TS: return &ev->ts_ns;
-	case IST_F_LINE: return &ev->line;
-	case IST_F_SM_COUNT: return &ev->sm_count;
-	case IST_F_MEMORY_BYTES: return &ev->memory_bytes;
-	case IST_F_CORRELATION: return &ev->correlation;
-	case IST_F_BYTES: return &ev->bytes;
-	case IST_F_EVENTS: return &ev->events;
-	case IST_F_DOMAIN_NS: return &ev->domain_ns;
-	case IST_F_REALTIME_NS: return &ev->realtime_ns;
-	case IST_F_MONOTONIC_NS: return &ev->monotonic_ns;
-	default: return NULL;
-	}
-}
-
-static struct ist_blob *
-blob_ptr(struct ist_event *ev, enum ist_field f)
-{
-	switch (f) {
-	case IST_F_CMDLINE: return &ev->cmdline;
-	case IST_F_METADATA: return &ev->metadata;
-	case IST_F_DATA: return &ev->data;
-	case IST_F_PIDS: return &ev->pids;
-	case IST_F_CLOCKS: return &ev->clocks;
-	case IST_F_SOURCES: return &ev->sources;
-	default: return NULL;
-	}
-}
-
 enum ist_status
 ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
     struct ist_error *err)
@@ -272,10 +218,10 @@ ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
 		}
 		switch (fs->ft) {
 		case FT_INT:
-			e = ist_buf_printf(b, "%" PRId64, *int_ptr(ev, fs->id));
+			e = ist_buf_printf(b, "%" PRId64, *ist_field_int(ev, fs->id));
 			break;
 		case FT_STR:
-			s = get_str(ev, fs->id);
+			s = *ist_field_str(ev, fs->id);
 			e = put_jstr(b, s.p, s.n);
 			break;
 		case FT_BOOL:
@@ -302,7 +248,7 @@ ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
 		}
 		case FT_VALUE:
 		case FT_OBJECT:
-			st = ist_cbor_to_json(*blob_ptr(ev, fs->id), b, err);
+			st = ist_cbor_to_json(*ist_field_blob(ev, fs->id), b, err);
 			if (st != IST_OK)
 				return st;
 			break;
@@ -521,7 +467,7 @@ ist_event_from_json(const char *line, size_t n, struct ist_event *ev,
 				if (!json_is_integer(v))
 					want = "an integer";
 				else
-					*int_ptr(ev, fs->id) =
+					*ist_field_int(ev, fs->id) =
 					    json_integer_value(v);
 				break;
 			case FT_STR: {
@@ -531,17 +477,7 @@ ist_event_from_json(const char *line, size_t n, struct ist_event *ev,
 					want = "a string";
 					break;
 				}
-				switch (fs->id) {
-				case IST_F_NAME: ev->name = str; break;
-				case IST_F_FILE: ev->file = str; break;
-				case IST_F_HOST: ev->host = str; break;
-				case IST_F_KIND: ev->kind = str; break;
-				case IST_F_REASON: ev->reason = str; break;
-				case IST_F_DOMAIN: ev->domain = str; break;
-				case IST_F_FORMAT: ev->format = str; break;
-				case IST_F_PRODUCER: ev->producer = str; break;
-				default: break;
-				}
+				*ist_field_str(ev, fs->id) = str;
 				break;
 			}
 			case FT_BOOL:
@@ -602,7 +538,7 @@ ist_event_from_json(const char *line, size_t n, struct ist_event *ev,
 				}
 				blobs[nblobs].off = off;
 				blobs[nblobs].n = s->cbor.n - off;
-				blobs[nblobs++].dst = blob_ptr(ev, fs->id);
+				blobs[nblobs++].dst = ist_field_blob(ev, fs->id);
 				break;
 			}
 			}

@@ -234,67 +234,6 @@ arena_put(struct merger *m, const void *p, size_t n)
 	return 0;
 }
 
-static struct ist_str
-get_str(const struct ist_event *ev, enum ist_field f)
-{
-	switch (f) {
-	case IST_F_NAME: return ev->name;
-	case IST_F_FILE: return ev->file;
-	case IST_F_HOST: return ev->host;
-	case IST_F_KIND: return ev->kind;
-	case IST_F_REASON: return ev->reason;
-	case IST_F_DOMAIN: return ev->domain;
-	default: return (struct ist_str){ "", 0 };
-	}
-}
-
-static struct ist_str *
-str_ptr(struct ist_event *ev, enum ist_field f)
-{
-	switch (f) {
-	case IST_F_NAME: return &ev->name;
-	case IST_F_FILE: return &ev->file;
-	case IST_F_HOST: return &ev->host;
-	case IST_F_KIND: return &ev->kind;
-	case IST_F_REASON: return &ev->reason;
-	case IST_F_DOMAIN: return &ev->domain;
-	default: return NULL;
-	}
-}
-
-static int64_t *
-int_ptr(struct ist_event *ev, enum ist_field f)
-{
-	switch (f) {
-	case IST_F_PID: return &ev->pid;
-	case IST_F_TID: return &ev->tid;
-	case IST_F_DEVICE: return &ev->device;
-	case IST_F_STREAM: return &ev->stream;
-	case IST_F_START: return &ev->start_ns;
-	case IST_F_END: return &ev->end_ns;
-	case IST_F_TS: return &ev->ts_ns;
-	case IST_F_LINE: return &ev->line;
-	case IST_F_SM_COUNT: return &ev->sm_count;
-	case IST_F_MEMORY_BYTES: return &ev->memory_bytes;
-	case IST_F_CORRELATION: return &ev->correlation;
-	case IST_F_BYTES: return &ev->bytes;
-	case IST_F_EVENTS: return &ev->events;
-	case IST_F_DOMAIN_NS: return &ev->domain_ns;
-	default: return NULL;
-	}
-}
-
-static struct ist_blob *
-blob_ptr(struct ist_event *ev, enum ist_field f)
-{
-	switch (f) {
-	case IST_F_CMDLINE: return &ev->cmdline;
-	case IST_F_METADATA: return &ev->metadata;
-	case IST_F_DATA: return &ev->data;
-	default: return NULL;
-	}
-}
-
 /* [type][has][fields in table order]; strings and blobs as u32 + bytes. */
 static size_t
 packed_size(const struct ist_event *ev)
@@ -307,9 +246,12 @@ packed_size(const struct ist_event *ev)
 		if (!IST_HAS(ev, fs->id))
 			continue;
 		switch (fs->ft) {
-		case FT_STR: n += 4 + get_str(ev, fs->id).n; break;
+		case FT_STR:
+			n += 4 + ist_field_str((struct ist_event *)ev,
+			    fs->id)->n;
+			break;
 		case FT_VALUE: case FT_OBJECT:
-			n += 4 + blob_ptr((struct ist_event *)ev, fs->id)->n;
+			n += 4 + ist_field_blob((struct ist_event *)ev, fs->id)->n;
 			break;
 		case FT_IVEC3: n += 24; break;
 		case FT_BOOL: n += 1; break;
@@ -336,14 +278,14 @@ pack(struct merger *m, const struct ist_event *cev)
 			continue;
 		switch (fs->ft) {
 		case FT_STR: {
-			struct ist_str s = get_str(ev, fs->id);
+			struct ist_str s = *ist_field_str(ev, fs->id);
 			len = (uint32_t)s.n;
 			arena_put(m, &len, 4);
 			arena_put(m, s.p, s.n);
 			break;
 		}
 		case FT_VALUE: case FT_OBJECT: {
-			struct ist_blob *b = blob_ptr(ev, fs->id);
+			struct ist_blob *b = ist_field_blob(ev, fs->id);
 			len = (uint32_t)b->n;
 			arena_put(m, &len, 4);
 			arena_put(m, b->p, b->n);
@@ -371,7 +313,7 @@ pack(struct merger *m, const struct ist_event *cev)
 			break;
 		}
 		case FT_INT:
-			arena_put(m, int_ptr(ev, fs->id), 8);
+			arena_put(m, ist_field_int(ev, fs->id), 8);
 			break;
 		}
 	}
@@ -394,13 +336,13 @@ unpack(const uint8_t *p, struct ist_event *ev)
 		switch (fs->ft) {
 		case FT_STR:
 			memcpy(&len, p, 4);
-			*str_ptr(ev, fs->id) = (struct ist_str){
+			*ist_field_str(ev, fs->id) = (struct ist_str){
 			    (const char *)p + 4, len };
 			p += 4 + len;
 			break;
 		case FT_VALUE: case FT_OBJECT:
 			memcpy(&len, p, 4);
-			*blob_ptr(ev, fs->id) = (struct ist_blob){ p + 4, len };
+			*ist_field_blob(ev, fs->id) = (struct ist_blob){ p + 4, len };
 			p += 4 + len;
 			break;
 		case FT_IVEC3:
@@ -426,7 +368,7 @@ unpack(const uint8_t *p, struct ist_event *ev)
 			p += 8;
 			break;
 		case FT_INT:
-			memcpy(int_ptr(ev, fs->id), p, 8);
+			memcpy(ist_field_int(ev, fs->id), p, 8);
 			p += 8;
 			break;
 		}

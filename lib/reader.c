@@ -752,30 +752,12 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
 			}
 			s.p = r->sdata.p + r->soff[v - 1];
 			s.n = r->slen[v - 1];
-			switch (fs->id) {
-			case IST_F_NAME: ev->name = s; break;
-			case IST_F_FILE: ev->file = s; break;
-			case IST_F_HOST: ev->host = s; break;
-			case IST_F_KIND: ev->kind = s; break;
-			case IST_F_REASON: ev->reason = s; break;
-			case IST_F_DOMAIN: ev->domain = s; break;
-			default: break;
-			}
+			*ist_field_str(ev, fs->id) = s;
 			break;
 		}
 		case FT_INT:
-			if (!(ok = tok_int(t, &v)))
-				break;
-			switch (fs->id) {
-			case IST_F_LINE: ev->line = v; break;
-			case IST_F_SM_COUNT: ev->sm_count = v; break;
-			case IST_F_MEMORY_BYTES: ev->memory_bytes = v; break;
-			case IST_F_CORRELATION: ev->correlation = v; break;
-			case IST_F_BYTES: ev->bytes = v; break;
-			case IST_F_EVENTS: ev->events = v; break;
-			case IST_F_DOMAIN_NS: ev->domain_ns = v; break;
-			default: break;
-			}
+			if ((ok = tok_int(t, &v)))
+				*ist_field_int(ev, fs->id) = v;
 			break;
 		case FT_BOOL:
 			if ((ok = t->t == TK_BOOL))
@@ -810,12 +792,7 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
 		case FT_OBJECT:
 			if (fs->ft == FT_OBJECT && !(ok = t->t == TK_MAP))
 				break;
-			if (fs->id == IST_F_CMDLINE)
-				ev->cmdline = tok_blob(r, t);
-			else if (fs->id == IST_F_METADATA)
-				ev->metadata = tok_blob(r, t);
-			else
-				ev->data = tok_blob(r, t);
+			*ist_field_blob(ev, fs->id) = tok_blob(r, t);
 			break;
 		}
 		if (!ok) {

@@ -525,51 +525,26 @@ check_blob(struct ist_blob b, const char *what, struct ist_error *err)
 	return IST_OK;
 }
 
+/* The writer only reads events: these drop the const for the accessors. */
 static struct ist_str
 str_field(const struct ist_event *ev, enum ist_field f)
 {
-	switch (f) {
-	case IST_F_NAME: return ev->name;
-	case IST_F_FILE: return ev->file;
-	case IST_F_HOST: return ev->host;
-	case IST_F_KIND: return ev->kind;
-	case IST_F_REASON: return ev->reason;
-	case IST_F_DOMAIN: return ev->domain;
-	case IST_F_FORMAT: return ev->format;
-	case IST_F_PRODUCER: return ev->producer;
-	default: return (struct ist_str){ "", 0 };
-	}
+	struct ist_str *s = ist_field_str((struct ist_event *)ev, f);
+	return s ? *s : (struct ist_str){ "", 0 };
 }
 
 static int64_t
 int_field(const struct ist_event *ev, enum ist_field f)
 {
-	switch (f) {
-	case IST_F_LINE: return ev->line;
-	case IST_F_SM_COUNT: return ev->sm_count;
-	case IST_F_MEMORY_BYTES: return ev->memory_bytes;
-	case IST_F_CORRELATION: return ev->correlation;
-	case IST_F_BYTES: return ev->bytes;
-	case IST_F_EVENTS: return ev->events;
-	case IST_F_DOMAIN_NS: return ev->domain_ns;
-	case IST_F_REALTIME_NS: return ev->realtime_ns;
-	case IST_F_MONOTONIC_NS: return ev->monotonic_ns;
-	default: return 0;
-	}
+	int64_t *v = ist_field_int((struct ist_event *)ev, f);
+	return v ? *v : 0;
 }
 
 static struct ist_blob
 blob_field(const struct ist_event *ev, enum ist_field f)
 {
-	switch (f) {
-	case IST_F_CMDLINE: return ev->cmdline;
-	case IST_F_METADATA: return ev->metadata;
-	case IST_F_DATA: return ev->data;
-	case IST_F_PIDS: return ev->pids;
-	case IST_F_CLOCKS: return ev->clocks;
-	case IST_F_SOURCES: return ev->sources;
-	default: return (struct ist_blob){ NULL, 0 };
-	}
+	struct ist_blob *b = ist_field_blob((struct ist_event *)ev, f);
+	return b ? *b : (struct ist_blob){ NULL, 0 };
 }
 
 static enum ist_status
