@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "ist.h"
@@ -160,6 +161,48 @@ ist_coll_commit(struct ist_ring *r, size_t len)
 {
 	atomic_store_explicit(&r->head, atomic_load_explicit(&r->head,
 	    memory_order_relaxed) + len, memory_order_release);
+}
+
+/* A timed record: t0 and t1 for a range; t0 alone for the mark kinds
+ * (IST_REC_NVTX_MARK, and IST_REC_MARK without metadata). */
+static inline void
+ist_coll_timed(struct ist_ring *r, int kind, uint32_t id, int64_t t0,
+    int64_t t1)
+{
+	size_t len = kind == IST_REC_NVTX_MARK || kind == IST_REC_MARK ? 16 :
+	    24;
+	struct ist_rec *h = ist_coll_reserve(r, len);
+	int64_t *t;
+
+	if (h == NULL)
+		return;
+	h->kind = (uint8_t)kind;
+	h->flags = 0;
+	h->len = (uint16_t)len;
+	h->id = id;
+	t = (int64_t *)(h + 1);
+	t[0] = t0;
+	if (len == 24)
+		t[1] = t1;
+	ist_coll_commit(r, len);
+}
+
+/* Names the ring's thread (names over 1000 bytes are not kept). */
+static inline void
+ist_coll_thread_name(struct ist_ring *r, const char *name)
+{
+	size_t n = strlen(name), len = (8 + n + 1 + 7) & ~(size_t)7;
+	struct ist_rec *h;
+
+	if (n > 1000 || (h = ist_coll_reserve(r, len)) == NULL)
+		return;
+	h->kind = IST_REC_THREAD_NAME;
+	h->flags = 0;
+	h->len = (uint16_t)len;
+	h->id = 0;
+	memset((char *)h + 8, 0, len - 8);
+	memcpy((char *)h + 8, name, n);
+	ist_coll_commit(r, len);
 }
 
 #endif

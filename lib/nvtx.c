@@ -215,23 +215,6 @@ attr_id(struct tstate *t, const struct domain *dom,
 	}
 }
 
-static void
-emit(struct tstate *t, int kind, uint32_t id, int64_t t0, int64_t t1)
-{
-	size_t len = kind == IST_REC_NVTX_MARK ? 16 : 24;
-	struct ist_rec *h = ist_coll_reserve(t->ring, len);
-	int64_t tt[2] = { t0, t1 };
-
-	if (h == NULL)
-		return;
-	h->kind = (uint8_t)kind;
-	h->flags = 0;
-	h->len = (uint16_t)len;
-	h->id = id;
-	memcpy(h + 1, tt, len - 8);
-	ist_coll_commit(t->ring, len);
-}
-
 /* ---- callbacks ---- */
 
 static void
@@ -243,7 +226,7 @@ mark(const struct domain *dom, uint32_t (*idf)(struct tstate *,
 	uint32_t id;
 
 	if (t && (id = idf(t, dom, arg)) != 0)
-		emit(t, IST_REC_NVTX_MARK, id, now, 0);
+		ist_coll_timed(t->ring, IST_REC_NVTX_MARK, id, now, 0);
 }
 
 static uint32_t
@@ -292,7 +275,7 @@ pop(void)
 		return -1;
 	t->depth--;
 	if (t->depth < MAX_STACK && t->stack[t->depth].id)
-		emit(t, IST_REC_NVTX, t->stack[t->depth].id,
+		ist_coll_timed(t->ring, IST_REC_NVTX, t->stack[t->depth].id,
 		    t->stack[t->depth].t0, now);
 	return t->depth;
 }
@@ -346,7 +329,7 @@ end(nvtxRangeId_t id)
 		}
 	pthread_mutex_unlock(&lock);
 	if (r.used)
-		emit(t, IST_REC_NVTX, r.name, r.t0, now);
+		ist_coll_timed(t->ring, IST_REC_NVTX, r.name, r.t0, now);
 }
 
 static void NVTX_API cb_markEx(const nvtxEventAttributes_t *a)
@@ -370,20 +353,10 @@ static void
 thread_name(uint32_t tid, const char *name)
 {
 	struct tstate *t = tstate();
-	size_t n = strlen(name), len = (8 + n + 1 + 7) & ~(size_t)7;
-	struct ist_rec *h;
 
 	/* only a thread naming itself: the record belongs to its ring */
-	if (t == NULL || (int64_t)tid != t->ring->tid || n > 1000 ||
-	    (h = ist_coll_reserve(t->ring, len)) == NULL)
-		return;
-	h->kind = IST_REC_THREAD_NAME;
-	h->flags = 0;
-	h->len = (uint16_t)len;
-	h->id = 0;
-	memset((char *)h + 8, 0, len - 8);
-	memcpy((char *)h + 8, name, n);
-	ist_coll_commit(t->ring, len);
+	if (t && t->ring && (int64_t)tid == t->ring->tid)
+		ist_coll_thread_name(t->ring, name);
 }
 
 static void NVTX_API cb_nameThreadA(uint32_t tid, const char *name)

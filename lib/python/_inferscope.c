@@ -87,36 +87,34 @@ pstate(void)
 static void
 thread_name_record(struct pstate *p, const char *name)
 {
-	size_t n = strlen(name), len = (8 + n + 1 + 7) & ~(size_t)7;
-	struct ist_rec *h;
+	ist_coll_thread_name(p->ring, name);
+}
 
-	if (n > 1000 || (h = ist_coll_reserve(p->ring, len)) == NULL)
-		return;
-	h->kind = IST_REC_THREAD_NAME;
-	h->flags = 0;
-	h->len = (uint16_t)len;
-	h->id = 0;
-	memset((char *)h + 8, 0, len - 8);
-	memcpy((char *)h + 8, name, n);
-	ist_coll_commit(p->ring, len);
+/* Stack of open calls: records the call when it returns. */
+static inline void
+push(struct pstate *p, uint32_t id, int64_t t)
+{
+	if (p->depth < MAX_DEPTH) {
+		p->stack[p->depth].t0 = t;
+		p->stack[p->depth].id = id;
+	} else if (p->ring) {
+		atomic_fetch_add_explicit(&p->ring->dropped, 1,
+		    memory_order_relaxed);
+	}
+	p->depth++;
 }
 
 static inline void
-emit_range(struct pstate *p, int kind, uint32_t id, int64_t t0, int64_t t1)
+pop(struct pstate *p, int64_t t)
 {
-	struct ist_rec *h = ist_coll_reserve(p->ring, 24);
-	int64_t *t;
-
-	if (h == NULL)
-		return;
-	h->kind = (uint8_t)kind;
-	h->flags = 0;
-	h->len = 24;
-	h->id = id;
-	t = (int64_t *)(h + 1);
-	t[0] = t0;
-	t[1] = t1;
-	ist_coll_commit(p->ring, 24);
+	if (p->depth == 0)
+		return;      /* entered before recording started */
+	p->depth--;
+	if (p->depth < MAX_DEPTH) {
+		struct frame *f = &p->stack[p->depth];
+		if (f->id && t - f->t0 >= min_ns)
+			ist_coll_timed(p->ring, IST_REC_CALL, f->id, f->t0, t);
+	}
 }
 
 /* ---- interning ---- */
@@ -276,31 +274,16 @@ profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 		PyCodeObject *code = PyFrame_GetCode(frame);
 		id = code_id(code, frame);
 		Py_DECREF(code);
-		goto push;
+		push(p, id, t);
+		break;
 	}
 	case PyTrace_C_CALL:
-		id = cfunc_id(arg);
-	push:
-		if (p->depth < MAX_DEPTH) {
-			p->stack[p->depth].t0 = t;
-			p->stack[p->depth].id = id;
-		} else if (p->ring) {
-			atomic_fetch_add_explicit(&p->ring->dropped, 1,
-			    memory_order_relaxed);
-		}
-		p->depth++;
+		push(p, cfunc_id(arg), t);
 		break;
 	case PyTrace_RETURN:
 	case PyTrace_C_RETURN:
 	case PyTrace_C_EXCEPTION:
-		if (p->depth == 0)
-			break;   /* entered before recording started */
-		p->depth--;
-		if (p->depth < MAX_DEPTH) {
-			struct frame *f = &p->stack[p->depth];
-			if (f->id && t - f->t0 >= min_ns)
-				emit_range(p, IST_REC_CALL, f->id, f->t0, t);
-		}
+		pop(p, t);
 		break;
 	}
 	return 0;
@@ -312,32 +295,6 @@ profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 #define TOOL_ID 2     /* sys.monitoring.PROFILER_ID */
 static int monitoring;
 static PyObject *mon_disable;   /* sys.monitoring.DISABLE */
-
-static inline void
-push(struct pstate *p, uint32_t id, int64_t t)
-{
-	if (p->depth < MAX_DEPTH) {
-		p->stack[p->depth].t0 = t;
-		p->stack[p->depth].id = id;
-	} else if (p->ring) {
-		atomic_fetch_add_explicit(&p->ring->dropped, 1,
-		    memory_order_relaxed);
-	}
-	p->depth++;
-}
-
-static inline void
-pop(struct pstate *p, int64_t t)
-{
-	if (p->depth == 0)
-		return;
-	p->depth--;
-	if (p->depth < MAX_DEPTH) {
-		struct frame *f = &p->stack[p->depth];
-		if (f->id && t - f->t0 >= min_ns)
-			emit_range(p, IST_REC_CALL, f->id, f->t0, t);
-	}
-}
 
 /* PY_START, PY_RESUME, PY_THROW: (code, offset[, exc]) */
 static PyObject *
@@ -914,7 +871,7 @@ scope_exit(ScopeObject *s, PyObject *const *args, Py_ssize_t n)
 		Py_RETURN_FALSE;
 	p->sdepth--;
 	if (p->sdepth < MAX_SCOPES)
-		emit_range(p, IST_REC_SCOPE, p->scopes[p->sdepth].id,
+		ist_coll_timed(p->ring, IST_REC_SCOPE, p->scopes[p->sdepth].id,
 		    p->scopes[p->sdepth].t0, t);
 	Py_RETURN_FALSE;
 }
