@@ -641,31 +641,18 @@ open_stream(const char *path, struct ist_error *err)
 	IST_SET(&h, IST_F_REALTIME_NS);
 	IST_SET(&h, IST_F_MONOTONIC_NS);
 	{
-		uint8_t pids[16], clocks[16];
-		size_t k = 0;
-		pids[k++] = 0x81; /* [pid] */
-		if (C.pid < 24)
-			pids[k++] = (uint8_t)C.pid;
-		else if (C.pid < 256) {
-			pids[k++] = 0x18;
-			pids[k++] = (uint8_t)C.pid;
-		} else if (C.pid < 65536) {
-			pids[k++] = 0x19;
-			pids[k++] = (uint8_t)(C.pid >> 8);
-			pids[k++] = (uint8_t)C.pid;
-		} else {
-			pids[k++] = 0x1a;
-			pids[k++] = (uint8_t)(C.pid >> 24);
-			pids[k++] = (uint8_t)(C.pid >> 16);
-			pids[k++] = (uint8_t)(C.pid >> 8);
-			pids[k++] = (uint8_t)C.pid;
+		struct ist_buf pids = { 0 };
+		int64_t pid = C.pid;
+		if (ist_cbor_ints(&pid, 1, &pids) == 0) {
+			h.pids = (struct ist_blob){ (uint8_t *)pids.p, pids.n };
+			IST_SET(&h, IST_F_PIDS);
 		}
-		memcpy(clocks, "\x81\x69monotonic", 11);
-		h.pids = (struct ist_blob){ pids, k };
-		h.clocks = (struct ist_blob){ clocks, 11 };
-		IST_SET(&h, IST_F_PIDS);
+		h.clocks = (struct ist_blob){
+		    (const uint8_t *)"\x81\x69monotonic", 11 };
 		IST_SET(&h, IST_F_CLOCKS);
-		if ((st = ist_writer_header(C.w, &h, err)) != IST_OK)
+		st = ist_writer_header(C.w, &h, err);
+		ist_buf_release(&pids);
+		if (st != IST_OK)
 			return st;
 	}
 	/* the process: name and command line from /proc */
@@ -679,31 +666,14 @@ open_stream(const char *path, struct ist_error *err)
 		close(fd);
 	}
 	if (n > 0) {
-		uint8_t blob[4096 + 64];
-		size_t k = 0, nargs = 0;
+		struct ist_buf blob = { 0 };
 		cmd[n] = '\0';
-		for (ssize_t i = 0; i < n; i++)
-			if (cmd[i] == '\0')
-				nargs++;
-		if (nargs < 24) {
-			blob[k++] = (uint8_t)(0x80 | nargs);
-			for (char *a = cmd; a < cmd + n && k < sizeof(blob) - 8;
-			    a += strlen(a) + 1) {
-				size_t len = strlen(a);
-				if (len > 4000 || k + len + 3 > sizeof(blob))
-					break;
-				blob[k++] = 0x79; /* text, 2-byte length */
-				blob[k++] = (uint8_t)(len >> 8);
-				blob[k++] = (uint8_t)len;
-				memcpy(blob + k, a, len);
-				k += len;
-			}
-			size_t used;
-			if (ist_cbor_check(blob, k, &used, NULL) == IST_OK &&
-			    used == k) {
-				p.cmdline = (struct ist_blob){ blob, k };
-				IST_SET(&p, IST_F_CMDLINE);
-			}
+		/* a cut last argument (no NUL of its own) counts too */
+		if (ist_cbor_args(cmd, (size_t)n + (cmd[n - 1] != '\0'),
+		    &blob) == 0) {
+			p.cmdline = (struct ist_blob){ (uint8_t *)blob.p,
+			    blob.n };
+			IST_SET(&p, IST_F_CMDLINE);
 		}
 		{
 			const char *base = strrchr(cmd, '/');
@@ -711,6 +681,7 @@ open_stream(const char *path, struct ist_error *err)
 			IST_SET(&p, IST_F_NAME);
 		}
 		emit(&p);
+		ist_buf_release(&blob);
 	} else {
 		emit(&p);
 	}

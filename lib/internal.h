@@ -70,6 +70,12 @@ void ist_seterr(struct ist_error *err, enum ist_status st, const char *fmt,
 /* Formats a double so that strtod() gives it back, with a '.' or 'e'. */
 void ist_fmt_double(double d, char *out, size_t cap);
 
+/* CBOR arrays for headers and process records, appended to out (0 or
+ * ENOMEM): integers; and NUL-terminated arguments as in /proc/PID/cmdline,
+ * as text. */
+int ist_cbor_ints(const int64_t *v, size_t n, struct ist_buf *out);
+int ist_cbor_args(const char *args, size_t n, struct ist_buf *out);
+
 /* Validates that [p, p+n) is exactly one well-formed CBOR item. */
 enum ist_status ist_cbor_check(const uint8_t *p, size_t n, size_t *used,
     struct ist_error *err);

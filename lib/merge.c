@@ -15,13 +15,6 @@
 #include "internal.h"
 #include "merge.h"
 
-static size_t
-cbor_head_into(uint8_t *buf, int major, uint64_t v)
-{
-	return major == 4 ? cbor_encode_array_start((size_t)v, buf, 9) :
-	    cbor_encode_uint(v, buf, 9);
-}
-
 /* ---- segments and their clocks ---- */
 
 struct pairs {
@@ -939,23 +932,17 @@ write_header(struct merger *m, struct ist_writer *w, struct ist_error *err)
 			allp[j - 1] = t;
 		}
 	{
-		size_t k = 0, u = 0;
+		size_t u = 0;
 		for (size_t i = 0; i < np; i++)
 			if (i == 0 || allp[i] != allp[i - 1])
 				allp[u++] = allp[i];
-		k = cbor_head_into(head, 4, u);
-		ist_buf_append(&pids, head, k);
-		for (size_t i = 0; i < u; i++) {
-			k = cbor_head_into(head, 0, (uint64_t)allp[i]);
-			ist_buf_append(&pids, head, k);
-		}
-		if (u) {
+		if (u && ist_cbor_ints(allp, u, &pids) == 0) {
 			h.pids = (struct ist_blob){ (uint8_t *)pids.p, pids.n };
 			IST_SET(&h, IST_F_PIDS);
 		}
 	}
 	{
-		size_t k = cbor_head_into(head, 4, nitems);
+		size_t k = cbor_encode_array_start(nitems, head, sizeof(head));
 		src.n = 0;
 		ist_buf_append(&src, head, k);
 		ist_buf_append(&src, items.p ? items.p : "", items.n);

@@ -166,8 +166,7 @@ name_process(struct sampler *s, struct psample *p, const char *comm)
 {
 	struct ist_event ev;
 	char path[64], cmd[8192];
-	uint8_t blob[8192 + 512];
-	size_t k = 0, nargs = 0;
+	struct ist_buf blob = { 0 };
 	ssize_t n;
 
 	p->named = true;
@@ -180,24 +179,14 @@ name_process(struct sampler *s, struct psample *p, const char *comm)
 	IST_SET(&ev, IST_F_HOST);
 	snprintf(path, sizeof(path), "/proc/%lld/cmdline", (long long)p->pid);
 	n = read_file(path, cmd, sizeof(cmd));
-	for (ssize_t i = 0; i < n; i++)
-		if (cmd[i] == '\0')
-			nargs++;
-	if (n > 0 && nargs > 0 && nargs < 256) {
-		blob[k++] = 0x98; /* array, 1-byte count */
-		blob[k++] = (uint8_t)nargs;
-		for (char *a = cmd; a < cmd + n; a += strlen(a) + 1) {
-			size_t len = strlen(a);
-			blob[k++] = 0x79;
-			blob[k++] = (uint8_t)(len >> 8);
-			blob[k++] = (uint8_t)len;
-			memcpy(blob + k, a, len);
-			k += len;
-		}
-		ev.cmdline = (struct ist_blob){ blob, k };
+	/* read_file ends the text with a NUL: a cut last argument counts */
+	if (n > 0 && ist_cbor_args(cmd, (size_t)n + (cmd[n - 1] != '\0'),
+	    &blob) == 0) {
+		ev.cmdline = (struct ist_blob){ (uint8_t *)blob.p, blob.n };
 		IST_SET(&ev, IST_F_CMDLINE);
 	}
 	swrite(s, &ev);
+	ist_buf_release(&blob);
 }
 
 static struct tsample *

@@ -784,3 +784,39 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
 	}
 	return IST_OK;
 }
+
+int
+ist_cbor_ints(const int64_t *v, size_t n, struct ist_buf *out)
+{
+	unsigned char h[9];
+
+	if (ist_buf_append(out, h, cbor_encode_array_start(n, h, 9)))
+		return ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		size_t k = v[i] >= 0 ? cbor_encode_uint((uint64_t)v[i], h, 9) :
+		    cbor_encode_negint((uint64_t)(-(v[i] + 1)), h, 9);
+		if (ist_buf_append(out, h, k))
+			return ENOMEM;
+	}
+	return 0;
+}
+
+int
+ist_cbor_args(const char *args, size_t n, struct ist_buf *out)
+{
+	unsigned char h[9];
+	size_t nargs = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (args[i] == '\0')
+			nargs++;
+	if (ist_buf_append(out, h, cbor_encode_array_start(nargs, h, 9)))
+		return ENOMEM;
+	for (const char *a = args; nargs-- > 0; a += strlen(a) + 1) {
+		size_t len = strlen(a);
+		if (ist_buf_append(out, h, cbor_encode_string_start(len, h, 9)) ||
+		    ist_buf_append(out, a, len))
+			return ENOMEM;
+	}
+	return 0;
+}
