@@ -36,9 +36,9 @@ else
 B ?= build
 endif
 
-LIB_SRC = $(filter-out lib/nvtx.c,$(wildcard lib/*.c))
+LIB_SRC = $(filter-out lib/nvtx.c,$(wildcard lib/*.c)) $(wildcard lib/rules/*.c)
 LIB_OBJ = $(LIB_SRC:%.c=$(B)/%.o)
-TOOLS = is-cat is-info is-merge is-record
+TOOLS = is-cat is-info is-merge is-record is-analyze
 TOOL_BIN = $(TOOLS:%=$(B)/bin/%)
 UNIT_SRC = $(wildcard tests/unit/*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -82,7 +82,7 @@ $(B)/.deps-check: scripts/deps.sh
 	@sh scripts/deps.sh check
 	@touch $@
 
-$(B)/lib/%.o: lib/%.c lib/*.h | $(B)/.deps
+$(B)/lib/%.o: lib/%.c lib/*.h lib/rules/*.h | $(B)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 

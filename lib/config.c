@@ -128,6 +128,7 @@ ist_config_load_file(struct ist_config *c, const char *path, bool optional,
 	enum ist_status st = IST_OK;
 	char key[128] = "", where[4200];
 	int depth = 0, state = 0; /* 0: want key, 1: want value */
+	int skip = 0;             /* inside the value of rules: */
 	bool done = false;
 
 	if (f == NULL) {
@@ -146,6 +147,22 @@ ist_config_load_file(struct ist_config *c, const char *path, bool optional,
 			    p.problem ? p.problem : "invalid YAML");
 			st = IST_EINVAL;
 			break;
+		}
+		if (skip) {
+			/* `rules:` holds is-analyze's thresholds
+			 * (ist_rules_load reads them) */
+			bool open = ev.type == YAML_MAPPING_START_EVENT ||
+			    ev.type == YAML_SEQUENCE_START_EVENT;
+			bool close = ev.type == YAML_MAPPING_END_EVENT ||
+			    ev.type == YAML_SEQUENCE_END_EVENT;
+			if (skip < 0)
+				skip = open ? 1 : 0;
+			else
+				skip += open ? 1 : close ? -1 : 0;
+			if (skip == 0)
+				state = 0;
+			yaml_event_delete(&ev);
+			continue;
 		}
 		switch (ev.type) {
 		case YAML_STREAM_END_EVENT:
@@ -181,6 +198,8 @@ ist_config_load_file(struct ist_config *c, const char *path, bool optional,
 				snprintf(key, sizeof(key), "%s",
 				    (char *)ev.data.scalar.value);
 				state = 1;
+				if (strcmp(key, "rules") == 0)
+					skip = -1;
 				break;
 			}
 			snprintf(where, sizeof(where), "%s:%zu", path,

@@ -358,6 +358,9 @@ sample_system(struct sampler *s, int64_t ts)
 		swrite(s, &ev);
 		counter(s, 0, -1, "system.cpu_cores", ts,
 		    sysconf(_SC_NPROCESSORS_ONLN), 0, true);
+		counter(s, 0, -1, "system.memory_bytes", ts,
+		    (int64_t)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE),
+		    0, true);
 	}
 	if (s->have_cpu && total > s->last_total)
 		counter(s, 0, -1, "system.cpu_utilization", ts, 0,

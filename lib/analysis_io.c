@@ -1,0 +1,85 @@
+/* analysis_io.c - is-analyze's pass: trace in, trace and analysis out. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze.h"
+#include "internal.h"
+
+char *
+ist_analysis_dumps(const json_t *an)
+{
+	return json_dumps(an, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+}
+
+enum ist_status
+ist_write_analysis(struct ist_writer *w, const json_t *an,
+    struct ist_error *err)
+{
+	char *text = json_dumps(an, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	struct ist_buf cbor = { 0 };
+	struct ist_event ev;
+	enum ist_status st;
+
+	if (text == NULL) {
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
+	st = ist_json_text_to_cbor(text, strlen(text), &cbor, err);
+	free(text);
+	if (st == IST_OK) {
+		ist_event_init(&ev, IST_ANALYSIS);
+		ev.data = (struct ist_blob){ (const uint8_t *)cbor.p, cbor.n };
+		IST_SET(&ev, IST_F_DATA);
+		st = ist_writer_write(w, &ev, err);
+	}
+	ist_buf_release(&cbor);
+	return st;
+}
+
+static bool
+kept_in_summary(enum ist_type t)
+{
+	return t == IST_HEADER || t == IST_PROCESS || t == IST_THREAD ||
+	    t == IST_DEVICE || t == IST_LOSS;
+}
+
+enum ist_status
+ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
+    const struct ist_rules *rules, json_t **out, struct ist_error *err)
+{
+	struct ist_analyzer *a = NULL;
+	const struct ist_event *ev;
+	struct ist_reader_stats rs;
+	struct ist_error we = { 0 };
+	enum ist_status st, rst;
+
+	*out = NULL;
+	if ((st = ist_analyzer_new(&a, rules, err)) != IST_OK)
+		return st;
+	while ((rst = ist_reader_next(r, &ev, err)) == IST_OK) {
+		if ((st = ist_analyzer_add(a, ev, err)) != IST_OK)
+			goto fail;
+		if (w == NULL || ev->type == IST_ANALYSIS ||
+		    (summary && !kept_in_summary(ev->type)))
+			continue;
+		if (ev->type == IST_HEADER) {
+			st = ist_writer_header(w, ev, &we);
+		} else {
+			st = ist_writer_write(w, ev, &we);
+		}
+		if (st != IST_OK)
+			goto wfail;
+	}
+	ist_reader_stats(r, &rs);
+	if ((st = ist_analyzer_finish(a, &rs, out, &we)) != IST_OK)
+		goto wfail;
+	ist_analyzer_free(a);
+	return rst == IST_END ? IST_OK : rst;
+wfail:
+	*err = we;
+fail:
+	json_decref(*out);
+	*out = NULL;
+	ist_analyzer_free(a);
+	return st;
+}

@@ -1,0 +1,302 @@
+/*
+ * baseline.c - the regression gate: compare an analysis with a baseline
+ * (another trace or analysis) and check --fail-on conditions.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyze.h"
+#include "internal.h"
+#include "rules/rules.h"
+
+static json_t *
+delta(const char *what, const char *name, double base, double now)
+{
+	double pct = base > 0 ? 100 * (now - base) / base : now > 0 ? 100 : 0;
+	json_t *o = json_pack("{s:s,s:I,s:I,s:f}", "what", what, "base",
+	    (json_int_t)base, "now", (json_int_t)now, "delta_pct",
+	    ist_round(pct, 2));
+	if (name)
+		json_object_set_new(o, "name", json_string(name));
+	return o;
+}
+
+static const json_t *
+find(const json_t *arr, const char *kind, const char *name)
+{
+	const json_t *x;
+	size_t i;
+	json_array_foreach(arr, i, x)
+		if (strcmp(ist_jstr(x, "name"), name) == 0 && (kind == NULL ||
+		    strcmp(ist_jstr(x, "kind"), kind) == 0))
+			return x;
+	return NULL;
+}
+
+static int
+by_delta(const void *x, const void *y)
+{
+	const json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
+	double p = ist_jnum(a, "delta_pct"), q = ist_jnum(b, "delta_pct");
+	if (p != q)
+		return p < q ? 1 : -1;
+	if (strcmp(ist_jstr(a, "what"), ist_jstr(b, "what")))
+		return strcmp(ist_jstr(a, "what"), ist_jstr(b, "what"));
+	return strcmp(ist_jstr(a, "name"), ist_jstr(b, "name"));
+}
+
+enum ist_status
+ist_analysis_compare(json_t *now, const json_t *base, struct ist_error *err)
+{
+	json_t *deltas = json_array(), *x, **v, *sorted;
+	const json_t *b;
+	size_t i, n;
+
+	if (deltas == NULL)
+		goto nomem;
+	json_array_append_new(deltas, delta("wall", NULL,
+	    ist_jnum(json_object_get(base, "run"), "wall_ns"),
+	    ist_jnum(json_object_get(now, "run"), "wall_ns")));
+	json_array_foreach(json_object_get(now, "scopes"), i, x)
+		if ((b = find(json_object_get(base, "scopes"), ist_jstr(x,
+		    "kind"), ist_jstr(x, "name"))) != NULL)
+			json_array_append_new(deltas, delta(strcmp(ist_jstr(x,
+			    "kind"), "nvtx") ? "scope" : "nvtx", ist_jstr(x,
+			    "name"), ist_jnum(b, "mean_ns"), ist_jnum(x,
+			    "mean_ns")));
+	json_array_foreach(json_object_get(now, "kernels"), i, x)
+		if ((b = find(json_object_get(base, "kernels"), NULL,
+		    ist_jstr(x, "name"))) != NULL)
+			json_array_append_new(deltas, delta("kernel",
+			    ist_jstr(x, "name"), ist_jnum(b, "mean_ns"),
+			    ist_jnum(x, "mean_ns")));
+	n = json_array_size(deltas);
+	if ((v = malloc(n * sizeof(*v))) == NULL)
+		goto nomem;
+	json_array_foreach(deltas, i, x)
+		v[i] = x;
+	qsort(v, n, sizeof(*v), by_delta);
+	sorted = json_array();
+	for (i = 0; i < n; i++)
+		json_array_append(sorted, v[i]);
+	free(v);
+	json_decref(deltas);
+	json_object_set_new(now, "baseline", json_pack("{s:O,s:O,s:o}",
+	    "run", json_object_get(base, "run") ? json_object_get(base, "run")
+	    : json_null(), "verdict", json_object_get(base, "verdict") ?
+	    json_object_get(base, "verdict") : json_null(), "deltas", sorted));
+	return IST_OK;
+nomem:
+	json_decref(deltas);
+	ist_seterr(err, IST_ENOMEM, "out of memory");
+	return IST_ENOMEM;
+}
+
+static int
+sev_rank(const char *s)
+{
+	return !strcmp(s, "high") ? 3 : !strcmp(s, "medium") ? 2 :
+	    !strcmp(s, "low") ? 1 : 0;
+}
+
+/* "N%" or "N" -> N; false if not a number */
+static bool
+parse_pct(const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	*out = strtod(s, &end);
+	if (end == s || errno || !isfinite(*out))
+		return false;
+	if (*end == '%')
+		end++;
+	return *end == '\0';
+}
+
+static enum ist_status
+check_one(const char *c, const json_t *an, bool *failed, struct ist_buf *why,
+    struct ist_error *err)
+{
+	const json_t *deltas = json_object_get(json_object_get(an, "baseline"),
+	    "deltas"), *x;
+	const char *op = strpbrk(c, "<>");
+	char key[256];
+	double lim;
+	size_t i, kn;
+
+	if (strncmp(c, "rule:", 5) == 0) {
+		json_array_foreach(json_object_get(an, "findings"), i, x)
+			if (strcmp(ist_jstr(x, "rule"), c + 5) == 0) {
+				*failed = true;
+				ist_buf_printf(why, "rule %s fired: %s\n", c + 5,
+				    ist_jstr(x, "title"));
+				break;
+			}
+		return IST_OK;
+	}
+	if (strncmp(c, "severity>=", 10) == 0) {
+		int want = sev_rank(c + 10);
+		if (want == 0)
+			goto bad;
+		json_array_foreach(json_object_get(an, "findings"), i, x)
+			if (sev_rank(ist_jstr(x, "severity")) >= want) {
+				*failed = true;
+				ist_buf_printf(why, "a %s finding: %s\n",
+				    ist_jstr(x, "severity"), ist_jstr(x,
+				    "title"));
+				break;
+			}
+		return IST_OK;
+	}
+	if (op == NULL || (kn = (size_t)(op - c)) >= sizeof(key) ||
+	    !parse_pct(op + 1, &lim))
+		goto bad;
+	memcpy(key, c, kn);
+	key[kn] = '\0';
+	if (strcmp(key, "gpu_busy") == 0 && *op == '<') {
+		json_array_foreach(json_object_get(an, "devices"), i, x)
+			if (ist_jnum(x, "ops") > 0 &&
+			    ist_jnum(x, "busy_pct") < lim) {
+				*failed = true;
+				ist_buf_printf(why, "GPU %d busy %.1f%% < %g%%\n",
+				    (int)ist_jnum(x, "device"),
+				    ist_jnum(x, "busy_pct"), lim);
+			}
+		return IST_OK;
+	}
+	if (*op != '>' || !(strcmp(key, "regression") == 0 ||
+	    strcmp(key, "wall") == 0 || strncmp(key, "scope:", 6) == 0 ||
+	    strncmp(key, "nvtx:", 5) == 0 || strncmp(key, "kernel:", 7) == 0))
+		goto bad;
+	if (deltas == NULL) {
+		ist_seterr(err, IST_EINVAL, "--fail-on '%s' needs --baseline",
+		    c);
+		return IST_EINVAL;
+	}
+	json_array_foreach(deltas, i, x) {
+		const char *w = ist_jstr(x, "what"), *nm = ist_jstr(x, "name");
+		bool match = strcmp(key, "regression") == 0 ||
+		    (strcmp(key, "wall") == 0 && strcmp(w, "wall") == 0);
+		if (!match) {
+			const char *colon = strchr(key, ':');
+			match = colon && strncmp(key, w, (size_t)(colon - key))
+			    == 0 && strlen(w) == (size_t)(colon - key) &&
+			    strcmp(colon + 1, nm) == 0;
+		}
+		if (match && ist_jnum(x, "delta_pct") > lim) {
+			*failed = true;
+			ist_buf_printf(why, "%s%s%s: %.3f ms -> %.3f ms "
+			    "(%+.1f%% > %g%%)\n", w, *nm ? " " : "", nm,
+			    ist_jnum(x, "base") / 1e6, ist_jnum(x, "now") / 1e6,
+			    ist_jnum(x, "delta_pct"), lim);
+		}
+	}
+	return IST_OK;
+bad:
+	ist_seterr(err, IST_EINVAL, "bad --fail-on condition '%s' (want "
+	    "regression>P%%, wall>P%%, scope:NAME>P%%, kernel:NAME>P%%, "
+	    "gpu_busy<P%%, severity>=low|medium|high or rule:NAME)", c);
+	return IST_EINVAL;
+}
+
+enum ist_status
+ist_failon_check(const char *spec, const json_t *an, bool *failed,
+    struct ist_buf *why, struct ist_error *err)
+{
+	char *copy = strdup(spec), *save = NULL, *tok;
+	enum ist_status st = IST_OK;
+
+	*failed = false;
+	if (copy == NULL) {
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
+	for (tok = strtok_r(copy, ",", &save); tok && st == IST_OK;
+	    tok = strtok_r(NULL, ",", &save)) {
+		while (*tok == ' ')
+			tok++;
+		for (char *e = tok + strlen(tok); e > tok && e[-1] == ' ';)
+			*--e = '\0';
+		if (*tok)
+			st = check_one(tok, an, failed, why, err);
+	}
+	free(copy);
+	return st;
+}
+
+enum ist_status
+ist_analysis_load(const char *path, const struct ist_rules *rules,
+    json_t **out, struct ist_error *err)
+{
+	int fd = open(path, O_RDONLY);
+	char c = 0;
+	struct ist_reader *r = NULL;
+	struct ist_analyzer *a = NULL;
+	const struct ist_event *ev;
+	struct ist_reader_stats rs;
+	json_t *found = NULL;
+	enum ist_status st;
+
+	*out = NULL;
+	if (fd < 0) {
+		ist_seterr(err, IST_EIO, "cannot open '%s': %s", path,
+		    strerror(errno));
+		return IST_EIO;
+	}
+	if (read(fd, &c, 1) == 1 && c == '{') {
+		json_error_t je;
+		close(fd);
+		if ((*out = json_load_file(path, 0, &je)) == NULL) {
+			ist_seterr(err, IST_EINVAL, "'%s':%d:%d: %s", path,
+			    je.line, je.column, je.text);
+			return IST_EINVAL;
+		}
+		if (json_object_get(*out, "analysis_version") == NULL) {
+			json_decref(*out);
+			*out = NULL;
+			ist_seterr(err, IST_EINVAL, "'%s' is JSON but not an "
+			    "analysis (no analysis_version)", path);
+			return IST_EINVAL;
+		}
+		return IST_OK;
+	}
+	lseek(fd, 0, SEEK_SET);
+	if ((st = ist_reader_new(&r, ist_fd_source, &fd, path, err)) != IST_OK ||
+	    (st = ist_analyzer_new(&a, rules, err)) != IST_OK)
+		goto out;
+	while ((st = ist_reader_next(r, &ev, err)) == IST_OK) {
+		if (ev->type == IST_ANALYSIS) {
+			struct ist_buf b = { 0 };
+			json_decref(found);
+			found = NULL;
+			if (ist_cbor_to_json(ev->data, &b, err) == IST_OK)
+				found = json_loadb(b.p, b.n, 0, NULL);
+			ist_buf_release(&b);
+			continue;
+		}
+		if (found == NULL && (st = ist_analyzer_add(a, ev, err)) !=
+		    IST_OK)
+			goto out;
+	}
+	if (st != IST_END && st != IST_TRUNCATED)
+		goto out;
+	if (found) {
+		*out = found;
+		found = NULL;
+		st = IST_OK;
+		goto out;
+	}
+	ist_reader_stats(r, &rs);
+	st = ist_analyzer_finish(a, &rs, out, err);
+out:
+	json_decref(found);
+	ist_analyzer_free(a);
+	ist_reader_free(r);
+	close(fd);
+	return st;
+}

@@ -1,0 +1,457 @@
+/*
+ * rules.c - the rule table, thresholds from YAML, running the rules and the
+ * overall verdict.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#include "analyze.h"
+#include "internal.h"
+#include "rules/rules.h"
+
+const struct ist_rule *const ist_rule_table[] = {
+	&ist_rule_gpu_idle, &ist_rule_transfer, &ist_rule_sync,
+	&ist_rule_launch_bound, &ist_rule_cpu_contention,
+	&ist_rule_memory_pressure, &ist_rule_gpu_bound,
+};
+const size_t ist_nrules = sizeof(ist_rule_table) / sizeof(ist_rule_table[0]);
+
+struct ist_rules {
+	bool enabled[16];
+	double p[16][IST_RULE_MAXP];
+};
+
+struct ist_rules *
+ist_rules_new(void)
+{
+	struct ist_rules *r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return NULL;
+	for (size_t i = 0; i < ist_nrules; i++) {
+		r->enabled[i] = true;
+		for (int k = 0; ist_rule_table[i]->params[k].name; k++)
+			r->p[i][k] = ist_rule_table[i]->params[k].def;
+	}
+	return r;
+}
+
+void
+ist_rules_free(struct ist_rules *r)
+{
+	free(r);
+}
+
+static int
+rule_index(const char *name)
+{
+	for (size_t i = 0; i < ist_nrules; i++)
+		if (strcmp(ist_rule_table[i]->name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+static int
+param_index(int rule, const char *name)
+{
+	for (int k = 0; ist_rule_table[rule]->params[k].name; k++)
+		if (strcmp(ist_rule_table[rule]->params[k].name, name) == 0)
+			return k;
+	return -1;
+}
+
+double ist_rules_param(const struct ist_rules *r, const char *rule,
+    const char *param);
+
+double
+ist_rules_param(const struct ist_rules *r, const char *rule,
+    const char *param)
+{
+	int i = rule_index(rule), k = i < 0 ? -1 : param_index(i, param);
+	return k < 0 ? 0 : r->p[i][k];
+}
+
+json_t *
+ist_rules_json(const struct ist_rules *r)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; i < ist_nrules; i++) {
+		json_t *p = json_pack("{s:b}", "enabled", r->enabled[i]);
+		for (int k = 0; ist_rule_table[i]->params[k].name; k++)
+			json_object_set_new(p, ist_rule_table[i]->params[k].name,
+			    json_real(r->p[i][k]));
+		json_object_set_new(o, ist_rule_table[i]->name, p);
+	}
+	return o;
+}
+
+/*
+ * YAML: rule -> { param: number, enabled: bool }.  The parser walks events
+ * with a small state machine: depth 1 keys are rule names (or, with
+ * under_key, top-level keys of which only that one is read), depth 2 keys
+ * are parameters.
+ */
+enum ist_status
+ist_rules_load(struct ist_rules *r, const char *path, bool optional,
+    const char *under_key, struct ist_error *err)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	FILE *f = fopen(path, "r");
+	enum ist_status st = IST_OK;
+	int depth = 0, base = under_key ? 1 : 0, rule = -1, skip = 0;
+	bool done = false, want_key[8] = { true, true, true, true, true, true,
+	    true, true }, inside = under_key == NULL;
+	char key[8][128] = { "" };
+
+	if (f == NULL) {
+		if (optional && errno == ENOENT)
+			return IST_OK;
+		ist_seterr(err, IST_EIO, "cannot open '%s': %s", path,
+		    strerror(errno));
+		return IST_EIO;
+	}
+	yaml_parser_initialize(&p);
+	yaml_parser_set_input_file(&p, f);
+#define FAIL(mark, ...) do { \
+	char m_[256]; \
+	snprintf(m_, sizeof(m_), __VA_ARGS__); \
+	ist_seterr(err, IST_EINVAL, "'%s':%zu:%zu: %s", path, \
+	    (mark).line + 1, (mark).column + 1, m_); \
+	st = IST_EINVAL; \
+	done = true; \
+} while (0)
+	while (!done) {
+		if (!yaml_parser_parse(&p, &ev)) {
+			ist_seterr(err, IST_EINVAL, "'%s':%zu:%zu: %s", path,
+			    p.problem_mark.line + 1, p.problem_mark.column + 1,
+			    p.problem ? p.problem : "invalid YAML");
+			st = IST_EINVAL;
+			break;
+		}
+		if (skip) {
+			/* the value of a top-level key we do not read */
+			bool open = ev.type == YAML_MAPPING_START_EVENT ||
+			    ev.type == YAML_SEQUENCE_START_EVENT;
+			bool close = ev.type == YAML_MAPPING_END_EVENT ||
+			    ev.type == YAML_SEQUENCE_END_EVENT;
+			if (skip < 0)
+				skip = open ? 1 : 0;
+			else
+				skip += open ? 1 : close ? -1 : 0;
+			if (skip == 0)
+				want_key[depth] = true;
+			yaml_event_delete(&ev);
+			continue;
+		}
+		switch (ev.type) {
+		case YAML_STREAM_END_EVENT:
+			done = true;
+			break;
+		case YAML_MAPPING_START_EVENT:
+			if (depth >= 7 || (depth > 0 && want_key[depth])) {
+				FAIL(ev.start_mark, "a mapping cannot be a key");
+				break;
+			}
+			if (inside && depth - base >= 2) {
+				FAIL(ev.start_mark, "'%s' wants a number",
+				    key[depth]);
+				break;
+			}
+			depth++;
+			want_key[depth] = true;
+			if (depth - base == 2 && inside)
+				rule = rule_index(key[depth - 1]);
+			break;
+		case YAML_MAPPING_END_EVENT:
+			if (depth - base == 1 && under_key && depth == 2)
+				inside = false;
+			depth--;
+			if (depth >= 0)
+				want_key[depth] = true;
+			break;
+		case YAML_SEQUENCE_START_EVENT:
+			FAIL(ev.start_mark, "%s", inside ?
+			    "rules must be a mapping of rule names to "
+			    "mappings of thresholds" : "expected a mapping");
+			break;
+		case YAML_SCALAR_EVENT: {
+			const char *v = (const char *)ev.data.scalar.value;
+			int rel = depth - base;
+			if (depth == 0) {
+				FAIL(ev.start_mark, "rules must be a mapping of "
+				    "rule names to mappings of thresholds");
+				break;
+			}
+			if (want_key[depth]) {
+				snprintf(key[depth], sizeof(key[depth]), "%s", v);
+				want_key[depth] = false;
+				if (under_key && depth == 1) {
+					inside = strcmp(v, under_key) == 0;
+					if (!inside)
+						skip = -1;
+				} else if (inside && rel == 1 &&
+				    rule_index(v) < 0) {
+					FAIL(ev.start_mark, "unknown rule '%s'",
+					    v);
+				}
+				break;
+			}
+			want_key[depth] = true;
+			if (!inside || rel != 2 || rule < 0) {
+				FAIL(ev.start_mark, "'%s' wants a mapping of "
+				    "thresholds", key[depth]);
+				break;
+			}
+			if (strcmp(key[depth], "enabled") == 0) {
+				if (!strcmp(v, "true") || !strcmp(v, "yes") ||
+				    !strcmp(v, "on"))
+					r->enabled[rule] = true;
+				else if (!strcmp(v, "false") ||
+				    !strcmp(v, "no") || !strcmp(v, "off"))
+					r->enabled[rule] = false;
+				else
+					FAIL(ev.start_mark, "enabled must be "
+					    "true or false, not '%s'", v);
+			} else {
+				int k = param_index(rule, key[depth]);
+				char *end;
+				double d;
+				errno = 0;
+				d = strtod(v, &end);
+				if (k < 0)
+					FAIL(ev.start_mark, "rule %s has no "
+					    "threshold '%s'",
+					    ist_rule_table[rule]->name,
+					    key[depth]);
+				else if (errno || *end || end == v ||
+				    !isfinite(d) || d < 0)
+					FAIL(ev.start_mark, "%s.%s must be a "
+					    "number >= 0, not '%s'",
+					    ist_rule_table[rule]->name,
+					    key[depth], v);
+				else
+					r->p[rule][k] = d;
+			}
+			break;
+		}
+		default:
+			break;
+		}
+		yaml_event_delete(&ev);
+	}
+#undef FAIL
+	yaml_parser_delete(&p);
+	fclose(f);
+	return st;
+}
+
+/* ---- helpers ---- */
+
+double
+ist_jnum(const json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+const char *
+ist_jstr(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : "";
+}
+
+double
+ist_round(double v, int digits)
+{
+	double m = pow(10, digits);
+	double r = round(v * m) / m;
+	return r == 0 ? 0 : r;   /* no -0 */
+}
+
+json_t *
+ist_finding(json_t *findings, const char *rule, const char *kind,
+    const char *severity, double confidence, const char *title,
+    const char *suggestion)
+{
+	json_t *f = json_pack("{s:s,s:s,s:s,s:f,s:s,s:s,s:{},s:[]}", "rule",
+	    rule, "kind", kind, "severity", severity, "confidence",
+	    ist_round(confidence, 2), "title", title, "suggestion",
+	    suggestion, "evidence", "ranges");
+	json_array_append_new(findings, f);
+	return f;
+}
+
+const char *
+ist_severity(double value, double threshold)
+{
+	if (threshold <= 0)
+		return value > 0 ? "medium" : "low";
+	return value >= 3 * threshold ? "high" : value >= 1.5 * threshold ?
+	    "medium" : "low";
+}
+
+double
+ist_margin_confidence(double value, double threshold)
+{
+	double x;
+	if (threshold <= 0)
+		return 0.9;
+	x = value / threshold - 1;   /* 0 at the threshold */
+	if (x < 0)
+		x = 0;
+	return 0.6 + 0.35 * (1 - exp(-2 * x));
+}
+
+/* ---- running them ---- */
+
+static int
+sev_rank(const char *s)
+{
+	return !strcmp(s, "high") ? 3 : !strcmp(s, "medium") ? 2 : 1;
+}
+
+static int
+by_severity(const void *x, const void *y)
+{
+	const json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
+	int d = sev_rank(ist_jstr(b, "severity")) -
+	    sev_rank(ist_jstr(a, "severity"));
+	if (d)
+		return d;
+	if (ist_jnum(a, "confidence") != ist_jnum(b, "confidence"))
+		return ist_jnum(a, "confidence") < ist_jnum(b, "confidence") ?
+		    1 : -1;
+	return strcmp(ist_jstr(a, "rule"), ist_jstr(b, "rule"));
+}
+
+/* The overall classification, from the findings and the busy figures. */
+static json_t *
+verdict(const json_t *an, const json_t *findings, double factor)
+{
+	const json_t *devs = json_object_get(an, "devices"), *d, *f, *t;
+	double busy = 0, active = 0, copy = 0, kern = 0, best_util = 0;
+	bool idle = false, xfer = false, gpu = false;
+	const char *cls, *why;
+	double conf;
+	char reason[256];
+	size_t i;
+
+	json_array_foreach(devs, i, d) {
+		if (ist_jnum(d, "ops") == 0)
+			continue;
+		gpu = true;
+		busy += ist_jnum(d, "busy_ns");
+		active += ist_jnum(d, "active_ns");
+	}
+	json_array_foreach(findings, i, f) {
+		if (!strcmp(ist_jstr(f, "rule"), "gpu_idle"))
+			idle = true;
+		if (!strcmp(ist_jstr(f, "rule"), "transfer") &&
+		    !strcmp(ist_jstr(f, "kind"), "time"))
+			xfer = true;
+	}
+	json_array_foreach(json_object_get(an, "copies"), i, f)
+		if (strcmp(ist_jstr(f, "direction"), "memset"))
+			copy += ist_jnum(f, "ns");
+	json_array_foreach(json_object_get(an, "kernels"), i, f)
+		kern += ist_jnum(f, "total_ns");
+	json_array_foreach(json_object_get(an, "threads"), i, t)
+		if (ist_jnum(t, "cpu_util") > best_util &&
+		    ist_jnum(t, "window_ns") > 0)
+			best_util = ist_jnum(t, "cpu_util");
+	if (gpu) {
+		double b = active > 0 ? busy / active : 0;
+		if (xfer && copy >= kern) {
+			cls = "transfer-bound";
+			conf = 0.6 + 0.3 * (copy / (copy + kern + 1));
+			why = "host-device copies take %.0f%% of GPU busy time";
+			snprintf(reason, sizeof(reason), why,
+			    100 * copy / (busy > 0 ? busy : 1));
+		} else if (b >= 0.9) {
+			cls = "GPU-bound";
+			conf = 0.6 + 3.5 * (b - 0.9);
+			snprintf(reason, sizeof(reason), "the GPU is busy %.1f%% "
+			    "of the active window", 100 * b);
+		} else if (idle) {
+			cls = "CPU-bound";
+			conf = 0.6 + 0.35 * (1 - b);
+			snprintf(reason, sizeof(reason), "the GPU is idle %.1f%% "
+			    "of the active window, waiting for the host",
+			    100 * (1 - b));
+		} else {
+			cls = "balanced";
+			conf = 0.6;
+			snprintf(reason, sizeof(reason), "the GPU is busy %.1f%% "
+			    "of the active window and no rule points at one "
+			    "side", 100 * b);
+		}
+	} else if (best_util >= 0.5) {
+		cls = "CPU-bound";
+		conf = 0.5 + 0.4 * (best_util > 1 ? 1 : best_util);
+		snprintf(reason, sizeof(reason), "no GPU activity; the busiest "
+		    "thread used %.0f%% of a core", 100 * best_util);
+	} else {
+		cls = "unknown";
+		conf = 0.3;
+		snprintf(reason, sizeof(reason), best_util > 0 ?
+		    "no GPU activity and no thread busier than %.0f%% of a "
+		    "core: the run mostly waited (I/O, sleep, locks)" :
+		    "no GPU activity and no CPU samples", 100 * best_util);
+	}
+	if (conf > 0.95)
+		conf = 0.95;
+	return json_pack("{s:s,s:f,s:s}", "classification", cls,
+	    "confidence", ist_round(conf * factor, 2), "reason", reason);
+}
+
+json_t *ist_rules_run(const struct ist_rules *r, json_t *an);
+
+json_t *
+ist_rules_run(const struct ist_rules *r, json_t *an)
+{
+	json_t *findings = json_array(), *ran = json_array(), *f;
+	double factor = ist_jnum(json_object_get(an, "data_quality"),
+	    "confidence_factor");
+	json_t **v;
+	size_t i, n;
+
+	if (findings == NULL || ran == NULL)
+		return NULL;
+	for (i = 0; i < ist_nrules; i++) {
+		const struct ist_rule *rule = ist_rule_table[i];
+		size_t before = json_array_size(findings);
+		const char *skipped = NULL;
+		if (r->enabled[i])
+			skipped = rule->run(an, r->p[i], findings);
+		json_array_append_new(ran, json_pack("{s:s,s:b,s:I,s:s?}",
+		    "rule", rule->name, "enabled", r->enabled[i], "findings",
+		    (json_int_t)(json_array_size(findings) - before),
+		    "skipped", r->enabled[i] ? skipped : "disabled"));
+	}
+	/* data quality scales every confidence; then most severe first */
+	n = json_array_size(findings);
+	v = malloc((n ? n : 1) * sizeof(*v));
+	if (v == NULL)
+		return NULL;
+	json_array_foreach(findings, i, f) {
+		json_object_set_new(f, "confidence", json_real(ist_round(
+		    ist_jnum(f, "confidence") * factor, 2)));
+		v[i] = json_incref(f);
+	}
+	qsort(v, n, sizeof(*v), by_severity);
+	json_array_clear(findings);
+	for (i = 0; i < n; i++)
+		json_array_append_new(findings, v[i]);
+	free(v);
+	json_object_set_new(an, "thresholds", ist_rules_json(r));
+	json_object_set_new(an, "rules", ran);
+	json_object_set_new(an, "verdict", verdict(an, findings, factor));
+	json_object_set_new(an, "findings", findings);
+	return an;
+}

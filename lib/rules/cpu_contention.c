@@ -1,0 +1,178 @@
+/* cpu_contention - threads wait for a CPU (more runnable threads than
+ * cores), and Python threads that overlap in time but share one core's
+ * worth of CPU between them (the GIL). */
+#include <stdio.h>
+
+#include "rules.h"
+
+static void
+gil(const json_t *an, const double *p, json_t *out)
+{
+	const json_t *threads = json_object_get(an, "threads"), *t, *u;
+	double cores = ist_jnum(json_object_get(an, "system"), "cpu_cores");
+	size_t i, j;
+
+	/* per process: its Python-busy threads whose Python windows overlap
+	 * the busiest one's */
+	json_array_foreach(threads, i, t) {
+		const json_t *py = json_object_get(t, "python"), *q;
+		double s0, e0, util, lo, hi, n = 1;
+		json_t *list, *f, *ev;
+		char title[256];
+		bool first = true;
+
+		if (py == NULL || ist_jnum(py, "last_ns") - ist_jnum(py,
+		    "first_ns") < p[3] * 1e6)
+			continue;
+		s0 = ist_jnum(py, "first_ns");
+		e0 = ist_jnum(py, "last_ns");
+		if (ist_jnum(py, "self_ns") < 0.5 * (e0 - s0))
+			continue;
+		/* only the first such thread of each process leads */
+		json_array_foreach(threads, j, u) {
+			if (j >= i)
+				break;
+			q = json_object_get(u, "python");
+			if (q && ist_jnum(u, "pid") == ist_jnum(t, "pid") &&
+			    ist_jnum(q, "last_ns") - ist_jnum(q, "first_ns") >=
+			    p[3] * 1e6 && ist_jnum(q, "self_ns") >= 0.5 *
+			    (ist_jnum(q, "last_ns") - ist_jnum(q, "first_ns")))
+				first = false;
+		}
+		if (!first)
+			continue;
+		util = ist_jnum(py, "cpu_util");
+		list = json_array();
+		json_array_append_new(list, json_pack("{s:I,s:s,s:f}", "tid",
+		    (json_int_t)ist_jnum(t, "tid"), "name", ist_jstr(t, "name"),
+		    "cpu_util", ist_jnum(py, "cpu_util")));
+		lo = s0;
+		hi = e0;
+		json_array_foreach(threads, j, u) {
+			double s1, e1, ov;
+			q = json_object_get(u, "python");
+			if (j <= i || q == NULL || ist_jnum(u, "pid") !=
+			    ist_jnum(t, "pid"))
+				continue;
+			s1 = ist_jnum(q, "first_ns");
+			e1 = ist_jnum(q, "last_ns");
+			ov = (e1 < e0 ? e1 : e0) - (s1 > s0 ? s1 : s0);
+			if (e1 - s1 < p[3] * 1e6 || ist_jnum(q, "self_ns") <
+			    0.5 * (e1 - s1) || ov < 0.5 * (e1 - s1))
+				continue;
+			n++;
+			util += ist_jnum(q, "cpu_util");
+			if (s1 > lo)
+				lo = s1;
+			if (e1 < hi)
+				hi = e1;
+			json_array_append_new(list, json_pack("{s:I,s:s,s:f}",
+			    "tid", (json_int_t)ist_jnum(u, "tid"), "name",
+			    ist_jstr(u, "name"), "cpu_util", ist_jnum(q,
+			    "cpu_util")));
+		}
+		if (n < 2 || util > p[2] || (cores > 0 && cores < 2)) {
+			json_decref(list);
+			continue;
+		}
+		snprintf(title, sizeof(title), "%.0f Python threads of process "
+		    "%lld run at once but share %.2f cores between them (the "
+		    "GIL)", n, (long long)ist_jnum(t, "pid"), util);
+		f = ist_finding(out, "cpu_contention", "gil", n >= 4 ? "high" :
+		    "medium", 0.6 + 0.3 * (1 - (util - 1 > 0 ? util - 1 : 0) /
+		    (p[2] - 1 > 0.01 ? p[2] - 1 : 0.01)), title,
+		    "Python threads serialise on the GIL: move CPU-heavy Python "
+		    "work to processes (multiprocessing, DataLoader "
+		    "num_workers), into code that releases the GIL (numpy, "
+		    "torch ops, tokenizers' batch APIs), or onto a "
+		    "free-threaded Python 3.13t");
+		ev = json_object_get(f, "evidence");
+		json_object_set_new(ev, "pid", json_integer((json_int_t)
+		    ist_jnum(t, "pid")));
+		json_object_set_new(ev, "threads", list);
+		json_object_set_new(ev, "combined_cores", json_real(ist_round(
+		    util, 3)));
+		json_object_set_new(ev, "overlap_ns", json_integer(
+		    (json_int_t)(hi > lo ? hi - lo : 0)));
+		json_array_append_new(json_object_get(f, "ranges"), json_pack(
+		    "[I,I]", (json_int_t)lo, (json_int_t)(hi > lo ? hi : lo)));
+	}
+}
+
+static const char *
+run(const json_t *an, const double *p, json_t *out)
+{
+	const json_t *sys = json_object_get(an, "system"), *t;
+	double cpu = 0, wait = 0, inv = 0, share, over = 0, samples;
+	double wall = ist_jnum(json_object_get(an, "run"), "wall_ns");
+	size_t i, n = 0;
+	char title[256];
+	json_t *f, *ev;
+
+	json_array_foreach(json_object_get(an, "threads"), i, t) {
+		if (ist_jnum(t, "window_ns") <= 0)
+			continue;
+		n++;
+		cpu += ist_jnum(t, "cpu_ns");
+		wait += ist_jnum(t, "wait_ns");
+		inv += ist_jnum(t, "ctx_involuntary");
+	}
+	samples = ist_jnum(sys, "runnable_samples");
+	if (samples > 0)
+		over = 100 * ist_jnum(sys, "oversubscribed_samples") / samples;
+	if (n == 0 && samples == 0)
+		return "no CPU samples";
+	share = cpu + wait > 0 ? 100 * wait / (cpu + wait) : 0;
+	if (share >= p[0] || over >= p[1]) {
+		snprintf(title, sizeof(title), "threads wait for a CPU: %.1f%% "
+		    "of their runnable time was spent in the run queue "
+		    "(%.0f cores)", share, ist_jnum(sys, "cpu_cores"));
+		f = ist_finding(out, "cpu_contention", "runqueue",
+		    ist_severity(share > over ? share : over, share >= p[0] ?
+		    p[0] : p[1]), ist_margin_confidence(share >= p[0] ? share :
+		    over, share >= p[0] ? p[0] : p[1]), title, "more threads "
+		    "want to run than there are cores: cap intra-op threads "
+		    "(torch.set_num_threads, OMP_NUM_THREADS, MKL_NUM_THREADS) "
+		    "so that workers x threads <= cores, use fewer worker "
+		    "processes, or run on more cores");
+		ev = json_object_get(f, "evidence");
+		json_object_set_new(ev, "wait_ns", json_integer((json_int_t)
+		    wait));
+		json_object_set_new(ev, "cpu_ns", json_integer((json_int_t)
+		    cpu));
+		json_object_set_new(ev, "wait_pct", json_real(ist_round(share,
+		    2)));
+		json_object_set(ev, "cpu_cores", json_object_get(sys,
+		    "cpu_cores"));
+		json_object_set(ev, "runnable_samples", json_object_get(sys,
+		    "runnable_samples"));
+		json_object_set(ev, "oversubscribed_samples",
+		    json_object_get(sys, "oversubscribed_samples"));
+		json_object_set_new(ev, "ctx_involuntary", json_integer(
+		    (json_int_t)inv));
+		json_object_set_new(ev, "ctx_involuntary_per_s", json_real(
+		    ist_round(wall > 0 ? inv / (wall / 1e9) : 0, 1)));
+		json_array_append_new(json_object_get(f, "ranges"), json_pack(
+		    "[O,O]", json_object_get(json_object_get(an, "run"),
+		    "start_ns"), json_object_get(json_object_get(an, "run"),
+		    "end_ns")));
+	}
+	gil(an, p, out);
+	return NULL;
+}
+
+const struct ist_rule ist_rule_cpu_contention = {
+	"cpu_contention",
+	"threads wait for CPUs, or Python threads share one core (GIL)",
+	{
+		{ "wait_pct", 20, "fire when threads spend this share of "
+		    "their runnable time waiting for a CPU, percent" },
+		{ "oversubscribed_pct", 25, "or when this share of samples "
+		    "sees more runnable threads than cores, percent" },
+		{ "gil_cores", 1.3, "Python threads together using at most "
+		    "this many cores are serialised" },
+		{ "gil_min_ms", 200, "Python threads active at least this "
+		    "long are considered" },
+	},
+	run,
+};

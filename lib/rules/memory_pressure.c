@@ -1,0 +1,135 @@
+/* memory_pressure - host RSS that grows or nears physical memory, major
+ * page faults, GPU memory near the device's capacity. */
+#include <stdio.h>
+
+#include "rules.h"
+
+static const char *
+run(const json_t *an, const double *p, json_t *out)
+{
+	const json_t *pr, *d;
+	double phys = ist_jnum(json_object_get(an, "system"), "memory_bytes");
+	bool any = false;
+	char title[256];
+	json_t *f, *ev;
+	size_t i;
+
+	json_array_foreach(json_object_get(an, "processes"), i, pr) {
+		double first = ist_jnum(pr, "rss_first_bytes"), peak =
+		    ist_jnum(pr, "rss_peak_bytes"), last = ist_jnum(pr,
+		    "rss_last_bytes"), growth = last - first, secs =
+		    (ist_jnum(pr, "rss_last_ns") - ist_jnum(pr,
+		    "rss_first_ns")) / 1e9, pct, faults = ist_jnum(pr,
+		    "major_faults");
+		if (json_object_get(pr, "rss_peak_bytes") == NULL)
+			continue;
+		any = true;
+		pct = first > 0 ? 100 * growth / first : 0;
+		if (growth >= p[1] * 1048576 && pct >= p[0]) {
+			snprintf(title, sizeof(title), "process %lld grew from "
+			    "%.1f MiB to %.1f MiB (+%.0f%%, %.1f MiB/s)",
+			    (long long)ist_jnum(pr, "pid"), first / 1048576,
+			    last / 1048576, pct, secs > 0 ? growth / 1048576 /
+			    secs : 0);
+			f = ist_finding(out, "memory_pressure", "growth",
+			    ist_severity(growth, p[1] * 1048576),
+			    ist_margin_confidence(pct, p[0]), title,
+			    "resident memory keeps growing: look for "
+			    "per-request state that is kept (outputs appended "
+			    "to lists, caches without a bound, tensors that "
+			    "keep their autograd graph: use torch.no_grad() or "
+			    "inference_mode()); tracemalloc snapshots show "
+			    "where Python memory grows");
+			ev = json_object_get(f, "evidence");
+			json_object_set(ev, "pid", json_object_get(pr, "pid"));
+			json_object_set(ev, "rss_first_bytes",
+			    json_object_get(pr, "rss_first_bytes"));
+			json_object_set(ev, "rss_peak_bytes",
+			    json_object_get(pr, "rss_peak_bytes"));
+			json_object_set(ev, "rss_last_bytes",
+			    json_object_get(pr, "rss_last_bytes"));
+			json_object_set_new(ev, "growth_bytes", json_integer(
+			    (json_int_t)growth));
+			json_object_set_new(ev, "growth_pct", json_real(
+			    ist_round(pct, 1)));
+			json_object_set_new(ev, "growth_bytes_per_s",
+			    json_integer((json_int_t)(secs > 0 ? growth /
+			    secs : 0)));
+			json_array_append_new(json_object_get(f, "ranges"),
+			    json_pack("[O,O]", json_object_get(pr,
+			    "rss_first_ns"), json_object_get(pr,
+			    "rss_last_ns")));
+		}
+		if (phys > 0 && 100 * peak / phys >= p[2]) {
+			snprintf(title, sizeof(title), "process %lld peaked at "
+			    "%.0f%% of physical memory (%.1f of %.1f GiB)",
+			    (long long)ist_jnum(pr, "pid"), 100 * peak / phys,
+			    peak / 1073741824, phys / 1073741824);
+			f = ist_finding(out, "memory_pressure", "peak", "high",
+			    0.85, title, "the host is close to swapping: load "
+			    "weights with mmap (safetensors), free "
+			    "intermediates, lower the batch or worker count");
+			ev = json_object_get(f, "evidence");
+			json_object_set(ev, "pid", json_object_get(pr, "pid"));
+			json_object_set(ev, "rss_peak_bytes",
+			    json_object_get(pr, "rss_peak_bytes"));
+			json_object_set_new(ev, "memory_bytes", json_integer(
+			    (json_int_t)phys));
+		}
+		if (faults >= p[3] && p[3] > 0) {
+			snprintf(title, sizeof(title), "process %lld took %.0f "
+			    "major page faults", (long long)ist_jnum(pr, "pid"),
+			    faults);
+			f = ist_finding(out, "memory_pressure", "faults",
+			    ist_severity(faults, p[3]), 0.8, title, "major "
+			    "faults read pages from disk: memory is short or "
+			    "weights are paged in lazily (mmap): preload them "
+			    "or add memory");
+			ev = json_object_get(f, "evidence");
+			json_object_set(ev, "pid", json_object_get(pr, "pid"));
+			json_object_set(ev, "major_faults",
+			    json_object_get(pr, "major_faults"));
+		}
+	}
+	json_array_foreach(json_object_get(an, "devices"), i, d) {
+		double peak = ist_jnum(d, "memory_peak_bytes"), mem =
+		    ist_jnum(d, "memory_bytes");
+		if (peak <= 0)
+			continue;
+		any = true;
+		if (mem <= 0 || 100 * peak / mem < p[4])
+			continue;
+		snprintf(title, sizeof(title), "GPU %d memory peaked at %.0f%% "
+		    "of its %.1f GiB", (int)ist_jnum(d, "device"), 100 * peak /
+		    mem, mem / 1073741824);
+		f = ist_finding(out, "memory_pressure", "gpu_peak", "medium",
+		    0.8, title, "GPU memory is nearly full: the caching "
+		    "allocator will fragment and may fail; lower the batch, "
+		    "use lower precision, or free cached blocks between "
+		    "phases");
+		ev = json_object_get(f, "evidence");
+		json_object_set_new(ev, "device", json_integer((json_int_t)
+		    ist_jnum(d, "device")));
+		json_object_set(ev, "memory_peak_bytes", json_object_get(d,
+		    "memory_peak_bytes"));
+		json_object_set(ev, "memory_bytes", json_object_get(d,
+		    "memory_bytes"));
+	}
+	return any ? NULL : "no memory samples";
+}
+
+const struct ist_rule ist_rule_memory_pressure = {
+	"memory_pressure",
+	"host memory grows or nears physical memory; GPU memory nears full",
+	{
+		{ "growth_pct", 50, "RSS growth from first to last sample, "
+		    "percent" },
+		{ "growth_min_mb", 64, "and at least this many MiB" },
+		{ "peak_pct", 80, "RSS peak as a share of physical memory, "
+		    "percent" },
+		{ "major_faults", 1000, "major page faults" },
+		{ "gpu_peak_pct", 90, "GPU memory peak as a share of the "
+		    "device's, percent" },
+	},
+	run,
+};

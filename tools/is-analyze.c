@@ -1,0 +1,212 @@
+/* is-analyze - bottleneck rules with evidence, a verdict, a CI gate. */
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyze.h"
+#include "cat.h"
+#include "config.h"
+#include "ist.h"
+
+#define EXIT_GATE 3
+
+static const char usage[] =
+    "usage: is-analyze [--json] [--summary] [--baseline file] "
+    "[--fail-on spec]\n"
+    "                  [--rules-file file] [-o file] [file]\n";
+
+static void
+help(void)
+{
+	printf("%s", usage);
+	printf("\n"
+	    "Analyse a merged InferScope trace: GPU busy and idle time (with\n"
+	    "the host activity behind each idle gap), scopes, NVTX ranges,\n"
+	    "Python functions, kernels, copies, syncs, threads and memory;\n"
+	    "then the rules gpu_idle, transfer, sync, launch_bound,\n"
+	    "cpu_contention, memory_pressure and gpu_bound, and a verdict.\n"
+	    "Writes the trace back with an analysis record appended.  With\n"
+	    "no file, or when file is -, read standard input.\n"
+	    "\n"
+	    "  -b, --baseline=FILE    compare with another trace or analysis\n"
+	    "  -f, --fail-on=SPEC     exit 3 when SPEC holds, e.g.\n"
+	    "                         'regression>5%%' or 'severity>=high'\n"
+	    "  -h, --help             print this help and exit\n"
+	    "  -j, --json             print the analysis as JSON instead\n"
+	    "  -o, --output=FILE      write to FILE instead of standard output\n"
+	    "  -r, --rules-file=FILE  rule thresholds (YAML)\n"
+	    "  -s, --summary          keep only headers, processes, threads,\n"
+	    "                         devices, loss and the analysis\n"
+	    "  -V, --version          print the version and exit\n"
+	    "\n"
+	    "Thresholds also come from the rules: section of\n"
+	    ".inferscope.yaml, and its rules_file setting.\n"
+	    "Exit status: 0 on success, 1 on a bad or truncated input, 2 on a\n"
+	    "usage error, 3 when a --fail-on condition holds.\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "baseline", required_argument, NULL, 'b' },
+		{ "fail-on", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "rules-file", required_argument, NULL, 'r' },
+		{ "summary", no_argument, NULL, 's' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	static struct ist_config cfg;
+	const char *outpath = NULL, *baseline = NULL, *failon = NULL;
+	const char *rules_file = NULL, *path = "-";
+	bool json = false, summary = false, failed = false;
+	struct ist_rules *rules;
+	struct ist_reader *r = NULL;
+	struct ist_writer *w = NULL;
+	struct ist_writer_opts wo = { 0 };
+	struct ist_output out;
+	struct ist_error e = { 0 };
+	struct ist_buf why = { 0 };
+	json_t *an = NULL, *base = NULL;
+	enum ist_status st;
+	int c, fd, status = 0;
+
+	argv[0] = program_invocation_short_name;
+	while ((c = getopt_long(argc, argv, "b:f:hjo:r:sV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			baseline = optarg;
+			break;
+		case 'f':
+			failon = optarg;
+			break;
+		case 'h':
+			help();
+			return 0;
+		case 'j':
+			json = true;
+			break;
+		case 'o':
+			outpath = optarg;
+			break;
+		case 'r':
+			rules_file = optarg;
+			break;
+		case 's':
+			summary = true;
+			break;
+		case 'V':
+			printf("is-analyze %s (trace format %d.%d)\n",
+			    IST_PACKAGE_VERSION, IST_VERSION_MAJOR,
+			    IST_VERSION_MINOR);
+			return 0;
+		default:
+			fprintf(stderr, "%s", usage);
+			return 2;
+		}
+	}
+	if (argc - optind > 1) {
+		warnx("one input at a time (merge several with is-merge)");
+		fprintf(stderr, "%s", usage);
+		return 2;
+	}
+	if (optind < argc)
+		path = argv[optind];
+
+	/* thresholds: defaults < .inferscope.yaml rules: < rules file */
+	ist_config_init(&cfg);
+	if ((rules = ist_rules_new()) == NULL)
+		errx(1, "out of memory");
+	if (ist_config_load_file(&cfg, ".inferscope.yaml", true, &e) !=
+	    IST_OK ||
+	    ist_rules_load(rules, ".inferscope.yaml", true, "rules", &e) !=
+	    IST_OK)
+		errx(2, "%s", e.msg);
+	if (rules_file == NULL && *ist_config_str(&cfg, IST_K_RULES_FILE))
+		rules_file = ist_config_str(&cfg, IST_K_RULES_FILE);
+	if (rules_file && ist_rules_load(rules, rules_file, false, NULL, &e) !=
+	    IST_OK)
+		errx(2, "%s", e.msg);
+	if (baseline && ist_analysis_load(baseline, rules, &base, &e) !=
+	    IST_OK)
+		errx(1, "baseline: %s", e.msg);
+
+	fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY);
+	if (fd < 0)
+		err(1, "cannot open '%s'", path);
+	if (ist_output_open(&out, outpath, !json, &e) != IST_OK)
+		errx(1, "%s", e.msg);
+	if (ist_reader_new(&r, ist_fd_source, &fd, path, &e) != IST_OK ||
+	    (!json && ist_writer_new(&w, ist_fd_sink, &out.fd, &wo, &e) !=
+	    IST_OK))
+		errx(1, "%s", e.msg);
+	st = ist_analyze_trace(r, w, summary, rules, &an, &e);
+	if (an == NULL || (st != IST_OK && st != IST_TRUNCATED &&
+	    json_integer_value(json_object_get(json_object_get(an, "run"),
+	    "segments")) == 0)) {
+		ist_output_abort(&out);
+		errx(1, "%s", e.msg);
+	}
+	if (st != IST_OK) {
+		warnx("%s%s", st == IST_TRUNCATED ? "warning: " : "", e.msg);
+		status = 1;
+	}
+	if (json_integer_value(json_object_get(json_object_get(an,
+	    "data_quality"), "out_of_order")) > 0)
+		warnx("warning: '%s' is not in time order (%lld records left "
+		    "out): run is-merge first", strcmp(path, "-") ? path :
+		    "<stdin>", (long long)json_integer_value(json_object_get(
+		    json_object_get(an, "data_quality"), "out_of_order")));
+	if (base && ist_analysis_compare(an, base, &e) != IST_OK)
+		errx(1, "%s", e.msg);
+	if (failon && ist_failon_check(failon, an, &failed, &why, &e) !=
+	    IST_OK) {
+		ist_output_abort(&out);
+		errx(2, "%s", e.msg);
+	}
+	if (json) {
+		char *text = ist_analysis_dumps(an);
+		size_t n = text ? strlen(text) : 0;
+		if (text == NULL)
+			errx(1, "out of memory");
+		if (write(out.fd, text, n) != (ssize_t)n ||
+		    write(out.fd, "\n", 1) != 1) {
+			ist_output_abort(&out);
+			err(1, "cannot write '%s'", outpath ? outpath :
+			    "<stdout>");
+		}
+		free(text);
+	} else if (ist_write_analysis(w, an, &e) != IST_OK) {
+		ist_output_abort(&out);
+		errx(1, "%s", e.msg);
+	}
+	if (!json && ist_writer_close(w, &e) != IST_OK) {
+		ist_output_abort(&out);
+		errx(1, "%s", e.msg);
+	}
+	w = NULL;
+	if (ist_output_commit(&out, &e) != IST_OK)
+		errx(1, "%s", e.msg);
+	if (failed) {
+		fprintf(stderr, "is-analyze: --fail-on '%s' holds:\n%.*s",
+		    failon, (int)why.n, why.p);
+		status = EXIT_GATE;
+	}
+	ist_buf_release(&why);
+	json_decref(an);
+	json_decref(base);
+	ist_reader_free(r);
+	ist_rules_free(rules);
+	ist_config_release(&cfg);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	return status;
+}
