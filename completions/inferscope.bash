@@ -15,6 +15,19 @@ _inferscope_tool()
 		--frame-bytes) return ;;
 		esac
 		;;
+	is-analyze)
+		opts="--baseline --fail-on --help --json --output --rules-file
+		    --summary --version"
+		case $prev in
+		-o|--output|-b|--baseline) _filedir; return ;;
+		-r|--rules-file) _filedir '@(yaml|yml)'; return ;;
+		-f|--fail-on)
+			COMPREPLY=($(compgen -W "regression>5% wall>5%
+			    severity>=high severity>=medium gpu_busy<50%
+			    rule:gpu_idle" -- "$cur"))
+			return ;;
+		esac
+		;;
 	is-info)
 		opts="--help --json --version"
 		;;
@@ -61,4 +74,4 @@ _inferscope_tool()
 		_filedir ist
 	fi
 }
-complete -F _inferscope_tool is-cat is-info is-merge is-record
+complete -F _inferscope_tool is-analyze is-cat is-info is-merge is-record

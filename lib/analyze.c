@@ -29,6 +29,7 @@
 #define TOPK 5
 #define PENDING_MAX 64
 #define CORR_SLOTS (1u << 18)
+#define RSS_MAX 512
 
 /* ---- string interning ---- */
 
@@ -369,6 +370,8 @@ struct proc {
 	bool have_rss, have_flt;
 	int64_t rss0, rss0_ts, rss_peak, rss_peak_ts, rss1, rss1_ts;
 	int64_t flt0, flt1, threads_peak, last_sample;
+	int64_t *rts, *rv;       /* RSS samples, halved when full */
+	uint32_t nr, rstride, rskip;
 	struct blob_copy { uint8_t *p; size_t n; } cmdline;
 };
 
@@ -1133,6 +1136,23 @@ counter(struct ist_analyzer *a, const struct ist_event *ev)
 			}
 			p->rss1 = v;
 			p->rss1_ts = ev->ts_ns;
+			if (p->rts == NULL && ((p->rts = malloc(RSS_MAX *
+			    sizeof(int64_t))) == NULL || (p->rv = malloc(
+			    RSS_MAX * sizeof(int64_t))) == NULL))
+				return -1;
+			if (p->rskip++ % (p->rstride ? p->rstride : 1) == 0) {
+				if (p->nr == RSS_MAX) {
+					for (uint32_t i = 0; i < RSS_MAX / 2; i++) {
+						p->rts[i] = p->rts[2 * i];
+						p->rv[i] = p->rv[2 * i];
+					}
+					p->nr = RSS_MAX / 2;
+					p->rstride = p->rstride ? p->rstride * 2 :
+					    2;
+				}
+				p->rts[p->nr] = ev->ts_ns;
+				p->rv[p->nr++] = v;
+			}
 		} else if (name_is(ev, "process.major_faults")) {
 			if (!p->have_flt)
 				p->flt0 = v;
@@ -1380,8 +1400,11 @@ ist_analyzer_free(struct ist_analyzer *a)
 		free(a->thr[i].st);
 	free(a->thr);
 	u64map_release(&a->thrmap);
-	for (uint32_t i = 0; i < a->nproc; i++)
+	for (uint32_t i = 0; i < a->nproc; i++) {
 		free(a->proc[i].cmdline.p);
+		free(a->proc[i].rts);
+		free(a->proc[i].rv);
+	}
 	free(a->proc);
 	u64map_release(&a->procmap);
 	for (int i = 0; i < MAXDEV; i++) {
@@ -1774,6 +1797,29 @@ processes_json(struct ist_analyzer *a, json_t **command)
 			    json_integer(p->rss_peak_ts));
 			json_object_set_new(o, "rss_last_ns",
 			    json_integer(p->rss1_ts));
+		}
+		if (p->nr) {
+			/* steady-state growth: from a quarter to nine tenths
+			 * of the sampled life (start-up and teardown left
+			 * out) */
+			int64_t life = p->rss1_ts - p->rss0_ts;
+			int64_t ta = p->rss0_ts + life / 4;
+			int64_t tb = p->rss0_ts + life / 10 * 9;
+			int64_t va = p->rv[0], vb = p->rv[0];
+			for (uint32_t k = 0; k < p->nr; k++) {
+				if (p->rts[k] <= ta)
+					va = p->rv[k];
+				if (p->rts[k] <= tb)
+					vb = p->rv[k];
+			}
+			json_object_set_new(o, "rss_steady_from_bytes",
+			    json_integer(va));
+			json_object_set_new(o, "rss_steady_to_bytes",
+			    json_integer(vb));
+			json_object_set_new(o, "rss_steady_from_ns",
+			    json_integer(ta));
+			json_object_set_new(o, "rss_steady_to_ns",
+			    json_integer(tb));
 		}
 		json_object_set_new(o, "major_faults",
 		    json_integer(p->flt1 - p->flt0));

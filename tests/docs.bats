@@ -4,7 +4,7 @@
 # example runs.
 load helpers
 
-TOOLS="is-cat is-info is-merge is-record"
+TOOLS="is-analyze is-cat is-info is-merge is-record"
 
 @test "man pages are lint-clean under mandoc -Tlint" {
 	run mandoc -Tlint -W warning man/*.[0-9]

@@ -17,8 +17,7 @@
 
 static const char usage[] =
     "usage: is-analyze [--json] [--summary] [--baseline file] "
-    "[--fail-on spec]\n"
-    "                  [--rules-file file] [-o file] [file]\n";
+    "[--fail-on spec] [--rules-file file] [-o file] [file]\n";
 
 static void
 help(void)

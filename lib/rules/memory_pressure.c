@@ -15,18 +15,19 @@ run(const json_t *an, const double *p, json_t *out)
 	size_t i;
 
 	json_array_foreach(json_object_get(an, "processes"), i, pr) {
-		double first = ist_jnum(pr, "rss_first_bytes"), peak =
+		double first = ist_jnum(pr, "rss_steady_from_bytes"), peak =
 		    ist_jnum(pr, "rss_peak_bytes"), last = ist_jnum(pr,
-		    "rss_last_bytes"), growth = last - first, secs =
-		    (ist_jnum(pr, "rss_last_ns") - ist_jnum(pr,
-		    "rss_first_ns")) / 1e9, pct, faults = ist_jnum(pr,
+		    "rss_steady_to_bytes"), growth = last - first, secs =
+		    (ist_jnum(pr, "rss_steady_to_ns") - ist_jnum(pr,
+		    "rss_steady_from_ns")) / 1e9, pct, faults = ist_jnum(pr,
 		    "major_faults");
 		if (json_object_get(pr, "rss_peak_bytes") == NULL)
 			continue;
 		any = true;
 		pct = first > 0 ? 100 * growth / first : 0;
 		if (growth >= p[1] * 1048576 && pct >= p[0]) {
-			snprintf(title, sizeof(title), "process %lld grew from "
+			snprintf(title, sizeof(title), "process %lld grew in "
+			    "steady state from "
 			    "%.1f MiB to %.1f MiB (+%.0f%%, %.1f MiB/s)",
 			    (long long)ist_jnum(pr, "pid"), first / 1048576,
 			    last / 1048576, pct, secs > 0 ? growth / 1048576 /
@@ -42,12 +43,12 @@ run(const json_t *an, const double *p, json_t *out)
 			    "where Python memory grows");
 			ev = json_object_get(f, "evidence");
 			json_object_set(ev, "pid", json_object_get(pr, "pid"));
-			json_object_set(ev, "rss_first_bytes",
-			    json_object_get(pr, "rss_first_bytes"));
+			json_object_set(ev, "rss_from_bytes",
+			    json_object_get(pr, "rss_steady_from_bytes"));
+			json_object_set(ev, "rss_to_bytes",
+			    json_object_get(pr, "rss_steady_to_bytes"));
 			json_object_set(ev, "rss_peak_bytes",
 			    json_object_get(pr, "rss_peak_bytes"));
-			json_object_set(ev, "rss_last_bytes",
-			    json_object_get(pr, "rss_last_bytes"));
 			json_object_set_new(ev, "growth_bytes", json_integer(
 			    (json_int_t)growth));
 			json_object_set_new(ev, "growth_pct", json_real(
@@ -57,8 +58,8 @@ run(const json_t *an, const double *p, json_t *out)
 			    secs : 0)));
 			json_array_append_new(json_object_get(f, "ranges"),
 			    json_pack("[O,O]", json_object_get(pr,
-			    "rss_first_ns"), json_object_get(pr,
-			    "rss_last_ns")));
+			    "rss_steady_from_ns"), json_object_get(pr,
+			    "rss_steady_to_ns")));
 		}
 		if (phys > 0 && 100 * peak / phys >= p[2]) {
 			snprintf(title, sizeof(title), "process %lld peaked at "
@@ -122,8 +123,8 @@ const struct ist_rule ist_rule_memory_pressure = {
 	"memory_pressure",
 	"host memory grows or nears physical memory; GPU memory nears full",
 	{
-		{ "growth_pct", 50, "RSS growth from first to last sample, "
-		    "percent" },
+		{ "growth_pct", 50, "RSS growth between a quarter and nine "
+		    "tenths of the process's life, percent" },
 		{ "growth_min_mb", 64, "and at least this many MiB" },
 		{ "peak_pct", 80, "RSS peak as a share of physical memory, "
 		    "percent" },

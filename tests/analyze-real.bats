@@ -1,0 +1,102 @@
+#!/usr/bin/env bats
+# is-analyze on real Python runs: is-record | is-merge | is-analyze.
+
+load helpers
+
+PY=/usr/bin/python3
+
+setup() {
+	T=$BATS_TEST_TMPDIR
+	cd "$T"
+}
+
+# pipeline SCRIPT: record, merge and analyse; the analysis in a.json
+pipeline() {
+	is-record -o rec.ist -- $PY "$@"
+	is-merge rec.ist | is-analyze --json > a.json
+}
+
+@test "real scopes: 10 steps of 20 ms sleep come out with their count and durations" {
+	cat > app.py <<'PY'
+import time
+from inferscope import scope
+for i in range(10):
+    with scope("step"):
+        time.sleep(0.02)
+PY
+	pipeline app.py
+	run jq -r '.scopes[] | select(.name == "step") | .count' a.json
+	assert_output 10
+	# each sleep lasts at least 20 ms and (here) under 26 ms
+	min=$(jq -r '.scopes[] | select(.name == "step") | .p50_ns' a.json)
+	max=$(jq -r '.scopes[] | select(.name == "step") | .max_ns' a.json)
+	[ "$min" -ge 20000000 ] && [ "$max" -lt 26000000 ]
+	# time.sleep is the top function by self time, called 10 times
+	run jq -r '.functions[0] | [.name, .count] | @tsv' a.json
+	assert_output "$(printf 'time.sleep\t10')"
+	assert_equal "$(jq -r .verdict.classification a.json)" unknown
+}
+
+@test "real GIL contention: two pure-Python threads share one core" {
+	cores=$(nproc)
+	[ "$cores" -ge 2 ] || skip "needs 2 cores (has $cores)"
+	cat > app.py <<'PY'
+import threading, time
+def work():
+    t = time.monotonic() + 1.0
+    n = 0
+    while time.monotonic() < t:
+        n += 1
+ts = [threading.Thread(target=work) for _ in range(2)]
+for t in ts: t.start()
+for t in ts: t.join()
+PY
+	pipeline app.py
+	run jq -r '[.findings[] | select(.kind == "gil")] | length' a.json
+	assert_output 1
+	# together they use about one core (not two)
+	c=$(jq -r '.findings[] | select(.kind == "gil") | .evidence.combined_cores' a.json)
+	awk -v c="$c" 'BEGIN { exit !(c > 0.7 && c <= 1.3) }'
+}
+
+@test "real run-queue contention: twice as many busy processes as cores" {
+	n=$(( $(nproc) * 2 ))
+	cat > app.py <<PY
+import multiprocessing as mp, time
+def spin():
+    t = time.monotonic() + 1.5
+    while time.monotonic() < t:
+        pass
+if __name__ == "__main__":
+    ps = [mp.Process(target=spin) for _ in range($n)]
+    for p in ps: p.start()
+    for p in ps: p.join()
+PY
+	pipeline app.py
+	run jq -r '[.findings[] | select(.kind == "runqueue")] | length' a.json
+	assert_output 1
+	w=$(jq -r '.findings[] | select(.kind == "runqueue") | .evidence.wait_pct' a.json)
+	# each process can have half a core: about half its time waiting
+	awk -v w="$w" 'BEGIN { exit !(w > 30 && w < 70) }'
+}
+
+@test "real memory growth: 320 MiB allocated over a second" {
+	cat > app.py <<'PY'
+import time
+keep = []
+for i in range(40):
+    keep.append(bytearray(8 << 20))
+    time.sleep(0.025)
+time.sleep(0.1)
+PY
+	pipeline app.py
+	run jq -r '[.findings[] | select(.kind == "growth")] | length' a.json
+	assert_output 1
+	# 40 x 8 MiB = 320 MiB on top of the interpreter's own
+	p=$(jq -r '.findings[] | select(.kind == "growth") | .evidence.rss_peak_bytes' a.json)
+	[ "$p" -ge $((320 << 20)) ] && [ "$p" -le $((400 << 20)) ]
+	# the steady-state window (a quarter to nine tenths of the run)
+	# sees most of the growth
+	g=$(jq -r '.findings[] | select(.kind == "growth") | .evidence.growth_bytes' a.json)
+	[ "$g" -ge $((128 << 20)) ] && [ "$g" -le $((320 << 20)) ]
+}

@@ -1,0 +1,271 @@
+#!/usr/bin/env bats
+# is-analyze: every rule on a synthetic trace where it must fire, with the
+# exact evidence numbers worked out in tests/py/scenarios.py, and one where
+# it must not; then real Python workloads, the gate, thresholds, bad input.
+
+load helpers
+
+setup() {
+	T=$BATS_TEST_TMPDIR
+}
+
+# an SCENARIO [ARGS...]: the analysis of a scenario, as JSON, in $T/a.json
+an() {
+	local s=$1
+	shift
+	python3 tests/py/scenarios.py "$s" | is-cat --encode -o "$T/$s.ist"
+	is-analyze --json "$@" "$T/$s.ist" > "$T/a.json"
+}
+
+# q FILTER: jq on the last analysis
+q() {
+	jq -r "$@" "$T/a.json"
+}
+
+# fired RULE [KIND]: how many findings of that rule (and kind)
+fired() {
+	q "[.findings[] | select(.rule == \"$1\" and (\"${2:-}\" == \"\" or .kind == \"${2:-}\"))] | length"
+}
+
+@test "gpu_idle fires with the idle time attributed to the launching thread" {
+	an gpu_idle
+	assert_equal "$(fired gpu_idle)" 1
+	run q '.findings[] | select(.rule == "gpu_idle") | .evidence |
+	    [.active_ns, .busy_ns, .idle_ns, .idle_pct, .gaps, .host_wait_ns,
+	     .kernel_wait_ns, .other_ns, .thread] | @tsv'
+	assert_output "$(printf '9200000\t2000000\t7200000\t78.26\t9\t7020000\t180000\t0\tMainThread')"
+	run q '.findings[] | select(.rule == "gpu_idle") | .evidence.top[] |
+	    [.kind, .what, .ns, .share] | @tsv'
+	assert_line --index 0 "$(printf 'python\tapp.preprocess\t6300000\t0.875')"
+	assert_line --index 1 "$(printf 'none\t(no recorded activity)\t810000\t0.1125')"
+	assert_line --index 2 "$(printf 'cuda\tcudaLaunchKernel\t90000\t0.0125')"
+	assert_equal "$(q '.findings[0].ranges | length')" 5
+	assert_equal "$(q '.findings[0].ranges[0] | .[1] - .[0]')" 800000
+	assert_equal "$(q '.verdict.classification')" CPU-bound
+	assert_equal "$(q '.findings[0].suggestion | test("app.preprocess")')" true
+	# the scope of the work: the GPU time launched inside is credited
+	assert_equal "$(fired gpu_bound)" 0
+}
+
+@test "gpu_bound fires when the GPU is busy and names the kernels; gpu_idle does not" {
+	an gpu_bound
+	assert_equal "$(fired gpu_bound)" 1
+	assert_equal "$(fired gpu_idle)" 0
+	run q '.findings[] | select(.rule == "gpu_bound") | .evidence |
+	    [.busy_pct, .busy_ns, .active_ns, .top_kernels[0].name,
+	     .top_kernels[0].share] | @tsv'
+	assert_output "$(printf '99.55\t9950000\t9995000\tgemm\t1')"
+	assert_equal "$(q '.verdict.classification')" GPU-bound
+}
+
+@test "transfer fires on copy time, link saturation and pageable memory" {
+	an transfer
+	assert_equal "$(fired transfer time)" 1
+	assert_equal "$(fired transfer saturation)" 1
+	assert_equal "$(fired transfer pageable)" 1
+	run q '.findings[] | select(.kind == "time") | .evidence |
+	    [.copy_ns, .gpu_busy_ns, .copy_pct, .h2d_bytes, .h2d_gbps] | @tsv'
+	assert_output "$(printf '4000000\t6000000\t66.67\t41943040\t10.486')"
+	run q '.findings[] | select(.kind == "saturation") | .evidence |
+	    [.gbps, .link_gbps] | @tsv'
+	assert_output "$(printf '10.486\t12')"
+	run q '.findings[] | select(.kind == "pageable") | .evidence |
+	    [.count, .bytes] | @tsv'
+	assert_output "$(printf '10\t41943040')"
+	assert_equal "$(q '.verdict.classification')" transfer-bound
+}
+
+@test "transfer does not fire on small pinned copies" {
+	an transfer_ok
+	assert_equal "$(fired transfer)" 0
+	assert_equal "$(q '.copies[0] | [.count, .bytes, .pageable_count] | @tsv')" \
+	    "$(printf '10\t40960\t0')"
+}
+
+@test "sync fires with blocked time and the Python call site" {
+	an sync
+	assert_equal "$(fired sync)" 1
+	run q '.findings[] | select(.rule == "sync") | .evidence |
+	    [.count, .blocked_ns, .blocked_pct, .sites[0].where,
+	     .sites[0].count] | @tsv'
+	assert_output "$(printf '10\t2000000\t20.2\tTensor.item in __main__.step (/app/app.py:10)\t10')"
+	assert_equal "$(q '.findings[] | select(.rule == "sync") | .suggestion | test("Tensor.item")')" true
+	an sync_ok
+	assert_equal "$(fired sync)" 0
+	assert_equal "$(q '.rules[] | select(.rule == "sync") | .skipped')" \
+	    "no synchronisation recorded"
+}
+
+@test "launch_bound fires on many short kernels and slow launch calls" {
+	an launch
+	assert_equal "$(fired launch_bound short_kernels)" 1
+	assert_equal "$(fired launch_bound slow_launch)" 1
+	run q '.findings[] | select(.kind == "short_kernels") | .evidence |
+	    [.kernels, .kernel_p50_ns, .gaps, .launch_p50_ns, .slow_launches] | @tsv'
+	assert_output "$(printf '500\t4000\t499\t6000\t25')"
+	an launch_ok
+	assert_equal "$(fired launch_bound)" 0
+}
+
+@test "cpu_contention fires on run-queue wait, not without it" {
+	an contention
+	assert_equal "$(fired cpu_contention runqueue)" 1
+	run q '.findings[] | select(.kind == "runqueue") | .evidence |
+	    [.wait_ns, .cpu_ns, .wait_pct, .cpu_cores, .oversubscribed_samples,
+	     .ctx_involuntary] | @tsv'
+	assert_output "$(printf '2000000000\t2000000000\t50\t2\t11\t1000')"
+	an contention_ok
+	assert_equal "$(fired cpu_contention)" 0
+}
+
+@test "cpu_contention finds Python threads serialised on the GIL" {
+	an gil
+	assert_equal "$(fired cpu_contention gil)" 1
+	run q '.findings[] | select(.kind == "gil") | .evidence |
+	    [.combined_cores, (.threads | length), .overlap_ns] | @tsv'
+	assert_output "$(printf '1\t2\t1000000000')"
+	an gil_ok
+	assert_equal "$(fired cpu_contention)" 0
+}
+
+@test "memory_pressure fires on RSS growth, major faults and GPU memory" {
+	an memory
+	run q '.findings[] | select(.rule == "memory_pressure") | .kind'
+	assert_output "$(printf 'growth\nfaults\ngpu_peak')"
+	# steady state: from 0.5 s (the 0.4 s sample, 160 MiB) to 1.8 s
+	# (370 MiB): +210 MiB in 1.3 s
+	run q '.findings[] | select(.kind == "growth") | .evidence |
+	    [.rss_from_bytes, .rss_to_bytes, .growth_bytes, .growth_pct,
+	     .growth_bytes_per_s] | @tsv'
+	assert_output "$(printf '167772160\t387973120\t220200960\t131.3\t169385353')"
+	assert_equal "$(q '.findings[] | select(.kind == "gpu_peak") | .evidence.memory_peak_bytes')" 80530636800
+	an memory_ok
+	assert_equal "$(fired memory_pressure)" 0
+}
+
+@test "scopes: count, total, mean, p50, p95, max and the GPU time launched inside" {
+	an steps
+	run q '.scopes[] | [.name, .count, .total_ns, .mean_ns, .p50_ns,
+	    .p95_ns, .max_ns] | @tsv'
+	assert_line --index 0 "$(printf 'step\t10\t10000000\t1000000\t1000000\t1000000\t1000000')"
+	assert_line --index 1 "$(printf 'load\t10\t5000000\t500000\t500000\t500000\t500000')"
+	an sync
+	assert_equal "$(q '.functions[] | select(.name == "__main__.step") | [.count, .incl_ns, .self_ns] | @tsv')" \
+	    "$(printf '10\t9000000\t6900000')"
+}
+
+@test "the trace comes back with one analysis record appended; --summary keeps metadata" {
+	python3 tests/py/scenarios.py gpu_idle | is-cat --encode -o "$T/g.ist"
+	is-analyze -o "$T/out.ist" "$T/g.ist"
+	n_in=$(is-cat "$T/g.ist" | wc -l)
+	assert_equal "$(is-cat "$T/out.ist" | wc -l)" $((n_in + 1))
+	assert_equal "$(is-cat "$T/out.ist" | tail -1 | jq -r .type)" analysis
+	assert_equal "$(is-cat "$T/out.ist" | tail -1 | jq -r '.data.verdict.classification')" CPU-bound
+	# analysing again replaces the analysis: still one, same bytes
+	is-analyze -o "$T/again.ist" "$T/out.ist"
+	cmp "$T/out.ist" "$T/again.ist"
+	is-analyze --summary "$T/g.ist" | is-cat > "$T/s.jsonl"
+	run jq -r .type "$T/s.jsonl"
+	assert_output "$(printf 'header\nprocess\nthread\ndevice\nanalysis')"
+}
+
+@test "the baseline gate exits 3 when a scope regresses past the limit" {
+	python3 tests/py/scenarios.py steps | is-cat --encode -o "$T/base.ist"
+	python3 tests/py/scenarios.py steps_slow | is-cat --encode -o "$T/slow.ist"
+	run -3 --separate-stderr is-analyze --baseline "$T/base.ist" \
+	    --fail-on 'regression>5%' -o "$T/out.ist" "$T/slow.ist"
+	assert_equal "${stderr_lines[0]}" "is-analyze: --fail-on 'regression>5%' holds:"
+	assert_equal "${stderr_lines[1]}" "scope step: 1.000 ms -> 1.100 ms (+10.0% > 5%)"
+	[ -s "$T/out.ist" ]
+	run -0 is-analyze --baseline "$T/base.ist" --fail-on 'regression>15%' \
+	    -o "$T/out.ist" "$T/slow.ist"
+	run -0 is-analyze --baseline "$T/base.ist" --fail-on 'scope:load>5%' \
+	    -o "$T/out.ist" "$T/slow.ist"
+	# an analysis JSON works as a baseline too
+	is-analyze --json "$T/base.ist" > "$T/base.json"
+	run -3 is-analyze --baseline "$T/base.json" --fail-on 'wall>0.4%' --json \
+	    "$T/slow.ist"
+	assert_equal "$(printf '%s\n' "$output" | sed '$d' | jq -r '.baseline.deltas[0] | [.what, .name, .delta_pct] | @tsv')" \
+	    "$(printf 'scope\tstep\t10')"
+}
+
+@test "--fail-on severity and rule conditions; a bad spec is a usage error" {
+	python3 tests/py/scenarios.py gpu_idle | is-cat --encode -o "$T/g.ist"
+	run -3 is-analyze --fail-on 'severity>=high' -o /dev/null "$T/g.ist"
+	run -3 is-analyze --fail-on 'rule:gpu_idle' -o /dev/null "$T/g.ist"
+	run -0 is-analyze --fail-on 'rule:transfer' -o /dev/null "$T/g.ist"
+	run -2 --separate-stderr is-analyze --fail-on 'speed>3' -o /dev/null "$T/g.ist"
+	assert_output ""
+	[[ $stderr == "is-analyze: bad --fail-on condition 'speed>3' (want "* ]]
+	run -2 --separate-stderr is-analyze --fail-on 'regression>5%' -o /dev/null "$T/g.ist"
+	assert_equal "$stderr" "is-analyze: --fail-on 'regression>5%' needs --baseline"
+}
+
+@test "thresholds come from a rules file and from .inferscope.yaml, the file winning" {
+	python3 tests/py/scenarios.py gpu_idle | is-cat --encode -o "$T/g.ist"
+	printf 'gpu_idle:\n  idle_pct: 80\n' > "$T/rules.yaml"
+	is-analyze --json --rules-file "$T/rules.yaml" "$T/g.ist" > "$T/a.json"
+	assert_equal "$(fired gpu_idle)" 0
+	assert_equal "$(q .thresholds.gpu_idle.idle_pct)" 80
+	mkdir "$T/proj"
+	printf 'log_level: info\nrules:\n  gpu_idle:\n    enabled: false\n  sync: {blocked_pct: 1}\n' \
+	    > "$T/proj/.inferscope.yaml"
+	(cd "$T/proj" && is-analyze --json ../g.ist) > "$T/a.json"
+	assert_equal "$(q '.rules[] | select(.rule == "gpu_idle") | .skipped')" disabled
+	assert_equal "$(q .thresholds.sync.blocked_pct)" 1
+	printf 'gpu_idle:\n  enabled: true\n' > "$T/on.yaml"
+	(cd "$T/proj" && is-analyze --json --rules-file ../on.yaml ../g.ist) > "$T/a.json"
+	assert_equal "$(fired gpu_idle)" 1
+}
+
+@test "bad rules files get the file, line and column" {
+	python3 tests/py/scenarios.py steps | is-cat --encode -o "$T/s.ist"
+	printf 'gpu_idle:\n  idle_pct: 80\ngpu_idel:\n  idle_pct: 1\n' > "$T/r.yaml"
+	run -2 --separate-stderr is-analyze --rules-file "$T/r.yaml" "$T/s.ist"
+	assert_equal "$stderr" "is-analyze: '$T/r.yaml':3:1: unknown rule 'gpu_idel'"
+	printf 'sync:\n  blocked_pct: lots\n' > "$T/r.yaml"
+	run -2 --separate-stderr is-analyze --rules-file "$T/r.yaml" "$T/s.ist"
+	assert_equal "$stderr" "is-analyze: '$T/r.yaml':2:16: sync.blocked_pct must be a number >= 0, not 'lots'"
+	printf 'sync:\n  blocked: 3\n' > "$T/r.yaml"
+	run -2 --separate-stderr is-analyze --rules-file "$T/r.yaml" "$T/s.ist"
+	assert_equal "$stderr" "is-analyze: '$T/r.yaml':2:12: rule sync has no threshold 'blocked'"
+	printf 'sync: [1, 2\n' > "$T/r.yaml"
+	run -2 --separate-stderr is-analyze --rules-file "$T/r.yaml" "$T/s.ist"
+	[[ $stderr == "is-analyze: '$T/r.yaml':1:"* ]]
+}
+
+@test "data quality: loss, truncation and unmerged input lower confidence and are stated" {
+	{ python3 tests/py/scenarios.py gpu_idle
+	  echo '{"type":"loss","pid":100,"events":30,"reason":"buffer full"}'; } |
+	    is-cat --encode -o "$T/l.ist"
+	is-analyze --json "$T/l.ist" > "$T/a.json"
+	assert_equal "$(q .data_quality.lost_events)" 30
+	assert_equal "$(q '.data_quality.notes[0]')" "30 events (46.88%) were lost while recording"
+	assert_equal "$(q '.data_quality.confidence_factor')" 0.5
+	assert_equal "$(q '.findings[0].confidence')" 0.48
+	# not merged: records out of order are left out, with a warning
+	python3 tests/py/scenarios.py gpu_idle | tac | sed '$d' |
+	    { python3 tests/py/scenarios.py gpu_idle | head -1; cat; } |
+	    is-cat --encode -o "$T/u.ist"
+	run -0 --separate-stderr is-analyze --json "$T/u.ist"
+	assert_equal "$stderr" "is-analyze: warning: '$T/u.ist' is not in time order (29 records left out): run is-merge first"
+}
+
+@test "bad input: one line naming the file, exit 1, no output file" {
+	: > "$T/empty"
+	run -1 --separate-stderr is-analyze -o "$T/out" "$T/empty"
+	assert_equal "$stderr" "is-analyze: '$T/empty' is empty"
+	[ ! -e "$T/out" ]
+	echo '{"type":"header"}' > "$T/j"
+	run -1 --separate-stderr is-analyze -o "$T/out" "$T/j"
+	assert_equal "$stderr" "is-analyze: '$T/j' is not an InferScope trace (it looks like JSON; see is-cat --encode)"
+	python3 tests/py/scenarios.py gpu_idle | is-cat --encode -o "$T/g.ist"
+	head -c 300 "$T/g.ist" > "$T/cut.ist"
+	run -1 --separate-stderr is-analyze --json "$T/cut.ist"
+	[[ $stderr == "is-analyze: warning: trace '$T/cut.ist' is truncated"* ]]
+	run -1 --separate-stderr is-analyze /nonexistent
+	assert_equal "$stderr" "is-analyze: cannot open '/nonexistent': No such file or directory"
+	run -2 --separate-stderr is-analyze a b
+	run -1 --separate-stderr is-analyze --baseline /nonexistent "$T/g.ist"
+	assert_equal "$stderr" "is-analyze: baseline: cannot open '/nonexistent': No such file or directory"
+}

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Synthetic traces for is-analyze's rules, as JSON Lines for is-cat --encode.
+
+usage: scenarios.py NAME > trace.jsonl
+
+Every scenario is built so that the numbers the rules report can be worked
+out by hand; tests/is-analyze.bats asserts them.  Times are in ns on the
+host clock; the trace is already in time order (as is-merge leaves it).
+"""
+import json
+import sys
+
+PID = 100
+MAIN = 100
+T0 = 1_000_000_000
+STEP = 1_000_000
+
+
+def header():
+    return {"type": "header", "format": "inferscope-trace", "version": [1, 0],
+            "producer": "scenarios.py", "host": "testhost", "pids": [PID],
+            "clocks": ["monotonic"]}
+
+
+def meta(device=True, link=12.0, mem=80 * 2**30):
+    out = [{"type": "process", "pid": PID, "name": "python3",
+            "cmdline": ["python3", "app.py"], "host": "testhost"},
+           {"type": "thread", "pid": PID, "tid": MAIN, "name": "MainThread"}]
+    if device:
+        out.append({"type": "device", "device": 0, "name": "Test GPU",
+                    "sm_count": 100, "memory_bytes": mem, "pcie_gbps": link})
+    return out
+
+
+def call(name, s, e, tid=MAIN, file=None, line=None):
+    ev = {"type": "cpu_call", "pid": PID, "tid": tid, "name": name,
+          "start_ns": s, "end_ns": e}
+    if file:
+        ev["file"] = file
+        ev["line"] = line
+    return ev
+
+
+def api(name, s, e, corr, tid=MAIN):
+    return {"type": "cuda_api", "pid": PID, "tid": tid, "name": name,
+            "start_ns": s, "end_ns": e, "correlation": corr}
+
+
+def kern(name, s, e, corr):
+    return {"type": "gpu_kernel", "pid": PID, "device": 0, "stream": 7,
+            "name": name, "start_ns": s, "end_ns": e, "correlation": corr,
+            "grid": [64, 1, 1], "block": [256, 1, 1]}
+
+
+def copy(kind, s, e, nbytes, pageable, corr):
+    return {"type": kind, "pid": PID, "device": 0, "stream": 7,
+            "bytes": nbytes, "pageable": pageable, "start_ns": s,
+            "end_ns": e, "correlation": corr}
+
+
+def counter(name, ts, value, pid=PID, tid=None):
+    ev = {"type": "counter", "pid": pid, "name": name, "ts_ns": ts,
+          "value": value}
+    if tid is not None:
+        ev["tid"] = tid
+    return ev
+
+
+def gpu_steps(kernel_ns, pre_ns=700_000, steps=10):
+    """Per step: Python preprocess, a launch, the kernel.
+
+    Step i starts at T0 + i*STEP: app.preprocess [0, pre_ns), the launch
+    [pre_ns, pre_ns+10us), the kernel from pre_ns+20us for kernel_ns.
+    """
+    out = []
+    for i in range(steps):
+        t = T0 + i * STEP
+        out.append(call("app.preprocess", t, t + pre_ns, file="/app/pre.py",
+                        line=3))
+        out.append(api("cudaLaunchKernel", t + pre_ns, t + pre_ns + 10_000,
+                       i + 1))
+        out.append(kern("gemm", t + pre_ns + 20_000,
+                        t + pre_ns + 20_000 + kernel_ns, i + 1))
+    return out
+
+
+def tkey(e):
+    return e.get("start_ns", e.get("ts_ns", 0))
+
+
+def scenario(name):
+    ev = []
+    if name == "gpu_idle":
+        # kernels 200 us in 1 ms steps: active 9.2 ms, busy 2 ms,
+        # idle 7.2 ms = 78.26%; 9 gaps of 800 us: 700 us preprocess,
+        # 90 us nothing, 10 us launch call; host wait 780 us + kernel
+        # wait 20 us per gap
+        ev = meta() + gpu_steps(200_000)
+    elif name == "gpu_bound":
+        # kernels 975 us: gaps of 5 us, busy 9.75 of 9.795 ms = 99.54%
+        ev = meta() + gpu_steps(975_000, pre_ns=700_000)
+        for i, e in enumerate(ev):
+            if e["type"] == "gpu_kernel":
+                n = e["correlation"] - 1
+                e["start_ns"] = T0 + n * STEP + 720_000
+                e["end_ns"] = e["start_ns"] + 995_000
+        # 10 kernels of 995 us: active 9*1ms + 995 us = 9.995 ms,
+        # busy 9.95 ms = 99.55%
+    elif name in ("transfer", "transfer_ok"):
+        big = name == "transfer"
+        ev = meta()
+        for i in range(10):
+            t = T0 + i * STEP
+            nbytes, dur = (4 * 2**20, 400_000) if big else (4096, 2_000)
+            ev.append(api("cudaMemcpyAsync", t, t + 10_000, 2 * i + 1))
+            ev.append(copy("h2d_copy", t + 20_000, t + 20_000 + dur, nbytes,
+                           big, 2 * i + 1))
+            ev.append(api("cudaLaunchKernel", t + 30_000, t + 40_000,
+                          2 * i + 2))
+            ev.append(kern("gemm", t + 500_000, t + 700_000, 2 * i + 2))
+        # transfer: copies 10 x 400 us = 4 ms, kernels 2 ms, busy 6 ms:
+        # 66.67%; 4 MiB / 400 us = 10.486 GB/s = 87% of 12 GB/s
+        ev.sort(key=tkey)
+    elif name in ("sync", "sync_ok"):
+        ev = meta()
+        for i in range(10):
+            t = T0 + i * STEP
+            ev.append(call("__main__.step", t, t + 900_000,
+                           file="/app/app.py", line=10))
+            ev.append(api("cudaLaunchKernel", t + 10_000, t + 20_000, i + 1))
+            ev.append(kern("gemm", t + 30_000, t + 230_000, i + 1))
+            if name == "sync":
+                ev.append(call("Tensor.item", t + 25_000, t + 235_000))
+                ev.append({"type": "sync", "pid": PID, "tid": MAIN,
+                           "kind": "stream", "start_ns": t + 30_000,
+                           "end_ns": t + 230_000})
+        # sync: 10 x 200 us blocked = 2 ms of a 9.9 ms run: 20.2%
+        ev.sort(key=tkey)
+    elif name in ("launch", "launch_ok"):
+        ev = meta()
+        kdur = 4_000 if name == "launch" else 50_000
+        t = T0
+        for i in range(500):
+            slow = name == "launch" and i % 20 == 0   # 25 slow calls: 5%
+            adur = 60_000 if slow else 6_000
+            ev.append(api("cudaLaunchKernel", t, t + adur, i + 1))
+            ev.append(kern("elementwise", t + adur + 10_000,
+                           t + adur + 10_000 + kdur, i + 1))
+            t += adur + 10_000 + kdur + 2_000
+        # launch: 500 kernels of 4 us; every launch starts on an idle
+        # GPU (the call begins 2 us after the previous kernel ends)
+        ev.sort(key=tkey)
+    elif name in ("contention", "contention_ok"):
+        ev = meta(device=False)
+        wait = 500_000_000 if name == "contention" else 10_000_000
+        ev.append(counter("system.cpu_cores", T0, 2, pid=0))
+        for k, tid in enumerate((101, 102, 103, 104)):
+            ev.append({"type": "thread", "pid": PID, "tid": tid,
+                       "name": "worker-%d" % k})
+        for s in range(11):
+            ts = T0 + s * 100_000_000
+            ev.append(counter("system.runnable", ts,
+                              5 if name == "contention" else 2, pid=0))
+            for tid in (101, 102, 103, 104):
+                ev.append(counter("thread.cpu_ns", ts, s * 50_000_000,
+                                  tid=tid))
+                ev.append(counter("thread.wait_ns", ts, s * wait // 10,
+                                  tid=tid))
+                ev.append(counter("thread.ctx_involuntary", ts, s * 25,
+                                  tid=tid))
+        # contention: each thread 0.5 s CPU, 0.5 s waiting: 50%;
+        # 11 runnable samples, all over 2 cores; 4 x 250 = 1000 switches
+        ev.sort(key=tkey)
+    elif name in ("gil", "gil_ok"):
+        ev = meta(device=False)
+        ev.append(counter("system.cpu_cores", T0, 4, pid=0))
+        per = 50_000_000 if name == "gil" else 95_000_000
+        for tid in (101, 102):
+            ev.append({"type": "thread", "pid": PID, "tid": tid,
+                       "name": "Thread-%d" % (tid - 100)})
+        for tid in (101, 102):
+            ev.append(counter("thread.cpu_ns", T0 - 1, 0, tid=tid))
+        for tid in (101, 102):
+            ev.append(call("__main__.work", T0, T0 + 1_000_000_000, tid=tid,
+                           file="/app/gil.py", line=5))
+        for s in range(1, 11):
+            for tid in (101, 102):
+                ev.append(counter("thread.cpu_ns", T0 + s * 100_000_000,
+                                  s * per, tid=tid))
+        # gil: two threads in Python for 1 s, 0.5 s of CPU each: 1.0 core
+        ev.sort(key=tkey)
+    elif name in ("memory", "memory_ok"):
+        ev = meta()
+        mib = 2**20
+        ev.append(counter("system.memory_bytes", T0, 1024 * mib, pid=0))
+        top = 400 if name == "memory" else 110
+        for s in range(11):
+            ev.append(counter("process.rss_bytes", T0 + s * 200_000_000,
+                              (100 + (top - 100) * s // 10) * mib))
+        ev.append(counter("process.major_faults", T0, 10))
+        ev.append(counter("process.major_faults", T0 + 2_000_000_000, 1510
+                          if name == "memory" else 20))
+        gpu = 75 * 2**30 if name == "memory" else 10 * 2**30
+        ev.append({"type": "memory_alloc", "pid": PID, "device": 0,
+                   "bytes": gpu, "ts_ns": T0 + 1})
+        ev.append({"type": "memory_free", "pid": PID, "device": 0,
+                   "bytes": gpu, "ts_ns": T0 + 2})
+        # memory: 100 -> 400 MiB over 2 s, 30 MiB a sample; 1500 major
+        # faults; GPU 75 of 80 GiB = 93.75%
+        ev.sort(key=tkey)
+    elif name in ("steps", "steps_slow"):
+        # scopes for the regression gate: 'step' 10 x 1 ms or 1.1 ms
+        ev = meta(device=False)
+        d = 1_000_000 if name == "steps" else 1_100_000
+        for i in range(10):
+            t = T0 + i * 2_000_000
+            ev.append({"type": "scope", "pid": PID, "tid": MAIN,
+                       "name": "step", "start_ns": t, "end_ns": t + d})
+            ev.append({"type": "scope", "pid": PID, "tid": MAIN,
+                       "name": "load", "start_ns": t + d,
+                       "end_ns": t + d + 500_000})
+    else:
+        sys.exit("scenarios.py: unknown scenario '%s'" % name)
+    return [header()] + ev
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    for e in scenario(sys.argv[1]):
+        sys.stdout.write(json.dumps(e, separators=(",", ":")) + "\n")
+
+
+main()
