@@ -24,6 +24,7 @@
 #include "ist.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static int64_t pid_base = 4242;     /* -s: another process, another seed */
 
 static uint64_t
 next(void)
@@ -113,14 +114,14 @@ gen_next(struct gen *g)
 	ist_event_init(ev, IST_CPU_CALL);
 	ev->has = 0;
 	IST_SET(ev, IST_F_PID);
-	ev->pid = 4242;
+	ev->pid = pid_base;
 	switch (kind) {
 	case 0:   /* python call */
 	case 5: { /* python call, every name new */
 		int n = zipf(NPYNAMES);
 		int64_t dur = (int64_t)exp(4.0 + 8.0 * unif());
 		ev->type = IST_CPU_CALL;
-		ev->tid = 4242 + th;
+		ev->tid = pid_base + th;
 		IST_SET(ev, IST_F_TID);
 		if (kind == 5) {
 			snprintf(uniq, sizeof(uniq), "fn_%" PRIu64 "_%08"
@@ -164,7 +165,7 @@ gen_next(struct gen *g)
 	}
 	case 2: /* launch call */
 		ev->type = IST_CUDA_API;
-		ev->tid = 4242 + th;
+		ev->tid = pid_base + th;
 		g->tcpu[th] += 300 + (int64_t)(next() % 2000);
 		ev->start_ns = g->tcpu[th];
 		ev->end_ns = ev->start_ns + 2000 + (int64_t)(next() % 5000);
@@ -203,7 +204,7 @@ gen_next(struct gen *g)
 	}
 	default: /* scope */
 		ev->type = IST_SCOPE;
-		ev->tid = 4242 + th;
+		ev->tid = pid_base + th;
 		g->tcpu[th] += 1000;
 		ev->start_ns = g->tcpu[th];
 		ev->end_ns = ev->start_ns + 1000000 + (int64_t)(next() % 9000000);
@@ -399,8 +400,15 @@ main(int argc, char **argv)
 	uint64_t nev = 10000000;
 	int c, only = -1;
 
-	while ((c = getopt(argc, argv, "Jn:m:o:")) != -1) {
+	while ((c = getopt(argc, argv, "Jn:m:o:s:")) != -1) {
 		switch (c) {
+		case 's':
+			pid_base = 4242 + strtoll(optarg, NULL, 10);
+			rng ^= (uint64_t)(pid_base - 4242) *
+			    0xbf58476d1ce4e5b9ull;
+			if (rng == 0)
+				rng = 1;
+			break;
 		case 'J':
 			skip_peer = 1;
 			break;
@@ -417,7 +425,7 @@ main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: bench [-J] [-n events] [-m mix] "
-			    "[-o file]\n");
+			    "[-o file] [-s stream]\n");
 			return 2;
 		}
 	}

@@ -44,10 +44,17 @@ struct strtab {
 static uint64_t
 hash_bytes(const char *p, size_t n)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
-	return h;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
+
+	for (; n >= 8; p += 8, n -= 8) {
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 29;
+	}
+	w = 0;
+	memcpy(&w, p, n);
+	h = (h ^ w) * 0x94d049bb133111ebull;
+	return h ^ (h >> 31);
 }
 
 static int
@@ -355,6 +362,8 @@ struct thr {
 	struct frame *st;
 	uint32_t n, cap;
 	int64_t last_t;          /* the sweep has credited time up to here */
+	uint32_t *okey, *ocnt;   /* functions open on the stack: counts */
+	uint32_t omask, oused;
 	uint64_t launches;
 	/* /proc samples */
 	bool have_cpu, have_wait, have_inv;
@@ -614,6 +623,8 @@ credit(struct ist_analyzer *a, struct thr *t, int64_t s, int64_t e)
 	}
 }
 
+static int64_t open_count(struct thr *t, uint32_t stat, int delta);
+
 /* Moves thread t's sweep to time now, popping the ranges that ended. */
 static void
 advance(struct ist_analyzer *a, struct thr *t, int64_t now)
@@ -627,6 +638,8 @@ advance(struct ist_analyzer *a, struct thr *t, int64_t now)
 			t->last_t = end;
 		}
 		t->n--;
+		if (t->st[t->n].kind == F_CALL)
+			open_count(t, t->st[t->n].stat, -1);
 	}
 	if (now > t->last_t) {
 		credit(a, t, t->last_t, now);
@@ -884,6 +897,56 @@ add_sync(struct ist_analyzer *a, struct thr *t, const char *kind,
 	return 0;
 }
 
+/* How many frames of function stat are open on t's stack, plus delta. */
+static int64_t
+open_count(struct thr *t, uint32_t stat, int delta)
+{
+	uint32_t j;
+
+	if (t->oused * 2 >= t->omask) {
+		/* grow, dropping functions no longer open */
+		uint32_t cap = t->omask ? (t->omask + 1) : 64, n = 0;
+		uint32_t *nk, *nc;
+		for (uint32_t i = 0; t->omask && i <= t->omask; i++)
+			n += t->ocnt[i] > 0;
+		while (n * 4 >= cap)
+			cap *= 2;
+		nk = calloc(cap, sizeof(*nk));
+		nc = calloc(cap, sizeof(*nc));
+		if (nk == NULL || nc == NULL) {
+			free(nk);
+			free(nc);
+			return -1;
+		}
+		for (uint32_t i = 0; t->omask && i <= t->omask; i++) {
+			if (t->ocnt[i] == 0)
+				continue;
+			for (j = (uint32_t)mix64(t->okey[i]) & (cap - 1);
+			    nc[j]; j = (j + 1) & (cap - 1))
+				;
+			nk[j] = t->okey[i];
+			nc[j] = t->ocnt[i];
+		}
+		free(t->okey);
+		free(t->ocnt);
+		t->okey = nk;
+		t->ocnt = nc;
+		t->omask = cap - 1;
+		t->oused = n;
+	}
+	for (j = (uint32_t)mix64(stat) & t->omask;; j = (j + 1) & t->omask) {
+		if (t->okey[j] == stat + 1)
+			break;
+		if (t->okey[j] == 0) {
+			t->okey[j] = stat + 1;
+			t->oused++;
+			break;
+		}
+	}
+	t->ocnt[j] += (uint32_t)delta;
+	return t->ocnt[j] - (uint32_t)(delta > 0 ? delta : 0);
+}
+
 /* Pushes a range onto its thread's stack, keeping ends non-increasing from
  * the bottom (ties in start time arrive child first). */
 static struct frame *
@@ -898,7 +961,10 @@ push_frame(struct thr *t, const struct ist_event *ev)
 		t->st = nf;
 		t->cap = c;
 	}
-	for (i = t->n; i > 0 && t->st[i - 1].end < ev->end_ns; i--)
+	/* ranges that overlap without nesting (not from one call stack)
+	 * are kept in order only among the top 64 */
+	for (i = t->n; i > 0 && t->n - i < 64 && t->st[i - 1].end <
+	    ev->end_ns; i--)
 		;
 	memmove(t->st + i + 1, t->st + i, (t->n - i) * sizeof(*t->st));
 	t->n++;
@@ -930,6 +996,7 @@ host_range(struct ist_analyzer *a, const struct ist_event *ev)
 	case IST_CPU_CALL: {
 		struct fstat *fs;
 		bool rec = false;
+		int64_t oc;
 		f->kind = F_CALL;
 		f->py = IST_HAS(ev, IST_F_FILE);
 		k = stat_of(&a->fnmap, (void **)&a->fn, &a->nfn, &a->capfn,
@@ -963,7 +1030,9 @@ host_range(struct ist_analyzer *a, const struct ist_event *ev)
 			}
 			break;
 		}
-		for (uint32_t i = 0; i < t->n; i++)
+		if ((oc = open_count(t, (uint32_t)k, 1)) < 0)
+			return -1;
+		for (uint32_t i = 0; oc > 0 && i < t->n; i++)
 			if (&t->st[i] != f && t->st[i].kind == F_CALL &&
 			    t->st[i].name == name && t->st[i].start <=
 			    ev->start_ns && t->st[i].end >= ev->end_ns)
@@ -1396,8 +1465,11 @@ ist_analyzer_free(struct ist_analyzer *a)
 	if (a == NULL)
 		return;
 	strtab_release(&a->str);
-	for (uint32_t i = 0; i < a->nthr; i++)
+	for (uint32_t i = 0; i < a->nthr; i++) {
 		free(a->thr[i].st);
+		free(a->thr[i].okey);
+		free(a->thr[i].ocnt);
+	}
 	free(a->thr);
 	u64map_release(&a->thrmap);
 	for (uint32_t i = 0; i < a->nproc; i++) {
