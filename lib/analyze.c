@@ -484,6 +484,7 @@ struct ist_analyzer {
 	int64_t t0, t1, last_key;
 	bool have_t;
 	uint64_t events, out_of_order, lost, instants, segments;
+	int64_t profiler_cpu;
 	uint32_t host;
 	json_t *producers, *sources_q;
 	int64_t clock_unc, unaligned;
@@ -1813,6 +1814,11 @@ threads_json(struct ist_analyzer *a)
 		win = end - t->cpu0_ts;
 		cpu = t->cpu1 - t->cpu0;
 		wait = t->wait1 - t->wait0;
+		if (strcmp(thread_name(a, t), "inferscope") == 0) {
+			/* the collector's writer: overhead, not the app */
+			a->profiler_cpu += cpu;
+			continue;
+		}
 		o = json_pack("{s:I,s:I,s:s,s:I,s:I,s:o,s:I,s:o,s:I}",
 		    "pid", JI(t->pid), "tid", JI(t->tid), "name",
 		    thread_name(a, t), "cpu_ns", JI(cpu), "window_ns",
@@ -1908,7 +1914,7 @@ enum ist_status
 ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
     json_t **out, struct ist_error *err)
 {
-	json_t *an, *run, *dq, *notes, *command = NULL, *procs;
+	json_t *an, *run, *dq, *notes, *command = NULL, *procs, *threads;
 	double lost_share, factor = 1;
 
 	*out = NULL;
@@ -1916,6 +1922,7 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 		if (a->thr[i].launches)
 			advance(a, &a->thr[i], a->t1);
 	procs = processes_json(a, &command);
+	threads = threads_json(a);
 	run = json_pack("{s:s,s:o,s:O,s:I,s:I,s:I,s:I,s:I}",
 	    "host", a->str.s[a->host], "command", command ? command :
 	    json_null(), "producers", a->producers, "segments",
@@ -1964,6 +1971,8 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	    "out_of_order", JI(a->out_of_order), "clock_uncertainty_ns",
 	    JI(a->clock_unc), "unaligned_sources", JI(a->unaligned),
 	    "confidence_factor", jreal(factor, 3), "notes", notes);
+	json_object_set_new(dq, "profiler_cpu_ns", json_integer(
+	    a->profiler_cpu));
 	an = json_pack("{s:i,s:s,s:o,s:o}", "analysis_version",
 	    IST_ANALYSIS_VERSION, "producer", "is-analyze " IST_PACKAGE_VERSION,
 	    "run", run, "data_quality", dq);
@@ -1985,7 +1994,7 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	json_object_set_new(an, "kernels_distinct", json_integer(a->nkn));
 	json_object_set_new(an, "copies", copies_json(a));
 	json_object_set_new(an, "syncs", syncs_json(a));
-	json_object_set_new(an, "threads", threads_json(a));
+	json_object_set_new(an, "threads", threads);
 	json_object_set_new(an, "processes", procs);
 	json_object_set_new(an, "instants", json_integer(JI(a->instants)));
 	if (json_object_size(an) < 10 || ist_rules_run(a->rules, an) == NULL) {

@@ -499,6 +499,8 @@ writer_main(void *arg)
 	uint64_t last = 0;
 
 	(void)arg;
+	/* is-analyze tells the profiler's own CPU use by this name */
+	pthread_setname_np(pthread_self(), "inferscope");
 	pthread_mutex_lock(&C.lock);
 	while (!C.stopping) {
 		/* rest 20 ms, unless the last pass found a lot: then keep up */

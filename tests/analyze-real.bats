@@ -10,9 +10,12 @@ setup() {
 	cd "$T"
 }
 
-# pipeline SCRIPT: record, merge and analyse; the analysis in a.json
+# pipeline [IS-RECORD OPTIONS] SCRIPT: record, merge and analyse; the
+# analysis in a.json
 pipeline() {
-	is-record -o rec.ist -- $PY "$@"
+	local opts=
+	while [[ $1 == --* ]]; do opts="$opts $1"; shift; done
+	is-record $opts -o rec.ist -- $PY "$@"
 	is-merge rec.ist | is-analyze --json > a.json
 }
 
@@ -72,12 +75,14 @@ if __name__ == "__main__":
     for p in ps: p.start()
     for p in ps: p.join()
 PY
-	pipeline app.py
+	# /proc samples only: the Python collector's writer threads would
+	# compete for the cores too
+	pipeline --no-python app.py
 	run jq -r '[.findings[] | select(.kind == "runqueue")] | length' a.json
 	assert_output 1
 	w=$(jq -r '.findings[] | select(.kind == "runqueue") | .evidence.wait_pct' a.json)
-	# each process can have half a core: about half its time waiting
-	awk -v w="$w" 'BEGIN { exit !(w > 30 && w < 70) }'
+	# each process can have half a core: half its time waiting (+-15)
+	awk -v w="$w" 'BEGIN { exit !(w > 35 && w < 65) }'
 }
 
 @test "real memory growth: 320 MiB allocated over a second" {
