@@ -17,7 +17,8 @@ ifeq ($(DEVELOPER),1)
 WARN += -Werror
 endif
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) -Ilib
-LIBS = -lcbor -lzstd -ljansson -lyaml -lpthread -lm
+LIBS = -lcbor -lzstd -ljansson -lyaml -lcmark-gfm -lcmark-gfm-extensions \
+       -lpthread -lm
 
 # The Python collector is built for PYTHON and, for the tests, for the
 # other Pythons found here (Debian's, pyenv's 3.12 and 3.13).
@@ -38,7 +39,7 @@ endif
 
 LIB_SRC = $(filter-out lib/nvtx.c,$(wildcard lib/*.c)) $(wildcard lib/rules/*.c)
 LIB_OBJ = $(LIB_SRC:%.c=$(B)/%.o)
-TOOLS = is-cat is-info is-merge is-record is-analyze
+TOOLS = is-cat is-info is-merge is-record is-analyze is-report
 TOOL_BIN = $(TOOLS:%=$(B)/bin/%)
 UNIT_SRC = $(wildcard tests/unit/*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)

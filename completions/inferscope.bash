@@ -38,6 +38,15 @@ _inferscope_tool()
 		-m|--memory-mb) return ;;
 		esac
 		;;
+	is-report)
+		opts="--format --help --output --version"
+		case $prev in
+		-o|--output) _filedir; return ;;
+		-f|--format)
+			COMPREPLY=($(compgen -W "md html json perfetto" -- "$cur"))
+			return ;;
+		esac
+		;;
 	is-record)
 		# after "--" (or the command) complete the command itself
 		local i
@@ -74,4 +83,4 @@ _inferscope_tool()
 		_filedir ist
 	fi
 }
-complete -F _inferscope_tool is-analyze is-cat is-info is-merge is-record
+complete -F _inferscope_tool is-analyze is-cat is-info is-merge is-record is-report

@@ -567,7 +567,7 @@ name_id(struct ist_analyzer *a, const struct ist_event *ev,
 {
 	const struct ist_str *s = f == IST_F_NAME ? &ev->name :
 	    f == IST_F_FILE ? &ev->file : f == IST_F_KIND ? &ev->kind :
-	    &ev->domain;
+	    f == IST_F_HOST ? &ev->host : &ev->domain;
 	if (!IST_HAS(ev, f))
 		return 0;
 	return intern(&a->str, s->p, s->n);
@@ -1265,7 +1265,7 @@ static int
 header(struct ist_analyzer *a, const struct ist_event *ev)
 {
 	a->segments++;
-	if (IST_HAS(ev, IST_F_PRODUCER))
+	if (IST_HAS(ev, IST_F_PRODUCER) && !IST_HAS(ev, IST_F_SOURCES))
 		json_array_append_new(a->producers, json_stringn(
 		    ev->producer.p, ev->producer.n));
 	if (IST_HAS(ev, IST_F_HOST) && a->host == 0) {
@@ -1286,6 +1286,17 @@ header(struct ist_analyzer *a, const struct ist_event *ev)
 				json_t *d;
 				size_t j;
 				double u = ist_jnum(s, "uncertainty_ns");
+				const char *ps = ist_jstr(s, "producer");
+				const char *hs = ist_jstr(s, "host");
+				if (*ps)
+					json_array_append_new(a->producers,
+					    json_string(ps));
+				if (*hs && a->host == 0) {
+					int64_t h = intern(&a->str, hs,
+					    strlen(hs));
+					if (h > 0)
+						a->host = (uint32_t)h;
+				}
 				if (json_is_false(json_object_get(s,
 				    "aligned")))
 					a->unaligned++;

@@ -6,9 +6,9 @@
 set -eu
 
 build="gcc make pkg-config libcbor-dev libzstd-dev libjansson-dev \
-libcmark-dev libyaml-dev python3-dev zstd"
+libcmark-gfm-dev libcmark-gfm-extensions-dev libyaml-dev python3-dev zstd"
 check="$build bats bats-assert bats-support mandoc bash-completion zsh bsdutils \
-python3-numpy jq"
+python3-numpy jq chromium"
 fuzz="$build clang libclang-rt-14-dev"
 demo="$build python3 python3-numpy"
 

@@ -4,7 +4,7 @@
 # example runs.
 load helpers
 
-TOOLS="is-analyze is-cat is-info is-merge is-record"
+TOOLS="is-analyze is-cat is-info is-merge is-record is-report"
 
 @test "man pages are lint-clean under mandoc -Tlint" {
 	run mandoc -Tlint -W warning man/*.[0-9]
@@ -115,4 +115,17 @@ TOOLS="is-analyze is-cat is-info is-merge is-record"
 		assert_line "${line//build\//$IST_BUILD/}" ||
 		    fail "README line not in make demo: $line"
 	done < <(sed -n '/^\$ make demo/,/^```/p' README.md | sed '$d')
+}
+
+@test "the README report excerpt is in the golden report of the example" {
+	n=0
+	while IFS= read -r line; do
+		[ -n "$line" ] || continue
+		grep -qxF -- "$line" tests/golden/report-example.md ||
+		    fail "README line not in the report: $line"
+		n=$((n + 1))
+	done < <(awk '/An excerpt of the$/ { on = 1 }
+	    on && /^```$/ { if (++fence == 2) exit; next }
+	    fence == 1' README.md)
+	[ "$n" -ge 5 ]
 }

@@ -100,8 +100,8 @@ run(const json_t *an, const double *p, json_t *out)
 		sync += ist_jnum(sides[s], "sync_calls");
 	}
 	if (pcount > 0 && pbytes > p[2]) {
-		snprintf(title, sizeof(title), "%.0f copies (%.2f MB) use "
-		    "pageable host memory", pcount, pbytes / 1e6);
+		snprintf(title, sizeof(title), "%.0f copies (%.1f MiB) use "
+		    "pageable host memory", pcount, pbytes / 1048576);
 		f = ist_finding(out, "transfer", "pageable", pbytes >= 64e6 ?
 		    "medium" : "low", 0.9, title, "pageable copies are staged "
 		    "through a driver buffer and cannot overlap compute: pin "

@@ -1,0 +1,376 @@
+/*
+ * perfetto.c - export as Chrome trace-event JSON (the "JSON Object Format"),
+ * which ui.perfetto.dev and chrome://tracing open: a track per process and
+ * thread, a process per GPU with a track per stream, flow arrows from each
+ * launch call to the GPU work it launched (by correlation), counter tracks,
+ * instants with their metadata.  Written event by event: memory does not
+ * grow with the trace.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "report.h"
+#include "rules/rules.h"
+
+/* GPUs are shown as processes of their own, out of the way of real pids. */
+#define GPU_PID_BASE 1000000000LL
+
+struct ist_perfetto {
+	int fd;
+	struct ist_buf b;
+	bool first;
+	uint64_t seen_gpu;       /* bit per device named */
+	struct { int64_t dev, stream; } *streams;
+	size_t nstreams, capstreams;
+	int64_t gpu_mem[64];
+};
+
+static enum ist_status
+flush(struct ist_perfetto *p, bool force, struct ist_error *err)
+{
+	size_t off = 0;
+	if (!force && p->b.n < (1u << 16))
+		return IST_OK;
+	while (off < p->b.n) {
+		ssize_t w = write(p->fd, p->b.p + off, p->b.n - off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			ist_seterr(err, IST_EIO, "cannot write: %s",
+			    strerror(errno));
+			err->sys_errno = errno;
+			return IST_EIO;
+		}
+		off += (size_t)w;
+	}
+	p->b.n = 0;
+	return IST_OK;
+}
+
+enum ist_status
+ist_perfetto_new(struct ist_perfetto **out, int fd, struct ist_error *err)
+{
+	struct ist_perfetto *p = calloc(1, sizeof(*p));
+	if (p == NULL) {
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
+	p->fd = fd;
+	p->first = true;
+	ist_buf_printf(&p->b, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+	*out = p;
+	return IST_OK;
+}
+
+void
+ist_perfetto_free(struct ist_perfetto *p)
+{
+	if (p == NULL)
+		return;
+	ist_buf_release(&p->b);
+	free(p->streams);
+	free(p);
+}
+
+/* Microseconds with nanosecond digits, exactly. */
+static void
+us(struct ist_buf *b, int64_t ns)
+{
+	if (ns < 0) {
+		ist_buf_append(b, "-", 1);
+		ns = -ns;
+	}
+	ist_buf_printf(b, "%lld.%03lld", (long long)(ns / 1000),
+	    (long long)(ns % 1000));
+}
+
+static void
+begin(struct ist_perfetto *p)
+{
+	ist_buf_printf(&p->b, "%s{", p->first ? "" : ",\n");
+	p->first = false;
+}
+
+static void
+str(struct ist_buf *b, struct ist_str s)
+{
+	ist_buf_json_string(b, s.p, s.n);
+}
+
+static void
+meta_name(struct ist_perfetto *p, const char *what, int64_t pid, int64_t tid,
+    const char *name, size_t n)
+{
+	begin(p);
+	ist_buf_printf(&p->b, "\"ph\":\"M\",\"name\":\"%s\",\"pid\":%lld,"
+	    "\"tid\":%lld,\"args\":{\"name\":", what, (long long)pid,
+	    (long long)tid);
+	ist_buf_json_string(&p->b, name, n);
+	ist_buf_printf(&p->b, "}}");
+}
+
+/* The GPU track of (device, stream), named the first time it is used. */
+static void
+gpu_track(struct ist_perfetto *p, int64_t dev, int64_t stream)
+{
+	char name[64];
+	for (size_t i = 0; i < p->nstreams; i++)
+		if (p->streams[i].dev == dev && p->streams[i].stream == stream)
+			return;
+	if (p->nstreams == p->capstreams) {
+		size_t cap = p->capstreams ? p->capstreams * 2 : 16;
+		void *n = realloc(p->streams, cap * sizeof(*p->streams));
+		if (n == NULL)
+			return;
+		p->streams = n;
+		p->capstreams = cap;
+	}
+	p->streams[p->nstreams].dev = dev;
+	p->streams[p->nstreams++].stream = stream;
+	if (dev >= 0 && dev < 64 && !(p->seen_gpu >> dev & 1)) {
+		p->seen_gpu |= 1ull << dev;
+		snprintf(name, sizeof(name), "GPU %lld", (long long)dev);
+		meta_name(p, "process_name", GPU_PID_BASE + dev, 0, name,
+		    strlen(name));
+	}
+	snprintf(name, sizeof(name), "stream %lld", (long long)stream);
+	meta_name(p, "thread_name", GPU_PID_BASE + dev, stream, name,
+	    strlen(name));
+}
+
+static bool
+launches(const struct ist_event *ev)
+{
+	static const char *const pat[] = { "Launch", "launch", "Memcpy",
+	    "Memset" };
+	for (size_t k = 0; k < 4; k++) {
+		size_t n = strlen(pat[k]);
+		for (size_t i = 0; i + n <= ev->name.n; i++)
+			if (memcmp(ev->name.p + i, pat[k], n) == 0)
+				return true;
+	}
+	return false;
+}
+
+static void
+complete(struct ist_perfetto *p, const struct ist_event *ev, int64_t pid,
+    int64_t tid, const char *cat)
+{
+	begin(p);
+	ist_buf_printf(&p->b, "\"ph\":\"X\",\"cat\":\"%s\",\"name\":", cat);
+	if (ev->type == IST_SYNC) {
+		ist_buf_printf(&p->b, "\"sync ");
+		ist_buf_append(&p->b, ev->kind.p, ev->kind.n);
+		ist_buf_printf(&p->b, "\"");
+	} else if (IST_HAS(ev, IST_F_NAME)) {
+		str(&p->b, ev->name);
+	} else {
+		ist_buf_printf(&p->b, "\"%s\"", ist_type_name(ev->type));
+	}
+	ist_buf_printf(&p->b, ",\"pid\":%lld,\"tid\":%lld,\"ts\":",
+	    (long long)pid, (long long)tid);
+	us(&p->b, ev->start_ns);
+	ist_buf_printf(&p->b, ",\"dur\":");
+	us(&p->b, ev->end_ns - ev->start_ns);
+	ist_buf_printf(&p->b, ",\"args\":{");
+	if (IST_HAS(ev, IST_F_FILE)) {
+		ist_buf_printf(&p->b, "\"file\":");
+		str(&p->b, ev->file);
+		ist_buf_printf(&p->b, ",\"line\":%lld,", (long long)ev->line);
+	}
+	if (IST_HAS(ev, IST_F_DOMAIN)) {
+		ist_buf_printf(&p->b, "\"domain\":");
+		str(&p->b, ev->domain);
+		ist_buf_printf(&p->b, ",");
+	}
+	if (IST_HAS(ev, IST_F_BYTES))
+		ist_buf_printf(&p->b, "\"bytes\":%lld,", (long long)ev->bytes);
+	if (IST_HAS(ev, IST_F_PAGEABLE))
+		ist_buf_printf(&p->b, "\"pageable\":%s,", ev->pageable ?
+		    "true" : "false");
+	if (IST_HAS(ev, IST_F_GRID))
+		ist_buf_printf(&p->b, "\"grid\":[%lld,%lld,%lld],",
+		    (long long)ev->grid[0], (long long)ev->grid[1],
+		    (long long)ev->grid[2]);
+	if (IST_HAS(ev, IST_F_BLOCK))
+		ist_buf_printf(&p->b, "\"block\":[%lld,%lld,%lld],",
+		    (long long)ev->block[0], (long long)ev->block[1],
+		    (long long)ev->block[2]);
+	if (IST_HAS(ev, IST_F_CORRELATION))
+		ist_buf_printf(&p->b, "\"correlation\":%lld,",
+		    (long long)ev->correlation);
+	if (p->b.p[p->b.n - 1] == ',')
+		p->b.n--;
+	ist_buf_printf(&p->b, "}}");
+}
+
+/* A flow arrow end: "s" inside the launch call, "f" at the GPU work. */
+static void
+flow(struct ist_perfetto *p, const struct ist_event *ev, int64_t pid,
+    int64_t tid, bool start)
+{
+	begin(p);
+	ist_buf_printf(&p->b, "\"ph\":\"%s\",\"cat\":\"launch\",\"name\":"
+	    "\"launch\",\"id\":\"%lld:%lld\",\"pid\":%lld,\"tid\":%lld,"
+	    "\"ts\":", start ? "s" : "f", (long long)ev->pid,
+	    (long long)ev->correlation, (long long)pid, (long long)tid);
+	us(&p->b, ev->start_ns);
+	if (!start)
+		ist_buf_printf(&p->b, ",\"bp\":\"e\"");
+	ist_buf_printf(&p->b, "}");
+}
+
+static void
+counter(struct ist_perfetto *p, const char *name, size_t n, int64_t pid,
+    int64_t ts, const struct ist_event *ev, double v, bool is_int)
+{
+	begin(p);
+	ist_buf_printf(&p->b, "\"ph\":\"C\",\"name\":");
+	ist_buf_json_string(&p->b, name, n);
+	ist_buf_printf(&p->b, ",\"pid\":%lld,\"ts\":", (long long)pid);
+	us(&p->b, ts);
+	if (ev && ev->value_is_int)
+		ist_buf_printf(&p->b, ",\"args\":{\"value\":%lld}}",
+		    (long long)ev->ivalue);
+	else if (is_int)
+		ist_buf_printf(&p->b, ",\"args\":{\"value\":%.0f}}", v);
+	else {
+		char num[40];
+		ist_fmt_double(v, num, sizeof(num));
+		ist_buf_printf(&p->b, ",\"args\":{\"value\":%s}}", num);
+	}
+}
+
+enum ist_status
+ist_perfetto_add(struct ist_perfetto *p, const struct ist_event *ev,
+    struct ist_error *err)
+{
+	int64_t tid = IST_HAS(ev, IST_F_TID) ? ev->tid : ev->pid;
+	int64_t dev = IST_HAS(ev, IST_F_DEVICE) ? ev->device : 0;
+	int64_t stream = IST_HAS(ev, IST_F_STREAM) ? ev->stream : 0;
+
+	switch (ev->type) {
+	case IST_PROCESS:
+		meta_name(p, "process_name", ev->pid, 0, ev->name.p, ev->name.n);
+		break;
+	case IST_THREAD:
+		meta_name(p, "thread_name", ev->pid, ev->tid, ev->name.p,
+		    ev->name.n);
+		break;
+	case IST_DEVICE:
+		if (dev >= 0 && dev < 64) {
+			char name[200];
+			int n = snprintf(name, sizeof(name), "GPU %lld: %.*s",
+			    (long long)dev, (int)(ev->name.n < 150 ?
+			    ev->name.n : 150), ev->name.p);
+			p->seen_gpu |= 1ull << dev;
+			meta_name(p, "process_name", GPU_PID_BASE + dev, 0,
+			    name, (size_t)n);
+		}
+		break;
+	case IST_CPU_CALL:
+		complete(p, ev, ev->pid, tid, IST_HAS(ev, IST_F_FILE) ?
+		    "python" : "c");
+		break;
+	case IST_SCOPE:
+		complete(p, ev, ev->pid, tid, "scope");
+		break;
+	case IST_NVTX_RANGE:
+		complete(p, ev, ev->pid, tid, "nvtx");
+		break;
+	case IST_SYNC:
+		complete(p, ev, ev->pid, tid, "sync");
+		break;
+	case IST_CUDA_API:
+		complete(p, ev, ev->pid, tid, "cuda");
+		if (IST_HAS(ev, IST_F_CORRELATION) && launches(ev))
+			flow(p, ev, ev->pid, tid, true);
+		break;
+	case IST_GPU_KERNEL:
+	case IST_H2D_COPY:
+	case IST_D2H_COPY:
+	case IST_D2D_COPY:
+	case IST_MEMSET:
+		gpu_track(p, dev, stream);
+		complete(p, ev, GPU_PID_BASE + dev, stream,
+		    ev->type == IST_GPU_KERNEL ? "kernel" : ev->type ==
+		    IST_MEMSET ? "memset" : "copy");
+		if (IST_HAS(ev, IST_F_CORRELATION))
+			flow(p, ev, GPU_PID_BASE + dev, stream, false);
+		break;
+	case IST_INSTANT:
+	case IST_NVTX_MARK:
+		begin(p);
+		ist_buf_printf(&p->b, "\"ph\":\"i\",\"s\":\"t\",\"cat\":\"%s\","
+		    "\"name\":", ev->type == IST_INSTANT ? "mark" : "nvtx");
+		str(&p->b, ev->name);
+		ist_buf_printf(&p->b, ",\"pid\":%lld,\"tid\":%lld,\"ts\":",
+		    (long long)ev->pid, (long long)tid);
+		us(&p->b, ev->ts_ns);
+		if (IST_HAS(ev, IST_F_METADATA)) {
+			struct ist_error e;
+			ist_buf_printf(&p->b, ",\"args\":");
+			if (ist_cbor_to_json(ev->metadata, &p->b, &e) != IST_OK)
+				ist_buf_printf(&p->b, "{}");
+		}
+		ist_buf_printf(&p->b, "}");
+		break;
+	case IST_COUNTER:
+		counter(p, ev->name.p, ev->name.n, ev->pid, ev->ts_ns, ev,
+		    ev->value, false);
+		break;
+	case IST_MEMORY_ALLOC:
+	case IST_MEMORY_FREE:
+		if (IST_HAS(ev, IST_F_DEVICE) && dev >= 0 && dev < 64) {
+			p->gpu_mem[dev] += ev->type == IST_MEMORY_ALLOC ?
+			    ev->bytes : -ev->bytes;
+			counter(p, "GPU memory (bytes)", 18, GPU_PID_BASE + dev,
+			    ev->ts_ns, NULL, (double)p->gpu_mem[dev], true);
+		}
+		break;
+	case IST_LOSS:
+		begin(p);
+		ist_buf_printf(&p->b, "\"ph\":\"i\",\"s\":\"p\",\"name\":\"%lld "
+		    "events lost\",\"pid\":%lld,\"tid\":%lld,\"ts\":0",
+		    (long long)ev->events, (long long)ev->pid,
+		    (long long)ev->pid);
+		if (IST_HAS(ev, IST_F_REASON)) {
+			ist_buf_printf(&p->b, ",\"args\":{\"reason\":");
+			str(&p->b, ev->reason);
+			ist_buf_printf(&p->b, "}");
+		}
+		ist_buf_printf(&p->b, "}");
+		break;
+	default:
+		break;
+	}
+	return flush(p, false, err);
+}
+
+enum ist_status
+ist_perfetto_finish(struct ist_perfetto *p, const json_t *an,
+    struct ist_error *err)
+{
+	const json_t *q = json_object_get(an, "data_quality"),
+	    *v = json_object_get(an, "verdict");
+
+	ist_buf_printf(&p->b, "\n],\"otherData\":{\"producer\":\"is-report %s\"",
+	    IST_PACKAGE_VERSION);
+	if (an) {
+		ist_buf_printf(&p->b, ",\"verdict\":");
+		ist_buf_json_string(&p->b, ist_jstr(v, "classification"),
+		    strlen(ist_jstr(v, "classification")));
+		ist_buf_printf(&p->b, ",\"clock_uncertainty_ns\":%lld,"
+		    "\"unaligned_sources\":%lld,\"lost_events\":%lld,"
+		    "\"truncated_bytes\":%lld", (long long)ist_jnum(q,
+		    "clock_uncertainty_ns"), (long long)ist_jnum(q,
+		    "unaligned_sources"), (long long)ist_jnum(q,
+		    "lost_events"), (long long)ist_jnum(q, "truncated_bytes"));
+	}
+	ist_buf_printf(&p->b, "}}\n");
+	return flush(p, true, err);
+}

@@ -1,0 +1,664 @@
+/*
+ * report.c - the Markdown report (GitHub-flavoured) and the JSON report,
+ * from an analysis alone.  Numbers get units a person reads at a glance.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "report.h"
+#include "rules/rules.h"
+
+/* ---- numbers ---- */
+
+static const char *
+fdur(char *b, size_t n, double ns)
+{
+	double a = fabs(ns);
+	if (a < 1e3)
+		snprintf(b, n, "%.0f ns", ns);
+	else if (a < 1e6)
+		snprintf(b, n, "%.1f µs", ns / 1e3);
+	else if (a < 1e9)
+		snprintf(b, n, "%.2f ms", ns / 1e6);
+	else
+		snprintf(b, n, "%.3f s", ns / 1e9);
+	return b;
+}
+
+static const char *
+fbytes(char *b, size_t n, double v)
+{
+	if (v < 1024)
+		snprintf(b, n, "%.0f B", v);
+	else if (v < 1048576)
+		snprintf(b, n, "%.1f KiB", v / 1024);
+	else if (v < 1073741824)
+		snprintf(b, n, "%.1f MiB", v / 1048576);
+	else
+		snprintf(b, n, "%.2f GiB", v / 1073741824);
+	return b;
+}
+
+/* Time ranges relative to the start of the run. */
+static const char *
+frange(char *b, size_t n, double s, double e, double t0)
+{
+	char x[32], y[32];
+	snprintf(b, n, "%s – %s", fdur(x, sizeof(x), s - t0), fdur(y,
+	    sizeof(y), e - t0));
+	return b;
+}
+
+#define D(v) fdur(t1, sizeof(t1), (v))
+#define D2(v) fdur(t2, sizeof(t2), (v))
+#define D3(v) fdur(t3, sizeof(t3), (v))
+#define D4(v) fdur(t4, sizeof(t4), (v))
+#define D5(v) fdur(t5, sizeof(t5), (v))
+#define D6(v) fdur(t6, sizeof(t6), (v))
+#define B(v) fbytes(t1, sizeof(t1), (v))
+#define B2(v) fbytes(t2, sizeof(t2), (v))
+#define B3(v) fbytes(t3, sizeof(t3), (v))
+
+/* ---- Markdown text ---- */
+
+/* Text in a table cell or a paragraph: Markdown's punctuation escaped. */
+static void
+text(struct ist_buf *o, const char *s)
+{
+	for (; *s; s++) {
+		if (strchr("\\`*_[]<>|#!&~", *s))
+			ist_buf_append(o, "\\", 1);
+		if (*s == '\n')
+			ist_buf_append(o, " ", 1);
+		else
+			ist_buf_append(o, s, 1);
+	}
+}
+
+/* A sentence: text() with its first letter capitalised. */
+static void
+sentence(struct ist_buf *o, const char *s)
+{
+	if (*s >= 'a' && *s <= 'z') {
+		char c = (char)(*s - 'a' + 'A');
+		ist_buf_append(o, &c, 1);
+		s++;
+	}
+	text(o, s);
+}
+
+/* A name as inline code; pipes escaped (a table cell ends at one). */
+static void
+code(struct ist_buf *o, const char *s)
+{
+	int fence = 1, run = 0;
+	for (const char *p = s; *p; p++) {
+		run = *p == '`' ? run + 1 : 0;
+		if (run >= fence)
+			fence = run + 1;
+	}
+	for (int i = 0; i < fence; i++)
+		ist_buf_append(o, "`", 1);
+	if (*s == '`' || (*s && s[strlen(s) - 1] == '`'))
+		ist_buf_append(o, " ", 1);
+	for (; *s; s++) {
+		if (*s == '|')
+			ist_buf_append(o, "\\|", 2);
+		else if (*s == '\n')
+			ist_buf_append(o, " ", 1);
+		else
+			ist_buf_append(o, s, 1);
+	}
+	if (fence > 1 || (o->n && o->p[o->n - 1] == '`'))
+		ist_buf_append(o, " ", 1);
+	for (int i = 0; i < fence; i++)
+		ist_buf_append(o, "`", 1);
+}
+
+static void
+command(struct ist_buf *o, const json_t *cmd)
+{
+	struct ist_buf b = { 0 };
+	const json_t *x;
+	size_t i;
+
+	if (json_is_string(cmd)) {
+		code(o, json_string_value(cmd));
+		return;
+	}
+	json_array_foreach(cmd, i, x) {
+		if (i)
+			ist_buf_append(&b, " ", 1);
+		if (json_is_string(x))
+			ist_buf_printf(&b, "%s", json_string_value(x));
+	}
+	ist_buf_append(&b, "", 1);
+	code(o, b.n ? b.p : "");
+	ist_buf_release(&b);
+}
+
+/* Evidence values: by the key's suffix. */
+static void
+evidence_value(struct ist_buf *o, const char *key, const json_t *v)
+{
+	char t1[64];
+	size_t n = strlen(key);
+#define ENDS(s) (n >= strlen(s) && strcmp(key + n - strlen(s), s) == 0)
+	if (json_is_number(v)) {
+		double d = json_number_value(v);
+		if (ENDS("_ns") || strcmp(key, "ns") == 0)
+			ist_buf_printf(o, "%s", D(d));
+		else if (ENDS("_bytes_per_s"))
+			ist_buf_printf(o, "%s/s", B(d));
+		else if (ENDS("_bytes") || strcmp(key, "bytes") == 0)
+			ist_buf_printf(o, "%s", B(d));
+		else if (ENDS("_pct"))
+			ist_buf_printf(o, "%.2f%%", d);
+		else if (ENDS("gbps"))
+			ist_buf_printf(o, "%.2f GB/s", d);
+		else if (strcmp(key, "share") == 0 || ENDS("_util"))
+			ist_buf_printf(o, "%.1f%%", 100 * d);
+		else if (json_is_integer(v))
+			ist_buf_printf(o, "%lld", (long long)json_integer_value(v));
+		else
+			ist_buf_printf(o, "%g", d);
+	} else if (json_is_string(v)) {
+		code(o, json_string_value(v));
+	} else if (json_is_array(v)) {
+		const json_t *x;
+		size_t i;
+		json_array_foreach(v, i, x) {
+			ist_buf_printf(o, "%s", i ? "; " : "");
+			if (json_is_object(x) && json_object_get(x, "what")) {
+				/* an attribution: what (kind) time, share */
+				if (ist_jstr(x, "what")[0] == '(')
+					text(o, ist_jstr(x, "what"));
+				else
+					code(o, ist_jstr(x, "what"));
+				ist_buf_printf(o, " (%s) %s, %.1f%%",
+				    ist_jstr(x, "kind"), D(ist_jnum(x, "ns")),
+				    100 * ist_jnum(x, "share"));
+			} else if (json_is_object(x) &&
+			    json_object_get(x, "where")) {
+				code(o, ist_jstr(x, "where"));
+				ist_buf_printf(o, " %lld× %s", (long long)
+				    ist_jnum(x, "count"), D(ist_jnum(x,
+				    "blocked_ns")));
+			} else if (json_is_object(x)) {
+				const char *k;
+				const json_t *y;
+				bool first = true;
+				json_object_foreach((json_t *)x, k, y) {
+					ist_buf_printf(o, "%s%s ", first ? "" :
+					    ", ", k);
+					evidence_value(o, k, y);
+					first = false;
+				}
+			} else {
+				evidence_value(o, key, x);
+			}
+		}
+	} else if (json_is_boolean(v)) {
+		ist_buf_printf(o, "%s", json_is_true(v) ? "yes" : "no");
+	}
+#undef ENDS
+}
+
+static void
+findings(struct ist_buf *o, const json_t *an, double t0)
+{
+	const json_t *f, *fs = json_object_get(an, "findings");
+	size_t i;
+
+	ist_buf_printf(o, "## Findings\n\n");
+	if (json_array_size(fs) == 0) {
+		ist_buf_printf(o, "No rule fired: nothing in this run crossed a "
+		    "threshold (see *Rules* below for what was checked).\n\n");
+		return;
+	}
+	json_array_foreach(fs, i, f) {
+		const json_t *ev = json_object_get(f, "evidence"), *v, *r;
+		const char *k;
+		size_t j;
+		char t1[96];
+
+		ist_buf_printf(o, "### %zu. ", i + 1);
+		sentence(o, ist_jstr(f, "title"));
+		ist_buf_printf(o, "\n\n**%s** · `%s.%s` · confidence %.2f\n\n",
+		    ist_jstr(f, "severity"), ist_jstr(f, "rule"),
+		    ist_jstr(f, "kind"), ist_jnum(f, "confidence"));
+		ist_buf_printf(o, "**Suggestion:** ");
+		sentence(o, ist_jstr(f, "suggestion"));
+		ist_buf_printf(o, ".\n\n");
+		json_object_foreach((json_t *)ev, k, v) {
+			/* active_ns -> active, idle_pct -> idle %, gil_cores
+			 * -> gil cores */
+			size_t kn = strlen(k);
+			ist_buf_printf(o, "- ");
+			if (kn > 3 && strcmp(k + kn - 3, "_ns") == 0)
+				kn -= 3;
+			else if (kn > 6 && strcmp(k + kn - 6, "_bytes") == 0)
+				kn -= 6;
+			for (size_t c = 0; c < kn; c++) {
+				if (strcmp(k + c, "_pct") == 0) {
+					ist_buf_printf(o, " %%");
+					break;
+				}
+				ist_buf_append(o, k[c] == '_' ? " " : k + c, 1);
+			}
+			ist_buf_printf(o, ": ");
+			evidence_value(o, k, v);
+			ist_buf_printf(o, "\n");
+		}
+		if (json_array_size(json_object_get(f, "ranges"))) {
+			ist_buf_printf(o, "- at: ");
+			json_array_foreach(json_object_get(f, "ranges"), j, r)
+				ist_buf_printf(o, "%s%s", j ? ", " : "",
+				    frange(t1, sizeof(t1), json_number_value(
+				    json_array_get(r, 0)), json_number_value(
+				    json_array_get(r, 1)), t0));
+			ist_buf_printf(o, " (from the start of the run)\n");
+		}
+		ist_buf_printf(o, "\n");
+	}
+}
+
+static void
+summary(struct ist_buf *o, const json_t *an)
+{
+	const json_t *run = json_object_get(an, "run"), *v = json_object_get(an,
+	    "verdict"), *d, *p;
+	char t1[64], t2[64];
+	size_t i;
+	bool py = false;
+
+	ist_buf_printf(o, "# InferScope report\n\n**Verdict: %s** "
+	    "(confidence %.2f). ", ist_jstr(v, "classification"),
+	    ist_jnum(v, "confidence"));
+	sentence(o, ist_jstr(v, "reason"));
+	ist_buf_printf(o, ".\n\n| Run | |\n|---|---|\n");
+	if (!json_is_null(json_object_get(run, "command")) &&
+	    json_object_get(run, "command")) {
+		ist_buf_printf(o, "| Command | ");
+		command(o, json_object_get(run, "command"));
+		ist_buf_printf(o, " |\n");
+	}
+	ist_buf_printf(o, "| Host | ");
+	text(o, *ist_jstr(run, "host") ? ist_jstr(run, "host") : "unknown");
+	ist_buf_printf(o, " |\n| Duration | %s |\n",
+	    D(ist_jnum(run, "wall_ns")));
+	json_array_foreach(json_object_get(run, "producers"), i, p) {
+		const char *s = json_string_value(p), *c;
+		if (s && (c = strstr(s, "(CPython")) != NULL && !py) {
+			py = true;
+			ist_buf_printf(o, "| Python | ");
+			text(o, c + 1);
+			if (o->n && o->p[o->n - 1] == ')')
+				o->n--;
+			ist_buf_printf(o, " |\n");
+		}
+	}
+	json_array_foreach(json_object_get(an, "devices"), i, d) {
+		ist_buf_printf(o, "| GPU %d | ", (int)ist_jnum(d, "device"));
+		text(o, ist_jstr(d, "name"));
+		ist_buf_printf(o, " (%d SMs, %s, link %.1f GB/s) |\n",
+		    (int)ist_jnum(d, "sm_count"), B2(ist_jnum(d,
+		    "memory_bytes")), ist_jnum(d, "pcie_gbps"));
+	}
+	if (json_array_size(json_object_get(an, "devices")) == 0)
+		ist_buf_printf(o, "| GPU | none recorded |\n");
+	ist_buf_printf(o, "| Events | %lld |\n\n", (long long)ist_jnum(run,
+	    "events"));
+	(void)t2;
+}
+
+static void
+breakdown(struct ist_buf *o, const json_t *an)
+{
+	const json_t *d, *x, *devs = json_object_get(an, "devices");
+	char t1[64], t2[64], t3[64], t4[64], t5[64], t6[64];
+	size_t i, j;
+
+	ist_buf_printf(o, "## Time breakdown\n\n");
+	if (json_array_size(devs) == 0) {
+		ist_buf_printf(o, "No GPU activity was recorded: the run is "
+		    "judged on its CPU threads.\n\n");
+		return;
+	}
+	ist_buf_printf(o, "| GPU | Active | Busy | Idle | Host wait | "
+	    "Kernel wait | Other |\n|---|---:|---:|---:|---:|---:|---:|\n");
+	json_array_foreach(devs, i, d) {
+		const json_t *b = json_object_get(d, "idle_breakdown");
+		ist_buf_printf(o, "| %d | %s | %s (%.1f%%) | %s (%.1f%%) | %s | "
+		    "%s | %s |\n", (int)ist_jnum(d, "device"),
+		    D(ist_jnum(d, "active_ns")), D2(ist_jnum(d, "busy_ns")),
+		    ist_jnum(d, "busy_pct"), D3(ist_jnum(d, "idle_ns")),
+		    ist_jnum(d, "idle_pct"), D4(ist_jnum(b, "host_wait_ns")),
+		    D5(ist_jnum(b, "kernel_wait_ns")), D6(ist_jnum(b,
+		    "other_ns")));
+	}
+	ist_buf_printf(o, "\n");
+	json_array_foreach(devs, i, d) {
+		const json_t *at = json_object_get(d, "idle_attribution");
+		if (!json_is_object(at) || json_array_size(json_object_get(at,
+		    "top")) == 0)
+			continue;
+		ist_buf_printf(o, "While GPU %d was idle, thread ",
+		    (int)ist_jnum(d, "device"));
+		code(o, ist_jstr(at, "thread"));
+		ist_buf_printf(o, " (%lld) was in:\n\n| What | Kind | Idle time "
+		    "| Share |\n|---|---|---:|---:|\n", (long long)ist_jnum(at,
+		    "tid"));
+		json_array_foreach(json_object_get(at, "top"), j, x) {
+			ist_buf_printf(o, "| ");
+			if (ist_jstr(x, "what")[0] == '(')
+				text(o, ist_jstr(x, "what"));
+			else
+				code(o, ist_jstr(x, "what"));
+			ist_buf_printf(o, " | %s | %s | %.1f%% |\n",
+			    ist_jstr(x, "kind"), D(ist_jnum(x, "ns")),
+			    100 * ist_jnum(x, "share"));
+		}
+		ist_buf_printf(o, "\n");
+	}
+}
+
+static void
+tables(struct ist_buf *o, const json_t *an)
+{
+	const json_t *x, *arr;
+	char t1[64], t2[64], t3[64], t4[64], t5[64], t6[64];
+	size_t i, n;
+
+	arr = json_object_get(an, "scopes");
+	ist_buf_printf(o, "## Scopes and NVTX ranges\n\n");
+	if (json_array_size(arr) == 0)
+		ist_buf_printf(o, "None recorded: mark the steps of your "
+		    "program with `inferscope.scope(\"name\")` or NVTX "
+		    "ranges.\n\n");
+	else
+		ist_buf_printf(o, "| Name | Kind | Count | Total | Mean | p50 "
+		    "| p95 | Max | GPU time |\n|---|---|---:|---:|---:|---:|"
+		    "---:|---:|---:|\n");
+	json_array_foreach(arr, i, x) {
+		ist_buf_printf(o, "| ");
+		code(o, ist_jstr(x, "name"));
+		ist_buf_printf(o, " | %s | %lld | %s | %s | %s | %s | %s | %s |\n",
+		    ist_jstr(x, "kind"), (long long)ist_jnum(x, "count"),
+		    D(ist_jnum(x, "total_ns")), D2(ist_jnum(x, "mean_ns")),
+		    D3(ist_jnum(x, "p50_ns")), D4(ist_jnum(x, "p95_ns")),
+		    D5(ist_jnum(x, "max_ns")), D6(ist_jnum(x, "gpu_ns")));
+	}
+	if (json_array_size(arr))
+		ist_buf_printf(o, "\n");
+
+	arr = json_object_get(an, "functions");
+	n = (size_t)ist_jnum(an, "functions_distinct");
+	ist_buf_printf(o, "## Python functions\n\n");
+	if (json_array_size(arr) == 0) {
+		ist_buf_printf(o, "None recorded.\n\n");
+	} else {
+		ist_buf_printf(o, "By self time; %zu of %zu shown.\n\n| "
+		    "Function | Calls | Self | Inclusive | Where |\n|---|---:|"
+		    "---:|---:|---|\n", json_array_size(arr), n);
+		json_array_foreach(arr, i, x) {
+			ist_buf_printf(o, "| ");
+			code(o, ist_jstr(x, "name"));
+			ist_buf_printf(o, " | %lld | %s | %s | ",
+			    (long long)ist_jnum(x, "count"), D(ist_jnum(x,
+			    "self_ns")), D2(ist_jnum(x, "incl_ns")));
+			if (*ist_jstr(x, "file")) {
+				char w[4200];
+				snprintf(w, sizeof(w), "%s:%lld",
+				    ist_jstr(x, "file"), (long long)ist_jnum(x,
+				    "line"));
+				code(o, w);
+			} else {
+				ist_buf_printf(o, "(C)");
+			}
+			ist_buf_printf(o, " |\n");
+		}
+		ist_buf_printf(o, "\n");
+	}
+
+	arr = json_object_get(an, "kernels");
+	if (json_array_size(arr)) {
+		ist_buf_printf(o, "## Kernels\n\nBy total time; %zu of %lld "
+		    "shown.\n\n| Kernel | Calls | Total | Mean | Max |\n|---|"
+		    "---:|---:|---:|---:|\n", json_array_size(arr),
+		    (long long)ist_jnum(an, "kernels_distinct"));
+		json_array_foreach(arr, i, x) {
+			ist_buf_printf(o, "| ");
+			code(o, ist_jstr(x, "name"));
+			ist_buf_printf(o, " | %lld | %s | %s | %s |\n",
+			    (long long)ist_jnum(x, "count"), D(ist_jnum(x,
+			    "total_ns")), D2(ist_jnum(x, "mean_ns")),
+			    D3(ist_jnum(x, "max_ns")));
+		}
+		ist_buf_printf(o, "\n");
+	}
+
+	arr = json_object_get(an, "copies");
+	if (json_array_size(arr)) {
+		ist_buf_printf(o, "## Copies\n\n| Direction | Count | Bytes | "
+		    "Time | Bandwidth | Pageable | Synchronous calls |\n|---|"
+		    "---:|---:|---:|---:|---:|---:|\n");
+		json_array_foreach(arr, i, x)
+			ist_buf_printf(o, "| %s | %lld | %s | %s | %.2f GB/s | "
+			    "%lld (%s) | %lld |\n", ist_jstr(x, "direction"),
+			    (long long)ist_jnum(x, "count"), B(ist_jnum(x,
+			    "bytes")), D2(ist_jnum(x, "ns")), ist_jnum(x,
+			    "gbps"), (long long)ist_jnum(x, "pageable_count"),
+			    fbytes(t3, sizeof(t3), ist_jnum(x,
+			    "pageable_bytes")), (long long)ist_jnum(x,
+			    "sync_calls"));
+		ist_buf_printf(o, "\n");
+	}
+
+	arr = json_object_get(an, "syncs");
+	if (json_array_size(arr)) {
+		ist_buf_printf(o, "## Synchronisation\n\n| Kind | Count | "
+		    "Blocked | Top call site |\n|---|---:|---:|---|\n");
+		json_array_foreach(arr, i, x) {
+			const json_t *s = json_array_get(json_object_get(x,
+			    "sites"), 0);
+			ist_buf_printf(o, "| %s | %lld | %s | ", ist_jstr(x,
+			    "kind"), (long long)ist_jnum(x, "count"),
+			    D(ist_jnum(x, "blocked_ns")));
+			if (s)
+				code(o, ist_jstr(s, "where"));
+			ist_buf_printf(o, " |\n");
+		}
+		ist_buf_printf(o, "\n");
+	}
+
+	arr = json_object_get(an, "threads");
+	if (json_array_size(arr)) {
+		ist_buf_printf(o, "## Threads\n\n| Thread | CPU | Utilisation | "
+		    "Run-queue wait | Involuntary switches | CUDA launches |\n"
+		    "|---|---:|---:|---:|---:|---:|\n");
+		json_array_foreach(arr, i, x) {
+			char nm[300];
+			snprintf(nm, sizeof(nm), "%s (%lld/%lld)",
+			    ist_jstr(x, "name"), (long long)ist_jnum(x, "pid"),
+			    (long long)ist_jnum(x, "tid"));
+			ist_buf_printf(o, "| ");
+			code(o, nm);
+			if (ist_jnum(x, "window_ns") > 0)
+				ist_buf_printf(o, " | %s | %.1f%% | %s (%.1f%%) | "
+				    "%lld | %lld |\n", D(ist_jnum(x, "cpu_ns")),
+				    100 * ist_jnum(x, "cpu_util"), D2(ist_jnum(x,
+				    "wait_ns")), 100 * ist_jnum(x, "wait_share"),
+				    (long long)ist_jnum(x, "ctx_involuntary"),
+				    (long long)ist_jnum(x, "launches"));
+			else
+				ist_buf_printf(o, " | – | – | – | – | %lld |\n",
+				    (long long)ist_jnum(x, "launches"));
+		}
+		ist_buf_printf(o, "\n");
+	}
+
+	ist_buf_printf(o, "## Memory\n\n");
+	arr = json_object_get(an, "processes");
+	n = 0;
+	json_array_foreach(arr, i, x)
+		n += json_object_get(x, "rss_peak_bytes") != NULL;
+	if (n) {
+		ist_buf_printf(o, "| Process | RSS first | RSS peak | RSS last | "
+		    "Major faults |\n|---|---:|---:|---:|---:|\n");
+		json_array_foreach(arr, i, x) {
+			char nm[300];
+			if (json_object_get(x, "rss_peak_bytes") == NULL)
+				continue;
+			snprintf(nm, sizeof(nm), "%s (%lld)", ist_jstr(x,
+			    "name"), (long long)ist_jnum(x, "pid"));
+			ist_buf_printf(o, "| ");
+			code(o, nm);
+			ist_buf_printf(o, " | %s | %s | %s | %lld |\n",
+			    B(ist_jnum(x, "rss_first_bytes")), B2(ist_jnum(x,
+			    "rss_peak_bytes")), B3(ist_jnum(x,
+			    "rss_last_bytes")), (long long)ist_jnum(x,
+			    "major_faults"));
+		}
+		ist_buf_printf(o, "\n");
+	}
+	json_array_foreach(json_object_get(an, "devices"), i, x)
+		if (ist_jnum(x, "memory_peak_bytes") > 0) {
+			n++;
+			ist_buf_printf(o, "GPU %d memory peak: %s of %s.\n\n",
+			    (int)ist_jnum(x, "device"), B(ist_jnum(x,
+			    "memory_peak_bytes")), B2(ist_jnum(x,
+			    "memory_bytes")));
+		}
+	if (n == 0)
+		ist_buf_printf(o, "No memory samples.\n\n");
+	(void)t4;
+	(void)t5;
+	(void)t6;
+}
+
+static void
+quality(struct ist_buf *o, const json_t *an)
+{
+	const json_t *q = json_object_get(an, "data_quality"), *x;
+	char t1[64], t2[64];
+	size_t i;
+
+	ist_buf_printf(o, "## Data quality\n\n"
+	    "- events: %lld; lost while recording: %lld (%.2f%%)\n"
+	    "- truncated: %s\n"
+	    "- merged by is-merge: %s; clock uncertainty: %s%s\n"
+	    "- InferScope's own collector threads used %s of CPU\n"
+	    "- every confidence above is multiplied by %.2f\n",
+	    (long long)ist_jnum(q, "events"), (long long)ist_jnum(q,
+	    "lost_events"), 100 * ist_jnum(q, "lost_share"),
+	    ist_jnum(q, "truncated_bytes") > 0 ? "yes" : "no",
+	    json_is_true(json_object_get(q, "merged")) ? "yes" : "no",
+	    D(ist_jnum(q, "clock_uncertainty_ns")),
+	    ist_jnum(q, "unaligned_sources") > 0 ?
+	    " (some sources could not be aligned exactly)" : "",
+	    D2(ist_jnum(q, "profiler_cpu_ns")),
+	    ist_jnum(q, "confidence_factor"));
+	json_array_foreach(json_object_get(q, "notes"), i, x) {
+		ist_buf_printf(o, "- ");
+		text(o, json_string_value(x));
+		ist_buf_printf(o, "\n");
+	}
+	ist_buf_printf(o, "\n");
+}
+
+static void
+rules(struct ist_buf *o, const json_t *an)
+{
+	const json_t *x;
+	size_t i;
+
+	ist_buf_printf(o, "## Rules\n\n| Rule | Result |\n|---|---|\n");
+	json_array_foreach(json_object_get(an, "rules"), i, x) {
+		const char *sk = ist_jstr(x, "skipped");
+		ist_buf_printf(o, "| `%s` | ", ist_jstr(x, "rule"));
+		if (*sk) {
+			ist_buf_printf(o, "not applied: ");
+			text(o, sk);
+		} else if (ist_jnum(x, "findings") > 0) {
+			ist_buf_printf(o, "**%lld finding%s**", (long long)
+			    ist_jnum(x, "findings"), ist_jnum(x, "findings") >
+			    1 ? "s" : "");
+		} else {
+			ist_buf_printf(o, "passed");
+		}
+		ist_buf_printf(o, " |\n");
+	}
+	ist_buf_printf(o, "\n");
+}
+
+static void
+baseline(struct ist_buf *o, const json_t *an)
+{
+	const json_t *b = json_object_get(an, "baseline"), *x;
+	char t1[64], t2[64];
+	size_t i;
+
+	if (b == NULL)
+		return;
+	ist_buf_printf(o, "## Compared with the baseline\n\nBaseline verdict: "
+	    "%s. Largest changes first.\n\n| What | Name | Baseline | Now | "
+	    "Change |\n|---|---|---:|---:|---:|\n", ist_jstr(json_object_get(b,
+	    "verdict"), "classification"));
+	json_array_foreach(json_object_get(b, "deltas"), i, x) {
+		if (i >= 30)
+			break;
+		ist_buf_printf(o, "| %s | ", ist_jstr(x, "what"));
+		if (*ist_jstr(x, "name"))
+			code(o, ist_jstr(x, "name"));
+		ist_buf_printf(o, " | %s | %s | %+.1f%% |\n", D(ist_jnum(x,
+		    "base")), D2(ist_jnum(x, "now")), ist_jnum(x, "delta_pct"));
+	}
+	ist_buf_printf(o, "\n");
+}
+
+enum ist_status
+ist_report_markdown(const json_t *an, struct ist_buf *out,
+    struct ist_error *err)
+{
+	double t0 = ist_jnum(json_object_get(an, "run"), "start_ns");
+	size_t before = out->n;
+
+	summary(out, an);
+	findings(out, an, t0);
+	breakdown(out, an);
+	tables(out, an);
+	baseline(out, an);
+	quality(out, an);
+	rules(out, an);
+	ist_buf_printf(out, "---\n*%s, analysis version %d, from a trace "
+	    "made by %s.*\n", "is-report " IST_PACKAGE_VERSION,
+	    (int)ist_jnum(an, "analysis_version"), ist_jstr(an, "producer"));
+	if (out->n < before || (out->cap && out->p == NULL)) {
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
+	return IST_OK;
+}
+
+enum ist_status
+ist_report_json(const json_t *an, struct ist_buf *out, struct ist_error *err)
+{
+	json_t *r = json_pack("{s:i,s:s,s:O}", "report_version",
+	    IST_REPORT_VERSION, "producer", "is-report " IST_PACKAGE_VERSION,
+	    "analysis", an);
+	char *s = r ? json_dumps(r, JSON_INDENT(2) | JSON_REAL_PRECISION(12))
+	    : NULL;
+
+	json_decref(r);
+	if (s == NULL || ist_buf_printf(out, "%s\n", s)) {
+		free(s);
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
+	free(s);
+	return IST_OK;
+}

@@ -1,0 +1,65 @@
+/*
+ * report.h - is-report's renderers: Markdown and JSON from an analysis
+ * (formats/analysis.md), HTML from the Markdown (cmark-gfm) with inline SVG
+ * charts drawn from the trace's events, and a Chrome trace-event JSON
+ * export that Perfetto opens.  Everything is streaming and reproducible:
+ * the same input gives the same bytes.
+ */
+#ifndef IST_REPORT_H
+#define IST_REPORT_H
+
+#include <jansson.h>
+#include "ist.h"
+
+#define IST_REPORT_VERSION 1
+
+/* Markdown (GitHub-flavoured) for an analysis, appended to out. */
+enum ist_status ist_report_markdown(const json_t *an, struct ist_buf *out,
+    struct ist_error *err);
+
+/* {"report_version": 1, "producer": ..., "analysis": an}, indented. */
+enum ist_status ist_report_json(const json_t *an, struct ist_buf *out,
+    struct ist_error *err);
+
+/* The timeline of a trace, binned for charts in bounded memory. */
+struct ist_timeline;
+struct ist_timeline *ist_timeline_new(void);
+void ist_timeline_free(struct ist_timeline *tl);
+int ist_timeline_add(struct ist_timeline *tl, const struct ist_event *ev);
+
+/* One self-contained HTML page: styles, the Markdown rendered, and SVG
+ * charts (timeline lanes, GPU utilisation, scopes). */
+enum ist_status ist_report_html(const json_t *an,
+    const struct ist_timeline *tl, struct ist_buf *out, struct ist_error *err);
+
+/* Chrome trace-event JSON, written as events are read. */
+struct ist_perfetto;
+enum ist_status ist_perfetto_new(struct ist_perfetto **out, int fd,
+    struct ist_error *err);
+enum ist_status ist_perfetto_add(struct ist_perfetto *p,
+    const struct ist_event *ev, struct ist_error *err);
+/* Closes the event array and writes otherData (the verdict, clock
+ * uncertainty, loss) from an, which may be NULL. */
+enum ist_status ist_perfetto_finish(struct ist_perfetto *p, const json_t *an,
+    struct ist_error *err);
+void ist_perfetto_free(struct ist_perfetto *p);
+
+/* ---- the whole pass (lib/report_run.c) ---- */
+
+enum ist_report_format {
+	IST_REPORT_MD, IST_REPORT_HTML, IST_REPORT_JSON, IST_REPORT_PERFETTO
+};
+struct ist_rules;
+
+/*
+ * Reads r to its end and writes the report to out_fd.  The analysis is the
+ * trace's last analysis record or, without one, made here with rules.
+ * Returns IST_OK; IST_TRUNCATED or a reader error after what was read was
+ * reported (err holds the message); or an error with nothing written when
+ * no segment could be read or the output failed.
+ */
+enum ist_status ist_report_trace(struct ist_reader *r,
+    enum ist_report_format f, const struct ist_rules *rules, int out_fd,
+    bool *wrote, struct ist_error *err);
+
+#endif

@@ -1,0 +1,140 @@
+/* report_run.c - is-report's pass over a trace. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyze.h"
+#include "internal.h"
+#include "report.h"
+
+static enum ist_status
+write_all(int fd, const struct ist_buf *b, struct ist_error *err)
+{
+	size_t off = 0;
+	while (off < b->n) {
+		ssize_t w = write(fd, b->p + off, b->n - off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			ist_seterr(err, IST_EIO, "cannot write: %s",
+			    strerror(errno));
+			err->sys_errno = errno;
+			return IST_EIO;
+		}
+		off += (size_t)w;
+	}
+	return IST_OK;
+}
+
+enum ist_status
+ist_report_trace(struct ist_reader *r, enum ist_report_format f,
+    const struct ist_rules *rules, int out_fd, bool *wrote,
+    struct ist_error *err)
+{
+	struct ist_analyzer *a = NULL;
+	struct ist_timeline *tl = NULL;
+	struct ist_perfetto *pf = NULL;
+	struct ist_reader_stats rs;
+	struct ist_buf out = { 0 };
+	struct ist_error e2 = { 0 };
+	const struct ist_event *ev;
+	json_t *found = NULL, *an = NULL;
+	enum ist_status st, rst;
+
+	*wrote = false;
+	if ((st = ist_analyzer_new(&a, rules, err)) != IST_OK)
+		return st;
+	if (f == IST_REPORT_HTML && (tl = ist_timeline_new()) == NULL) {
+		st = IST_ENOMEM;
+		ist_seterr(err, st, "out of memory");
+		goto out;
+	}
+	while ((rst = ist_reader_next(r, &ev, err)) == IST_OK) {
+		if (ev->type == IST_ANALYSIS) {
+			struct ist_buf b = { 0 };
+			json_decref(found);
+			found = NULL;
+			if (ist_cbor_to_json(ev->data, &b, &e2) == IST_OK)
+				found = json_loadb(b.p, b.n, 0, NULL);
+			ist_buf_release(&b);
+			continue;
+		}
+		if ((st = ist_analyzer_add(a, ev, &e2)) != IST_OK)
+			goto fail;
+		if (tl && ist_timeline_add(tl, ev)) {
+			st = IST_ENOMEM;
+			ist_seterr(&e2, st, "out of memory");
+			goto fail;
+		}
+		if (f == IST_REPORT_PERFETTO) {
+			if (pf == NULL && (st = ist_perfetto_new(&pf, out_fd,
+			    &e2)) != IST_OK)
+				goto fail;
+			*wrote = true;
+			if ((st = ist_perfetto_add(pf, ev, &e2)) != IST_OK)
+				goto fail;
+		}
+	}
+	ist_reader_stats(r, &rs);
+	if (rs.segments == 0) {
+		st = rst;
+		goto out;
+	}
+	if (found) {
+		an = found;
+		found = NULL;
+	} else if ((st = ist_analyzer_finish(a, &rs, &an, &e2)) != IST_OK) {
+		goto fail;
+	}
+	if (rs.truncated_bytes > 0) {
+		/* the report's own input was cut short: say so */
+		json_t *q = json_object_get(an, "data_quality");
+		char m[160];
+		snprintf(m, sizeof(m), "the trace is truncated: the last %llu "
+		    "bytes were dropped", (unsigned long long)
+		    rs.truncated_bytes);
+		if (q && json_integer_value(json_object_get(q,
+		    "truncated_bytes")) == 0) {
+			json_object_set_new(q, "truncated_bytes",
+			    json_integer((json_int_t)rs.truncated_bytes));
+			json_array_append_new(json_object_get(q, "notes"),
+			    json_string(m));
+		}
+	}
+	switch (f) {
+	case IST_REPORT_MD:
+		st = ist_report_markdown(an, &out, &e2);
+		break;
+	case IST_REPORT_HTML:
+		st = ist_report_html(an, tl, &out, &e2);
+		break;
+	case IST_REPORT_JSON:
+		st = ist_report_json(an, &out, &e2);
+		break;
+	case IST_REPORT_PERFETTO:
+		if (pf == NULL && (st = ist_perfetto_new(&pf, out_fd, &e2)) !=
+		    IST_OK)
+			goto fail;
+		st = ist_perfetto_finish(pf, an, &e2);
+		break;
+	}
+	if (st != IST_OK)
+		goto fail;
+	*wrote = true;
+	if ((st = write_all(out_fd, &out, &e2)) != IST_OK)
+		goto fail;
+	st = rst == IST_END ? IST_OK : rst;
+	goto out;
+fail:
+	*err = e2;
+out:
+	json_decref(found);
+	json_decref(an);
+	ist_buf_release(&out);
+	ist_perfetto_free(pf);
+	ist_timeline_free(tl);
+	ist_analyzer_free(a);
+	return st;
+}

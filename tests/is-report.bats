@@ -1,0 +1,179 @@
+#!/usr/bin/env bats
+# is-report: golden outputs for every format, the HTML in a real Chromium,
+# the Perfetto export parsed, bad input.
+
+load helpers
+
+setup() {
+	T=$BATS_TEST_TMPDIR
+	is-cat --encode examples/trace.jsonl | is-merge | is-analyze -o "$T/ex.ist"
+}
+
+@test "golden reports of the example trace: md, html, json, perfetto" {
+	for f in md html json perfetto; do
+		is-report -f $f -o "$T/out.$f" "$T/ex.ist"
+		golden tests/golden/report-example.$f "$(cat "$T/out.$f")"
+	done
+	# md is the default, to standard output
+	run -0 is-report "$T/ex.ist"
+	assert_equal "$output" "$(cat tests/golden/report-example.md)"
+}
+
+@test "golden report of a CPU-only run and of a gate comparison" {
+	python3 tests/py/scenarios.py steps | is-cat --encode -o "$T/base.ist"
+	python3 tests/py/scenarios.py steps_slow | is-cat --encode |
+	    is-analyze --baseline "$T/base.ist" -o "$T/slow.ist"
+	golden tests/golden/report-steps.md "$(is-report "$T/slow.ist")"
+}
+
+@test "reports are reproducible and made from the trace when it has no analysis" {
+	is-report -f html "$T/ex.ist" > "$T/a.html"
+	is-report -f html "$T/ex.ist" > "$T/b.html"
+	cmp "$T/a.html" "$T/b.html"
+	is-cat --encode examples/trace.jsonl | is-merge > "$T/plain.ist"
+	assert_equal "$(is-report "$T/plain.ist")" "$(cat tests/golden/report-example.md)"
+	# a pipe works as well as a file
+	is-cat --encode examples/trace.jsonl | is-merge | is-analyze |
+	    is-report -f json | jq -e '.report_version == 1 and
+	    .analysis.verdict.classification == "CPU-bound"'
+}
+
+@test "the HTML is self-contained: no scripts, no external resources, three charts" {
+	is-report -f html -o "$T/r.html" "$T/ex.ist"
+	run grep -c '<svg' "$T/r.html"
+	assert_output 3
+	run grep -Eo '(src|href)=|<script|<link|@import|url\(' "$T/r.html"
+	assert_failure
+	run grep -o 'https\?://[^"]*' "$T/r.html"
+	assert_output "http://www.w3.org/2000/svg
+http://www.w3.org/2000/svg
+http://www.w3.org/2000/svg"
+	# well-formed enough for a strict parser: every tag closed in order
+	python3 - "$T/r.html" <<'PY'
+import html.parser, sys
+void = {"meta", "br", "hr", "img", "input", "link", "rect", "line", "path"}
+class P(html.parser.HTMLParser):
+    stack = []
+    def handle_starttag(self, tag, a):
+        if tag not in void:
+            self.stack.append(tag)
+    def handle_startendtag(self, tag, a):
+        pass
+    def handle_endtag(self, tag):
+        if tag in void:
+            return
+        top = self.stack.pop()
+        assert top == tag, (top, tag, self.getpos())
+p = P()
+p.feed(open(sys.argv[1], encoding="utf-8").read())
+assert p.stack == [], p.stack
+PY
+}
+
+@test "the HTML renders in headless Chromium: DOM with the charts, a screenshot" {
+	command -v chromium >/dev/null || fail "chromium is not installed (scripts/deps.sh check installs it)"
+	is-report -f html -o "$T/r.html" "$T/ex.ist"
+	chromium --headless --no-sandbox --disable-gpu --dump-dom \
+	    "file://$T/r.html" > "$T/dom.html" 2>/dev/null
+	run grep -c '<rect' "$T/dom.html"
+	[ "$output" -ge 20 ]
+	grep -q 'Verdict: CPU-bound' "$T/dom.html"
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars \
+	    --window-size=1280,2000 --screenshot="$T/r.png" \
+	    "file://$T/r.html" >/dev/null 2>&1
+	# a PNG of the requested size, with more than a blank page in it
+	python3 - "$T/r.png" <<'PY'
+import struct, sys, zlib
+d = open(sys.argv[1], "rb").read()
+assert d[:8] == b"\x89PNG\r\n\x1a\n"
+w, h, depth, ctype = struct.unpack(">IIBB", d[16:26])
+assert (w, h) == (1280, 2000), (w, h)
+# decode the pixels: count those that are not (near) white
+pos, idat = 8, b""
+while pos < len(d):
+    n, kind = struct.unpack(">I4s", d[pos:pos + 8])
+    if kind == b"IDAT":
+        idat += d[pos + 8:pos + 8 + n]
+    pos += 12 + n
+raw = zlib.decompress(idat)
+bpp = {2: 3, 6: 4}[ctype]
+stride = w * bpp
+prev = bytearray(stride)
+ink = 0
+for y in range(h):
+    f = raw[y * (stride + 1)]
+    line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+    for i in range(stride):
+        a = line[i - bpp] if i >= bpp else 0
+        b = prev[i]
+        c = prev[i - bpp] if i >= bpp else 0
+        if f == 1: line[i] = (line[i] + a) & 255
+        elif f == 2: line[i] = (line[i] + b) & 255
+        elif f == 3: line[i] = (line[i] + (a + b) // 2) & 255
+        elif f == 4:
+            p = a + b - c
+            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+    if y % 4 == 0:
+        for x in range(0, w, 4):
+            px = line[x * bpp:x * bpp + 3]
+            if min(px) < 200:
+                ink += 1
+    prev = line
+# text, tables and charts: well over 1% of the sampled pixels
+assert ink > 0.01 * (w // 4) * (h // 4), ink
+PY
+}
+
+@test "the Perfetto export: tracks, flows from launches to kernels, counters, instants" {
+	is-report -f perfetto -o "$T/p.json" "$T/ex.ist"
+	python3 - "$T/p.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+names = {(e["name"], e["args"]["name"]) for e in ev if e["ph"] == "M"}
+assert ("process_name", "python3") in names, names
+assert ("thread_name", "MainThread") in names
+assert ("process_name", "GPU 0: NVIDIA H100 80GB HBM3") in names
+assert ("thread_name", "stream 7") in names
+s = {e["id"] for e in ev if e["ph"] == "s"}
+f = {e["id"] for e in ev if e["ph"] == "f"}
+assert len(s) == 20 and s == f, (len(s), len(f))
+# every flow starts inside a CUDA call on the host and ends on a GPU stream
+x = [e for e in ev if e["ph"] == "X"]
+for e in ev:
+    if e["ph"] == "f":
+        assert e["pid"] == 1000000000 and e["bp"] == "e"
+kernels = [e for e in x if e.get("cat") == "kernel"]
+assert len(kernels) == 12 and kernels[0]["args"]["grid"] == [96, 1, 1]
+assert sum(1 for e in ev if e["ph"] == "C") == 8
+inst = [e for e in ev if e["ph"] == "i" and e.get("cat") == "mark"]
+assert len(inst) == 4 and inst[0]["args"] == {"tokens": 512, "batch": 8}
+assert d["otherData"]["verdict"] == "CPU-bound"
+assert d["otherData"]["clock_uncertainty_ns"] == 1000000
+# timestamps are exact microseconds with nanosecond digits
+assert any(e["ph"] == "X" and e["ts"] == 5000100.0 for e in ev)
+PY
+}
+
+@test "bad input: one line naming the file, exit 1, no output file" {
+	: > "$T/empty"
+	run -1 --separate-stderr is-report -o "$T/out.md" "$T/empty"
+	assert_equal "$stderr" "is-report: '$T/empty' is empty"
+	[ ! -e "$T/out.md" ]
+	head -c 100 /dev/urandom > "$T/rand"
+	run -1 --separate-stderr is-report -f html -o "$T/out.html" "$T/rand"
+	assert_equal "$stderr" "is-report: '$T/rand' is not an InferScope trace (no zstd frame magic)"
+	[ ! -e "$T/out.html" ]
+	# cut inside the second of two traces: the first is reported
+	n=$(stat -c %s "$T/ex.ist")
+	cat "$T/ex.ist" "$T/ex.ist" | head -c $((n + 1000)) > "$T/cut.ist"
+	run -1 --separate-stderr is-report -o "$T/out.md" "$T/cut.ist"
+	[[ $stderr == "is-report: warning: trace '$T/cut.ist' is truncated"* ]]
+	grep -q 'the trace is truncated' "$T/out.md"
+	run -2 --separate-stderr is-report -f pdf "$T/ex.ist"
+	assert_equal "$stderr" "is-report: --format wants md, html, json or perfetto, not 'pdf'"
+	run -1 --separate-stderr is-report /nonexistent
+	assert_equal "$stderr" "is-report: cannot open '/nonexistent': No such file or directory"
+	run -1 --separate-stderr is-report -o /dev/full "$T/ex.ist"
+}

@@ -1,0 +1,144 @@
+/* is-report - Markdown, HTML, JSON or Perfetto from an analysed trace. */
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyze.h"
+#include "cat.h"
+#include "config.h"
+#include "ist.h"
+#include "report.h"
+
+static const char usage[] =
+    "usage: is-report [-f md|html|json|perfetto] [-o file] [file]\n";
+
+static void
+help(void)
+{
+	printf("%s", usage);
+	printf("\n"
+	    "Render the analysis of an InferScope trace (written by\n"
+	    "is-analyze; made here when the trace has none) as a report:\n"
+	    "Markdown for pull requests, one self-contained HTML page with\n"
+	    "charts, JSON (formats/analysis.md), or Chrome trace-event JSON\n"
+	    "that ui.perfetto.dev opens.  With no file, or when file is -,\n"
+	    "read standard input.\n"
+	    "\n"
+	    "  -f, --format=FORMAT  md (default), html, json or perfetto\n"
+	    "  -h, --help           print this help and exit\n"
+	    "  -o, --output=FILE    write to FILE instead of standard output\n"
+	    "  -V, --version        print the version and exit\n"
+	    "\n"
+	    "Exit status: 0 on success, 1 on a bad or truncated input, 2 on a\n"
+	    "usage error.\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	static const char *const formats[] = { "md", "html", "json",
+	    "perfetto" };
+	static struct ist_config cfg;
+	enum ist_report_format fmt = IST_REPORT_MD;
+	const char *outpath = NULL, *path = "-";
+	struct ist_rules *rules;
+	struct ist_reader *r = NULL;
+	struct ist_output out;
+	struct ist_error e = { 0 };
+	enum ist_status st;
+	bool wrote, ok;
+	int c, fd;
+
+	argv[0] = program_invocation_short_name;
+	while ((c = getopt_long(argc, argv, "f:ho:V", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			ok = false;
+			for (int i = 0; i < 4; i++)
+				if (strcmp(optarg, formats[i]) == 0) {
+					fmt = (enum ist_report_format)i;
+					ok = true;
+				}
+			if (!ok) {
+				warnx("--format wants md, html, json or "
+				    "perfetto, not '%s'", optarg);
+				return 2;
+			}
+			break;
+		case 'h':
+			help();
+			return 0;
+		case 'o':
+			outpath = optarg;
+			break;
+		case 'V':
+			printf("is-report %s (trace format %d.%d)\n",
+			    IST_PACKAGE_VERSION, IST_VERSION_MAJOR,
+			    IST_VERSION_MINOR);
+			return 0;
+		default:
+			fprintf(stderr, "%s", usage);
+			return 2;
+		}
+	}
+	if (argc - optind > 1) {
+		warnx("one input at a time (merge several with is-merge)");
+		fprintf(stderr, "%s", usage);
+		return 2;
+	}
+	if (optind < argc)
+		path = argv[optind];
+
+	/* used only when the trace carries no analysis */
+	ist_config_init(&cfg);
+	if ((rules = ist_rules_new()) == NULL)
+		errx(1, "out of memory");
+	if (ist_config_load_file(&cfg, ".inferscope.yaml", true, &e) !=
+	    IST_OK ||
+	    ist_rules_load(rules, ".inferscope.yaml", true, "rules", &e) !=
+	    IST_OK ||
+	    (*ist_config_str(&cfg, IST_K_RULES_FILE) && ist_rules_load(rules,
+	    ist_config_str(&cfg, IST_K_RULES_FILE), false, NULL, &e) !=
+	    IST_OK))
+		errx(2, "%s", e.msg);
+
+	fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY);
+	if (fd < 0)
+		err(1, "cannot open '%s'", path);
+	if (ist_output_open(&out, outpath, false, &e) != IST_OK)
+		errx(1, "%s", e.msg);
+	if (ist_reader_new(&r, ist_fd_source, &fd, path, &e) != IST_OK)
+		errx(1, "%s", e.msg);
+	st = ist_report_trace(r, fmt, rules, out.fd, &wrote, &e);
+	if (!wrote) {
+		ist_output_abort(&out);
+		errx(1, "%s", e.msg);
+	}
+	if (st != IST_OK && st != IST_TRUNCATED && st != IST_ECORRUPT &&
+	    st != IST_ELIMIT && st != IST_EVERSION && st != IST_ENOTTRACE) {
+		ist_output_abort(&out);
+		errx(1, "%s", e.msg);
+	}
+	if (ist_output_commit(&out, &e) != IST_OK)
+		errx(1, "%s", e.msg);
+	if (st != IST_OK)
+		warnx("%s%s", st == IST_TRUNCATED ? "warning: " : "", e.msg);
+	ist_reader_free(r);
+	ist_rules_free(rules);
+	ist_config_release(&cfg);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	return st == IST_OK ? 0 : 1;
+}
