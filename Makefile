@@ -39,7 +39,7 @@ endif
 
 LIB_SRC = $(filter-out lib/nvtx.c,$(wildcard lib/*.c)) $(wildcard lib/rules/*.c)
 LIB_OBJ = $(LIB_SRC:%.c=$(B)/%.o)
-TOOLS = is-cat is-info is-merge is-record is-analyze is-report
+TOOLS = is-cat is-info is-merge is-record is-analyze is-report inferscope
 TOOL_BIN = $(TOOLS:%=$(B)/bin/%)
 UNIT_SRC = $(wildcard tests/unit/*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -51,13 +51,19 @@ CUDA_HOME ?= /usr/local/cuda
 NVTX_H = $(wildcard $(CUDA_HOME)/include/nvtx3/nvToolsExt.h)
 ifneq ($(NVTX_H),)
 NVTX_LIB = $(B)/lib/libinferscope-nvtx.so
+NVTX_EXAMPLE = $(B)/examples/nvtx_pipeline
 endif
 
-.PHONY: pyext all deps check check-unit check-bats check-man demo bench fuzz \
-        install uninstall clean vectors
+.PHONY: pyext all deps check check-gpu check-unit check-bats check-man demo \
+        bench fuzz install uninstall clean vectors
 
 all: $(B)/.deps $(TOOL_BIN) $(B)/bench/bench $(B)/tests/replay_reader pyext \
-    $(NVTX_LIB)
+    $(NVTX_LIB) $(NVTX_EXAMPLE)
+
+$(B)/examples/nvtx_pipeline: examples/nvtx_pipeline.c | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -I$(CUDA_HOME)/include \
+	    -o $@ $< -ldl
 
 # never sanitized: it is loaded into other programs
 $(B)/lib/libinferscope-nvtx.so: lib/nvtx.c lib/collector.c lib/writer.c \
@@ -160,19 +166,26 @@ bench: all
 vectors: all
 	python3 scripts/make-vectors.py $(B)/bin
 
+# The real pipeline on the torch CPU example: leaves report.md and
+# report.html here.
 demo: all
+	@sh scripts/deps.sh demo
 	@echo "== is-cat --encode -o $(B)/demo.ist examples/trace.jsonl"
 	$(B)/bin/is-cat --encode -o $(B)/demo.ist examples/trace.jsonl
 	@echo "== is-info $(B)/demo.ist"
 	$(B)/bin/is-info $(B)/demo.ist
-	@echo "== is-cat $(B)/demo.ist | head -5"
-	$(B)/bin/is-cat $(B)/demo.ist | head -5
-	@sh scripts/deps.sh demo
-	@echo "== is-record -o $(B)/demo-run.ist -- /usr/bin/python3 examples/mlp_infer.py"
-	$(B)/bin/is-record -o $(B)/demo-run.ist -- /usr/bin/python3 \
-	    examples/mlp_infer.py
-	@echo "== is-merge $(B)/demo-run.ist | is-info"
-	$(B)/bin/is-merge $(B)/demo-run.ist | $(B)/bin/is-info
+	@echo "== inferscope run --trace $(B)/demo-run.ist --report report.md examples/torch_encoder.py"
+	INFERSCOPE_PYTHON=$(PYTHON_SYS) $(B)/bin/inferscope run \
+	    --trace $(B)/demo-run.ist --report report.md examples/torch_encoder.py
+	@echo "== inferscope analyze --output report.html $(B)/demo-run.ist"
+	$(B)/bin/inferscope analyze --output report.html $(B)/demo-run.ist
+	@echo "== the verdict (report.md)"
+	@sed -n 3p report.md
+
+# Needs a CUDA GPU: the GPU example through the whole pipeline.
+check-gpu: all $(B)/.deps-check
+	LC_ALL=C TZ=UTC IST_BUILD=$(abspath $(B)) \
+	    PATH="$(abspath $(B))/bin:$$PATH" bats tests/gpu/
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \

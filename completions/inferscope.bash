@@ -15,6 +15,52 @@ _inferscope_tool()
 		--frame-bytes) return ;;
 		esac
 		;;
+	inferscope)
+		opts="--format --help --log-level --output --report
+		    --rules-file --trace --trace-size-mb --version"
+		local sub= i
+		for ((i = 1; i < cword; i++)); do
+			case ${words[i]} in
+			run|analyze|config) sub=${words[i]}; break ;;
+			esac
+		done
+		case $sub in
+		'')
+			COMPREPLY=($(compgen -W "run analyze config --help
+			    --version" -- "$cur"))
+			return ;;
+		config)
+			COMPREPLY=($(compgen -W "show --rules-file" -- "$cur"))
+			return ;;
+		run)
+			for ((i = i + 1; i < cword; i++)); do
+				if [[ ${words[i]} == -- ]]; then
+					_command_offset $((i + 1))
+					return
+				fi
+			done
+			;;
+		esac
+		case $prev in
+		-o|--output|-r|--report|-t|--trace) _filedir; return ;;
+		-R|--rules-file) _filedir '@(yaml|yml)'; return ;;
+		-f|--format)
+			COMPREPLY=($(compgen -W "md html json perfetto" -- "$cur"))
+			return ;;
+		-l|--log-level)
+			COMPREPLY=($(compgen -W "debug info warn error" -- "$cur"))
+			return ;;
+		-s|--trace-size-mb) return ;;
+		esac
+		if [[ $cur != -* ]]; then
+			if [[ $sub == run ]]; then
+				_filedir py
+			else
+				_filedir ist
+			fi
+			return
+		fi
+		;;
 	is-analyze)
 		opts="--baseline --fail-on --help --json --output --rules-file
 		    --summary --version"
@@ -83,4 +129,4 @@ _inferscope_tool()
 		_filedir ist
 	fi
 }
-complete -F _inferscope_tool is-analyze is-cat is-info is-merge is-record is-report
+complete -F _inferscope_tool inferscope is-analyze is-cat is-info is-merge is-record is-report

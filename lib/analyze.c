@@ -1194,7 +1194,8 @@ counter(struct ist_analyzer *a, const struct ist_event *ev)
 		if ((p = proc_of(a, ev->pid)) == NULL)
 			return -1;
 		p->last_sample = ev->ts_ns;
-		if (name_is(ev, "process.rss_bytes")) {
+		if (name_is(ev, "process.rss_bytes") && v > 0) {
+			/* 0: read as the process exited (a zombie has none) */
 			if (!p->have_rss) {
 				p->have_rss = true;
 				p->rss0 = v;
@@ -1588,7 +1589,8 @@ devices_json(struct ist_analyzer *a)
 {
 	json_t *arr = json_array();
 
-	qsort_r(a->idle, a->nidle, sizeof(*a->idle), by_ns_idle, NULL);
+	if (a->nidle)
+		qsort_r(a->idle, a->nidle, sizeof(*a->idle), by_ns_idle, NULL);
 	for (int i = 0; i < MAXDEV; i++) {
 		struct dev *d = &a->dev[i];
 		json_t *o, *top, *ut;
@@ -1703,7 +1705,8 @@ static json_t *
 scopes_json(struct ist_analyzer *a)
 {
 	json_t *arr = json_array();
-	qsort_r(a->sc, a->nsc, sizeof(*a->sc), by_total_sc, a);
+	if (a->nsc)
+		qsort_r(a->sc, a->nsc, sizeof(*a->sc), by_total_sc, a);
 	for (uint32_t i = 0; i < a->nsc; i++) {
 		struct sstat *s = &a->sc[i];
 		uint64_t n = s->d.count;
@@ -1723,7 +1726,8 @@ static json_t *
 functions_json(struct ist_analyzer *a)
 {
 	json_t *arr = json_array();
-	qsort_r(a->fn, a->nfn, sizeof(*a->fn), by_self_fn, a);
+	if (a->nfn)
+		qsort_r(a->fn, a->nfn, sizeof(*a->fn), by_self_fn, a);
 	for (uint32_t i = 0; i < a->nfn && i < 25; i++) {
 		struct fstat *f = &a->fn[i];
 		json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:I}", "name",
@@ -1743,7 +1747,8 @@ static json_t *
 kernels_json(struct ist_analyzer *a)
 {
 	json_t *arr = json_array();
-	qsort_r(a->kn, a->nkn, sizeof(*a->kn), by_total_kn, a);
+	if (a->nkn)
+		qsort_r(a->kn, a->nkn, sizeof(*a->kn), by_total_kn, a);
 	for (uint32_t i = 0; i < a->nkn && i < 25; i++) {
 		struct kstat *k = &a->kn[i];
 		json_array_append_new(arr, json_pack(
@@ -1780,7 +1785,8 @@ static json_t *
 syncs_json(struct ist_analyzer *a)
 {
 	json_t *arr = json_array();
-	qsort_r(a->sy, a->nsy, sizeof(*a->sy), by_ns_sy, a);
+	if (a->nsy)
+		qsort_r(a->sy, a->nsy, sizeof(*a->sy), by_ns_sy, a);
 	for (uint32_t i = 0; i < a->nsy; i++) {
 		struct ystat *s = &a->sy[i];
 		json_t *sites = json_array();
@@ -1894,13 +1900,18 @@ processes_json(struct ist_analyzer *a, json_t **command)
 			int64_t life = p->rss1_ts - p->rss0_ts;
 			int64_t ta = p->rss0_ts + life / 4;
 			int64_t tb = p->rss0_ts + life / 10 * 9;
-			int64_t va = p->rv[0], vb = p->rv[0];
+			int64_t tm = ta + (tb - ta) / 2;
+			int64_t va = p->rv[0], vb = p->rv[0], vm = p->rv[0];
 			for (uint32_t k = 0; k < p->nr; k++) {
 				if (p->rts[k] <= ta)
 					va = p->rv[k];
+				if (p->rts[k] <= tm)
+					vm = p->rv[k];
 				if (p->rts[k] <= tb)
 					vb = p->rv[k];
 			}
+			json_object_set_new(o, "rss_steady_mid_bytes",
+			    json_integer(vm));
 			json_object_set_new(o, "rss_steady_from_bytes",
 			    json_integer(va));
 			json_object_set_new(o, "rss_steady_to_bytes",

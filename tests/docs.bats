@@ -4,7 +4,7 @@
 # example runs.
 load helpers
 
-TOOLS="is-analyze is-cat is-info is-merge is-record is-report"
+TOOLS="inferscope is-analyze is-cat is-info is-merge is-record is-report"
 
 @test "man pages are lint-clean under mandoc -Tlint" {
 	run mandoc -Tlint -W warning man/*.[0-9]
@@ -14,10 +14,11 @@ TOOLS="is-analyze is-cat is-info is-merge is-record is-report"
 
 @test "each man SYNOPSIS is the usage line of --help" {
 	for t in $TOOLS; do
-		usage=$("$t" --help | head -1)
+		usage=$("$t" --help | sed '/^$/q' | sed '/^$/d;s/^usage: //;s/^ *//')
 		synopsis=$(mandoc -Tascii -O width=300 "man/$t.1" | col -b |
-		    sed -n '/^SYNOPSIS/{n;p;}' | sed 's/^ *//')
-		assert_equal "usage: $synopsis" "$usage"
+		    sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' | sed '1d;$d;/^$/d;s/^ *//')
+		assert_equal "$synopsis" "$usage"
+		usage=$("$t" --help | head -1)
 		# the usage line on a usage error is the same
 		run -2 --separate-stderr "$t" --no-such-option
 		assert_equal "${stderr_lines[1]}" "$usage"

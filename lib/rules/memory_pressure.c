@@ -1,5 +1,6 @@
 /* memory_pressure - host RSS that grows or nears physical memory, major
  * page faults, GPU memory near the device's capacity. */
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "rules.h"
@@ -25,7 +26,12 @@ run(const json_t *an, const double *p, json_t *out)
 			continue;
 		any = true;
 		pct = first > 0 ? 100 * growth / first : 0;
-		if (growth >= p[1] * 1048576 && pct >= p[0]) {
+		/* creeping: both halves of the window grow, not one step
+		 * (a model loaded once) */
+		double mid = ist_jnum(pr, "rss_steady_mid_bytes");
+		bool creep = mid - first >= 0.25 * growth &&
+		    last - mid >= 0.25 * growth;
+		if (growth >= p[1] * 1048576 && pct >= p[0] && creep) {
 			snprintf(title, sizeof(title), "process %lld grew in "
 			    "steady state from "
 			    "%.1f MiB to %.1f MiB (+%.0f%%, %.1f MiB/s)",
@@ -45,6 +51,8 @@ run(const json_t *an, const double *p, json_t *out)
 			json_object_set(ev, "pid", json_object_get(pr, "pid"));
 			json_object_set(ev, "rss_from_bytes",
 			    json_object_get(pr, "rss_steady_from_bytes"));
+			json_object_set(ev, "rss_mid_bytes",
+			    json_object_get(pr, "rss_steady_mid_bytes"));
 			json_object_set(ev, "rss_to_bytes",
 			    json_object_get(pr, "rss_steady_to_bytes"));
 			json_object_set(ev, "rss_peak_bytes",

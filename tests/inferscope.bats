@@ -1,0 +1,137 @@
+#!/usr/bin/env bats
+# The inferscope command: run, analyze, config show; exit status, settings
+# precedence, formats; and the examples, each through the real pipeline.
+
+load helpers
+
+PY=/usr/bin/python3
+
+setup() {
+	T=$BATS_TEST_TMPDIR
+	export INFERSCOPE_PYTHON=$PY
+}
+
+@test "run: the report is written and the script's exit status comes back" {
+	cd "$T"
+	cat > app.py <<'PY'
+import sys, time
+from inferscope import scope
+for i in range(4):
+    with scope("step"):
+        time.sleep(0.01)
+sys.exit(7)
+PY
+	run -7 --separate-stderr inferscope run app.py
+	assert_equal "$stderr" "inferscope: report in report.md"
+	grep -q '^# InferScope report' report.md
+	grep -q '^| `step` | scope | 4 |' report.md
+	[ ! -e run.ist ]
+	# any command after --, a kept trace, HTML by the extension
+	run -0 inferscope run --trace t.ist --report r.html -- $PY -c 'print(42)'
+	assert_line 42
+	is-info t.ist > /dev/null
+	grep -q '^<!DOCTYPE html>' r.html
+	# a signal's status, as a shell reports it
+	run -143 inferscope run --report k.md -- sh -c 'kill -TERM $$'
+}
+
+@test "run: script arguments are the script's, options after it are not ours" {
+	cd "$T"
+	printf 'import sys\nprint(sys.argv[1:])\n' > args.py
+	run -0 --separate-stderr inferscope run --report a.md args.py --format x -o y
+	assert_output "['--format', 'x', '-o', 'y']"
+}
+
+@test "run: a missing script or command fails like a shell, with no report" {
+	cd "$T"
+	run -127 --separate-stderr inferscope run -- no-such-command-xyz
+	assert_equal "$stderr" "is-record: cannot run 'no-such-command-xyz': No such file or directory
+inferscope: no trace was written; no report"
+	[ ! -e report.md ]
+	run -2 --separate-stderr inferscope run
+	assert_equal "${stderr_lines[0]}" "inferscope: run: no script to run"
+}
+
+@test "analyze: an existing trace, in every format" {
+	cd "$T"
+	is-cat --encode "$ROOT/examples/trace.jsonl" > ex.ist
+	run -0 inferscope analyze ex.ist
+	grep -q '^\*\*Verdict: CPU-bound\*\*' report.md
+	inferscope analyze --format json --output r.json ex.ist
+	jq -e '.analysis.verdict.classification == "CPU-bound"' r.json
+	inferscope analyze ex.ist -o p.json --format perfetto
+	jq -e '.traceEvents | length > 50' p.json
+	run -1 --separate-stderr inferscope analyze missing.ist
+	assert_equal "$stderr" "inferscope: cannot open 'missing.ist': No such file or directory"
+	run -2 --separate-stderr inferscope analyze --format pdf ex.ist
+	assert_equal "$stderr" "inferscope: --format wants md, html or json (or perfetto), not 'pdf'"
+}
+
+@test "config show: command line > environment > .inferscope.yaml > defaults" {
+	cd "$T"
+	printf 'log_level: warn\ntrace_size_mb: 300\nsample_hz: 50\nrules:\n  gpu_idle:\n    idle_pct: 25\n' \
+	    > .inferscope.yaml
+	run -0 env INFERSCOPE_TRACE_SIZE_MB=200 inferscope config show --log-level debug
+	assert_line --regexp '^log_level +debug +command line$'
+	assert_line --regexp '^trace_size_mb +200 +environment$'
+	assert_line --regexp '^sample_hz +50 +config file \.inferscope\.yaml:3$'
+	assert_line --regexp '^py_min_us +0 +default$'
+	assert_line --partial "gpu_idle: enabled=on idle_pct=25 "
+	printf 'trace_size_mb: [1\n' > .inferscope.yaml
+	run -2 --separate-stderr inferscope config show
+	assert_equal "$stderr" "inferscope: '.inferscope.yaml':1:16: a setting's value must be a scalar"
+	printf 'trace_size_mb: lots\n' > .inferscope.yaml
+	run -2 --separate-stderr inferscope config show
+	assert_equal "$stderr" "inferscope: '.inferscope.yaml':1:16: trace_size_mb must be an integer from 1 to 65536, not 'lots'"
+}
+
+@test "INFERSCOPE_ENABLED=0 runs the script without tracing" {
+	cd "$T"
+	run -5 --separate-stderr env INFERSCOPE_ENABLED=0 inferscope run -- sh -c 'exit 5'
+	assert_equal "$stderr" "inferscope: INFERSCOPE_ENABLED=0: running without tracing"
+	[ ! -e report.md ]
+}
+
+@test "example: numpy inference, scopes and the tokenizer in the report" {
+	cd "$T"
+	run -0 inferscope run --report r.json "$ROOT/examples/mlp_infer.py"
+	run jq -r '.analysis.scopes[] | [.name, .count] | @tsv' r.json
+	assert_line "$(printf 'request\t200')"
+	assert_line "$(printf 'infer\t200')"
+	assert_line "$(printf 'tokenize\t200')"
+}
+
+@test "example: torch CPU transformer, with its scopes, markers and a verdict" {
+	cd "$T"
+	run -0 inferscope run --report r.json "$ROOT/examples/torch_encoder.py" 5
+	assert_line "5 batches, checksum -0.0000"
+	run jq -r '.analysis.scopes[] | [.name, .count] | @tsv' r.json
+	assert_line "$(printf 'forward\t5')"
+	assert_line "$(printf 'tokenize\t5')"
+	assert_line "$(printf 'postprocess\t5')"
+	assert_equal "$(jq -r .analysis.instants r.json)" 5
+	assert_equal "$(jq -r .analysis.verdict.classification r.json)" CPU-bound
+}
+
+@test "example: a C program with NVTX ranges" {
+	[ -x "$IST_BUILD/examples/nvtx_pipeline" ] ||
+	    fail "build/examples/nvtx_pipeline was not built (no NVTX headers in CUDA_HOME)"
+	cd "$T"
+	run -0 inferscope run --report r.json -- "$IST_BUILD/examples/nvtx_pipeline"
+	run jq -r '.analysis.scopes[] | [.kind, .name, .count] | @tsv' r.json
+	assert_line "$(printf 'nvtx\trequest\t5')"
+	assert_line "$(printf 'nvtx\tinfer\t5')"
+	assert_line "$(printf 'nvtx\tload model\t1')"
+	# 5 x 10 ms of infer: each within [10, 12) ms
+	jq -e '.analysis.scopes[] | select(.name == "infer") |
+	    .p50_ns >= 10000000 and .max_ns < 12000000' r.json
+}
+
+@test "example: batch analysis of an archive, in parallel, one table" {
+	run -0 sh examples/batch.sh
+	assert_line --index 0 --regexp '^trace +duration +verdict +conf +top finding$'
+	assert_line --regexp '^gpu_idle +9\.92 ms +CPU-bound +0\.87 +GPU 0 is idle 78\.3% '
+	assert_line --regexp '^transfer +9\.7 ms +transfer-bound +0\.8 '
+	assert_line --regexp '^contention +1000 ms +CPU-bound +0\.7 +threads wait for a CPU'
+	assert_equal "${#lines[@]}" 5
+}
