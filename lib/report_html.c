@@ -362,8 +362,8 @@ util_svg(struct ist_buf *o, const json_t *an)
 
 		if (n == 0)
 			continue;
-		ist_buf_printf(o, "<figure><figcaption>GPU %d utilisation over "
-		    "time (%s buckets)</figcaption>\n<svg xmlns=\"http://www.w3"
+		ist_buf_printf(o, "<figure><figcaption>GPU %d utilisation from its "
+		    "first operation (%s buckets)</figcaption>\n<svg xmlns=\"http://www.w3"
 		    ".org/2000/svg\" class=\"chart\" viewBox=\"0 0 %d 150\" "
 		    "role=\"img\" aria-label=\"GPU utilisation\">\n",
 		    (int)ist_jnum(d, "device"), fdur(b, sizeof(b), bw),
@@ -493,8 +493,8 @@ ist_report_html(const json_t *an, const struct ist_timeline *tl,
 	    "<style>\n%s</style>\n</head>\n<body>\n<main>\n",
 	    IST_PACKAGE_VERSION, ist_jstr(json_object_get(an, "verdict"),
 	    "classification"), style);
-	/* the charts go before the time breakdown */
-	at = strstr(html, "<h2>Time breakdown</h2>");
+	/* the charts go first, after the verdict and the run */
+	at = strstr(html, "<h2>Findings</h2>");
 	if (at) {
 		ist_buf_append(out, html, (size_t)(at - html));
 		ist_buf_append(out, charts.p, charts.n);
