@@ -1789,10 +1789,11 @@ syncs_json(struct ist_analyzer *a)
 		qsort_r(a->sy, a->nsy, sizeof(*a->sy), by_ns_sy, a);
 	for (uint32_t i = 0; i < a->nsy; i++) {
 		struct ystat *s = &a->sy[i];
-		json_t *sites = json_array();
+		json_t *sites;
 		int n = 0;
 		if (s->site)
 			continue;
+		sites = json_array();
 		for (uint32_t j = 0; j < a->nsy && n < 5; j++)
 			if (a->sy[j].site && a->sy[j].kind == s->kind) {
 				n++;

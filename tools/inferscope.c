@@ -137,7 +137,7 @@ static int
 run(int argc, char **argv, bool dashdash)
 {
 	char tmp[4096] = "/tmp/inferscope-XXXXXX", tpath[4200];
-	char *rec = ist_tool_path("is-record");
+	char *rec;
 	const char *py = getenv("INFERSCOPE_PYTHON");
 	const char *out = report ? report : "report.md";
 	char **cmd;
@@ -151,7 +151,8 @@ run(int argc, char **argv, bool dashdash)
 		fprintf(stderr, "%s", usage);
 		return 2;
 	}
-	if ((cmd = calloc((size_t)argc + 16, sizeof(*cmd))) == NULL)
+	if ((cmd = calloc((size_t)argc + 16, sizeof(*cmd))) == NULL ||
+	    (rec = ist_tool_path("is-record")) == NULL)
 		errx(1, "out of memory");
 	if (en && strcmp(en, "0") == 0) {
 		/* tracing off: just the script */
@@ -161,8 +162,11 @@ run(int argc, char **argv, bool dashdash)
 		for (int i = 0; i < argc; i++)
 			*c2++ = argv[i];
 		warnx("INFERSCOPE_ENABLED=0: running without tracing");
-		ist_spawn_pipeline((char *const *const *)&cmd, 1, -1, -1,
-		    status, &e);
+		if (ist_spawn_pipeline((char *const *const *)&cmd, 1, -1, -1,
+		    status, &e) != IST_OK)
+			warnx("%s", e.msg);
+		free(rec);
+		free(cmd);
 		return status[0];
 	}
 	if (trace_path == NULL) {
