@@ -49,6 +49,17 @@ check_tool() {
 	check_tool is-merge -o "$T/out.ist"
 }
 
+@test "is-analyze: every bad input" {
+	check_tool is-analyze -o "$T/out.ist"
+	check_tool is-analyze --json
+}
+
+@test "is-report: every bad input, every format" {
+	for f in md html json perfetto; do
+		check_tool is-report -f $f -o "$T/out.$f"
+	done
+}
+
 @test "is-cat --encode: hostile JSON Lines" {
 	python3 - "$T/hostile.jsonl" <<'PY'
 import sys

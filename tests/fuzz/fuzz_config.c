@@ -1,4 +1,5 @@
-/* fuzz_config.c - libFuzzer target: any bytes as .inferscope.yaml. */
+/* fuzz_config.c - libFuzzer target: any bytes as .inferscope.yaml (its
+ * settings and its rules: section) and as an is-analyze rules file. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "analyze.h"
 #include "config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -30,6 +32,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    strstr(e.msg, path) == NULL && strstr(e.msg, "cannot open") == NULL)
 		abort();   /* every error names the file */
 	ist_config_release(&c);
+	for (int mode = 0; mode < 2; mode++) {
+		struct ist_rules *r = ist_rules_new();
+		if (r == NULL)
+			break;
+		if (ist_rules_load(r, path, false, mode ? "rules" : NULL,
+		    &e) != IST_OK && strstr(e.msg, path) == NULL &&
+		    strstr(e.msg, "cannot open") == NULL)
+			abort();
+		json_decref(ist_rules_json(r));
+		ist_rules_free(r);
+	}
 	close(fd);
 	return 0;
 }
