@@ -37,7 +37,8 @@ else
 B ?= build
 endif
 
-LIB_SRC = $(filter-out lib/nvtx.c,$(wildcard lib/*.c)) $(wildcard lib/rules/*.c)
+LIB_SRC = $(filter-out lib/nvtx.c lib/cupti.c lib/cupti_convert.c,\
+    $(wildcard lib/*.c)) $(wildcard lib/rules/*.c)
 LIB_OBJ = $(LIB_SRC:%.c=$(B)/%.o)
 TOOLS = is-cat is-info is-merge is-record is-analyze is-report inferscope
 TOOL_BIN = $(TOOLS:%=$(B)/bin/%)
@@ -54,11 +55,51 @@ NVTX_LIB = $(B)/lib/libinferscope-nvtx.so
 NVTX_EXAMPLE = $(B)/examples/nvtx_pipeline
 endif
 
+# The CUDA collector: HAVE_CUPTI=auto builds it where CUPTI's headers and
+# library are found in CUDA_HOME, 1 requires them, 0 leaves it out.
+HAVE_CUPTI ?= auto
+CUPTI_H = $(wildcard $(CUDA_HOME)/include/cupti.h \
+    $(CUDA_HOME)/extras/CUPTI/include/cupti.h)
+CUPTI_SO = $(firstword $(wildcard $(CUDA_HOME)/lib64/libcupti.so \
+    $(CUDA_HOME)/lib/libcupti.so $(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so))
+ifeq ($(HAVE_CUPTI),1)
+ifeq ($(CUPTI_H)$(CUPTI_SO),)
+$(error HAVE_CUPTI=1 but no CUPTI in CUDA_HOME=$(CUDA_HOME))
+endif
+endif
+ifneq ($(HAVE_CUPTI),0)
+ifneq ($(CUPTI_H),)
+ifneq ($(CUPTI_SO),)
+CUPTI_INC = -I$(dir $(firstword $(CUPTI_H))) -I$(CUDA_HOME)/include
+CUPTI_LIBDIR = $(dir $(CUPTI_SO))
+CUPTI_LIB = $(B)/lib/libinferscope-cupti.so
+CUPTI_TEST = $(B)/tests/test_cupti
+endif
+endif
+endif
+
 .PHONY: pyext all deps check check-gpu check-unit check-bats check-man demo \
         bench fuzz install uninstall clean vectors
 
 all: $(B)/.deps $(TOOL_BIN) $(B)/bench/bench $(B)/tests/replay_reader pyext \
-    $(NVTX_LIB) $(NVTX_EXAMPLE)
+    $(NVTX_LIB) $(NVTX_EXAMPLE) $(CUPTI_LIB)
+
+# never sanitized: the CUDA driver loads it into other programs
+$(B)/lib/libinferscope-cupti.so: lib/cupti.c lib/cupti_convert.c \
+    lib/writer.c lib/reader.c lib/schema.c lib/*.h | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -fvisibility=hidden -std=c11 -D_GNU_SOURCE $(WARN) \
+	    $(CFLAGS) -Ilib $(CUPTI_INC) -o $@ lib/cupti.c lib/cupti_convert.c \
+	    lib/writer.c lib/reader.c lib/schema.c -L$(CUPTI_LIBDIR) -lcupti \
+	    -Wl,-rpath,$(CUPTI_LIBDIR) -lcbor -lzstd -lpthread -ldl
+
+# the record conversion, on activity records built in memory
+$(B)/tests/test_cupti: tests/cupti/test_cupti.c lib/cupti_convert.c \
+    tests/unit/tap.h $(B)/libinferscope.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CUPTI_INC) -Itests/unit -o $@ \
+	    tests/cupti/test_cupti.c lib/cupti_convert.c $(B)/libinferscope.a \
+	    $(LIBS) $(LDSAN)
 
 $(B)/examples/nvtx_pipeline: examples/nvtx_pipeline.c | $(B)/.deps
 	@mkdir -p $(dir $@)
@@ -129,7 +170,7 @@ $(B)/bench/bench: bench/bench.c $(B)/libinferscope.a
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libinferscope.a $(LIBS) $(LDSAN) -lm
 
 check: all $(B)/.deps-check $(UNIT_BIN) $(B)/tests/replay_jsonl \
-    $(B)/tests/replay_config
+    $(B)/tests/replay_config $(CUPTI_TEST)
 	LC_ALL=C TZ=UTC IST_BUILD=$(abspath $(B)) \
 	    PATH="$(abspath $(B))/bin:$$PATH" bats tests/
 
@@ -206,12 +247,15 @@ install: all
 	install -m 755 $(B)/python/_inferscope*.so $(DESTDIR)$(PYDIR)
 	if [ -n "$(NVTX_LIB)" ]; then install -m 755 $(NVTX_LIB) \
 	    $(DESTDIR)$(PREFIX)/lib/inferscope/; fi
+	if [ -n "$(CUPTI_LIB)" ]; then install -m 755 $(CUPTI_LIB) \
+	    $(DESTDIR)$(PREFIX)/lib/inferscope/; fi
 
 uninstall:
 	for t in $(TOOLS); do rm -f $(DESTDIR)$(BINDIR)/$$t \
 	    $(DESTDIR)$(MANDIR)/man1/$$t.1 $(DESTDIR)$(BASHCOMPDIR)/$$t; done
 	rm -rf $(DESTDIR)$(PYDIR)
-	rm -f $(DESTDIR)$(PREFIX)/lib/inferscope/libinferscope-nvtx.so
+	rm -f $(DESTDIR)$(PREFIX)/lib/inferscope/libinferscope-nvtx.so \
+	    $(DESTDIR)$(PREFIX)/lib/inferscope/libinferscope-cupti.so
 	rm -f $(DESTDIR)$(MANDIR)/man5/is-trace.5 \
 	    $(DESTDIR)$(MANDIR)/man7/inferscope.7 \
 	    $(DESTDIR)$(ZSHCOMPDIR)/_inferscope

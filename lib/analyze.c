@@ -1073,7 +1073,12 @@ host_range(struct ist_analyzer *a, const struct ist_event *ev)
 		break;
 	}
 	case IST_CUDA_API: {
-		const char *is = implicit_sync(ev);
+		/* a driver call made by a runtime call is the same launch
+		 * or the same sync: counted once, by the outer call */
+		uint32_t fi = (uint32_t)(f - t->st);
+		bool nested = fi > 0 && t->st[fi - 1].kind == F_CUDA &&
+		    t->st[fi - 1].end >= ev->end_ns;
+		const char *is = nested ? NULL : implicit_sync(ev);
 		f->kind = F_CUDA;
 		if (is && add_sync(a, t, is, strlen(is), ev->start_ns,
 		    ev->end_ns))
@@ -1084,14 +1089,16 @@ host_range(struct ist_analyzer *a, const struct ist_event *ev)
 		if (is_launch(ev)) {
 			struct corr *c;
 			int sn = 0;
-			t->launches++;
-			a->launches++;
-			if (dist_add(&a->launch_d, dur))
-				return -1;
-			if (dur > a->slow_launch_ns)
-				a->slow_launches++;
-			if (dur > a->launch_max)
-				a->launch_max = dur;
+			if (!nested) {
+				t->launches++;
+				a->launches++;
+				if (dist_add(&a->launch_d, dur))
+					return -1;
+				if (dur > a->slow_launch_ns)
+					a->slow_launches++;
+				if (dur > a->launch_max)
+					a->launch_max = dur;
+			}
 			c = &a->corr[(uint64_t)ev->correlation &
 			    (CORR_SLOTS - 1)];
 			memset(c, 0, sizeof(*c));

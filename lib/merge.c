@@ -35,6 +35,7 @@ struct segment {
 	int64_t shift;                   /* to the reference host's clock */
 	int64_t uncertainty;
 	bool aligned;
+	bool all_cupti;                  /* every time is in CUPTI's clock */
 	struct pairs *dom;
 	size_t ndom;
 };
@@ -196,7 +197,17 @@ domain_of(const struct segment *s, const struct ist_event *ev)
 {
 	char want[64];
 
-	if (s->ndom == 0 || !IST_HAS(ev, IST_F_DEVICE))
+	if (s->ndom == 0)
+		return NULL;
+	if (s->all_cupti) {
+		/* the CUPTI collector's stream: API calls, syncs and
+		 * allocations are in CUPTI's clock as much as GPU work */
+		for (size_t i = 0; i < s->ndom; i++)
+			if (strcmp(s->dom[i].domain, "cupti") == 0)
+				return &s->dom[i];
+		return NULL;
+	}
+	if (!IST_HAS(ev, IST_F_DEVICE))
 		return NULL;
 	switch (ev->type) {
 	case IST_GPU_KERNEL: case IST_H2D_COPY: case IST_D2H_COPY:
@@ -709,6 +720,9 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 					s->pids = dupblob(ev->pids);
 				if (IST_HAS(ev, IST_F_SOURCES))
 					s->sources = dupblob(ev->sources);
+				s->all_cupti = IST_HAS(ev, IST_F_CLOCKS) &&
+				    ev->clocks.n == 7 && memcmp(ev->clocks.p,
+				    "\x81\x65" "cupti", 7) == 0;
 				s->have_snap = IST_HAS(ev, IST_F_REALTIME_NS) &&
 				    IST_HAS(ev, IST_F_MONOTONIC_NS);
 				s->realtime = ev->realtime_ns;

@@ -544,6 +544,8 @@ child(const struct ist_record_opts *o, const char *dir, int errfd,
 		setenv("INFERSCOPE_LOG_LEVEL", o->log_level, 1);
 	if (o->nvtx_lib)
 		setenv("NVTX_INJECTION64_PATH", o->nvtx_lib, 1);
+	if (o->cupti_lib)
+		setenv("CUDA_INJECTION64_PATH", o->cupti_lib, 1);
 	if (o->pydir) {
 		char *pp = join_path(o->pydir, getenv("PYTHONPATH"));
 		if (pp)

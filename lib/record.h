@@ -13,6 +13,7 @@ struct ist_record_opts {
 	char *const *argv;          /* the command */
 	const char *pydir;          /* bootstrap dir for PYTHONPATH; NULL: none */
 	const char *nvtx_lib;       /* NVTX injection library; NULL: none */
+	const char *cupti_lib;      /* CUDA injection library; NULL: none */
 	bool py_calls;              /* record every Python call (not only scopes) */
 	bool ring;                  /* flight recorder: keep the newest events */
 	long long trace_size_mb;    /* ring budget of each process */

@@ -107,6 +107,15 @@ fired() {
 	assert_equal "$(fired launch_bound)" 0
 }
 
+@test "a driver call inside a runtime call is one launch, one sync" {
+	an nested
+	# 10 kernel launches and 10 copies: 20 calls that start GPU work
+	assert_equal "$(q .launches.count)" 20
+	run q '.syncs[] | [.kind, .count, .blocked_ns, .sites[0].where] | @tsv'
+	assert_output "$(printf 'memcpy\t10\t1800000\t(no recorded caller)')"
+	assert_equal "$(q '.copies[] | select(.direction == "d2h") | .sync_calls')" 10
+}
+
 @test "cpu_contention fires on run-queue wait, not without it" {
 	an contention
 	assert_equal "$(fired cpu_contention runqueue)" 1

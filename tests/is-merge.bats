@@ -126,3 +126,43 @@ print(s["host"], s["offset_ns"], s["aligned"], s["uncertainty_ns"])' "$T/m.ist"
 	run -2 is-merge --memory-mb 1
 	run -1 --separate-stderr is-merge < /dev/null
 }
+
+@test "the CUDA collector's segment: every record mapped from CUPTI's clock" {
+	python3 tests/py/cuptigen.py "$T/c.jsonl" "$T/truth.json"
+	is-cat -e -o "$T/c.ist" "$T/c.jsonl"
+	run --separate-stderr is-merge -o "$T/m.ist" "$T/c.ist"
+	assert_success
+	assert_equal "$stderr" ""
+	is-cat "$T/m.ist" > "$T/m.jsonl"
+	run python3 - "$T/m.jsonl" "$T/truth.json" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+truth = json.load(open(sys.argv[2]))
+worst = 0
+syncs = [e for e in ev if e["type"] == "sync"]
+steps = [e for e in ev if e["type"] == "scope"]
+for e in ev:
+    if e["type"] == "cuda_api":
+        t = truth[str(e["correlation"])]
+        worst = max(worst, abs(e["start_ns"] - t["api"]))
+    if e["type"] == "gpu_kernel":
+        t = truth[str(e["correlation"])]
+        worst = max(worst, abs(e["start_ns"] - t["kernel"][0]),
+                    abs(e["end_ns"] - t["kernel"][1]))
+for i, s in enumerate(syncs):
+    worst = max(worst, abs(s["start_ns"] - truth[str(i + 1)]["sync"]))
+# every launch falls inside its host-clock step scope
+apis = sorted((e for e in ev if e["type"] == "cuda_api"),
+              key=lambda e: e["correlation"])
+for a, s in zip(apis, steps):
+    assert s["start_ns"] <= a["start_ns"] <= s["end_ns"], (a, s)
+alloc = [e for e in ev if e["type"] == "memory_alloc"][0]
+worst = max(worst, abs(alloc["ts_ns"] - 20_000_500_000))
+dom = ev[0]["sources"][1]["domains"][0]
+assert dom["domain"] == "cupti" and dom["pairs"] == 40, dom
+assert abs(dom["drift_ppm"] - 50) < 0.5, dom
+print("worst %d ns" % worst)
+assert worst <= 1000, worst
+PY
+	assert_success
+}

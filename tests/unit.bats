@@ -9,6 +9,15 @@ load helpers
 	assert_line --regexp '^1\.\.[0-9]+$'
 }
 
+@test "unit: CUPTI activity records to trace events" {
+	[ -x "$IST_BUILD/tests/test_cupti" ] ||
+	    skip "built without CUPTI (HAVE_CUPTI=0 or no CUPTI in CUDA_HOME)"
+	run "$IST_BUILD/tests/test_cupti"
+	assert_success
+	refute_output --partial "not ok"
+	assert_line --regexp '^1\.\.[0-9]+$'
+}
+
 @test "fuzz corpus: reader replays without a crash" {
 	run "$IST_BUILD/tests/replay_reader" tests/fuzz/corpus-reader
 	assert_success

@@ -104,6 +104,14 @@ nvtx_lib(void)
 	return find_ours(NULL, rel, "");
 }
 
+static char *
+cupti_lib(void)
+{
+	static const char *const rel[2] = { "../lib/libinferscope-cupti.so",
+	    "../lib/inferscope/libinferscope-cupti.so" };
+	return find_ours(NULL, rel, "");
+}
+
 static void
 set(struct ist_config *c, const char *key, const char *val,
     enum ist_source src, const char *what)
@@ -140,6 +148,7 @@ main(int argc, char **argv)
 	struct ist_error e = { 0 };
 	const char *outpath = NULL, *lv;
 	bool no_python = false, no_sample = false, no_calls = false;
+	bool no_gpu = false;
 	int c, status;
 	enum ist_status st;
 
@@ -155,7 +164,8 @@ main(int argc, char **argv)
 			    "--log-level");
 			break;
 		case 'G':
-			break; /* no CUDA collector is injected yet */
+			no_gpu = true;
+			break;
 		case 'P':
 			no_python = true;
 			break;
@@ -236,6 +246,18 @@ main(int argc, char **argv)
 		note(NULL, IST_NOTE_INFO, "the NVTX collector is not "
 		    "installed; recording without NVTX ranges");
 
+	if (no_gpu)
+		;
+	else if (getenv("CUDA_INJECTION64_PATH") &&
+	    *getenv("CUDA_INJECTION64_PATH"))
+		note(NULL, IST_NOTE_WARN, "CUDA_INJECTION64_PATH is set "
+		    "already (nsys, compute-sanitizer?): leaving it, no GPU "
+		    "activity is recorded");
+	else if ((ro.cupti_lib = cupti_lib()) == NULL)
+		note(NULL, IST_NOTE_DEBUG, "the CUDA collector is not "
+		    "installed (built without CUPTI); recording without GPU "
+		    "activity");
+
 	if (ist_output_open(&out, outpath, true, &e) != IST_OK)
 		errx(1, "%s", e.msg);
 	st = ist_record_run(&ro, out.fd, &status, note, NULL, &e);
@@ -250,5 +272,6 @@ main(int argc, char **argv)
 	ist_config_release(&cfg);
 	free((char *)ro.pydir);
 	free((char *)ro.nvtx_lib);
+	free((char *)ro.cupti_lib);
 	return status;
 }

@@ -1,0 +1,53 @@
+/*
+ * cupti_convert.h - CUPTI activity records to trace events.  Pure: no CUPTI
+ * call, so that it is tested on records built in memory (tests/unit), and
+ * compiled against the newest headers: it switches on the record's kind and
+ * reads each kind through its own struct, never assuming another's layout.
+ */
+#ifndef IST_CUPTI_CONVERT_H
+#define IST_CUPTI_CONVERT_H
+
+#include <cupti_activity.h>
+
+#include "ist.h"
+
+#define IST_CUPTI_PENDING 256
+
+struct ist_cupti_conv {
+	int64_t pid;
+	/* names of runtime (driver false) and driver API calls by callback
+	 * id; NULL gives "cuda_api_<cbid>" */
+	const char *(*api_name)(void *ctx, bool driver, uint32_t cbid);
+	/* peak host-device bandwidth of a device, GB/s (0: unknown) */
+	double (*pcie_gbps)(void *ctx, uint32_t device);
+	void *ctx;
+	/* threads of recent API calls by correlation id: sync records carry
+	 * none of their own */
+	struct { uint32_t corr; int64_t tid; } recent[1024];
+	/* sync records waiting for their API call */
+	CUpti_ActivitySynchronization2 pending[IST_CUPTI_PENDING];
+	int npending;
+	uint64_t overhead_ns, skipped;
+	char name_buf[64];
+};
+
+void ist_cupti_conv_init(struct ist_cupti_conv *c, int64_t pid);
+
+/*
+ * Converts one record into up to max events (out), returning how many
+ * (0 for kinds that make no event, or a sync record kept until its API
+ * call is seen).  Strings in the events point into the record or into c
+ * and stay valid until the next call.
+ */
+int ist_cupti_convert(struct ist_cupti_conv *c, const CUpti_Activity *rec,
+    struct ist_event *out, int max);
+
+/* Sync records still waiting, with the thread unknown (the process's). */
+int ist_cupti_flush_pending(struct ist_cupti_conv *c, struct ist_event *out,
+    int max);
+
+/* Peak bandwidth of a PCIe link from sysfs's link speed ("16.0 GT/s PCIe")
+ * and width, GB/s after line encoding; 0 if not understood. */
+double ist_pcie_gbps(const char *speed, int width);
+
+#endif

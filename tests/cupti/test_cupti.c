@@ -1,0 +1,376 @@
+/*
+ * test_cupti.c - CUPTI activity records, built in memory for every kind
+ * the collector enables, through the conversion, checked field by field;
+ * then the converted events through the trace writer and reader.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include <cupti_activity.h>
+
+#include "cupti_convert.h"
+#include "tap.h"
+
+#define PID 4242
+
+static const char *
+names(void *ctx, bool driver, uint32_t cbid)
+{
+	(void)ctx;
+	if (!driver && cbid == 211)
+		return "cudaLaunchKernel_v7000";
+	if (driver && cbid == 307)
+		return "cuLaunchKernel";
+	if (!driver && cbid == 131)
+		return "cudaStreamSynchronize_v3020";
+	return NULL;
+}
+
+static double
+link_gbps(void *ctx, uint32_t device)
+{
+	(void)ctx;
+	return device == 0 ? 63.015 : 0;
+}
+
+static int
+str_is(struct ist_str s, const char *want)
+{
+	return s.n == strlen(want) && memcmp(s.p, want, s.n) == 0;
+}
+
+static void
+kernel(struct ist_cupti_conv *c)
+{
+	CUpti_ActivityKernel10 k;
+	struct ist_event ev[4];
+	int n;
+
+	memset(&k, 0, sizeof(k));
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k.start = 1000;
+	k.end = 5000;
+	k.deviceId = 1;
+	k.streamId = 7;
+	k.gridX = 96; k.gridY = 2; k.gridZ = 1;
+	k.blockX = 256; k.blockY = 1; k.blockZ = 1;
+	k.correlationId = 42;
+	k.name = "ampere_sgemm_128x64_tn";
+	n = ist_cupti_convert(c, (CUpti_Activity *)&k, ev, 4);
+	ok(n == 1 && ev[0].type == IST_GPU_KERNEL, "kernel: one gpu_kernel");
+	ok(ev[0].pid == PID && ev[0].device == 1 && ev[0].stream == 7,
+	    "kernel: pid, device, stream");
+	ok(ev[0].start_ns == 1000 && ev[0].end_ns == 5000, "kernel: times");
+	ok(ev[0].correlation == 42 && IST_HAS(&ev[0], IST_F_CORRELATION),
+	    "kernel: correlation");
+	ok(str_is(ev[0].name, "ampere_sgemm_128x64_tn"), "kernel: name");
+	ok(ev[0].grid[0] == 96 && ev[0].grid[1] == 2 && ev[0].grid[2] == 1 &&
+	    ev[0].block[0] == 256 && IST_HAS(&ev[0], IST_F_GRID) &&
+	    IST_HAS(&ev[0], IST_F_BLOCK), "kernel: grid and block");
+	k.kind = CUPTI_ACTIVITY_KIND_KERNEL;
+	k.name = NULL;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&k, ev, 4);
+	ok(n == 1 && str_is(ev[0].name, "(unnamed kernel)"),
+	    "serial kernel record, no name");
+}
+
+static void
+copies(struct ist_cupti_conv *c)
+{
+	static const struct {
+		uint8_t kind, src, dst;
+		enum ist_type type;
+		int has_pageable, pageable;
+		const char *what;
+	} cases[] = {
+		{ CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+		  CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, IST_H2D_COPY, 1, 1,
+		  "H2D from pageable memory" },
+		{ CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+		  CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, IST_H2D_COPY, 1, 0,
+		  "H2D from pinned memory" },
+		{ CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+		  CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, IST_D2H_COPY, 1, 1,
+		  "D2H to pageable memory" },
+		{ CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+		  CUPTI_ACTIVITY_MEMORY_KIND_PINNED, IST_D2H_COPY, 1, 0,
+		  "D2H to pinned memory" },
+		{ CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+		  CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, IST_D2D_COPY, 0, 0,
+		  "D2D" },
+		{ CUPTI_ACTIVITY_MEMCPY_KIND_HTOA, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+		  CUPTI_ACTIVITY_MEMORY_KIND_ARRAY, IST_H2D_COPY, 1, 1,
+		  "H2A counts as H2D" },
+	};
+	CUpti_ActivityMemcpy6 m;
+	CUpti_ActivityMemcpyPtoP4 p;
+	CUpti_ActivityMemset4 s;
+	struct ist_event ev[4];
+	int n;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&m, 0, sizeof(m));
+		m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+		m.copyKind = cases[i].kind;
+		m.srcKind = cases[i].src;
+		m.dstKind = cases[i].dst;
+		m.bytes = 4194304;
+		m.start = 100;
+		m.end = 400;
+		m.deviceId = 0;
+		m.streamId = 13;
+		m.correlationId = 7 + (uint32_t)i;
+		n = ist_cupti_convert(c, (CUpti_Activity *)&m, ev, 4);
+		ok(n == 1 && ev[0].type == cases[i].type &&
+		    ev[0].bytes == 4194304 && ev[0].stream == 13 &&
+		    ev[0].correlation == 7 + (int64_t)i &&
+		    ev[0].start_ns == 100 && ev[0].end_ns == 400 &&
+		    (int)IST_HAS(&ev[0], IST_F_PAGEABLE) ==
+		    cases[i].has_pageable && (!cases[i].has_pageable ||
+		    (int)ev[0].pageable == cases[i].pageable),
+		    "memcpy: %s", cases[i].what);
+	}
+	m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
+	ok(ist_cupti_convert(c, (CUpti_Activity *)&m, ev, 4) == 0 &&
+	    c->skipped == 1, "memcpy: host to host is skipped, counted");
+
+	memset(&p, 0, sizeof(p));
+	p.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+	p.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+	p.bytes = 1 << 20;
+	p.start = 10;
+	p.end = 30;
+	p.deviceId = 1;
+	p.srcDeviceId = 0;
+	p.dstDeviceId = 1;
+	p.streamId = 3;
+	p.correlationId = 99;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&p, ev, 4);
+	ok(n == 1 && ev[0].type == IST_D2D_COPY && ev[0].bytes == 1 << 20 &&
+	    ev[0].device == 1 && ev[0].correlation == 99,
+	    "memcpy2: peer copy as d2d on the executing device");
+
+	memset(&s, 0, sizeof(s));
+	s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+	s.bytes = 65536;
+	s.start = 50;
+	s.end = 60;
+	s.deviceId = 0;
+	s.streamId = 7;
+	s.correlationId = 5;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&s, ev, 4);
+	ok(n == 1 && ev[0].type == IST_MEMSET && ev[0].bytes == 65536 &&
+	    ev[0].correlation == 5 && ev[0].stream == 7, "memset");
+}
+
+static void
+api_and_sync(struct ist_cupti_conv *c)
+{
+	CUpti_ActivityAPI a;
+	CUpti_ActivitySynchronization2 s;
+	struct ist_event ev[4];
+	int n;
+
+	memset(&a, 0, sizeof(a));
+	a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+	a.cbid = 211;
+	a.start = 900;
+	a.end = 950;
+	a.processId = PID;
+	a.threadId = 4243;
+	a.correlationId = 42;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&a, ev, 4);
+	ok(n == 1 && ev[0].type == IST_CUDA_API && ev[0].tid == 4243 &&
+	    ev[0].pid == PID && ev[0].correlation == 42 &&
+	    str_is(ev[0].name, "cudaLaunchKernel_v7000"),
+	    "runtime API: name, thread, correlation");
+	a.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+	a.cbid = 307;
+	a.correlationId = 43;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&a, ev, 4);
+	ok(n == 1 && str_is(ev[0].name, "cuLaunchKernel") &&
+	    ev[0].correlation == 43, "driver API (Triton launches this way)");
+	a.cbid = 9999;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&a, ev, 4);
+	ok(n == 1 && str_is(ev[0].name, "cuda_driver_9999"),
+	    "an unknown callback id gets a stable name");
+
+	/* a sync whose API record came first: its thread is known */
+	memset(&s, 0, sizeof(s));
+	s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+	s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+	s.start = 960;
+	s.end = 5100;
+	s.correlationId = 42;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&s, ev, 4);
+	ok(n == 1 && ev[0].type == IST_SYNC && str_is(ev[0].kind, "stream") &&
+	    ev[0].tid == 4243 && ev[0].start_ns == 960 &&
+	    ev[0].end_ns == 5100, "stream sync after its API call");
+
+	/* one that arrives first waits for its API call */
+	s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
+	s.correlationId = 77;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&s, ev, 4);
+	ok(n == 0 && c->npending == 1, "context sync before its API call waits");
+	a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+	a.cbid = 131;
+	a.threadId = 4250;
+	a.correlationId = 77;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&a, ev, 4);
+	ok(n == 2 && ev[0].type == IST_CUDA_API && ev[1].type == IST_SYNC &&
+	    str_is(ev[1].kind, "context") && ev[1].tid == 4250 &&
+	    c->npending == 0, "... and comes out with it, on its thread");
+
+	s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+	s.correlationId = 500;
+	ist_cupti_convert(c, (CUpti_Activity *)&s, ev, 4);
+	s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT;
+	s.correlationId = 501;
+	ist_cupti_convert(c, (CUpti_Activity *)&s, ev, 4);
+	n = ist_cupti_flush_pending(c, ev, 4);
+	ok(n == 2 && ev[0].tid == PID && ev[1].tid == PID &&
+	    str_is(ev[0].kind, "stream_wait_event") &&
+	    str_is(ev[1].kind, "event"),
+	    "syncs never matched are flushed at the end on the process");
+}
+
+static void
+memory_device_graph(struct ist_cupti_conv *c)
+{
+	CUpti_ActivityMemory4 m;
+	CUpti_ActivityDevice5 d;
+	CUpti_ActivityGraphTrace2 g;
+	CUpti_ActivityOverhead3 o;
+	CUpti_Activity ctx;
+	struct ist_event ev[4];
+	int n;
+
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+	m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+	m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	m.bytes = 2097152;
+	m.timestamp = 1234;
+	m.processId = PID;
+	m.deviceId = 0;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&m, ev, 4);
+	ok(n == 1 && ev[0].type == IST_MEMORY_ALLOC && ev[0].bytes == 2097152 &&
+	    ev[0].ts_ns == 1234 && ev[0].device == 0 &&
+	    IST_HAS(&ev[0], IST_F_DEVICE), "memory2: allocation");
+	m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&m, ev, 4);
+	ok(n == 1 && ev[0].type == IST_MEMORY_FREE, "memory2: release");
+
+	memset(&d, 0, sizeof(d));
+	d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+	d.id = 0;
+	d.name = "NVIDIA H100 80GB HBM3";
+	d.numMultiprocessors = 132;
+	d.globalMemorySize = 85520809984ull;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&d, ev, 4);
+	ok(n == 1 && ev[0].type == IST_DEVICE && ev[0].sm_count == 132 &&
+	    ev[0].memory_bytes == 85520809984ll &&
+	    str_is(ev[0].name, "NVIDIA H100 80GB HBM3") &&
+	    ev[0].pcie_gbps == 63.015, "device: name, SMs, memory, link");
+	d.id = 3;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&d, ev, 4);
+	ok(n == 1 && !IST_HAS(&ev[0], IST_F_PCIE_GBPS),
+	    "device: an unknown link is left out");
+
+	memset(&g, 0, sizeof(g));
+	g.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
+	g.correlationId = 600;
+	g.start = 10;
+	g.end = 90;
+	g.deviceId = 0;
+	g.graphId = 12;
+	g.streamId = 7;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&g, ev, 4);
+	ok(n == 1 && ev[0].type == IST_GPU_KERNEL &&
+	    str_is(ev[0].name, "cudaGraph 12") && ev[0].correlation == 600,
+	    "graph launch: one GPU range named after the graph");
+
+	memset(&o, 0, sizeof(o));
+	o.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+	o.start = 100;
+	o.end = 350;
+	ok(ist_cupti_convert(c, (CUpti_Activity *)&o, ev, 4) == 0 &&
+	    c->overhead_ns == 250, "overhead: summed, no event");
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.kind = CUPTI_ACTIVITY_KIND_CONTEXT;
+	ok(ist_cupti_convert(c, &ctx, ev, 4) == 0, "context: no event");
+}
+
+/* Converted events go through the writer and come back the same. */
+static void
+roundtrip(struct ist_cupti_conv *c)
+{
+	CUpti_ActivityKernel10 k;
+	struct ist_event ev[2], hdr;
+	struct ist_buf out = { 0 };
+	struct ist_writer *w;
+	struct ist_reader *r;
+	const struct ist_event *back;
+	struct ist_error e;
+	int fds[2];
+	long got = 0;
+
+	memset(&k, 0, sizeof(k));
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k.start = 77;
+	k.end = 99;
+	k.deviceId = 0;
+	k.streamId = 7;
+	k.correlationId = 3;
+	k.name = "k";
+	ist_cupti_convert(c, (CUpti_Activity *)&k, ev, 2);
+	ist_event_init(&hdr, IST_HEADER);
+	if (pipe(fds) != 0)
+		return;
+	ist_writer_new(&w, ist_fd_sink, &fds[1], NULL, &e);
+	ist_writer_header(w, &hdr, &e);
+	ist_writer_write(w, &ev[0], &e);
+	ist_writer_close(w, &e);
+	close(fds[1]);
+	ist_reader_new(&r, ist_fd_source, &fds[0], "pipe", &e);
+	while (ist_reader_next(r, &back, &e) == IST_OK) {
+		if (back->type != IST_GPU_KERNEL)
+			continue;
+		ist_event_to_json(back, &out, &e);
+		got++;
+	}
+	ist_reader_free(r);
+	close(fds[0]);
+	ist_buf_append(&out, "", 1);
+	ok(got == 1 && strcmp(out.p, "{\"type\":\"gpu_kernel\",\"pid\":4242,"
+	    "\"device\":0,\"stream\":7,\"name\":\"k\",\"start_ns\":77,"
+	    "\"end_ns\":99,\"correlation\":3,\"grid\":[0,0,0],"
+	    "\"block\":[0,0,0]}\n") == 0, "a converted kernel, written and "
+	    "read back: %s", out.p ? out.p : "");
+	ist_buf_release(&out);
+}
+
+int
+main(void)
+{
+	struct ist_cupti_conv c;
+
+	ist_cupti_conv_init(&c, PID);
+	c.api_name = names;
+	c.pcie_gbps = link_gbps;
+	kernel(&c);
+	copies(&c);
+	api_and_sync(&c);
+	memory_device_graph(&c);
+	roundtrip(&c);
+	ok(ist_pcie_gbps("16.0 GT/s PCIe", 16) > 31.50 &&
+	    ist_pcie_gbps("16.0 GT/s PCIe", 16) < 31.52,
+	    "PCIe 4.0 x16: 31.5 GB/s");
+	ok(ist_pcie_gbps("32.0 GT/s PCIe", 16) > 63.0 &&
+	    ist_pcie_gbps("32.0 GT/s PCIe", 16) < 63.1,
+	    "PCIe 5.0 x16: 63.0 GB/s");
+	ok(ist_pcie_gbps("2.5 GT/s PCIe", 1) == 0.25, "PCIe 1.0 x1: 0.25 GB/s");
+	ok(ist_pcie_gbps("Unknown", 16) == 0 && ist_pcie_gbps("8.0 GT/s", 0) ==
+	    0, "an unknown link: 0");
+	return done();
+}
