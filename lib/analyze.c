@@ -447,6 +447,7 @@ struct corr {
 	int64_t api_start, api_end;
 	uint32_t thr;            /* index + 1 */
 	uint32_t scopes[4];      /* sstat index + 1 of the open scopes */
+	bool sync_copy;          /* launched by a synchronous copy call */
 };
 
 struct ist_analyzer {
@@ -1083,9 +1084,6 @@ host_range(struct ist_analyzer *a, const struct ist_event *ev)
 		if (is && add_sync(a, t, is, strlen(is), ev->start_ns,
 		    ev->end_ns))
 			return -1;
-		if (is && strcmp(is, "memcpy") == 0)
-			a->xs[name_has(ev, "DtoH") || name_has(ev, "DeviceToHost")
-			    ? 1 : 0].sync_calls++;
 		if (is_launch(ev)) {
 			struct corr *c;
 			int sn = 0;
@@ -1107,6 +1105,8 @@ host_range(struct ist_analyzer *a, const struct ist_event *ev)
 			c->api_start = ev->start_ns;
 			c->api_end = ev->end_ns;
 			c->thr = (uint32_t)(t - a->thr) + 1;
+			/* the copy it starts, when it comes, is synchronous */
+			c->sync_copy = is && strcmp(is, "memcpy") == 0;
 			for (uint32_t i = below; i-- > 0 && sn < 4;)
 				if (t->st[i].kind == F_SCOPE ||
 				    t->st[i].kind == F_NVTX)
@@ -1141,6 +1141,13 @@ copy_op(struct ist_analyzer *a, const struct ist_event *ev)
 		s->pageable_bytes += ev->bytes;
 	}
 	topk_add(&s->longest, ev->start_ns, ev->end_ns);
+	if (IST_HAS(ev, IST_F_CORRELATION)) {
+		struct corr *c = &a->corr[(uint64_t)ev->correlation &
+		    (CORR_SLOTS - 1)];
+		if (c->thr && c->corr == ev->correlation && c->pid == ev->pid &&
+		    c->sync_copy)
+			s->sync_calls++;
+	}
 	return gpu_op(a, ev);
 }
 
