@@ -171,7 +171,7 @@ $(B)/bench/bench: bench/bench.c $(B)/libinferscope.a
 
 check: all $(B)/.deps-check $(UNIT_BIN) $(B)/tests/replay_jsonl \
     $(B)/tests/replay_config $(CUPTI_TEST)
-	LC_ALL=C TZ=UTC IST_BUILD=$(abspath $(B)) \
+	LC_ALL=C TZ=UTC IST_BUILD=$(abspath $(B)) IST_SANITIZE=$(SANITIZE) \
 	    PATH="$(abspath $(B))/bin:$$PATH" bats tests/
 
 check-man:
