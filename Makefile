@@ -159,6 +159,12 @@ $(B)/tests/replay_jsonl: tests/fuzz/replay.c tests/fuzz/fuzz_jsonl.c \
 	$(CC) $(ALL_CFLAGS) -o $@ tests/fuzz/replay.c tests/fuzz/fuzz_jsonl.c \
 	    $(B)/libinferscope.a $(LIBS) $(LDSAN)
 
+$(B)/tests/replay_analyze: tests/fuzz/replay.c tests/fuzz/fuzz_analyze.c \
+    $(B)/libinferscope.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/fuzz/replay.c tests/fuzz/fuzz_analyze.c \
+	    $(B)/libinferscope.a $(LIBS) $(LDSAN)
+
 $(B)/tests/replay_config: tests/fuzz/replay.c tests/fuzz/fuzz_config.c \
     $(B)/libinferscope.a
 	@mkdir -p $(dir $@)
@@ -170,7 +176,7 @@ $(B)/bench/bench: bench/bench.c $(B)/libinferscope.a
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libinferscope.a $(LIBS) $(LDSAN) -lm
 
 check: all $(B)/.deps-check $(UNIT_BIN) $(B)/tests/replay_jsonl \
-    $(B)/tests/replay_config $(CUPTI_TEST)
+    $(B)/tests/replay_config $(B)/tests/replay_analyze $(CUPTI_TEST)
 	LC_ALL=C TZ=UTC IST_BUILD=$(abspath $(B)) IST_SANITIZE=$(SANITIZE) \
 	    PATH="$(abspath $(B))/bin:$$PATH" bats tests/
 
@@ -191,12 +197,16 @@ fuzz:
 	    $(LIB_SRC) $(LIBS)
 	clang $(FUZZ_FLAGS) -o build-fuzz/fuzz_config tests/fuzz/fuzz_config.c \
 	    $(LIB_SRC) $(LIBS)
+	clang $(FUZZ_FLAGS) -o build-fuzz/fuzz_analyze tests/fuzz/fuzz_analyze.c \
+	    $(LIB_SRC) $(LIBS)
 	build-fuzz/fuzz_reader -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=65536 tests/fuzz/corpus-reader
 	build-fuzz/fuzz_jsonl -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=4096 tests/fuzz/corpus-jsonl
 	build-fuzz/fuzz_config -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=2048 tests/fuzz/corpus-config
+	build-fuzz/fuzz_analyze -max_total_time=$(FUZZ_SECONDS) \
+	    -max_len=65536 tests/fuzz/corpus-analyze
 
 bench: all
 	@command -v zstd >/dev/null || sh scripts/deps.sh build

@@ -36,3 +36,9 @@ load helpers
 	assert_success
 	assert_line --regexp '^ok 1 - replayed [0-9]+ inputs$'
 }
+
+@test "fuzz corpus: analysis and every report format" {
+	run "$IST_BUILD/tests/replay_analyze" tests/fuzz/corpus-analyze
+	assert_success
+	assert_line --regexp '^ok 1 - replayed [0-9]+ inputs$'
+}
