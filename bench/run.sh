@@ -50,25 +50,33 @@ print("is-merge  %d events from 8 streams: %.2f s, %.2f M events/s, peak "
                                                         rss))
 PY
 
-# is-analyze: the merged 10M-event trace, trace out (to /dev/null) and
-# --json; is-info reading the same trace is the peer (decoding alone)
+# is-analyze and is-report on the merged 10M-event trace; is-info reading
+# the same trace is the peer (decoding alone).  Each command runs alone so
+# that its peak RSS is its own.
 python3 - "$B/bin" "$tmp/streams.ist.m" "$M" <<'PY'
-import resource, subprocess, sys, time
+import os, subprocess, sys, time
 b, f, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 def timed(args):
-    best = None
+    best, rss = None, 0
     for _ in range(3):
         t = time.monotonic()
-        subprocess.run(args, stdout=subprocess.DEVNULL, check=True)
+        p = subprocess.Popen(args, stdout=subprocess.DEVNULL)
+        _, status, ru = os.wait4(p.pid, 0)
         t = time.monotonic() - t
+        assert status == 0, args
         best = t if best is None or t < best else best
-    return best
-peer = timed([b + "/is-info", f])
-an = timed([b + "/is-analyze", f])
-js = timed([b + "/is-analyze", "--json", f])
-rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print("is-analyze %d events: trace out %.2f s (%.2f M events/s), --json "
-      "%.2f s (%.2f M events/s); is-info alone %.2f s: analysis costs "
-      "%.2fx reading; peak RSS %.0f MiB (target >= 2 M/s)" % (
-          n, an, n / an / 1e6, js, n / js / 1e6, peer, js / peer, rss))
+        rss = max(rss, ru.ru_maxrss / 1024)
+    return best, rss
+peer, prss = timed([b + "/is-info", f])
+an, arss = timed([b + "/is-analyze", f])
+js, jrss = timed([b + "/is-analyze", "--json", f])
+print("is-analyze %d events: --json %.2f s (%.2f M events/s, RSS %.0f MiB); "
+      "trace out %.2f s (%.2f M events/s, RSS %.0f MiB); is-info alone "
+      "%.2f s: analysis costs %.2fx reading (target >= 2 M/s)" % (
+          n, js, n / js / 1e6, jrss, an, n / an / 1e6, arss, peer,
+          js / peer))
+for fmt in ("md", "html", "perfetto"):
+    t, rss = timed([b + "/is-report", "-f", fmt, f])
+    print("is-report -f %-8s %d events: %.2f s (%.2f M events/s), peak RSS "
+          "%.0f MiB" % (fmt, n, t, n / t / 1e6, rss))
 PY

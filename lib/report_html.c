@@ -307,11 +307,16 @@ timeline_svg(struct ist_buf *o, const struct ist_timeline *tl)
 	h = 8;
 	for (int i = 0; i < tl->nlanes; i++)
 		h += sorted[i]->gpu ? ROW + 6 : 2 * ROW + 6;
-	ist_buf_printf(o, "<figure><figcaption>Timeline: a lane per thread "
-	    "(scopes and NVTX ranges above, calls below) and per GPU stream; "
-	    "darker means busier.</figcaption>\n<svg xmlns=\"http://www.w3.org/"
-	    "2000/svg\" class=\"chart\" viewBox=\"0 0 %d %d\" role=\"img\" "
-	    "aria-label=\"timeline\">\n", LABEL + COLS + 10, h + 44);
+	{
+		char bw[32];
+		ist_buf_printf(o, "<figure><figcaption>Timeline: a lane per "
+		    "thread (scopes and NVTX ranges above, calls below) and per "
+		    "GPU stream, in %d columns of %s; darker means busier."
+		    "</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+		    "class=\"chart\" viewBox=\"0 0 %d %d\" role=\"img\" "
+		    "aria-label=\"timeline\">\n", ncols, fdur(bw, sizeof(bw),
+		    (double)tl->w), LABEL + COLS + 10, h + 44);
+	}
 	for (int i = 0; i < tl->nlanes; i++) {
 		const struct lane *l = sorted[i];
 		ist_buf_printf(o, "<text x=\"%d\" y=\"%.0f\" class=\"lane\" "

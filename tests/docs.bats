@@ -116,6 +116,18 @@ TOOLS="inferscope is-analyze is-cat is-info is-merge is-record is-report"
 		assert_line "${line//build\//$IST_BUILD/}" ||
 		    fail "README line not in make demo: $line"
 	done < <(sed -n '/^\$ make demo/,/^```/p' README.md | sed '$d')
+	# the excerpt of a real report: the same lines, numbers aside
+	digits() { sed 's/[0-9][0-9.]* \(ns\|µs\|ms\|s\)\b/#/g; s/[0-9][0-9.]*/#/g'; }
+	n=0
+	while IFS= read -r line; do
+		[ -n "$line" ] || continue
+		digits < report.md | grep -qxF -- "$(printf '%s\n' "$line" | digits)" ||
+		    fail "README line not shaped like report.md: $line"
+		n=$((n + 1))
+	done < <(awk '/report.md. that .make demo. leaves/ { on = 1 }
+	    on && /^```$/ { if (++fence == 2) exit; next }
+	    fence == 1' README.md)
+	[ "$n" -ge 5 ]
 }
 
 @test "the README report excerpt is in the golden report of the example" {
