@@ -79,7 +79,7 @@ endif
 endif
 
 .PHONY: pyext all deps check check-gpu check-unit check-bats check-man demo \
-        bench fuzz install uninstall clean vectors
+        bench fuzz load install uninstall clean vectors
 
 all: $(B)/.deps $(TOOL_BIN) $(B)/bench/bench $(B)/tests/replay_reader pyext \
     $(NVTX_LIB) $(NVTX_EXAMPLE) $(CUPTI_LIB)
@@ -212,6 +212,11 @@ bench: all
 	@command -v zstd >/dev/null || sh scripts/deps.sh build
 	sh bench/run.sh $(B)
 	$(PYTHON_SYS) bench/overhead.py $(B)
+
+# is-record under sustained load (LOAD_SECONDS, 60): exact loss accounting
+# and bounded memory.
+load: all
+	sh scripts/load.sh $(B)
 
 # The golden vectors are made by is-cat --encode; see formats/vectors/README.
 vectors: all
