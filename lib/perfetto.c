@@ -163,9 +163,10 @@ complete(struct ist_perfetto *p, const struct ist_event *ev, int64_t pid,
 	begin(p);
 	ist_buf_printf(&p->b, "\"ph\":\"X\",\"cat\":\"%s\",\"name\":", cat);
 	if (ev->type == IST_SYNC) {
-		ist_buf_printf(&p->b, "\"sync ");
-		ist_buf_append(&p->b, ev->kind.p, ev->kind.n);
-		ist_buf_printf(&p->b, "\"");
+		char nm[128];
+		int n = snprintf(nm, sizeof(nm), "sync %.*s",
+		    (int)(ev->kind.n < 100 ? ev->kind.n : 100), ev->kind.p);
+		ist_buf_json_string(&p->b, nm, (size_t)n);
 	} else if (IST_HAS(ev, IST_F_NAME)) {
 		str(&p->b, ev->name);
 	} else {

@@ -100,9 +100,11 @@ code(struct ist_buf *o, const char *s)
 		if (run >= fence)
 			fence = run + 1;
 	}
+	/* a fence of two or more is padded on both sides, which CommonMark
+	 * strips: a name that starts or ends with a backtick stays whole */
 	for (int i = 0; i < fence; i++)
 		ist_buf_append(o, "`", 1);
-	if (*s == '`' || (*s && s[strlen(s) - 1] == '`'))
+	if (fence > 1)
 		ist_buf_append(o, " ", 1);
 	for (; *s; s++) {
 		if (*s == '|')
@@ -112,7 +114,7 @@ code(struct ist_buf *o, const char *s)
 		else
 			ist_buf_append(o, s, 1);
 	}
-	if (fence > 1 || (o->n && o->p[o->n - 1] == '`'))
+	if (fence > 1)
 		ist_buf_append(o, " ", 1);
 	for (int i = 0; i < fence; i++)
 		ist_buf_append(o, "`", 1);

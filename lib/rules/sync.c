@@ -47,8 +47,8 @@ run(const json_t *an, const double *p, json_t *out)
 		return NULL;
 	}
 	snprintf(title, sizeof(title), "the host is blocked in %.0f "
-	    "synchronisations for %.1f%% of the run (%.3f ms)", count, pct,
-	    blocked / 1e6);
+	    "synchronisation%s for %.1f%% of the run (%.3f ms)", count,
+	    count == 1 ? "" : "s", pct, blocked / 1e6);
 	if (site && (strstr(site, "item") || strstr(site, "tolist") ||
 	    strstr(site, ".cpu") || strstr(site, "numpy")))
 		snprintf(sug, sizeof(sug), "'%s' reads a GPU value on the host "
