@@ -16,7 +16,10 @@ WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 ifeq ($(DEVELOPER),1)
 WARN += -Werror
 endif
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(CFLAGS) -Ilib
+# Traces from anywhere may hold any 64-bit time or size: arithmetic on them
+# wraps (-fwrapv) instead of being undefined, and the code validates what
+# it uses to index memory.
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fwrapv $(WARN) $(CFLAGS) -Ilib
 LIBS = -lcbor -lzstd -ljansson -lyaml -lcmark-gfm -lcmark-gfm-extensions \
        -lpthread -lm
 
@@ -88,8 +91,9 @@ all: $(B)/.deps $(TOOL_BIN) $(B)/bench/bench $(B)/tests/replay_reader pyext \
 $(B)/lib/libinferscope-cupti.so: lib/cupti.c lib/cupti_convert.c \
     lib/writer.c lib/reader.c lib/schema.c lib/*.h | $(B)/.deps
 	@mkdir -p $(dir $@)
-	$(CC) -shared -fPIC -fvisibility=hidden -std=c11 -D_GNU_SOURCE $(WARN) \
-	    $(CFLAGS) -Ilib $(CUPTI_INC) -o $@ lib/cupti.c lib/cupti_convert.c \
+	$(CC) -shared -fPIC -fvisibility=hidden -std=c11 -D_GNU_SOURCE -fwrapv \
+	    $(WARN) $(CFLAGS) -Ilib $(CUPTI_INC) -o $@ lib/cupti.c \
+	    lib/cupti_convert.c \
 	    lib/writer.c lib/reader.c lib/schema.c -L$(CUPTI_LIBDIR) -lcupti \
 	    -Wl,-rpath,$(CUPTI_LIBDIR) -lcbor -lzstd -lpthread -ldl
 
@@ -110,8 +114,8 @@ $(B)/examples/nvtx_pipeline: examples/nvtx_pipeline.c | $(B)/.deps
 $(B)/lib/libinferscope-nvtx.so: lib/nvtx.c lib/collector.c lib/writer.c \
     lib/reader.c lib/schema.c lib/*.h | $(B)/.deps
 	@mkdir -p $(dir $@)
-	$(CC) -shared -fPIC -fvisibility=hidden -std=c11 -D_GNU_SOURCE $(WARN) \
-	    $(CFLAGS) -Ilib -I$(CUDA_HOME)/include -o $@ lib/nvtx.c \
+	$(CC) -shared -fPIC -fvisibility=hidden -std=c11 -D_GNU_SOURCE -fwrapv \
+	    $(WARN) $(CFLAGS) -Ilib -I$(CUDA_HOME)/include -o $@ lib/nvtx.c \
 	    lib/collector.c lib/writer.c lib/reader.c lib/schema.c \
 	    -lcbor -lzstd -lpthread
 
@@ -186,8 +190,8 @@ check-man:
 # libFuzzer targets (clang); FUZZ_SECONDS each.  New corpus entries land in
 # tests/fuzz/corpus-*; crashes are kept there too once fixed.
 FUZZ_SECONDS ?= 60
-FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ilib \
-             -fsanitize=fuzzer,address,undefined
+FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ilib -fwrapv \
+             -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 fuzz:
 	@sh scripts/deps.sh fuzz
 	@mkdir -p build-fuzz

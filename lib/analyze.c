@@ -30,6 +30,7 @@
 #define PENDING_MAX 64
 #define CORR_SLOTS (1u << 18)
 #define RSS_MAX 512
+#define TMAX ((int64_t)1 << 61)
 
 /* ---- string interning ---- */
 
@@ -484,7 +485,7 @@ struct ist_analyzer {
 	/* run */
 	int64_t t0, t1, last_key;
 	bool have_t;
-	uint64_t events, out_of_order, lost, instants, segments;
+	uint64_t events, out_of_order, lost, instants, segments, bad_times;
 	int64_t profiler_cpu;
 	uint32_t host;
 	json_t *producers, *sources_q;
@@ -1346,6 +1347,14 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 	if (ev->type == IST_ANALYSIS)
 		return IST_OK;
 	a->events++;
+	/* times beyond +-2^61 ns (73 years) are not times: left out, so
+	 * that no difference or bucket index overflows */
+	if ((IST_HAS(ev, IST_F_START) && (ev->start_ns > TMAX ||
+	    ev->start_ns < -TMAX || ev->end_ns > TMAX || ev->end_ns < -TMAX)) ||
+	    (IST_HAS(ev, IST_F_TS) && (ev->ts_ns > TMAX || ev->ts_ns < -TMAX))) {
+		a->bad_times++;
+		return IST_OK;
+	}
 	key = IST_HAS(ev, IST_F_START) ? ev->start_ns :
 	    IST_HAS(ev, IST_F_TS) ? ev->ts_ns : INT64_MIN;
 	if (key != INT64_MIN) {
@@ -1992,6 +2001,14 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 		    (unsigned long long)a->out_of_order);
 		json_array_append_new(notes, json_string(m));
 		factor *= 0.7;
+	}
+	if (a->bad_times) {
+		char m[160];
+		snprintf(m, sizeof(m), "%llu records with impossible times "
+		    "(beyond 73 years) were left out", (unsigned long long)
+		    a->bad_times);
+		json_array_append_new(notes, json_string(m));
+		factor *= 0.9;
 	}
 	if (a->unaligned) {
 		char m[200];

@@ -80,12 +80,11 @@ ist_perfetto_free(struct ist_perfetto *p)
 static void
 us(struct ist_buf *b, int64_t ns)
 {
-	if (ns < 0) {
+	uint64_t u = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
+	if (ns < 0)
 		ist_buf_append(b, "-", 1);
-		ns = -ns;
-	}
-	ist_buf_printf(b, "%lld.%03lld", (long long)(ns / 1000),
-	    (long long)(ns % 1000));
+	ist_buf_printf(b, "%llu.%03llu", (unsigned long long)(u / 1000),
+	    (unsigned long long)(u % 1000));
 }
 
 static void
