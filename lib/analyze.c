@@ -1184,7 +1184,7 @@ kernel(struct ist_analyzer *a, const struct ist_event *ev)
 static int
 counter(struct ist_analyzer *a, const struct ist_event *ev)
 {
-	int64_t v = ev->value_is_int ? ev->ivalue : (int64_t)ev->value;
+	int64_t v = ev->value_is_int ? ev->ivalue : ist_d2i(ev->value);
 	struct proc *p;
 	struct thr *t;
 
@@ -1317,13 +1317,12 @@ header(struct ist_analyzer *a, const struct ist_event *ev)
 				    "aligned")))
 					a->unaligned++;
 				if (u > a->clock_unc)
-					a->clock_unc = (int64_t)u;
+					a->clock_unc = ist_d2i(u);
 				json_array_foreach(json_object_get(s,
 				    "domains"), j, d)
 					if (ist_jnum(d, "uncertainty_ns") >
 					    a->clock_unc)
-						a->clock_unc = (int64_t)
-						    ist_jnum(d,
+						a->clock_unc = ist_jint(d,
 						    "uncertainty_ns");
 			}
 			json_decref(src);

@@ -19,7 +19,7 @@ delta(const char *what, const char *name, double base, double now)
 {
 	double pct = base > 0 ? 100 * (now - base) / base : now > 0 ? 100 : 0;
 	json_t *o = json_pack("{s:s,s:I,s:I,s:f}", "what", what, "base",
-	    (json_int_t)base, "now", (json_int_t)now, "delta_pct",
+	    ist_d2i(base), "now", ist_d2i(now), "delta_pct",
 	    ist_round(pct, 2));
 	if (name)
 		json_object_set_new(o, "name", json_string(name));
@@ -164,7 +164,7 @@ check_one(const char *c, const json_t *an, bool *failed, struct ist_buf *why,
 			    ist_jnum(x, "busy_pct") < lim) {
 				*failed = true;
 				ist_buf_printf(why, "GPU %d busy %.1f%% < %g%%\n",
-				    (int)ist_jnum(x, "device"),
+				    (int)ist_jint(x, "device"),
 				    ist_jnum(x, "busy_pct"), lim);
 			}
 		return IST_OK;

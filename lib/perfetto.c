@@ -366,10 +366,10 @@ ist_perfetto_finish(struct ist_perfetto *p, const json_t *an,
 		    strlen(ist_jstr(v, "classification")));
 		ist_buf_printf(&p->b, ",\"clock_uncertainty_ns\":%lld,"
 		    "\"unaligned_sources\":%lld,\"lost_events\":%lld,"
-		    "\"truncated_bytes\":%lld", (long long)ist_jnum(q,
-		    "clock_uncertainty_ns"), (long long)ist_jnum(q,
-		    "unaligned_sources"), (long long)ist_jnum(q,
-		    "lost_events"), (long long)ist_jnum(q, "truncated_bytes"));
+		    "\"truncated_bytes\":%lld", (long long)ist_jint(q,
+		    "clock_uncertainty_ns"), (long long)ist_jint(q,
+		    "unaligned_sources"), (long long)ist_jint(q,
+		    "lost_events"), (long long)ist_jint(q, "truncated_bytes"));
 	}
 	ist_buf_printf(&p->b, "}}\n");
 	return flush(p, true, err);

@@ -186,8 +186,7 @@ evidence_value(struct ist_buf *o, const char *key, const json_t *v)
 			} else if (json_is_object(x) &&
 			    json_object_get(x, "where")) {
 				code(o, ist_jstr(x, "where"));
-				ist_buf_printf(o, " %lld× %s", (long long)
-				    ist_jnum(x, "count"), D(ist_jnum(x,
+				ist_buf_printf(o, " %lld× %s", (long long)ist_jint(x, "count"), D(ist_jnum(x,
 				    "blocked_ns")));
 			} else if (json_is_object(x)) {
 				const char *k;
@@ -304,15 +303,15 @@ summary(struct ist_buf *o, const json_t *an)
 		}
 	}
 	json_array_foreach(json_object_get(an, "devices"), i, d) {
-		ist_buf_printf(o, "| GPU %d | ", (int)ist_jnum(d, "device"));
+		ist_buf_printf(o, "| GPU %d | ", (int)ist_jint(d, "device"));
 		text(o, ist_jstr(d, "name"));
 		ist_buf_printf(o, " (%d SMs, %s, link %.1f GB/s) |\n",
-		    (int)ist_jnum(d, "sm_count"), B2(ist_jnum(d,
+		    (int)ist_jint(d, "sm_count"), B2(ist_jnum(d,
 		    "memory_bytes")), ist_jnum(d, "pcie_gbps"));
 	}
 	if (json_array_size(json_object_get(an, "devices")) == 0)
 		ist_buf_printf(o, "| GPU | none recorded |\n");
-	ist_buf_printf(o, "| Events | %lld |\n\n", (long long)ist_jnum(run,
+	ist_buf_printf(o, "| Events | %lld |\n\n", (long long)ist_jint(run,
 	    "events"));
 	(void)t2;
 }
@@ -335,7 +334,7 @@ breakdown(struct ist_buf *o, const json_t *an)
 	json_array_foreach(devs, i, d) {
 		const json_t *b = json_object_get(d, "idle_breakdown");
 		ist_buf_printf(o, "| %d | %s | %s (%.1f%%) | %s (%.1f%%) | %s | "
-		    "%s | %s |\n", (int)ist_jnum(d, "device"),
+		    "%s | %s |\n", (int)ist_jint(d, "device"),
 		    D(ist_jnum(d, "active_ns")), D2(ist_jnum(d, "busy_ns")),
 		    ist_jnum(d, "busy_pct"), D3(ist_jnum(d, "idle_ns")),
 		    ist_jnum(d, "idle_pct"), D4(ist_jnum(b, "host_wait_ns")),
@@ -349,10 +348,10 @@ breakdown(struct ist_buf *o, const json_t *an)
 		    "top")) == 0)
 			continue;
 		ist_buf_printf(o, "While GPU %d was idle, thread ",
-		    (int)ist_jnum(d, "device"));
+		    (int)ist_jint(d, "device"));
 		code(o, ist_jstr(at, "thread"));
 		ist_buf_printf(o, " (%lld) was in:\n\n| What | Kind | Idle time "
-		    "| Share |\n|---|---|---:|---:|\n", (long long)ist_jnum(at,
+		    "| Share |\n|---|---|---:|---:|\n", (long long)ist_jint(at,
 		    "tid"));
 		json_array_foreach(json_object_get(at, "top"), j, x) {
 			ist_buf_printf(o, "| ");
@@ -389,7 +388,7 @@ tables(struct ist_buf *o, const json_t *an)
 		ist_buf_printf(o, "| ");
 		code(o, ist_jstr(x, "name"));
 		ist_buf_printf(o, " | %s | %lld | %s | %s | %s | %s | %s | %s |\n",
-		    ist_jstr(x, "kind"), (long long)ist_jnum(x, "count"),
+		    ist_jstr(x, "kind"), (long long)ist_jint(x, "count"),
 		    D(ist_jnum(x, "total_ns")), D2(ist_jnum(x, "mean_ns")),
 		    D3(ist_jnum(x, "p50_ns")), D4(ist_jnum(x, "p95_ns")),
 		    D5(ist_jnum(x, "max_ns")), D6(ist_jnum(x, "gpu_ns")));
@@ -398,7 +397,7 @@ tables(struct ist_buf *o, const json_t *an)
 		ist_buf_printf(o, "\n");
 
 	arr = json_object_get(an, "functions");
-	n = (size_t)ist_jnum(an, "functions_distinct");
+	n = (size_t)ist_jint(an, "functions_distinct");
 	ist_buf_printf(o, "## Python functions\n\n");
 	if (json_array_size(arr) == 0) {
 		ist_buf_printf(o, "None recorded.\n\n");
@@ -410,12 +409,12 @@ tables(struct ist_buf *o, const json_t *an)
 			ist_buf_printf(o, "| ");
 			code(o, ist_jstr(x, "name"));
 			ist_buf_printf(o, " | %lld | %s | %s | ",
-			    (long long)ist_jnum(x, "count"), D(ist_jnum(x,
+			    (long long)ist_jint(x, "count"), D(ist_jnum(x,
 			    "self_ns")), D2(ist_jnum(x, "incl_ns")));
 			if (*ist_jstr(x, "file")) {
 				char w[4200];
 				snprintf(w, sizeof(w), "%s:%lld",
-				    ist_jstr(x, "file"), (long long)ist_jnum(x,
+				    ist_jstr(x, "file"), (long long)ist_jint(x,
 				    "line"));
 				code(o, w);
 			} else {
@@ -431,12 +430,12 @@ tables(struct ist_buf *o, const json_t *an)
 		ist_buf_printf(o, "## Kernels\n\nBy total time; %zu of %lld "
 		    "shown.\n\n| Kernel | Calls | Total | Mean | Max |\n|---|"
 		    "---:|---:|---:|---:|\n", json_array_size(arr),
-		    (long long)ist_jnum(an, "kernels_distinct"));
+		    (long long)ist_jint(an, "kernels_distinct"));
 		json_array_foreach(arr, i, x) {
 			ist_buf_printf(o, "| ");
 			code(o, ist_jstr(x, "name"));
 			ist_buf_printf(o, " | %lld | %s | %s | %s |\n",
-			    (long long)ist_jnum(x, "count"), D(ist_jnum(x,
+			    (long long)ist_jint(x, "count"), D(ist_jnum(x,
 			    "total_ns")), D2(ist_jnum(x, "mean_ns")),
 			    D3(ist_jnum(x, "max_ns")));
 		}
@@ -451,11 +450,11 @@ tables(struct ist_buf *o, const json_t *an)
 		json_array_foreach(arr, i, x)
 			ist_buf_printf(o, "| %s | %lld | %s | %s | %.2f GB/s | "
 			    "%lld (%s) | %lld |\n", ist_jstr(x, "direction"),
-			    (long long)ist_jnum(x, "count"), B(ist_jnum(x,
+			    (long long)ist_jint(x, "count"), B(ist_jnum(x,
 			    "bytes")), D2(ist_jnum(x, "ns")), ist_jnum(x,
-			    "gbps"), (long long)ist_jnum(x, "pageable_count"),
+			    "gbps"), (long long)ist_jint(x, "pageable_count"),
 			    fbytes(t3, sizeof(t3), ist_jnum(x,
-			    "pageable_bytes")), (long long)ist_jnum(x,
+			    "pageable_bytes")), (long long)ist_jint(x,
 			    "sync_calls"));
 		ist_buf_printf(o, "\n");
 	}
@@ -468,7 +467,7 @@ tables(struct ist_buf *o, const json_t *an)
 			const json_t *s = json_array_get(json_object_get(x,
 			    "sites"), 0);
 			ist_buf_printf(o, "| %s | %lld | %s | ", ist_jstr(x,
-			    "kind"), (long long)ist_jnum(x, "count"),
+			    "kind"), (long long)ist_jint(x, "count"),
 			    D(ist_jnum(x, "blocked_ns")));
 			if (s)
 				code(o, ist_jstr(s, "where"));
@@ -485,8 +484,8 @@ tables(struct ist_buf *o, const json_t *an)
 		json_array_foreach(arr, i, x) {
 			char nm[300];
 			snprintf(nm, sizeof(nm), "%s (%lld/%lld)",
-			    ist_jstr(x, "name"), (long long)ist_jnum(x, "pid"),
-			    (long long)ist_jnum(x, "tid"));
+			    ist_jstr(x, "name"), (long long)ist_jint(x, "pid"),
+			    (long long)ist_jint(x, "tid"));
 			ist_buf_printf(o, "| ");
 			code(o, nm);
 			if (ist_jnum(x, "window_ns") > 0)
@@ -494,11 +493,11 @@ tables(struct ist_buf *o, const json_t *an)
 				    "%lld | %lld |\n", D(ist_jnum(x, "cpu_ns")),
 				    100 * ist_jnum(x, "cpu_util"), D2(ist_jnum(x,
 				    "wait_ns")), 100 * ist_jnum(x, "wait_share"),
-				    (long long)ist_jnum(x, "ctx_involuntary"),
-				    (long long)ist_jnum(x, "launches"));
+				    (long long)ist_jint(x, "ctx_involuntary"),
+				    (long long)ist_jint(x, "launches"));
 			else
 				ist_buf_printf(o, " | – | – | – | – | %lld |\n",
-				    (long long)ist_jnum(x, "launches"));
+				    (long long)ist_jint(x, "launches"));
 		}
 		ist_buf_printf(o, "\n");
 	}
@@ -516,13 +515,13 @@ tables(struct ist_buf *o, const json_t *an)
 			if (json_object_get(x, "rss_peak_bytes") == NULL)
 				continue;
 			snprintf(nm, sizeof(nm), "%s (%lld)", ist_jstr(x,
-			    "name"), (long long)ist_jnum(x, "pid"));
+			    "name"), (long long)ist_jint(x, "pid"));
 			ist_buf_printf(o, "| ");
 			code(o, nm);
 			ist_buf_printf(o, " | %s | %s | %s | %lld |\n",
 			    B(ist_jnum(x, "rss_first_bytes")), B2(ist_jnum(x,
 			    "rss_peak_bytes")), B3(ist_jnum(x,
-			    "rss_last_bytes")), (long long)ist_jnum(x,
+			    "rss_last_bytes")), (long long)ist_jint(x,
 			    "major_faults"));
 		}
 		ist_buf_printf(o, "\n");
@@ -531,7 +530,7 @@ tables(struct ist_buf *o, const json_t *an)
 		if (ist_jnum(x, "memory_peak_bytes") > 0) {
 			n++;
 			ist_buf_printf(o, "GPU %d memory peak: %s of %s.\n\n",
-			    (int)ist_jnum(x, "device"), B(ist_jnum(x,
+			    (int)ist_jint(x, "device"), B(ist_jnum(x,
 			    "memory_peak_bytes")), B2(ist_jnum(x,
 			    "memory_bytes")));
 		}
@@ -555,7 +554,7 @@ quality(struct ist_buf *o, const json_t *an)
 	    "- merged by is-merge: %s; clock uncertainty: %s%s\n"
 	    "- InferScope's own collector threads used %s of CPU\n"
 	    "- every confidence above is multiplied by %.2f\n",
-	    (long long)ist_jnum(q, "events"), (long long)ist_jnum(q,
+	    (long long)ist_jint(q, "events"), (long long)ist_jint(q,
 	    "lost_events"), 100 * ist_jnum(q, "lost_share"),
 	    ist_jnum(q, "truncated_bytes") > 0 ? "yes" : "no",
 	    json_is_true(json_object_get(q, "merged")) ? "yes" : "no",
@@ -586,8 +585,7 @@ rules(struct ist_buf *o, const json_t *an)
 			ist_buf_printf(o, "not applied: ");
 			text(o, sk);
 		} else if (ist_jnum(x, "findings") > 0) {
-			ist_buf_printf(o, "**%lld finding%s**", (long long)
-			    ist_jnum(x, "findings"), ist_jnum(x, "findings") >
+			ist_buf_printf(o, "**%lld finding%s**", (long long)ist_jint(x, "findings"), ist_jnum(x, "findings") >
 			    1 ? "s" : "");
 		} else {
 			ist_buf_printf(o, "passed");
@@ -638,7 +636,7 @@ ist_report_markdown(const json_t *an, struct ist_buf *out,
 	rules(out, an);
 	ist_buf_printf(out, "---\n*%s, analysis version %d, from a trace "
 	    "made by %s.*\n", "is-report " IST_PACKAGE_VERSION,
-	    (int)ist_jnum(an, "analysis_version"), ist_jstr(an, "producer"));
+	    (int)ist_jint(an, "analysis_version"), ist_jstr(an, "producer"));
 	if (out->n < before || (out->cap && out->p == NULL)) {
 		ist_seterr(err, IST_ENOMEM, "out of memory");
 		return IST_ENOMEM;

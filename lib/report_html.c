@@ -372,7 +372,7 @@ util_svg(struct ist_buf *o, const json_t *an)
 		    "first operation (%s buckets)</figcaption>\n<svg xmlns=\"http://www.w3"
 		    ".org/2000/svg\" class=\"chart\" viewBox=\"0 0 %d 150\" "
 		    "role=\"img\" aria-label=\"GPU utilisation\">\n",
-		    (int)ist_jnum(d, "device"), fdur(b, sizeof(b), bw),
+		    (int)ist_jint(d, "device"), fdur(b, sizeof(b), bw),
 		    LABEL + COLS + 10);
 		ist_buf_printf(o, "<text x=\"%d\" y=\"14\" class=\"ax\" "
 		    "text-anchor=\"end\">100%%</text><text x=\"%d\" y=\"110\" "
@@ -432,7 +432,7 @@ scopes_svg(struct ist_buf *o, const json_t *an)
 			    cat_color[C_KERNEL]);
 		ist_buf_printf(o, "<text x=\"%.1f\" y=\"%zu\" class=\"ax\">%s "
 		    "(%lld)</text>\n", LABEL + wt + 6, 20 * i + 19,
-		    fdur(b, sizeof(b), t), (long long)ist_jnum(x, "count"));
+		    fdur(b, sizeof(b), t), (long long)ist_jint(x, "count"));
 	}
 	ist_buf_printf(o, "</svg></figure>\n");
 }

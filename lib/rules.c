@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,9 +230,9 @@ ist_rules_load(struct ist_rules *r, const char *path, bool optional,
 					    ist_rule_table[rule]->name,
 					    key[depth]);
 				else if (errno || *end || end == v ||
-				    !isfinite(d) || d < 0)
+				    !isfinite(d) || d < 0 || d > 1e12)
 					FAIL(ev.start_mark, "%s.%s must be a "
-					    "number >= 0, not '%s'",
+					    "number from 0 to 1e12, not '%s'",
 					    ist_rule_table[rule]->name,
 					    key[depth], v);
 				else
@@ -257,6 +258,27 @@ ist_jnum(const json_t *o, const char *key)
 {
 	json_t *v = json_object_get(o, key);
 	return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+long long
+ist_d2i(double d)
+{
+	if (d != d)
+		return 0;
+	if (d < -9.2e18)
+		return INT64_MIN;
+	if (d > 9.2e18)
+		return INT64_MAX;
+	return (long long)d;
+}
+
+long long
+ist_jint(const json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	if (json_is_integer(v))
+		return json_integer_value(v);
+	return json_is_real(v) ? ist_d2i(json_real_value(v)) : 0;
 }
 
 const char *

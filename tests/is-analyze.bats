@@ -234,7 +234,7 @@ fired() {
 	assert_equal "$stderr" "is-analyze: '$T/r.yaml':3:1: unknown rule 'gpu_idel'"
 	printf 'sync:\n  blocked_pct: lots\n' > "$T/r.yaml"
 	run -2 --separate-stderr is-analyze --rules-file "$T/r.yaml" "$T/s.ist"
-	assert_equal "$stderr" "is-analyze: '$T/r.yaml':2:16: sync.blocked_pct must be a number >= 0, not 'lots'"
+	assert_equal "$stderr" "is-analyze: '$T/r.yaml':2:16: sync.blocked_pct must be a number from 0 to 1e12, not 'lots'"
 	printf 'sync:\n  blocked: 3\n' > "$T/r.yaml"
 	run -2 --separate-stderr is-analyze --rules-file "$T/r.yaml" "$T/s.ist"
 	assert_equal "$stderr" "is-analyze: '$T/r.yaml':2:12: rule sync has no threshold 'blocked'"

@@ -44,7 +44,7 @@ gil(const json_t *an, const double *p, json_t *out)
 		util = ist_jnum(py, "cpu_util");
 		list = json_array();
 		json_array_append_new(list, json_pack("{s:I,s:s,s:f}", "tid",
-		    (json_int_t)ist_jnum(t, "tid"), "name", ist_jstr(t, "name"),
+		    ist_jint(t, "tid"), "name", ist_jstr(t, "name"),
 		    "cpu_util", ist_jnum(py, "cpu_util")));
 		lo = s0;
 		hi = e0;
@@ -67,7 +67,7 @@ gil(const json_t *an, const double *p, json_t *out)
 			if (e1 < hi)
 				hi = e1;
 			json_array_append_new(list, json_pack("{s:I,s:s,s:f}",
-			    "tid", (json_int_t)ist_jnum(u, "tid"), "name",
+			    "tid", ist_jint(u, "tid"), "name",
 			    ist_jstr(u, "name"), "cpu_util", ist_jnum(q,
 			    "cpu_util")));
 		}
@@ -77,7 +77,7 @@ gil(const json_t *an, const double *p, json_t *out)
 		}
 		snprintf(title, sizeof(title), "%.0f Python threads of process "
 		    "%lld run at once but share %.2f cores between them (the "
-		    "GIL)", n, (long long)ist_jnum(t, "pid"), util);
+		    "GIL)", n, (long long)ist_jint(t, "pid"), util);
 		f = ist_finding(out, "cpu_contention", "gil", n >= 4 ? "high" :
 		    "medium", 0.6 + 0.3 * (1 - (util - 1 > 0 ? util - 1 : 0) /
 		    (p[2] - 1 > 0.01 ? p[2] - 1 : 0.01)), title,
@@ -87,15 +87,14 @@ gil(const json_t *an, const double *p, json_t *out)
 		    "torch ops, tokenizers' batch APIs), or onto a "
 		    "free-threaded Python 3.13t");
 		ev = json_object_get(f, "evidence");
-		json_object_set_new(ev, "pid", json_integer((json_int_t)
-		    ist_jnum(t, "pid")));
+		json_object_set_new(ev, "pid", json_integer(ist_jint(t, "pid")));
 		json_object_set_new(ev, "threads", list);
 		json_object_set_new(ev, "combined_cores", json_real(ist_round(
 		    util, 3)));
 		json_object_set_new(ev, "overlap_ns", json_integer(
-		    (json_int_t)(hi > lo ? hi - lo : 0)));
+		    ist_d2i(hi > lo ? hi - lo : 0)));
 		json_array_append_new(json_object_get(f, "ranges"), json_pack(
-		    "[I,I]", (json_int_t)lo, (json_int_t)(hi > lo ? hi : lo)));
+		    "[I,I]", ist_d2i(lo), ist_d2i(hi > lo ? hi : lo)));
 	}
 }
 
@@ -136,10 +135,10 @@ run(const json_t *an, const double *p, json_t *out)
 		    "so that workers x threads <= cores, use fewer worker "
 		    "processes, or run on more cores");
 		ev = json_object_get(f, "evidence");
-		json_object_set_new(ev, "wait_ns", json_integer((json_int_t)
-		    wait));
-		json_object_set_new(ev, "cpu_ns", json_integer((json_int_t)
-		    cpu));
+		json_object_set_new(ev, "wait_ns", json_integer(ist_d2i(
+		    wait)));
+		json_object_set_new(ev, "cpu_ns", json_integer(ist_d2i(
+		    cpu)));
 		json_object_set_new(ev, "wait_pct", json_real(ist_round(share,
 		    2)));
 		json_object_set(ev, "cpu_cores", json_object_get(sys,
@@ -149,7 +148,7 @@ run(const json_t *an, const double *p, json_t *out)
 		json_object_set(ev, "oversubscribed_samples",
 		    json_object_get(sys, "oversubscribed_samples"));
 		json_object_set_new(ev, "ctx_involuntary", json_integer(
-		    (json_int_t)inv));
+		    ist_d2i(inv)));
 		json_object_set_new(ev, "ctx_involuntary_per_s", json_real(
 		    ist_round(wall > 0 ? inv / (wall / 1e9) : 0, 1)));
 		json_array_append_new(json_object_get(f, "ranges"), json_pack(

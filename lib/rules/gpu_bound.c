@@ -29,12 +29,12 @@ run(const json_t *an, const double *p, json_t *out)
 				break;
 			json_array_append_new(top, json_pack("{s:s,s:I,s:f}",
 			    "name", ist_jstr(k, "name"), "total_ns",
-			    (json_int_t)ist_jnum(k, "total_ns"), "share",
+			    (json_int_t)ist_jint(k, "total_ns"), "share",
 			    ist_round(ktotal > 0 ? ist_jnum(k, "total_ns") /
 			    ktotal : 0, 4)));
 		}
 		snprintf(title, sizeof(title), "GPU %d is busy %.1f%% of its "
-		    "active window", (int)ist_jnum(d, "device"), busy);
+		    "active window", (int)ist_jint(d, "device"), busy);
 		snprintf(sug, sizeof(sug), "the GPU is the bottleneck: speed "
 		    "up the dominant kernels%s%s%s (lower precision with tensor "
 		    "cores: bf16/fp8, fused attention such as "
@@ -47,8 +47,7 @@ run(const json_t *an, const double *p, json_t *out)
 		    "low", 0.6 + 3.5 * (busy / 100 - 0.9 > 0 ? busy / 100 -
 		    0.9 : 0), title, sug);
 		ev = json_object_get(f, "evidence");
-		json_object_set_new(ev, "device", json_integer((json_int_t)
-		    ist_jnum(d, "device")));
+		json_object_set_new(ev, "device", json_integer((json_int_t)ist_jint(d, "device")));
 		json_object_set(ev, "busy_pct", json_object_get(d, "busy_pct"));
 		json_object_set(ev, "busy_ns", json_object_get(d, "busy_ns"));
 		json_object_set(ev, "active_ns", json_object_get(d,

@@ -31,7 +31,7 @@ run(const json_t *an, const double *p, json_t *out)
 		ot = ist_jnum(bd, "other_ns");
 		snprintf(title, sizeof(title), "GPU %d is idle %.1f%% of its "
 		    "active window (%.3f ms of %.3f ms)",
-		    (int)ist_jnum(d, "device"), idle,
+		    (int)ist_jint(d, "device"), idle,
 		    ist_jnum(d, "idle_ns") / 1e6,
 		    ist_jnum(d, "active_ns") / 1e6);
 		if (kw > hw && kw > ot)
@@ -57,8 +57,7 @@ run(const json_t *an, const double *p, json_t *out)
 		f = ist_finding(out, "gpu_idle", "idle", ist_severity(idle,
 		    p[0]), ist_margin_confidence(idle, p[0]), title, sug);
 		ev = json_object_get(f, "evidence");
-		json_object_set_new(ev, "device", json_integer((json_int_t)
-		    ist_jnum(d, "device")));
+		json_object_set_new(ev, "device", json_integer(ist_jint(d, "device")));
 		json_object_set(ev, "active_ns", json_object_get(d,
 		    "active_ns"));
 		json_object_set(ev, "busy_ns", json_object_get(d, "busy_ns"));
@@ -66,11 +65,11 @@ run(const json_t *an, const double *p, json_t *out)
 		json_object_set(ev, "idle_pct", json_object_get(d, "idle_pct"));
 		json_object_set(ev, "gaps", json_object_get(d, "gaps"));
 		json_object_set_new(ev, "host_wait_ns", json_integer(
-		    (json_int_t)hw));
+		    ist_d2i(hw)));
 		json_object_set_new(ev, "kernel_wait_ns", json_integer(
-		    (json_int_t)kw));
+		    ist_d2i(kw)));
 		json_object_set_new(ev, "other_ns", json_integer(
-		    (json_int_t)ot));
+		    ist_d2i(ot)));
 		if (att && json_is_object(att)) {
 			json_t *t = json_array();
 			const json_t *x;
@@ -81,7 +80,7 @@ run(const json_t *an, const double *p, json_t *out)
 			json_object_set_new(ev, "thread", json_string(
 			    ist_jstr(att, "thread")));
 			json_object_set_new(ev, "tid", json_integer(
-			    (json_int_t)ist_jnum(att, "tid")));
+			    ist_jint(att, "tid")));
 			json_object_set_new(ev, "top", t);
 		}
 		json_object_set(f, "ranges", json_object_get(d, "idle_gaps"));

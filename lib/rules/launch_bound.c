@@ -25,7 +25,7 @@ run(const json_t *an, const double *p, json_t *out)
 			continue;
 		snprintf(title, sizeof(title), "GPU %d runs %.0f short kernels "
 		    "(median %.1f us) with launch gaps: idle %.1f%%",
-		    (int)ist_jnum(d, "device"), k, med, idle);
+		    (int)ist_jint(d, "device"), k, med, idle);
 		f = ist_finding(out, "launch_bound", "short_kernels",
 		    ist_severity(p[0] / (med > 0.001 ? med : 0.001), 1),
 		    ist_margin_confidence(p[0], med > 0.001 ? med : 0.001),
@@ -35,8 +35,7 @@ run(const json_t *an, const double *p, json_t *out)
 		    "ops (torch.compile), or give each launch more work "
 		    "(larger batches)");
 		ev = json_object_get(f, "evidence");
-		json_object_set_new(ev, "device", json_integer((json_int_t)
-		    ist_jnum(d, "device")));
+		json_object_set_new(ev, "device", json_integer((json_int_t)ist_jint(d, "device")));
 		json_object_set(ev, "kernels", json_object_get(d, "kernels"));
 		json_object_set(ev, "kernel_p50_ns", json_object_get(d,
 		    "kernel_p50_ns"));

@@ -35,7 +35,7 @@ run(const json_t *an, const double *p, json_t *out)
 			snprintf(title, sizeof(title), "process %lld grew in "
 			    "steady state from "
 			    "%.1f MiB to %.1f MiB (+%.0f%%, %.1f MiB/s)",
-			    (long long)ist_jnum(pr, "pid"), first / 1048576,
+			    (long long)ist_jint(pr, "pid"), first / 1048576,
 			    last / 1048576, pct, secs > 0 ? growth / 1048576 /
 			    secs : 0);
 			f = ist_finding(out, "memory_pressure", "growth",
@@ -58,11 +58,11 @@ run(const json_t *an, const double *p, json_t *out)
 			json_object_set(ev, "rss_peak_bytes",
 			    json_object_get(pr, "rss_peak_bytes"));
 			json_object_set_new(ev, "growth_bytes", json_integer(
-			    (json_int_t)growth));
+			    ist_d2i(growth)));
 			json_object_set_new(ev, "growth_pct", json_real(
 			    ist_round(pct, 1)));
 			json_object_set_new(ev, "growth_bytes_per_s",
-			    json_integer((json_int_t)(secs > 0 ? growth /
+			    json_integer(ist_d2i(secs > 0 ? growth /
 			    secs : 0)));
 			json_array_append_new(json_object_get(f, "ranges"),
 			    json_pack("[O,O]", json_object_get(pr,
@@ -72,7 +72,7 @@ run(const json_t *an, const double *p, json_t *out)
 		if (phys > 0 && 100 * peak / phys >= p[2]) {
 			snprintf(title, sizeof(title), "process %lld peaked at "
 			    "%.0f%% of physical memory (%.1f of %.1f GiB)",
-			    (long long)ist_jnum(pr, "pid"), 100 * peak / phys,
+			    (long long)ist_jint(pr, "pid"), 100 * peak / phys,
 			    peak / 1073741824, phys / 1073741824);
 			f = ist_finding(out, "memory_pressure", "peak", "high",
 			    0.85, title, "the host is close to swapping: load "
@@ -83,11 +83,11 @@ run(const json_t *an, const double *p, json_t *out)
 			json_object_set(ev, "rss_peak_bytes",
 			    json_object_get(pr, "rss_peak_bytes"));
 			json_object_set_new(ev, "memory_bytes", json_integer(
-			    (json_int_t)phys));
+			    ist_d2i(phys)));
 		}
 		if (faults >= p[3] && p[3] > 0) {
 			snprintf(title, sizeof(title), "process %lld took %.0f "
-			    "major page faults", (long long)ist_jnum(pr, "pid"),
+			    "major page faults", (long long)ist_jint(pr, "pid"),
 			    faults);
 			f = ist_finding(out, "memory_pressure", "faults",
 			    ist_severity(faults, p[3]), 0.8, title, "major "
@@ -109,7 +109,7 @@ run(const json_t *an, const double *p, json_t *out)
 		if (mem <= 0 || 100 * peak / mem < p[4])
 			continue;
 		snprintf(title, sizeof(title), "GPU %d memory peaked at %.0f%% "
-		    "of its %.1f GiB", (int)ist_jnum(d, "device"), 100 * peak /
+		    "of its %.1f GiB", (int)ist_jint(d, "device"), 100 * peak /
 		    mem, mem / 1073741824);
 		f = ist_finding(out, "memory_pressure", "gpu_peak", "medium",
 		    0.8, title, "GPU memory is nearly full: the caching "
@@ -117,8 +117,7 @@ run(const json_t *an, const double *p, json_t *out)
 		    "use lower precision, or free cached blocks between "
 		    "phases");
 		ev = json_object_get(f, "evidence");
-		json_object_set_new(ev, "device", json_integer((json_int_t)
-		    ist_jnum(d, "device")));
+		json_object_set_new(ev, "device", json_integer(ist_jint(d, "device")));
 		json_object_set(ev, "memory_peak_bytes", json_object_get(d,
 		    "memory_peak_bytes"));
 		json_object_set(ev, "memory_bytes", json_object_get(d,

@@ -35,6 +35,11 @@ extern const size_t ist_nrules;
 
 /* ---- helpers for rules ---- */
 double ist_jnum(const json_t *o, const char *key);     /* 0 if absent */
+/* An integer: exact for JSON integers, reals clamped to the int64 range
+ * (a cast of an out-of-range double is undefined), 0 if absent. */
+long long ist_jint(const json_t *o, const char *key);
+/* A double as an integer, clamped (NaN: 0). */
+long long ist_d2i(double d);
 const char *ist_jstr(const json_t *o, const char *key); /* "" if absent */
 double ist_round(double v, int digits);
 /* A new finding appended to findings; returns it for more evidence. */

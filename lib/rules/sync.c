@@ -25,8 +25,8 @@ run(const json_t *an, const double *p, json_t *out)
 		count += ist_jnum(s, "count");
 		blocked += ist_jnum(s, "blocked_ns");
 		json_array_append_new(kinds, json_pack("{s:s,s:I,s:I}", "kind",
-		    ist_jstr(s, "kind"), "count", (json_int_t)ist_jnum(s,
-		    "count"), "blocked_ns", (json_int_t)ist_jnum(s,
+		    ist_jstr(s, "kind"), "count", ist_jint(s,
+		    "count"), "blocked_ns", ist_jint(s,
 		    "blocked_ns")));
 		json_array_foreach(json_object_get(s, "sites"), j, x) {
 			json_t *c = json_deep_copy(x);
@@ -64,9 +64,9 @@ run(const json_t *an, const double *p, json_t *out)
 	f = ist_finding(out, "sync", "blocked", ist_severity(pct, p[0]),
 	    ist_margin_confidence(pct, p[0]), title, sug);
 	ev = json_object_get(f, "evidence");
-	json_object_set_new(ev, "count", json_integer((json_int_t)count));
-	json_object_set_new(ev, "blocked_ns", json_integer((json_int_t)
-	    blocked));
+	json_object_set_new(ev, "count", json_integer(ist_d2i(count)));
+	json_object_set_new(ev, "blocked_ns", json_integer(ist_d2i(
+	    blocked)));
 	json_object_set_new(ev, "blocked_pct", json_real(ist_round(pct, 2)));
 	json_object_set_new(ev, "kinds", kinds);
 	json_object_set_new(ev, "sites", sites);

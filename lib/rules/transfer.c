@@ -56,16 +56,14 @@ run(const json_t *an, const double *p, json_t *out)
 		    "overlap copies with compute (pinned memory, "
 		    "non_blocking=True, a separate stream)");
 		ev = json_object_get(f, "evidence");
-		json_object_set_new(ev, "copy_ns", json_integer((json_int_t)
-		    copy));
+		json_object_set_new(ev, "copy_ns", json_integer(ist_d2i(
+		    copy)));
 		json_object_set_new(ev, "gpu_busy_ns", json_integer(
-		    (json_int_t)busy));
+		    ist_d2i(busy)));
 		json_object_set_new(ev, "copy_pct", json_real(ist_round(pct,
 		    2)));
-		json_object_set_new(ev, "h2d_bytes", json_integer((json_int_t)
-		    ist_jnum(h, "bytes")));
-		json_object_set_new(ev, "d2h_bytes", json_integer((json_int_t)
-		    ist_jnum(d2, "bytes")));
+		json_object_set_new(ev, "h2d_bytes", json_integer(ist_jint(h, "bytes")));
+		json_object_set_new(ev, "d2h_bytes", json_integer(ist_jint(d2, "bytes")));
 		json_object_set_new(ev, "h2d_gbps", json_real(ist_jnum(h,
 		    "gbps")));
 		json_object_set_new(ev, "d2h_gbps", json_real(ist_jnum(d2,
@@ -90,8 +88,7 @@ run(const json_t *an, const double *p, json_t *out)
 		    ist_jstr(sides[s], "direction")));
 		json_object_set_new(ev, "gbps", json_real(gbps));
 		json_object_set_new(ev, "link_gbps", json_real(link));
-		json_object_set_new(ev, "bytes", json_integer((json_int_t)
-		    ist_jnum(sides[s], "bytes")));
+		json_object_set_new(ev, "bytes", json_integer(ist_jint(sides[s], "bytes")));
 		ranges(f, sides[s]);
 	}
 	for (int s = 0; s < 2; s++) {
@@ -108,10 +105,10 @@ run(const json_t *an, const double *p, json_t *out)
 		    "the host buffers (DataLoader(pin_memory=True), "
 		    "tensor.pin_memory()) and copy with non_blocking=True");
 		ev = json_object_get(f, "evidence");
-		json_object_set_new(ev, "count", json_integer((json_int_t)
-		    pcount));
-		json_object_set_new(ev, "bytes", json_integer((json_int_t)
-		    pbytes));
+		json_object_set_new(ev, "count", json_integer(ist_d2i(
+		    pcount)));
+		json_object_set_new(ev, "bytes", json_integer(ist_d2i(
+		    pbytes)));
 	}
 	if (sync >= p[3] && sync > 0) {
 		snprintf(title, sizeof(title), "%.0f synchronous copy calls "
@@ -122,8 +119,8 @@ run(const json_t *an, const double *p, json_t *out)
 		    "from pinned memory) and synchronise once where the "
 		    "result is needed");
 		ev = json_object_get(f, "evidence");
-		json_object_set_new(ev, "count", json_integer((json_int_t)
-		    sync));
+		json_object_set_new(ev, "count", json_integer(ist_d2i(
+		    sync)));
 	}
 	return NULL;
 }
