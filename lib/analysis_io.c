@@ -52,11 +52,24 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 	struct ist_reader_stats rs;
 	struct ist_error we = { 0 };
 	enum ist_status st, rst;
+	json_t *found = NULL;
 
 	*out = NULL;
 	if ((st = ist_analyzer_new(&a, rules, err)) != IST_OK)
 		return st;
 	while ((rst = ist_reader_next(r, &ev, err)) == IST_OK) {
+		if (ev->type == IST_ANALYSIS) {
+			/* kept in case there is nothing to analyse again (a
+			 * --summary trace) */
+			struct ist_buf b = { 0 };
+			struct ist_error e2;
+			json_decref(found);
+			found = NULL;
+			if (ist_cbor_to_json(ev->data, &b, &e2) == IST_OK)
+				found = json_loadb(b.p, b.n, 0, NULL);
+			ist_buf_release(&b);
+			continue;
+		}
 		if ((st = ist_analyzer_add(a, ev, err)) != IST_OK)
 			goto fail;
 		if (w == NULL || ev->type == IST_ANALYSIS ||
@@ -73,11 +86,19 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 	ist_reader_stats(r, &rs);
 	if ((st = ist_analyzer_finish(a, &rs, out, &we)) != IST_OK)
 		goto wfail;
+	if (found && json_integer_value(json_object_get(json_object_get(*out,
+	    "run"), "wall_ns")) == 0) {
+		json_decref(*out);
+		*out = found;
+		found = NULL;
+	}
+	json_decref(found);
 	ist_analyzer_free(a);
 	return rst == IST_END ? IST_OK : rst;
 wfail:
 	*err = we;
 fail:
+	json_decref(found);
 	json_decref(*out);
 	*out = NULL;
 	ist_analyzer_free(a);

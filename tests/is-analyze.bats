@@ -176,6 +176,10 @@ fired() {
 	is-analyze --summary "$T/g.ist" | is-cat > "$T/s.jsonl"
 	run jq -r .type "$T/s.jsonl"
 	assert_output "$(printf 'header\nprocess\nthread\ndevice\nanalysis')"
+	# a summary has nothing left to analyse: its analysis is kept
+	is-cat -e "$T/s.jsonl" | is-analyze --json > "$T/k.json"
+	assert_equal "$(jq -r .verdict.classification "$T/k.json")" CPU-bound
+	assert_equal "$(jq -r '.findings[0].evidence.idle_ns' "$T/k.json")" 7200000
 }
 
 @test "the baseline gate exits 3 when a scope regresses past the limit" {
