@@ -36,6 +36,19 @@ ist_write_analysis(struct ist_writer *w, const json_t *an,
 	return st;
 }
 
+json_t *
+ist_analysis_of_event(const struct ist_event *ev)
+{
+	struct ist_buf b = { 0 };
+	struct ist_error e;
+	json_t *j = NULL;
+
+	if (ist_cbor_to_json(ev->data, &b, &e) == IST_OK)
+		j = json_loadb(b.p, b.n, 0, NULL);
+	ist_buf_release(&b);
+	return j;
+}
+
 static bool
 kept_in_summary(enum ist_type t)
 {
@@ -61,13 +74,8 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 		if (ev->type == IST_ANALYSIS) {
 			/* kept in case there is nothing to analyse again (a
 			 * --summary trace) */
-			struct ist_buf b = { 0 };
-			struct ist_error e2;
 			json_decref(found);
-			found = NULL;
-			if (ist_cbor_to_json(ev->data, &b, &e2) == IST_OK)
-				found = json_loadb(b.p, b.n, 0, NULL);
-			ist_buf_release(&b);
+			found = ist_analysis_of_event(ev);
 			continue;
 		}
 		if ((st = ist_analyzer_add(a, ev, err)) != IST_OK)

@@ -30,7 +30,6 @@
 #define PENDING_MAX 64
 #define CORR_SLOTS (1u << 18)
 #define RSS_MAX 512
-#define TMAX ((int64_t)1 << 61)
 
 /* ---- string interning ---- */
 
@@ -1348,9 +1347,10 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 	a->events++;
 	/* times beyond +-2^61 ns (73 years) are not times: left out, so
 	 * that no difference or bucket index overflows */
-	if ((IST_HAS(ev, IST_F_START) && (ev->start_ns > TMAX ||
-	    ev->start_ns < -TMAX || ev->end_ns > TMAX || ev->end_ns < -TMAX)) ||
-	    (IST_HAS(ev, IST_F_TS) && (ev->ts_ns > TMAX || ev->ts_ns < -TMAX))) {
+	if ((IST_HAS(ev, IST_F_START) && (ev->start_ns > IST_TIME_MAX ||
+	    ev->start_ns < -IST_TIME_MAX || ev->end_ns > IST_TIME_MAX ||
+	    ev->end_ns < -IST_TIME_MAX)) || (IST_HAS(ev, IST_F_TS) &&
+	    (ev->ts_ns > IST_TIME_MAX || ev->ts_ns < -IST_TIME_MAX))) {
 		a->bad_times++;
 		return IST_OK;
 	}

@@ -11,6 +11,7 @@
 #define IST_ANALYZE_H
 
 #include <jansson.h>
+#include "config.h"
 #include "ist.h"
 
 #define IST_ANALYSIS_VERSION 1
@@ -29,6 +30,14 @@ void ist_rules_free(struct ist_rules *r);
  */
 enum ist_status ist_rules_load(struct ist_rules *r, const char *path,
     bool optional, const char *under_key, struct ist_error *err);
+/*
+ * The thresholds in effect, as every tool takes them: defaults, then the
+ * rules: section of ./.inferscope.yaml, then the rules file (rules_file if
+ * not NULL, else cfg's rules_file setting), each over the one before.
+ */
+enum ist_status ist_rules_configure(struct ist_rules *r,
+    const struct ist_config *cfg, const char *rules_file,
+    struct ist_error *err);
 /* {"gpu_idle": {"enabled": true, "idle_pct": 10, ...}, ...} */
 json_t *ist_rules_json(const struct ist_rules *r);
 
@@ -59,6 +68,8 @@ void ist_analyzer_free(struct ist_analyzer *a);
 enum ist_status ist_analyze_trace(struct ist_reader *r, struct ist_writer *w,
     bool summary, const struct ist_rules *rules, json_t **out,
     struct ist_error *err);
+/* The analysis an analysis record holds; NULL if it is not JSON-able. */
+json_t *ist_analysis_of_event(const struct ist_event *ev);
 /* Writes an analysis record holding an. */
 enum ist_status ist_write_analysis(struct ist_writer *w, const json_t *an,
     struct ist_error *err);

@@ -271,12 +271,8 @@ ist_analysis_load(const char *path, const struct ist_rules *rules,
 		goto out;
 	while ((st = ist_reader_next(r, &ev, err)) == IST_OK) {
 		if (ev->type == IST_ANALYSIS) {
-			struct ist_buf b = { 0 };
 			json_decref(found);
-			found = NULL;
-			if (ist_cbor_to_json(ev->data, &b, err) == IST_OK)
-				found = json_loadb(b.p, b.n, 0, NULL);
-			ist_buf_release(&b);
+			found = ist_analysis_of_event(ev);
 			continue;
 		}
 		if (found == NULL && (st = ist_analyzer_add(a, ev, err)) !=

@@ -118,6 +118,19 @@ ist_config_str(const struct ist_config *c, enum ist_key k)
 	return c->value[k];
 }
 
+int
+ist_yaml_skip(int skip, int type)
+{
+	bool open = type == YAML_MAPPING_START_EVENT ||
+	    type == YAML_SEQUENCE_START_EVENT;
+	bool close = type == YAML_MAPPING_END_EVENT ||
+	    type == YAML_SEQUENCE_END_EVENT;
+
+	if (skip < 0)
+		return open ? 1 : 0;
+	return skip + (open ? 1 : close ? -1 : 0);
+}
+
 enum ist_status
 ist_config_load_file(struct ist_config *c, const char *path, bool optional,
     struct ist_error *err)
@@ -151,15 +164,7 @@ ist_config_load_file(struct ist_config *c, const char *path, bool optional,
 		if (skip) {
 			/* `rules:` holds is-analyze's thresholds
 			 * (ist_rules_load reads them) */
-			bool open = ev.type == YAML_MAPPING_START_EVENT ||
-			    ev.type == YAML_SEQUENCE_START_EVENT;
-			bool close = ev.type == YAML_MAPPING_END_EVENT ||
-			    ev.type == YAML_SEQUENCE_END_EVENT;
-			if (skip < 0)
-				skip = open ? 1 : 0;
-			else
-				skip += open ? 1 : close ? -1 : 0;
-			if (skip == 0)
+			if ((skip = ist_yaml_skip(skip, ev.type)) == 0)
 				state = 0;
 			yaml_event_delete(&ev);
 			continue;

@@ -70,6 +70,15 @@ void ist_seterr(struct ist_error *err, enum ist_status st, const char *fmt,
 /* Formats a double so that strtod() gives it back, with a '.' or 'e'. */
 void ist_fmt_double(double d, char *out, size_t cap);
 
+/* Times beyond +-2^61 ns (73 years) in a trace are not times: consumers
+ * leave them out, so that no difference of two overflows. */
+#define IST_TIME_MAX ((int64_t)1 << 61)
+
+/* Skipping a YAML value event by event (libyaml's yaml_event_type_t as
+ * type): skip starts at -1 on the key whose value is to be skipped; the
+ * result is the next state, 0 once the value is behind (lib/config.c). */
+int ist_yaml_skip(int skip, int type);
+
 /* CBOR arrays for headers and process records, appended to out (0 or
  * ENOMEM): integers; and NUL-terminated arguments as in /proc/PID/cmdline,
  * as text. */

@@ -32,20 +32,13 @@ struct ist_perfetto {
 static enum ist_status
 flush(struct ist_perfetto *p, bool force, struct ist_error *err)
 {
-	size_t off = 0;
+	int e;
 	if (!force && p->b.n < (1u << 16))
 		return IST_OK;
-	while (off < p->b.n) {
-		ssize_t w = write(p->fd, p->b.p + off, p->b.n - off);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			ist_seterr(err, IST_EIO, "cannot write: %s",
-			    strerror(errno));
-			err->sys_errno = errno;
-			return IST_EIO;
-		}
-		off += (size_t)w;
+	if (p->b.n && (e = ist_fd_sink(&p->fd, p->b.p, p->b.n)) != 0) {
+		ist_seterr(err, IST_EIO, "cannot write: %s", strerror(e));
+		err->sys_errno = e;
+		return IST_EIO;
 	}
 	p->b.n = 0;
 	return IST_OK;

@@ -150,7 +150,7 @@ ist_timeline_add(struct ist_timeline *tl, const struct ist_event *ev)
 	s = ev->start_ns;
 	e = ev->end_ns;
 	/* not times (see analyze.c), or a negative range: not drawn */
-	if (e < s || s < -((int64_t)1 << 61) || e > ((int64_t)1 << 61))
+	if (e < s || s < -IST_TIME_MAX || e > IST_TIME_MAX)
 		return 0;
 	l = gpu ? lane_of(tl, true, IST_HAS(ev, IST_F_DEVICE) ? ev->device : 0,
 	    IST_HAS(ev, IST_F_STREAM) ? ev->stream : 0) : lane_of(tl, false,

@@ -9,25 +9,6 @@
 #include "internal.h"
 #include "report.h"
 
-static enum ist_status
-write_all(int fd, const struct ist_buf *b, struct ist_error *err)
-{
-	size_t off = 0;
-	while (off < b->n) {
-		ssize_t w = write(fd, b->p + off, b->n - off);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			ist_seterr(err, IST_EIO, "cannot write: %s",
-			    strerror(errno));
-			err->sys_errno = errno;
-			return IST_EIO;
-		}
-		off += (size_t)w;
-	}
-	return IST_OK;
-}
-
 enum ist_status
 ist_report_trace(struct ist_reader *r, enum ist_report_format f,
     const struct ist_rules *rules, int out_fd, bool *wrote,
@@ -42,6 +23,7 @@ ist_report_trace(struct ist_reader *r, enum ist_report_format f,
 	const struct ist_event *ev;
 	json_t *found = NULL, *an = NULL;
 	enum ist_status st, rst;
+	int werr;
 
 	*wrote = false;
 	if ((st = ist_analyzer_new(&a, rules, err)) != IST_OK)
@@ -53,12 +35,8 @@ ist_report_trace(struct ist_reader *r, enum ist_report_format f,
 	}
 	while ((rst = ist_reader_next(r, &ev, err)) == IST_OK) {
 		if (ev->type == IST_ANALYSIS) {
-			struct ist_buf b = { 0 };
 			json_decref(found);
-			found = NULL;
-			if (ist_cbor_to_json(ev->data, &b, &e2) == IST_OK)
-				found = json_loadb(b.p, b.n, 0, NULL);
-			ist_buf_release(&b);
+			found = ist_analysis_of_event(ev);
 			continue;
 		}
 		if ((st = ist_analyzer_add(a, ev, &e2)) != IST_OK)
@@ -123,8 +101,12 @@ ist_report_trace(struct ist_reader *r, enum ist_report_format f,
 	if (st != IST_OK)
 		goto fail;
 	*wrote = true;
-	if ((st = write_all(out_fd, &out, &e2)) != IST_OK)
+	if (out.n && (werr = ist_fd_sink(&out_fd, out.p, out.n)) != 0) {
+		st = IST_EIO;
+		ist_seterr(&e2, st, "cannot write: %s", strerror(werr));
+		e2.sys_errno = werr;
 		goto fail;
+	}
 	st = rst == IST_END ? IST_OK : rst;
 	goto out;
 fail:

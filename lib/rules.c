@@ -136,15 +136,7 @@ ist_rules_load(struct ist_rules *r, const char *path, bool optional,
 		}
 		if (skip) {
 			/* the value of a top-level key we do not read */
-			bool open = ev.type == YAML_MAPPING_START_EVENT ||
-			    ev.type == YAML_SEQUENCE_START_EVENT;
-			bool close = ev.type == YAML_MAPPING_END_EVENT ||
-			    ev.type == YAML_SEQUENCE_END_EVENT;
-			if (skip < 0)
-				skip = open ? 1 : 0;
-			else
-				skip += open ? 1 : close ? -1 : 0;
-			if (skip == 0)
+			if ((skip = ist_yaml_skip(skip, ev.type)) == 0)
 				want_key[depth] = true;
 			yaml_event_delete(&ev);
 			continue;
@@ -249,6 +241,21 @@ ist_rules_load(struct ist_rules *r, const char *path, bool optional,
 	yaml_parser_delete(&p);
 	fclose(f);
 	return st;
+}
+
+enum ist_status
+ist_rules_configure(struct ist_rules *r, const struct ist_config *cfg,
+    const char *rules_file, struct ist_error *err)
+{
+	enum ist_status st;
+
+	if ((st = ist_rules_load(r, ".inferscope.yaml", true, "rules", err)) !=
+	    IST_OK)
+		return st;
+	if (rules_file == NULL && *ist_config_str(cfg, IST_K_RULES_FILE))
+		rules_file = ist_config_str(cfg, IST_K_RULES_FILE);
+	return rules_file ? ist_rules_load(r, rules_file, false, NULL, err) :
+	    IST_OK;
 }
 
 /* ---- helpers ---- */

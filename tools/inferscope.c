@@ -236,9 +236,7 @@ config_show(void)
 		    cfg.where[i] ? " " : "", cfg.where[i] ? cfg.where[i] : "");
 	if (r == NULL)
 		errx(1, "out of memory");
-	if (ist_rules_load(r, ".inferscope.yaml", true, "rules", &e) != IST_OK ||
-	    (rules_file() && ist_rules_load(r, rules_file(), false, NULL,
-	    &e) != IST_OK))
+	if (ist_rules_configure(r, &cfg, rules_cli, &e) != IST_OK)
 		errx(2, "%s", e.msg);
 	printf("rules (defaults, then .inferscope.yaml rules:, then %s):\n",
 	    rules_file() ? rules_file() : "no rules file");

@@ -125,13 +125,7 @@ main(int argc, char **argv)
 	if ((rules = ist_rules_new()) == NULL)
 		errx(1, "out of memory");
 	if (ist_config_load_file(&cfg, ".inferscope.yaml", true, &e) !=
-	    IST_OK ||
-	    ist_rules_load(rules, ".inferscope.yaml", true, "rules", &e) !=
-	    IST_OK)
-		errx(2, "%s", e.msg);
-	if (rules_file == NULL && *ist_config_str(&cfg, IST_K_RULES_FILE))
-		rules_file = ist_config_str(&cfg, IST_K_RULES_FILE);
-	if (rules_file && ist_rules_load(rules, rules_file, false, NULL, &e) !=
+	    IST_OK || ist_rules_configure(rules, &cfg, rules_file, &e) !=
 	    IST_OK)
 		errx(2, "%s", e.msg);
 	if (baseline && ist_analysis_load(baseline, rules, &base, &e) !=

@@ -106,12 +106,7 @@ main(int argc, char **argv)
 	if ((rules = ist_rules_new()) == NULL)
 		errx(1, "out of memory");
 	if (ist_config_load_file(&cfg, ".inferscope.yaml", true, &e) !=
-	    IST_OK ||
-	    ist_rules_load(rules, ".inferscope.yaml", true, "rules", &e) !=
-	    IST_OK ||
-	    (*ist_config_str(&cfg, IST_K_RULES_FILE) && ist_rules_load(rules,
-	    ist_config_str(&cfg, IST_K_RULES_FILE), false, NULL, &e) !=
-	    IST_OK))
+	    IST_OK || ist_rules_configure(rules, &cfg, NULL, &e) != IST_OK)
 		errx(2, "%s", e.msg);
 
 	fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY);
