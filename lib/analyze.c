@@ -41,22 +41,6 @@ struct strtab {
 	uint32_t mask;
 };
 
-static uint64_t
-hash_bytes(const char *p, size_t n)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
-
-	for (; n >= 8; p += 8, n -= 8) {
-		memcpy(&w, p, 8);
-		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-		h ^= h >> 29;
-	}
-	w = 0;
-	memcpy(&w, p, n);
-	h = (h ^ w) * 0x94d049bb133111ebull;
-	return h ^ (h >> 31);
-}
-
 static int
 strtab_grow(struct strtab *t)
 {
@@ -65,7 +49,7 @@ strtab_grow(struct strtab *t)
 	if (ns == NULL)
 		return -1;
 	for (uint32_t i = 0; i < t->n; i++) {
-		uint64_t h = hash_bytes(t->s[i], t->len[i]);
+		uint64_t h = ist_hash_bytes(t->s[i], t->len[i]);
 		uint32_t j = (uint32_t)h & (ncap - 1);
 		while (ns[j])
 			j = (j + 1) & (ncap - 1);
@@ -86,7 +70,7 @@ intern(struct strtab *t, const char *p, size_t n)
 
 	if ((t->n + 1) * 2 > t->mask + 1 && strtab_grow(t))
 		return -1;
-	h = hash_bytes(p, n);
+	h = ist_hash_bytes(p, n);
 	for (j = (uint32_t)h & t->mask; t->slot[j]; j = (j + 1) & t->mask) {
 		uint32_t id = t->slot[j] - 1;
 		if (t->len[id] == n && memcmp(t->s[id], p, n) == 0)

@@ -63,9 +63,18 @@ int64_t *ist_field_int(struct ist_event *ev, enum ist_field f);
 struct ist_blob *ist_field_blob(struct ist_event *ev, enum ist_field f);
 int ist_type_of_kind(uint64_t kind); /* -1 if unknown */
 
+/* For is-merge: the segment's ids of the event ist_reader_next() returned
+ * last, its track (events with a track) and the string in a field (a string
+ * field it has); valid until the next header. */
+uint32_t ist_reader_track_id(const struct ist_reader *r);
+uint32_t ist_reader_string_id(const struct ist_reader *r, int field);
+
 void ist_seterr(struct ist_error *err, enum ist_status st, const char *fmt,
     ...) __attribute__((format(printf, 3, 4)));
 
+
+/* A 64-bit hash of n bytes, for the string tables. */
+uint64_t ist_hash_bytes(const char *p, size_t n);
 
 /* Formats a double so that strtod() gives it back, with a '.' or 'e'. */
 void ist_fmt_double(double d, char *out, size_t cap);

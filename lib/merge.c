@@ -48,11 +48,25 @@ struct input {
 
 /* ---- packed events ---- */
 
-struct ent {
+struct ent {             /* the sort index: 16 bytes an event */
 	int64_t key;
-	uint64_t seq;
-	size_t off;
-	size_t len;
+	uint32_t off, len;   /* in the sort buffer (at most 4 GiB) */
+};
+
+struct gstr {
+	struct ist_str s;
+	uint64_t hash;
+};
+
+struct gtrack {
+	uint32_t mask;       /* pid, tid, device, stream present */
+	uint64_t hash;
+	int64_t key[4];
+};
+
+struct segmap {          /* the current segment's ids to the merge's */
+	uint32_t *str, *trk;
+	size_t nstr, ntrk;
 };
 
 struct run {
@@ -84,8 +98,19 @@ struct merger {
 	size_t ne, cape;
 	struct run *runs;
 	size_t nruns;
-	uint64_t seq;
 	int status;              /* worst input status */
+	/* strings and tracks of all inputs, numbered 1, 2, ... */
+	struct gstr *strs;
+	size_t nstr, strs_cap;
+	uint32_t *stab;          /* hash of strs: id, 0 empty */
+	size_t stab_cap;
+	char **blocks, *bp;      /* the strings' bytes */
+	size_t nblocks, bleft;
+	struct gtrack *tracks;
+	size_t ntrack, tracks_cap;
+	uint32_t *ttab;
+	size_t ttab_cap;
+	struct segmap map;
 };
 
 static void
@@ -226,134 +251,369 @@ domain_of(const struct segment *s, const struct ist_event *ev)
 	return NULL;
 }
 
-/* ---- packing ---- */
+/* ---- strings and tracks, interned once for the whole merge ---- */
+
+/* Strings live in blocks that never move: an unpacked event's strings stay
+ * where they are, so the writer can take them as stable. */
+#define SBLOCK (256u << 10)
 
 static int
-arena_put(struct merger *m, const void *p, size_t n)
+grow_stab(struct merger *m)
 {
-	if (m->acap - m->an < n)
+	size_t cap = m->stab_cap ? m->stab_cap * 2 : 4096;
+	uint32_t *t = calloc(cap, sizeof(*t));
+
+	if (t == NULL)
 		return -1;
-	memcpy(m->arena + m->an, p, n);
-	m->an += n;
+	for (size_t i = 0; i < m->nstr; i++) {
+		size_t k = m->strs[i].hash & (cap - 1);
+		while (t[k])
+			k = (k + 1) & (cap - 1);
+		t[k] = (uint32_t)i + 1;
+	}
+	free(m->stab);
+	m->stab = t;
+	m->stab_cap = cap;
 	return 0;
 }
 
-/* [type][has][fields in table order]; strings and blobs as u32 + bytes. */
-static size_t
-packed_size(const struct ist_event *ev)
+/* The merge's id of a string, 0 when out of memory. */
+static uint32_t
+gstring(struct merger *m, struct ist_str s)
 {
-	const struct ist_typespec *ts = &ist_types[ev->type];
-	size_t n = 1 + 8;
+	uint64_t h = ist_hash_bytes(s.p, s.n);
+	size_t k;
+	struct gstr *g;
+	char *p;
 
-	for (int i = 0; i < ts->nfields; i++) {
-		const struct ist_fieldspec *fs = &ts->fields[i];
-		if (!IST_HAS(ev, fs->id))
-			continue;
-		switch (fs->ft) {
-		case FT_STR:
-			n += 4 + ist_field_str((struct ist_event *)ev,
-			    fs->id)->n;
-			break;
-		case FT_VALUE: case FT_OBJECT:
-			n += 4 + ist_field_blob((struct ist_event *)ev, fs->id)->n;
-			break;
-		case FT_IVEC3: n += 24; break;
-		case FT_BOOL: n += 1; break;
-		case FT_NUMBER: n += 9; break;
-		default: n += 8; break;
-		}
+	if ((m->nstr + 1) * 2 > m->stab_cap && grow_stab(m) != 0)
+		return 0;
+	for (k = h & (m->stab_cap - 1); m->stab[k];
+	    k = (k + 1) & (m->stab_cap - 1)) {
+		g = &m->strs[m->stab[k] - 1];
+		if (g->hash == h && g->s.n == s.n &&
+		    memcmp(g->s.p, s.p, s.n) == 0)
+			return m->stab[k];
 	}
-	return n;
+	if (m->nstr == m->strs_cap) {
+		size_t cap = m->strs_cap ? m->strs_cap * 2 : 1024;
+		struct gstr *ns = realloc(m->strs, cap * sizeof(*ns));
+		if (ns == NULL)
+			return 0;
+		m->strs = ns;
+		m->strs_cap = cap;
+	}
+	if (s.n > m->bleft) {
+		size_t bs = s.n > SBLOCK ? s.n : SBLOCK;
+		char **nb = realloc(m->blocks, (m->nblocks + 1) *
+		    sizeof(*nb));
+		if (nb == NULL)
+			return 0;
+		m->blocks = nb;
+		if ((m->blocks[m->nblocks] = malloc(bs ? bs : 1)) == NULL)
+			return 0;
+		m->bp = m->blocks[m->nblocks++];
+		m->bleft = bs;
+	}
+	p = m->bp;
+	if (s.n)
+		memcpy(p, s.p, s.n);
+	m->bp += s.n;
+	m->bleft -= s.n;
+	m->strs[m->nstr] = (struct gstr){ { p, s.n }, h };
+	m->stab[k] = (uint32_t)++m->nstr;
+	return (uint32_t)m->nstr;
 }
 
-static void
-pack(struct merger *m, const struct ist_event *cev)
+static int
+grow_ttab(struct merger *m)
+{
+	size_t cap = m->ttab_cap ? m->ttab_cap * 2 : 256;
+	uint32_t *t = calloc(cap, sizeof(*t));
+
+	if (t == NULL)
+		return -1;
+	for (size_t i = 0; i < m->ntrack; i++) {
+		size_t k = m->tracks[i].hash & (cap - 1);
+		while (t[k])
+			k = (k + 1) & (cap - 1);
+		t[k] = (uint32_t)i + 1;
+	}
+	free(m->ttab);
+	m->ttab = t;
+	m->ttab_cap = cap;
+	return 0;
+}
+
+/* The merge's id of the event's track, 0 when out of memory. */
+static uint32_t
+gtrack(struct merger *m, const struct ist_event *ev)
+{
+	struct gtrack t = { (uint32_t)(ev->has & 15), 0,
+	    { ev->pid, ev->tid, ev->device, ev->stream } };
+	size_t k;
+
+	for (int i = 0; i < 4; i++)
+		if (!(t.mask & (1u << i)))
+			t.key[i] = 0;
+	t.hash = ist_hash_bytes((const char *)t.key, sizeof(t.key)) ^ t.mask;
+	if ((m->ntrack + 1) * 2 > m->ttab_cap && grow_ttab(m) != 0)
+		return 0;
+	for (k = t.hash & (m->ttab_cap - 1); m->ttab[k];
+	    k = (k + 1) & (m->ttab_cap - 1)) {
+		struct gtrack *o = &m->tracks[m->ttab[k] - 1];
+		if (o->mask == t.mask && memcmp(o->key, t.key,
+		    sizeof(t.key)) == 0)
+			return m->ttab[k];
+	}
+	if (m->ntrack == m->tracks_cap) {
+		size_t cap = m->tracks_cap ? m->tracks_cap * 2 : 256;
+		struct gtrack *nt = realloc(m->tracks, cap * sizeof(*nt));
+		if (nt == NULL)
+			return 0;
+		m->tracks = nt;
+		m->tracks_cap = cap;
+	}
+	m->tracks[m->ntrack] = t;
+	m->ttab[k] = (uint32_t)++m->ntrack;
+	return (uint32_t)m->ntrack;
+}
+
+/* A segment's id, looked up in its map to the merge's ids (0: not yet). */
+static int
+map_put(uint32_t **map, size_t *n, uint32_t id, uint32_t gid)
+{
+	if (id >= *n) {
+		size_t cap = *n ? *n : 256;
+		uint32_t *nm;
+		while (cap <= id)
+			cap *= 2;
+		if ((nm = realloc(*map, cap * sizeof(*nm))) == NULL)
+			return -1;
+		memset(nm + *n, 0, (cap - *n) * sizeof(*nm));
+		*map = nm;
+		*n = cap;
+	}
+	(*map)[id] = gid;
+	return 0;
+}
+
+/* ---- packing ---- */
+
+/*
+ * An event in the sort buffer and the runs: its kind, the merge's track id,
+ * the duration of a range (the start or time is the sort key, kept beside),
+ * a bit per payload field present, then those fields: strings as the merge's
+ * ids, integers zigzag, all as LEB128 varints; doubles as 8 bytes, blobs as
+ * a length and their bytes.  About 15 bytes for a Python call.
+ */
+static inline uint8_t *
+put_uv(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint8_t *
+put_sv(uint8_t *p, int64_t v)
+{
+	return put_uv(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+static inline const uint8_t *
+get_uv(const uint8_t *p, uint64_t *v)
+{
+	uint64_t x = 0;
+	int sh = 0;
+
+	while (*p & 0x80) {
+		x |= (uint64_t)(*p++ & 0x7f) << sh;
+		sh += 7;
+	}
+	*v = x | (uint64_t)*p++ << sh;
+	return p;
+}
+
+static inline const uint8_t *
+get_sv(const uint8_t *p, int64_t *v)
+{
+	uint64_t u;
+
+	p = get_uv(p, &u);
+	*v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+	return p;
+}
+
+/* The most bytes an event packs into, blobs aside. */
+#define PACK_MAX (1 + 5 + 10 + 1 + 8 * 31)
+
+/* Packs ev at p (room for PACK_MAX plus its blobs); NULL: out of memory. */
+static uint8_t *
+pack(struct merger *m, const struct ist_reader *r, const struct ist_event *cev,
+    uint8_t *p)
 {
 	struct ist_event *ev = (struct ist_event *)cev; /* read only */
 	const struct ist_typespec *ts = &ist_types[ev->type];
-	uint8_t t = (uint8_t)ev->type;
+	uint32_t present = 0, bit = 1;
+	uint8_t *bits;
 
-	arena_put(m, &t, 1);
-	arena_put(m, &ev->has, 8);
+	*p++ = (uint8_t)ev->type;
+	if (ts->has_track) {
+		uint32_t id = ist_reader_track_id(r), g;
+		if (id >= m->map.ntrk || (g = m->map.trk[id]) == 0) {
+			if ((g = gtrack(m, ev)) == 0 ||
+			    map_put(&m->map.trk, &m->map.ntrk, id, g) != 0)
+				return NULL;
+		}
+		p = put_uv(p, g);
+	}
+	if (ts->time == TS_RANGE)
+		p = put_sv(p, (int64_t)((uint64_t)ev->end_ns -
+		    (uint64_t)ev->start_ns));
+	bits = p++;
 	for (int i = 0; i < ts->nfields; i++) {
 		const struct ist_fieldspec *fs = &ts->fields[i];
-		uint32_t len;
-		if (!IST_HAS(ev, fs->id))
+		if (fs->role != R_PAYLOAD)
 			continue;
+		if (!IST_HAS(ev, fs->id)) {
+			bit <<= 1;
+			continue;
+		}
+		present |= bit;
+		bit <<= 1;
 		switch (fs->ft) {
 		case FT_STR: {
-			struct ist_str s = *ist_field_str(ev, fs->id);
-			len = (uint32_t)s.n;
-			arena_put(m, &len, 4);
-			arena_put(m, s.p, s.n);
+			uint32_t id = ist_reader_string_id(r, fs->id), g;
+			if (id >= m->map.nstr || (g = m->map.str[id]) == 0) {
+				if ((g = gstring(m, *ist_field_str(ev,
+				    fs->id))) == 0 || map_put(&m->map.str,
+				    &m->map.nstr, id, g) != 0)
+					return NULL;
+			}
+			p = put_uv(p, g);
 			break;
 		}
 		case FT_VALUE: case FT_OBJECT: {
 			struct ist_blob *b = ist_field_blob(ev, fs->id);
-			len = (uint32_t)b->n;
-			arena_put(m, &len, 4);
-			arena_put(m, b->p, b->n);
+			p = put_uv(p, b->n);
+			memcpy(p, b->p, b->n);
+			p += b->n;
 			break;
 		}
-		case FT_IVEC3:
-			arena_put(m, fs->id == IST_F_GRID ? ev->grid : ev->block,
-			    24);
-			break;
-		case FT_BOOL: {
-			uint8_t b = ev->pageable;
-			arena_put(m, &b, 1);
+		case FT_IVEC3: {
+			const int64_t *v = fs->id == IST_F_GRID ? ev->grid :
+			    ev->block;
+			for (int k = 0; k < 3; k++)
+				p = put_sv(p, v[k]);
 			break;
 		}
+		case FT_BOOL:
+			*p++ = ev->pageable;
+			break;
 		case FT_DOUBLE:
-			arena_put(m, &ev->pcie_gbps, 8);
+			memcpy(p, &ev->pcie_gbps, 8);
+			p += 8;
 			break;
-		case FT_NUMBER: {
-			uint8_t isint = ev->value_is_int;
-			arena_put(m, &isint, 1);
-			if (isint)
-				arena_put(m, &ev->ivalue, 8);
-			else
-				arena_put(m, &ev->value, 8);
+		case FT_NUMBER:
+			*p++ = ev->value_is_int;
+			if (ev->value_is_int) {
+				p = put_sv(p, ev->ivalue);
+			} else {
+				memcpy(p, &ev->value, 8);
+				p += 8;
+			}
 			break;
-		}
 		case FT_INT:
-			arena_put(m, ist_field_int(ev, fs->id), 8);
+			p = put_sv(p, *ist_field_int(ev, fs->id));
 			break;
 		}
 	}
+	*bits = (uint8_t)present;  /* at most 8 payload fields a kind */
+	return p;
 }
 
-static void
-unpack(const uint8_t *p, struct ist_event *ev)
+/* The upper bound pack() needs for ev. */
+static size_t
+pack_bound(const struct ist_event *cev)
 {
-	const struct ist_typespec *ts;
-	uint32_t len;
+	struct ist_event *ev = (struct ist_event *)cev;
+	const struct ist_typespec *ts = &ist_types[ev->type];
+	size_t n = PACK_MAX;
 
-	ist_event_init(ev, (enum ist_type)p[0]);
-	memcpy(&ev->has, p + 1, 8);
-	p += 9;
-	ts = &ist_types[ev->type];
 	for (int i = 0; i < ts->nfields; i++) {
 		const struct ist_fieldspec *fs = &ts->fields[i];
-		if (!IST_HAS(ev, fs->id))
+		if ((fs->ft == FT_VALUE || fs->ft == FT_OBJECT) &&
+		    IST_HAS(ev, fs->id))
+			n += ist_field_blob(ev, fs->id)->n;
+	}
+	return n;
+}
+
+/* Unpacks into ev, whose members without a `has` bit are left as they
+ * were: the writer reads only those it has. */
+static void
+unpack(const struct merger *m, const uint8_t *p, int64_t key,
+    struct ist_event *ev)
+{
+	const struct ist_typespec *ts;
+	uint32_t present, bit = 1;
+	uint64_t u;
+	int64_t v;
+
+	ev->type = (enum ist_type)*p++;
+	ev->has = 0;
+	ts = &ist_types[ev->type];
+	if (ts->has_track) {
+		const struct gtrack *t;
+		p = get_uv(p, &u);
+		t = &m->tracks[u - 1];
+		ev->has = t->mask;
+		ev->pid = t->key[0];
+		ev->tid = t->key[1];
+		ev->device = t->key[2];
+		ev->stream = t->key[3];
+	}
+	if (ts->time == TS_RANGE) {
+		p = get_sv(p, &v);
+		ev->start_ns = key;
+		ev->end_ns = (int64_t)((uint64_t)key + (uint64_t)v);
+		ev->has |= (uint64_t)1 << IST_F_START | (uint64_t)1 << IST_F_END;
+	} else if (ts->time == TS_INSTANT) {
+		ev->ts_ns = key;
+		ev->has |= (uint64_t)1 << IST_F_TS;
+	}
+	present = *p++;
+	for (int i = 0; i < ts->nfields; i++) {
+		const struct ist_fieldspec *fs = &ts->fields[i];
+		if (fs->role != R_PAYLOAD)
 			continue;
+		if (!(present & bit)) {
+			bit <<= 1;
+			continue;
+		}
+		bit <<= 1;
+		ev->has |= (uint64_t)1 << fs->id;
 		switch (fs->ft) {
 		case FT_STR:
-			memcpy(&len, p, 4);
-			*ist_field_str(ev, fs->id) = (struct ist_str){
-			    (const char *)p + 4, len };
-			p += 4 + len;
+			p = get_uv(p, &u);
+			*ist_field_str(ev, fs->id) = m->strs[u - 1].s;
 			break;
 		case FT_VALUE: case FT_OBJECT:
-			memcpy(&len, p, 4);
-			*ist_field_blob(ev, fs->id) = (struct ist_blob){ p + 4, len };
-			p += 4 + len;
+			p = get_uv(p, &u);
+			*ist_field_blob(ev, fs->id) = (struct ist_blob){ p, u };
+			p += u;
 			break;
-		case FT_IVEC3:
-			memcpy(fs->id == IST_F_GRID ? ev->grid : ev->block, p,
-			    24);
-			p += 24;
+		case FT_IVEC3: {
+			int64_t *d = fs->id == IST_F_GRID ? ev->grid :
+			    ev->block;
+			for (int k = 0; k < 3; k++)
+				p = get_sv(p, &d[k]);
 			break;
+		}
 		case FT_BOOL:
 			ev->pageable = *p++ != 0;
 			break;
@@ -364,16 +624,15 @@ unpack(const uint8_t *p, struct ist_event *ev)
 		case FT_NUMBER:
 			ev->value_is_int = *p++ != 0;
 			if (ev->value_is_int) {
-				memcpy(&ev->ivalue, p, 8);
+				p = get_sv(p, &ev->ivalue);
 				ev->value = (double)ev->ivalue;
 			} else {
 				memcpy(&ev->value, p, 8);
+				p += 8;
 			}
-			p += 8;
 			break;
 		case FT_INT:
-			memcpy(ist_field_int(ev, fs->id), p, 8);
-			p += 8;
+			p = get_sv(p, ist_field_int(ev, fs->id));
 			break;
 		}
 	}
@@ -480,7 +739,8 @@ spill(struct merger *m, struct ist_error *err)
 	if ((z = ZSTD_createCCtx()) == NULL || (stage = malloc(scap)) == NULL ||
 	    (zout = malloc(zcap)) == NULL)
 		goto nomem;
-	ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, 1);
+	/* fast: a run is read once, soon */
+	ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, -5);
 	/* a small window: every run is read back at once at merge time */
 	ZSTD_CCtx_setParameter(z, ZSTD_c_windowLog, 17);
 	for (size_t i = 0; i < m->ne && e == 0; i++) {
@@ -649,11 +909,12 @@ event_key(const struct ist_event *ev)
 }
 
 static enum ist_status
-add_event(struct merger *m, const struct ist_event *ev,
-    struct ist_error *err)
+add_event(struct merger *m, const struct ist_reader *r,
+    const struct ist_event *ev, struct ist_error *err)
 {
-	size_t n = packed_size(ev);
+	size_t n = pack_bound(ev);
 	enum ist_status st;
+	uint8_t *end;
 
 	if (m->acap - m->an < n || m->ne == m->cape) {
 		if ((st = spill(m, err)) != IST_OK)
@@ -664,12 +925,15 @@ add_event(struct merger *m, const struct ist_event *ev,
 			return IST_ELIMIT;
 		}
 	}
+	if ((end = pack(m, r, ev, m->arena + m->an)) == NULL) {
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
 	m->ents[m->ne].key = event_key(ev);
-	m->ents[m->ne].seq = m->seq++;
-	m->ents[m->ne].off = m->an;
-	m->ents[m->ne].len = n;
+	m->ents[m->ne].off = (uint32_t)m->an;
+	m->ents[m->ne].len = (uint32_t)(end - (m->arena + m->an));
+	m->an += m->ents[m->ne].len;
 	m->ne++;
-	pack(m, ev);
 	return IST_OK;
 }
 
@@ -730,6 +994,13 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 			} else {
 				s = &m->seg[(*segi)++];
 			}
+			/* a new segment numbers its strings and tracks anew */
+			if (m->map.nstr)
+				memset(m->map.str, 0, m->map.nstr *
+				    sizeof(*m->map.str));
+			if (m->map.ntrk)
+				memset(m->map.trk, 0, m->map.ntrk *
+				    sizeof(*m->map.trk));
 			continue;
 		}
 		if (ev->type == IST_CLOCK) {
@@ -761,7 +1032,7 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 					c->ts_ns += s->shift;
 			}
 			/* pass 1 sorts too, in case nothing needs moving */
-			if ((st = add_event(m, c, err)) != IST_OK) {
+			if ((st = add_event(m, r, c, err)) != IST_OK) {
 				ist_reader_free(r);
 				close(fd);
 				return st;
@@ -978,11 +1249,13 @@ emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 	struct ist_event ev;
 	enum ist_status st = IST_OK;
 
+	ist_event_init(&ev, IST_CPU_CALL);
 	if (m->nruns == 0) {
 		/* everything fit in memory: no temporary files */
 		sort_ents(m);
 		for (size_t i = 0; i < m->ne && st == IST_OK; i++) {
-			unpack(m->arena + m->ents[i].off, &ev);
+			unpack(m, m->arena + m->ents[i].off, m->ents[i].key,
+			    &ev);
 			st = ist_writer_write(w, &ev, err);
 		}
 		return st;
@@ -1015,7 +1288,7 @@ emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 			sift(m->runs, heap, n, i);
 		while (n > 0 && st == IST_OK) {
 			struct run *r = &m->runs[heap[0]];
-			unpack(r->rec, &ev);
+			unpack(m, r->rec, r->key, &ev);
 			st = ist_writer_write(w, &ev, err);
 			if (!run_next(r))
 				heap[0] = heap[--n];
@@ -1039,10 +1312,13 @@ ist_merge(char *const *paths, int n, int out_fd,
 
 	if (in == NULL)
 		goto nomem;
-	/* the sort buffer takes 60% of the budget and its index 15%; readers,
-	 * zstd contexts and the writer live in the rest */
-	m.acap = o->memory_bytes / 10 * 6;
-	m.cape = o->memory_bytes / 100 * 12 / sizeof(struct ent);
+	/* the sort buffer takes 30% of the budget and its index (twice, for
+	 * the radix sort) 60%: about as many events each; readers, zstd
+	 * contexts, the strings and the writer live in the rest */
+	m.acap = o->memory_bytes / 10 * 3;
+	if (m.acap > UINT32_MAX)
+		m.acap = UINT32_MAX;
+	m.cape = o->memory_bytes / 10 * 3 / sizeof(struct ent);
 	if (m.acap < (1u << 20))
 		m.acap = 1u << 20;
 	if (m.cape < 1024)
@@ -1108,7 +1384,6 @@ ist_merge(char *const *paths, int n, int out_fd,
 		m.runs = NULL;
 		m.nruns = 0;
 		m.ne = m.an = 0;
-		m.seq = 0;
 	}
 	for (size_t i = 0; i < m.nseg; i++) {
 		struct segment *s = &m.seg[i];
@@ -1124,7 +1399,9 @@ ist_merge(char *const *paths, int n, int out_fd,
 		if ((st = read_input(&m, &in[i], 2, &segi, err)) != IST_OK)
 			goto out;
 write:
-	if ((st = ist_writer_new(&w, ist_fd_sink, &out_fd, NULL, err)) !=
+	/* every string written lives in the merge's blocks to the end */
+	if ((st = ist_writer_new(&w, ist_fd_sink, &out_fd,
+	    &(struct ist_writer_opts){ .stable_strings = true }, err)) !=
 	    IST_OK)
 		goto out;
 	if ((st = write_header(&m, w, err)) != IST_OK)
@@ -1162,6 +1439,15 @@ out:
 		free(s->dom);
 	}
 	free(m.seg);
+	for (size_t i = 0; i < m.nblocks; i++)
+		free(m.blocks[i]);
+	free(m.blocks);
+	free(m.strs);
+	free(m.stab);
+	free(m.tracks);
+	free(m.ttab);
+	free(m.map.str);
+	free(m.map.trk);
 	free(m.arena);
 	free(m.ents);
 	free(m.tmp);

@@ -42,6 +42,8 @@ struct ist_reader {
 	struct rtrack *tracks;
 	size_t ntrack, tcap;
 	struct ist_event ev;
+	uint32_t ev_track;           /* the current event's ids, for is-merge */
+	uint32_t ev_sid[IST_NFIELDS];
 	struct ist_reader_stats st;
 };
 
@@ -678,6 +680,7 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
 			return bad_record(r, err, IST_ECORRUPT,
 			    "undefined track");
 		tr = &r->tracks[v - 1];
+		r->ev_track = (uint32_t)v;
 		ev->has |= tr->mask;
 		ev->pid = tr->key[0];
 		ev->tid = tr->key[1];
@@ -753,6 +756,7 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
 			s.p = r->sdata.p + r->soff[v - 1];
 			s.n = r->slen[v - 1];
 			*ist_field_str(ev, fs->id) = s;
+			r->ev_sid[fs->id] = (uint32_t)v;
 			break;
 		}
 		case FT_INT:
@@ -806,6 +810,18 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
 	}
 	(void)nt;
 	return IST_OK;
+}
+
+uint32_t
+ist_reader_track_id(const struct ist_reader *r)
+{
+	return r->ev_track;
+}
+
+uint32_t
+ist_reader_string_id(const struct ist_reader *r, int field)
+{
+	return r->ev_sid[field];
 }
 
 enum ist_status

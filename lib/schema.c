@@ -196,6 +196,22 @@ ist_field_blob(struct ist_event *ev, enum ist_field f)
 	}
 }
 
+uint64_t
+ist_hash_bytes(const char *p, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n, x;
+
+	for (; n >= 8; p += 8, n -= 8) {
+		memcpy(&x, p, 8);
+		h = (h ^ x) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	x = 0;
+	memcpy(&x, p, n);
+	h = (h ^ x) * 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 29);
+}
+
 void
 ist_event_init(struct ist_event *ev, enum ist_type type)
 {

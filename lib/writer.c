@@ -334,22 +334,6 @@ ist_writer_close(struct ist_writer *w, struct ist_error *err)
 	return st;
 }
 
-static uint64_t
-hash_bytes(const char *p, size_t n)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ n, x;
-
-	for (; n >= 8; p += 8, n -= 8) {
-		memcpy(&x, p, 8);
-		h = (h ^ x) * 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
-	x = 0;
-	memcpy(&x, p, n);
-	h = (h ^ x) * 0xc4ceb9fe1a85ec53ull;
-	return h ^ (h >> 29);
-}
-
 static int
 grow_strings(struct ist_writer *w)
 {
@@ -399,7 +383,7 @@ intern(struct ist_writer *w, struct ist_str s)
 static uint32_t
 intern_slow(struct ist_writer *w, struct ist_str s)
 {
-	uint64_t h = hash_bytes(s.p, s.n);
+	uint64_t h = ist_hash_bytes(s.p, s.n);
 	size_t i = h & (w->stab_cap - 1);
 	struct wstr *e;
 	uint32_t id;
@@ -456,7 +440,7 @@ track_slow(struct ist_writer *w, const struct ist_event *ev, uint32_t mask)
 		(mask & 4) ? ev->device : 0,
 		(mask & 8) ? ev->stream : 0,
 	};
-	uint64_t h = hash_bytes((const char *)key, sizeof(key)) ^ mask;
+	uint64_t h = ist_hash_bytes((const char *)key, sizeof(key)) ^ mask;
 	size_t i = h & (w->ttab_cap - 1);
 	struct wtrack *e;
 
@@ -491,7 +475,7 @@ track_slow(struct ist_writer *w, const struct ist_event *ev, uint32_t mask)
 			struct wtrack *o = &w->ttab[j];
 			if (o->id == 0)
 				continue;
-			uint64_t oh = hash_bytes((const char *)o->key,
+			uint64_t oh = ist_hash_bytes((const char *)o->key,
 			    sizeof(o->key)) ^ o->mask;
 			size_t k = oh & (ncap - 1);
 			while (nt[k].id)

@@ -73,7 +73,7 @@ import json, random, sys
 r = random.Random(3)
 with open(sys.argv[1], "w") as f:
     f.write('{"type":"header","format":"inferscope-trace","version":[1,0]}\n')
-    for i in range(60000):
+    for i in range(200000):
         t = r.randrange(10**9)
         f.write(json.dumps({"type": "scope", "pid": 1, "tid": r.randrange(8),
                 "name": "s%d" % r.randrange(50), "start_ns": t,
@@ -81,10 +81,15 @@ with open(sys.argv[1], "w") as f:
 PY
 	is-cat -e -o "$T/big.ist" "$T/big.jsonl"
 	is-merge -o "$T/mem.ist" "$T/big.ist"
-	is-merge --memory-mb 4 -o "$T/spill.ist" "$T/big.ist"
+	# 4 MiB hold about 80,000 events: this one has to spill
+	run -1 env TMPDIR="$T/none" is-merge --memory-mb 4 -o "$T/x.ist" \
+	    "$T/big.ist"
+	assert_output "is-merge: cannot create a temporary file in '$T/none': No such file or directory"
+	[ ! -e "$T/x.ist" ]
+	TMPDIR="$T" is-merge --memory-mb 4 -o "$T/spill.ist" "$T/big.ist"
 	cmp "$T/mem.ist" "$T/spill.ist"
 	run is-info --json "$T/spill.ist"
-	assert_output --partial '"events":60000,'
+	assert_output --partial '"events":200000,'
 }
 
 @test "another host: aligned through wall time, the margin stated" {
