@@ -17,6 +17,7 @@
 
 struct def {
 	char *name, *file;
+	size_t nlen, flen;
 	int64_t line;
 	bool func;
 };
@@ -232,6 +233,8 @@ define(const char *name, const char *file, int64_t line, bool func)
 		free(d->file);
 		goto out;
 	}
+	d->nlen = strlen(d->name);
+	d->flen = d->file ? strlen(d->file) : 0;
 	id = ++C.ndefs;
 out:
 	pthread_mutex_unlock(&C.lock);
@@ -332,7 +335,7 @@ drain_ring(struct ist_ring *r, uint64_t head, const struct def *defs,
 			ev.start_ns = to_ns(t[0]);
 			ev.end_ns = to_ns(t[1]);
 			if (d->file) {
-				ev.file = S(d->file);
+				ev.file = (struct ist_str){ d->file, d->flen };
 				IST_SET(&ev, IST_F_FILE);
 			}
 			if (d->line > 0) {
@@ -350,7 +353,7 @@ drain_ring(struct ist_ring *r, uint64_t head, const struct def *defs,
 			ev.start_ns = to_ns(t[0]);
 			ev.end_ns = to_ns(t[1]);
 			if (d->file) {   /* an NVTX name's domain */
-				ev.domain = S(d->file);
+				ev.domain = (struct ist_str){ d->file, d->flen };
 				IST_SET(&ev, IST_F_DOMAIN);
 			}
 			break;
@@ -361,7 +364,7 @@ drain_ring(struct ist_ring *r, uint64_t head, const struct def *defs,
 			ev.ts_ns = to_ns(t[0]);
 			IST_SET(&ev, IST_F_TS);
 			if (h.kind == IST_REC_NVTX_MARK && d->file) {
-				ev.domain = S(d->file);
+				ev.domain = (struct ist_str){ d->file, d->flen };
 				IST_SET(&ev, IST_F_DOMAIN);
 			}
 			if (h.kind == IST_REC_MARK && h.len > 16) {
@@ -380,7 +383,7 @@ drain_ring(struct ist_ring *r, uint64_t head, const struct def *defs,
 		}
 		ev.pid = C.pid;
 		ev.tid = r->tid;
-		ev.name = S(d->name);
+		ev.name = (struct ist_str){ d->name, d->nlen };
 		IST_SET(&ev, IST_F_PID);
 		IST_SET(&ev, IST_F_TID);
 		IST_SET(&ev, IST_F_NAME);
