@@ -34,5 +34,8 @@ enum ist_status ist_output_open(struct ist_output *o, const char *path,
     bool binary, struct ist_error *err);
 enum ist_status ist_output_commit(struct ist_output *o, struct ist_error *err);
 void ist_output_abort(struct ist_output *o);
+/* Abandons the output after err, naming it in err when writing it was what
+ * failed ("cannot write 'F': No space left on device"); returns err->msg. */
+const char *ist_output_fail(struct ist_output *o, struct ist_error *err);
 
 #endif

@@ -29,12 +29,15 @@ ist_output_open(struct ist_output *o, const char *path, bool binary,
 		struct stat st;
 		/* a device or a FIFO (/dev/null, /dev/full): write in place */
 		if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+			o->path = strdup(path);   /* named in errors only */
 			if ((o->fd = open(path, O_WRONLY)) < 0) {
 				int e = errno;
 				ist_seterr(err, IST_EIO, "cannot open '%s': %s",
 				    path, strerror(e));
 				if (err)
 					err->sys_errno = e;
+				free(o->path);
+				o->path = NULL;
 				return IST_EIO;
 			}
 			return IST_OK;
@@ -75,11 +78,19 @@ ist_output_commit(struct ist_output *o, struct ist_error *err)
 		if (o->fd > STDERR_FILENO && close(o->fd) != 0) {
 			int ce = errno;
 			o->fd = -1;
-			ist_seterr(err, IST_EIO, "cannot write output: %s",
-			    strerror(ce));
+			if (o->path)
+				ist_seterr(err, IST_EIO, "cannot write '%s': "
+				    "%s", o->path, strerror(ce));
+			else
+				ist_seterr(err, IST_EIO, "cannot write "
+				    "standard output: %s", strerror(ce));
+			free(o->path);
+			o->path = NULL;
 			return IST_EIO;
 		}
 		o->fd = -1;
+		free(o->path);
+		o->path = NULL;
 		return IST_OK;
 	}
 	if (close(o->fd) != 0)
@@ -113,4 +124,19 @@ ist_output_abort(struct ist_output *o)
 	free(o->path);
 	o->tmp = o->path = NULL;
 	o->fd = -1;
+}
+
+const char *
+ist_output_fail(struct ist_output *o, struct ist_error *err)
+{
+	/* the writers say "cannot write ...: why" without knowing where */
+	if (err->status == IST_EIO && err->sys_errno != 0 &&
+	    strncmp(err->msg, "cannot write", 12) == 0 &&
+	    strstr(err->msg, "temporary") == NULL &&
+	    (o->path == NULL || strstr(err->msg, o->path) == NULL))
+		snprintf(err->msg, sizeof(err->msg), "cannot write %s%s%s: %s",
+		    o->path ? "'" : "", o->path ? o->path : "standard output",
+		    o->path ? "'" : "", strerror(err->sys_errno));
+	ist_output_abort(o);
+	return err->msg;
 }

@@ -104,9 +104,11 @@ setup() {
 	run -1 --separate-stderr is-cat --encode "$VEC/valid/all-types.jsonl" \
 	    -o /dev/full
 	run -1 --separate-stderr sh -c "is-cat --encode $VEC/valid/all-types.jsonl > /dev/full"
-	assert_equal "$stderr" "is-cat: cannot write trace: No space left on device"
+	assert_equal "$stderr" "is-cat: cannot write standard output: No space left on device"
 	run -1 --separate-stderr sh -c "is-cat $VEC/valid/all-types.ist > /dev/full"
 	[[ "$stderr" == "is-cat: "*"No space left on device" ]]
+	run -1 --separate-stderr is-cat -e -o /dev/full "$VEC/valid/all-types.jsonl"
+	assert_equal "$stderr" "is-cat: cannot write '/dev/full': No space left on device"
 }
 
 @test "a reader that exits early: a quiet exit" {

@@ -145,8 +145,7 @@ main(int argc, char **argv)
 	if (an == NULL || (st != IST_OK && st != IST_TRUNCATED &&
 	    json_integer_value(json_object_get(json_object_get(an, "run"),
 	    "segments")) == 0)) {
-		ist_output_abort(&out);
-		errx(1, "%s", e.msg);
+		errx(1, "%s", ist_output_fail(&out, &e));
 	}
 	if (st != IST_OK) {
 		warnx("%s%s", st == IST_TRUNCATED ? "warning: " : "", e.msg);
@@ -178,12 +177,10 @@ main(int argc, char **argv)
 		}
 		free(text);
 	} else if (ist_write_analysis(w, an, &e) != IST_OK) {
-		ist_output_abort(&out);
-		errx(1, "%s", e.msg);
+		errx(1, "%s", ist_output_fail(&out, &e));
 	}
 	if (!json && ist_writer_close(w, &e) != IST_OK) {
-		ist_output_abort(&out);
-		errx(1, "%s", e.msg);
+		errx(1, "%s", ist_output_fail(&out, &e));
 	}
 	w = NULL;
 	if (ist_output_commit(&out, &e) != IST_OK)

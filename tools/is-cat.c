@@ -103,8 +103,7 @@ encode(char **files, int nfiles, const char *outpath)
 	return status;
 fatal:
 	ist_writer_free(w);
-	ist_output_abort(&o);
-	errx(1, "%s", e.msg);
+	errx(1, "%s", ist_output_fail(&o, &e));
 }
 
 static int
@@ -148,8 +147,7 @@ decode(char **files, int nfiles, const char *outpath)
 			status = 1;
 		} else if (st == IST_EIO && e.sys_errno == 0) {
 			/* writing failed: no point reading further */
-			ist_output_abort(&o);
-			errx(1, "%s", e.msg);
+			errx(1, "%s", ist_output_fail(&o, &e));
 		} else if (st != IST_OK) {
 			warnx("%s", e.msg);
 			status = 1;

@@ -113,8 +113,7 @@ main(int argc, char **argv)
 	    st != IST_ENOTTRACE && st != IST_EEMPTY && st != IST_EVERSION &&
 	    !(st == IST_EIO && e.sys_errno == 0 &&
 	    strstr(e.msg, "some inputs"))) {
-		ist_output_abort(&out);
-		errx(1, "%s", e.msg);
+		errx(1, "%s", ist_output_fail(&out, &e));
 	}
 	if (ist_output_commit(&out, &e) != IST_OK)
 		errx(1, "%s", e.msg);

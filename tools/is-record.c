@@ -262,8 +262,7 @@ main(int argc, char **argv)
 		errx(1, "%s", e.msg);
 	st = ist_record_run(&ro, out.fd, &status, note, NULL, &e);
 	if (st != IST_OK) {
-		ist_output_abort(&out);
-		warnx("%s", e.msg);
+		warnx("%s", ist_output_fail(&out, &e));
 		status = status ? status : 1;
 	} else if (ist_output_commit(&out, &e) != IST_OK) {
 		warnx("%s", e.msg);

@@ -118,13 +118,11 @@ main(int argc, char **argv)
 		errx(1, "%s", e.msg);
 	st = ist_report_trace(r, fmt, rules, out.fd, &wrote, &e);
 	if (!wrote) {
-		ist_output_abort(&out);
-		errx(1, "%s", e.msg);
+		errx(1, "%s", ist_output_fail(&out, &e));
 	}
 	if (st != IST_OK && st != IST_TRUNCATED && st != IST_ECORRUPT &&
 	    st != IST_ELIMIT && st != IST_EVERSION && st != IST_ENOTTRACE) {
-		ist_output_abort(&out);
-		errx(1, "%s", e.msg);
+		errx(1, "%s", ist_output_fail(&out, &e));
 	}
 	if (ist_output_commit(&out, &e) != IST_OK)
 		errx(1, "%s", e.msg);

@@ -1,0 +1,95 @@
+#!/usr/bin/env bats
+# A disk that fills while a tool writes: one clear error, a non-zero exit,
+# and no half-written file under the name asked for.  Two real faults: a
+# file-size limit (EFBIG, anyone can set it) and, where this user may mount
+# one, a 64 KiB tmpfs (ENOSPC).
+load helpers
+
+setup() {
+	T=$BATS_TEST_TMPDIR
+	# a trace whose every product is well over 64 KiB
+	python3 - "$T/big.jsonl" <<'PY'
+import json, random, sys
+r = random.Random(5)
+with open(sys.argv[1], "w") as f:
+    f.write('{"type":"header","format":"inferscope-trace","version":[1,0]}\n')
+    t = 0
+    for i in range(60000):
+        t += r.randrange(1, 5000)
+        f.write(json.dumps({"type": "cpu_call", "pid": 7, "tid": 1 + i % 3,
+                "name": "f%d" % r.randrange(4000), "file": "m%d.py" % (i % 97),
+                "line": r.randrange(1, 900), "start_ns": t,
+                "end_ns": t + r.randrange(10**6)}) + "\n")
+PY
+	is-cat -e -o "$T/big.ist" "$T/big.jsonl"
+	[ "$(stat -c %s "$T/big.ist")" -gt 200000 ]
+}
+
+# Runs "$@" writing to $out; it must fail with one line naming the cause,
+# and leave no file called $out (temporary files removed too).
+must_fail_whole() {
+	local tool=$1
+	shift
+	run --separate-stderr "$@"
+	[ "$status" -ne 0 ] || fail "$tool: exit 0 on a full disk"
+	[ "$status" -lt 128 ] || fail "$tool: killed ($status)"
+	[ "${#stderr_lines[@]}" -ge 1 ] || fail "$tool: said nothing"
+	[[ ${stderr_lines[-1]} == *"cannot write '$out': $why" ]] ||
+	    fail "$tool: '${stderr_lines[-1]}'"
+	[ ! -e "$out" ] || fail "$tool: left $out"
+	[ -z "$(ls -A "$(dirname "$out")")" ] ||
+	    fail "$tool: left $(ls -A "$(dirname "$out")")"
+}
+
+every_writer() {
+	must_fail_whole is-cat is-cat -e -o "$out" "$T/big.jsonl"
+	must_fail_whole is-merge is-merge -o "$out" "$T/big.ist"
+	must_fail_whole is-analyze is-analyze -o "$out" "$T/big.ist"
+	must_fail_whole is-report is-report -f perfetto -o "$out" "$T/big.ist"
+}
+
+# is-record writes its output after the program ends; under a file-size
+# limit the program's own streams would hit it first
+record_writer() {
+	must_fail_whole is-record is-record -o "$out" -- python3 -c '
+def f(n): return n if n < 2 else f(n - 1) + f(n - 2)
+f(22)'
+}
+
+@test "a file-size limit mid-write: an error, no output file" {
+	mkdir "$T/lim"
+	out=$T/lim/out
+	why="File too large"
+	# SIGXFSZ ignored, as a shell's ulimit leaves it for a daemon: the
+	# write fails with EFBIG instead of killing the tool
+	trap '' XFSZ
+	ulimit -f 128        # 64 KiB
+	every_writer
+	# a report is about 10 KiB
+	ulimit -f 8
+	must_fail_whole inferscope inferscope analyze --format html \
+	    --output "$out" "$T/big.ist"
+}
+
+@test "a full tmpfs mid-write: an error, no output file" {
+	mkdir "$T/fs" "$T/fs2"
+	mount -t tmpfs -o size=64k tmpfs "$T/fs" 2>/dev/null ||
+	    skip "cannot mount a tmpfs here (needs root)"
+	out=$T/fs/out
+	why="No space left on device"
+	every_writer
+	record_writer
+	# a report is about 10 KiB
+	mount -t tmpfs -o size=8k tmpfs "$T/fs2"
+	out=$T/fs2/out
+	must_fail_whole inferscope inferscope analyze --format html \
+	    --output "$out" "$T/big.ist"
+}
+
+teardown() {
+	for d in fs fs2; do
+		if mountpoint -q "$BATS_TEST_TMPDIR/$d" 2>/dev/null; then
+			umount "$BATS_TEST_TMPDIR/$d"
+		fi
+	done
+}
