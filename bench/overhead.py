@@ -34,6 +34,19 @@ def median(cmd, n, env=ENV):
     return statistics.median(timed(cmd, env) for _ in range(n))
 
 
+def loop_median(cmd, n, env, tmp):
+    """The median of the time the workload itself reports for its loop
+    (start-up such as `import torch` left out)."""
+    f = os.path.join(tmp, "loop.txt")
+    if os.path.exists(f):
+        os.unlink(f)
+    for _ in range(n):
+        subprocess.run(cmd, env=dict(env, BENCH_LOOP_TIME=f), check=True,
+                       stdout=subprocess.DEVNULL)
+    with open(f) as fh:
+        return statistics.median(float(x) for x in fh.read().split())
+
+
 def callgrind(cmd, env):
     r = subprocess.run(["valgrind", "--tool=callgrind",
                         "--callgrind-out-file=/dev/null"] + cmd, env=env,
@@ -104,6 +117,14 @@ def main():
                                     st["events"], st["bytes_per_event"] or 0,
                                     st["events"] / ours / 1e6))
             sys.stdout.flush()
+            if name == "torch-encoder":
+                lp = loop_median([py, path] + args, n, ENV, tmp)
+                lo = loop_median([rec, "-o", trace, "--", py, path] + args,
+                                 n, ENV, tmp)
+                lt = loop_median(pcmd, n, penv, tmp)
+                print("%-14s %-5s %8.3f %8.3f %6.2f %-15s %8.3f %6.2f "
+                      "(the inference loop alone)" % (
+                          name, ver, lp, lo, lo / lp, peer, lt, lt / lp))
     # the Python API when not recording
     api = os.path.join(build, "python")
     for stmt, setup in (("with scope('x'): pass", ""),
@@ -135,6 +156,20 @@ def main():
             print("  %-5s untraced %6.0f   ours %6.0f (%.2fx)   cProfile "
                   "%6.0f (%.2fx)" % (ver, per[0], per[1], per[1] / per[0],
                                      per[2], per[2] / per[0]))
+        # the torch loop: 25 iterations minus 5, start-up left out
+        if not quick and have("/usr/bin/python3", "torch"):
+            path = os.path.join(HERE, "workloads", "encoder.py")
+            d = tempfile.mkdtemp(dir=tmp)
+            oenv = dict(ENV, INFERSCOPE_ENABLED="1", INFERSCOPE_DIR=d,
+                        PYTHONPATH=os.path.join(build, "python"))
+            per = []
+            for env in (ENV, oenv):
+                a = callgrind(["/usr/bin/python3", path, "5"], env)
+                b = callgrind(["/usr/bin/python3", path, "25"], env)
+                per.append((b - a) / 20)
+            print("  torch-encoder loop, instructions per iteration: "
+                  "untraced %.0f, ours %.0f (%.3fx)" % (per[0], per[1],
+                                                      per[1] / per[0]))
     shutil.rmtree(tmp)
 
 

@@ -1,4 +1,5 @@
 /* record.c - run, sample and gather (is-record's engine). */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include "record.h"
 
 #define MAX_PROCS 4096
+#define MAX_NODES 64
 
 /* ---- sampler ---- */
 
@@ -53,6 +55,12 @@ struct sampler {
 	void *ctx;
 	bool failed;
 	struct ist_error err;
+	/* NUMA nodes, sampled when there is more than one */
+	const char *sysfs;
+	bool numa_probed;
+	int nnodes;
+	int node[MAX_NODES];
+	int64_t nlast[MAX_NODES][3];
 };
 
 static const char *thread_counters[6] = {
@@ -374,6 +382,82 @@ sample_system(struct sampler *s, int64_t ts)
 		    strtoll(r + 15, NULL, 10), 0, true);
 }
 
+/* Nodes of the machine, found once; none kept when there is only one. */
+static void
+numa_probe(struct sampler *s)
+{
+	char path[4200];
+	DIR *d;
+	struct dirent *de;
+
+	s->numa_probed = true;
+	snprintf(path, sizeof(path), "%s/devices/system/node", s->sysfs);
+	if ((d = opendir(path)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL && s->nnodes < MAX_NODES) {
+		char *end;
+		long id;
+		if (strncmp(de->d_name, "node", 4) != 0 ||
+		    !isdigit((unsigned char)de->d_name[4]))
+			continue;
+		id = strtol(de->d_name + 4, &end, 10);
+		if (*end == '\0' && id >= 0 && id < 1 << 20) {
+			s->node[s->nnodes] = (int)id;
+			s->nlast[s->nnodes][0] = s->nlast[s->nnodes][1] =
+			    s->nlast[s->nnodes][2] = -1;
+			s->nnodes++;
+		}
+	}
+	closedir(d);
+	for (int i = 1; i < s->nnodes; i++)      /* in node order */
+		for (int j = i; j > 0 && s->node[j - 1] > s->node[j]; j--) {
+			int t = s->node[j];
+			s->node[j] = s->node[j - 1];
+			s->node[j - 1] = t;
+		}
+	if (s->nnodes < 2)
+		s->nnodes = 0;
+}
+
+/* Per node: free memory, and allocations that missed it (numa_miss: meant
+ * for this node, placed elsewhere; other_node: placed here for a process
+ * running on another), written when they change. */
+static void
+sample_numa(struct sampler *s, int64_t ts)
+{
+	static const char *what[3] = {
+		"memory_free_bytes", "numa_miss", "other_node"
+	};
+	char path[4200], buf[8192], name[64], *r;
+
+	if (!s->numa_probed)
+		numa_probe(s);
+	for (int i = 0; i < s->nnodes; i++) {
+		int64_t v[3] = { -1, -1, -1 };
+		snprintf(path, sizeof(path), "%s/devices/system/node/node%d/"
+		    "meminfo", s->sysfs, s->node[i]);
+		if (read_file(path, buf, sizeof(buf)) > 0 &&
+		    (r = strstr(buf, "MemFree:")) != NULL)
+			v[0] = strtoll(r + 8, NULL, 10) * 1024;
+		snprintf(path, sizeof(path), "%s/devices/system/node/node%d/"
+		    "numastat", s->sysfs, s->node[i]);
+		if (read_file(path, buf, sizeof(buf)) > 0) {
+			if ((r = strstr(buf, "numa_miss ")) != NULL)
+				v[1] = strtoll(r + 10, NULL, 10);
+			if ((r = strstr(buf, "other_node ")) != NULL)
+				v[2] = strtoll(r + 11, NULL, 10);
+		}
+		for (int k = 0; k < 3; k++) {
+			if (v[k] < 0 || v[k] == s->nlast[i][k])
+				continue;
+			s->nlast[i][k] = v[k];
+			snprintf(name, sizeof(name), "numa.node%d.%s",
+			    s->node[i], what[k]);
+			counter(s, 0, -1, name, ts, v[k], 0, true);
+		}
+	}
+}
+
 /* The root and every descendant of it, from the ppid in /proc/N/stat. */
 static size_t
 descendants(pid_t root, int64_t *out, size_t max)
@@ -421,6 +505,8 @@ sample(struct sampler *s, bool rescan)
 	for (size_t i = 0; i < npids; i++)
 		sample_process(s, pids[i], ts);
 	sample_system(s, ts);
+	if (rescan)
+		sample_numa(s, ts);     /* a tenth as often */
 }
 
 /* ---- gathering the streams ---- */
@@ -567,7 +653,8 @@ enum ist_status
 ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
     ist_note_fn notefn, void *ctx, struct ist_error *err)
 {
-	struct sampler s = { .fd = -1, .note = notefn, .ctx = ctx };
+	struct sampler s = { .fd = -1, .note = notefn, .ctx = ctx,
+	    .sysfs = o->sysfs ? o->sysfs : "/sys" };
 	char dir[4096], path[4400];
 	const char *tmp = o->tmpdir ? o->tmpdir : getenv("TMPDIR");
 	sigset_t set, old;

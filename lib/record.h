@@ -21,6 +21,7 @@ struct ist_record_opts {
 	int sample_hz;              /* 0: no /proc sampling */
 	const char *log_level;
 	const char *tmpdir;         /* where streams wait; NULL: $TMPDIR or /tmp */
+	const char *sysfs;          /* where NUMA nodes are read; NULL: /sys */
 };
 
 /* Warnings and notes on the way (the tool prints them). */

@@ -354,6 +354,40 @@ print(m // 1000000)' t.jsonl)
 	[ "$cpu" -ge 200 ] || fail "busiest thread used only $cpu ms of CPU"
 }
 
+@test "NUMA: counters per node on a two-node machine, none on one node" {
+	# this machine has one node: no numa counters
+	[ "$(ls -d /sys/devices/system/node/node* | wc -l)" -eq 1 ] ||
+	    skip "this test expects a one-node machine"
+	rec --sample-hz 50 -- sleep 0.2
+	assert_success
+	run grep -c '"numa\.' "$T/t.jsonl"
+	assert_output 0
+	# a two-node machine's /sys (the nodes' files as the kernel writes them)
+	for n in 0 1; do
+		d=$T/sys/devices/system/node/node$n
+		mkdir -p "$d"
+		printf 'Node %d MemTotal:  8000000 kB\nNode %d MemFree:   %d kB\n' \
+		    $n $n $((1000 + n)) > "$d/meminfo"
+		printf 'numa_hit 900\nnuma_miss %d\nnuma_foreign 0\nlocal_node 900\nother_node %d\n' \
+		    $((10 + n)) $((20 + n)) > "$d/numastat"
+	done
+	touch "$T/sys/devices/system/node/online"
+	INFERSCOPE_SYSFS_ROOT=$T/sys rec --sample-hz 50 -- sleep 0.2
+	assert_success
+	run python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    if e["type"] == "counter" and e["name"].startswith("numa."):
+        print(e["pid"], e["name"], e["value"])' "$T/t.jsonl"
+	assert_output "0 numa.node0.memory_free_bytes 1024000
+0 numa.node0.numa_miss 10
+0 numa.node0.other_node 20
+0 numa.node1.memory_free_bytes 1025024
+0 numa.node1.numa_miss 11
+0 numa.node1.other_node 21"
+}
+
 @test "settings: command line > environment > .inferscope.yaml > default" {
 	printf 'trace_size_mb: 50\nsample_hz: 20\n' > .inferscope.yaml
 	INFERSCOPE_TRACE_SIZE_MB=70 run --separate-stderr is-record \

@@ -236,6 +236,8 @@ main(int argc, char **argv)
 	    IST_K_SAMPLE_HZ);
 	ro.log_level = lv;
 	ro.py_calls = !no_calls;
+	/* a machine's /sys stand-in, for the tests of NUMA sampling */
+	ro.sysfs = getenv("INFERSCOPE_SYSFS_ROOT");
 	if (!no_python && (ro.pydir = python_dir()) == NULL)
 		note(NULL, IST_NOTE_WARN, "the Python collector is not "
 		    "installed; recording without it");
