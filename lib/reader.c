@@ -42,6 +42,7 @@ struct ist_reader {
 	struct rtrack *tracks;
 	size_t ntrack, tcap;
 	struct ist_event ev;
+	uint32_t treq[IST_NTYPES];   /* track components each type requires */
 	uint32_t ev_track;           /* the current event's ids, for is-merge */
 	uint32_t ev_sid[IST_NFIELDS];
 	struct ist_reader_stats st;
@@ -229,6 +230,11 @@ ist_reader_new(struct ist_reader **out, ist_source_fn src, void *ctx,
 	if (r->name == NULL || r->in == NULL || r->dctx == NULL)
 		goto nomem;
 	ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_windowLogMax, 27);
+	for (int t = 0; t < IST_NTYPES; t++)
+		for (int f = 0; f < ist_types[t].nfields; f++)
+			if (ist_types[t].fields[f].role == R_TRACK &&
+			    ist_types[t].fields[f].required)
+				r->treq[t] |= 1u << ist_types[t].fields[f].id;
 	*out = r;
 	return IST_OK;
 nomem:
@@ -715,7 +721,8 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
 			}
 		}
 		/* a track that lacks a field this type requires */
-		for (int f = 0; f < ts->nfields; f++)
+		for (int f = 0; (tr->mask & r->treq[type]) != r->treq[type] &&
+		    f < ts->nfields; f++)
 			if (ts->fields[f].role == R_TRACK &&
 			    ts->fields[f].required &&
 			    !IST_HAS(ev, ts->fields[f].id)) {
