@@ -37,6 +37,7 @@ static struct {
 	char *producer;
 	pid_t pid;
 	struct ist_error werr;       /* first writer error */
+	char path[4096];             /* the stream */
 	bool failed;
 	/* flight recorder */
 	uint64_t ring_bytes, ring_total, ring_lost, events_seen;
@@ -622,6 +623,7 @@ open_stream(const char *path, struct ist_error *err)
 	int fd;
 
 	C.pid = getpid();
+	snprintf(C.path, sizeof(C.path), "%s", path);
 	C.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (C.fd < 0) {
 		ist_seterr(err, IST_EIO, "cannot create '%s': %s", path,
@@ -757,6 +759,9 @@ ist_coll_stop(struct ist_error *err)
 	} else {
 		st = ist_writer_close(C.w, err);
 	}
+	if (st == IST_EIO && err && err->sys_errno)
+		ist_seterr(err, st, "cannot write '%s': %s; the events from "
+		    "then on are lost", C.path, strerror(err->sys_errno));
 	C.w = NULL;
 	if (C.fd >= 0 && close(C.fd) != 0 && st == IST_OK) {
 		ist_seterr(err, IST_EIO, "cannot close the trace: %s",

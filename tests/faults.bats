@@ -2,12 +2,12 @@
 # A disk that fills while a tool writes: one clear error, a non-zero exit,
 # and no half-written file under the name asked for.  Two real faults: a
 # file-size limit (EFBIG, anyone can set it) and, where this user may mount
-# one, a 64 KiB tmpfs (ENOSPC).
+# one, a 128 KiB tmpfs (ENOSPC).
 load helpers
 
 setup() {
 	T=$BATS_TEST_TMPDIR
-	# a trace whose every product is well over 64 KiB
+	# a trace whose every product is well over 128 KiB
 	python3 - "$T/big.jsonl" <<'PY'
 import json, random, sys
 r = random.Random(5)
@@ -53,7 +53,7 @@ every_writer() {
 record_writer() {
 	must_fail_whole is-record is-record -o "$out" -- python3 -c '
 def f(n): return n if n < 2 else f(n - 1) + f(n - 2)
-f(22)'
+f(25)'
 }
 
 @test "a file-size limit mid-write: an error, no output file" {
@@ -63,8 +63,16 @@ f(22)'
 	# SIGXFSZ ignored, as a shell's ulimit leaves it for a daemon: the
 	# write fails with EFBIG instead of killing the tool
 	trap '' XFSZ
-	ulimit -f 128        # 64 KiB
+	ulimit -f 128        # 128 KiB
 	every_writer
+	# the traced program's own stream hits the limit: one line says where,
+	# no traceback in the program's output
+	run --separate-stderr is-record -o /dev/null -- python3 -c '
+def f(n): return n if n < 2 else f(n - 1) + f(n - 2)
+f(25)'
+	[[ ${stderr_lines[0]} == "inferscope: error: cannot write '"*".ist': File too large; the events from then on are lost" ]] ||
+	    fail "${stderr_lines[0]}"
+	[[ $stderr != *Traceback* && $stderr != *Exception* ]] || fail "$stderr"
 	# a report is about 10 KiB
 	ulimit -f 8
 	must_fail_whole inferscope inferscope analyze --format html \
@@ -73,7 +81,7 @@ f(22)'
 
 @test "a full tmpfs mid-write: an error, no output file" {
 	mkdir "$T/fs" "$T/fs2"
-	mount -t tmpfs -o size=64k tmpfs "$T/fs" 2>/dev/null ||
+	mount -t tmpfs -o size=128k tmpfs "$T/fs" 2>/dev/null ||
 	    skip "cannot mount a tmpfs here (needs root)"
 	out=$T/fs/out
 	why="No space left on device"

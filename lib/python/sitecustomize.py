@@ -41,7 +41,14 @@ def _inferscope_boot():
     import atexit
     import threading
 
-    atexit.register(_inferscope._stop)
+    def stop():
+        try:
+            _inferscope._stop()
+        except OSError as e:
+            # one line, not a traceback in the program's own output
+            sys.stderr.write("inferscope: error: %s\n" % e)
+
+    atexit.register(stop)
     # the first event of each new thread names it (and, with calls
     # recorded through setprofile, hands over to the C hook)
     threading.setprofile(_inferscope._thread_hook)
@@ -52,7 +59,7 @@ def _inferscope_boot():
         # forked children (multiprocessing's among them) leave through
         # os._exit(), which skips atexit: finish the stream first
         try:
-            _inferscope._stop()
+            stop()
         finally:
             real_exit(code)
 
