@@ -175,12 +175,19 @@ $(B)/tests/replay_config: tests/fuzz/replay.c tests/fuzz/fuzz_config.c \
 	$(CC) $(ALL_CFLAGS) -o $@ tests/fuzz/replay.c tests/fuzz/fuzz_config.c \
 	    $(B)/libinferscope.a $(LIBS) $(LDSAN)
 
+$(B)/tests/replay_merge: tests/fuzz/replay.c tests/fuzz/fuzz_merge.c \
+    $(B)/libinferscope.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/fuzz/replay.c tests/fuzz/fuzz_merge.c \
+	    $(B)/libinferscope.a $(LIBS) $(LDSAN)
+
 $(B)/bench/bench: bench/bench.c $(B)/libinferscope.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libinferscope.a $(LIBS) $(LDSAN) -lm
 
 check: all $(B)/.deps-check $(UNIT_BIN) $(B)/tests/replay_jsonl \
-    $(B)/tests/replay_config $(B)/tests/replay_analyze $(CUPTI_TEST)
+    $(B)/tests/replay_config $(B)/tests/replay_analyze \
+    $(B)/tests/replay_merge $(CUPTI_TEST)
 	LC_ALL=C TZ=UTC IST_BUILD=$(abspath $(B)) IST_SANITIZE=$(SANITIZE) \
 	    PATH="$(abspath $(B))/bin:$$PATH" bats tests/
 
@@ -203,6 +210,8 @@ fuzz:
 	    $(LIB_SRC) $(LIBS)
 	clang $(FUZZ_FLAGS) -o build-fuzz/fuzz_analyze tests/fuzz/fuzz_analyze.c \
 	    $(LIB_SRC) $(LIBS)
+	clang $(FUZZ_FLAGS) -o build-fuzz/fuzz_merge tests/fuzz/fuzz_merge.c \
+	    $(LIB_SRC) $(LIBS)
 	build-fuzz/fuzz_reader -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=65536 tests/fuzz/corpus-reader
 	build-fuzz/fuzz_jsonl -max_total_time=$(FUZZ_SECONDS) \
@@ -211,6 +220,8 @@ fuzz:
 	    -max_len=2048 tests/fuzz/corpus-config
 	build-fuzz/fuzz_analyze -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=65536 tests/fuzz/corpus-analyze
+	build-fuzz/fuzz_merge -max_total_time=$(FUZZ_SECONDS) \
+	    -max_len=65536 tests/fuzz/corpus-merge tests/fuzz/corpus-reader
 
 bench: all
 	@command -v zstd >/dev/null || sh scripts/deps.sh build

@@ -291,8 +291,8 @@ gstring(struct merger *m, struct ist_str s)
 	for (k = h & (m->stab_cap - 1); m->stab[k];
 	    k = (k + 1) & (m->stab_cap - 1)) {
 		g = &m->strs[m->stab[k] - 1];
-		if (g->hash == h && g->s.n == s.n &&
-		    memcmp(g->s.p, s.p, s.n) == 0)
+		if (g->hash == h && g->s.n == s.n && (s.n == 0 ||
+		    memcmp(g->s.p, s.p, s.n) == 0))
 			return m->stab[k];
 	}
 	if (m->nstr == m->strs_cap) {
@@ -303,7 +303,7 @@ gstring(struct merger *m, struct ist_str s)
 		m->strs = ns;
 		m->strs_cap = cap;
 	}
-	if (s.n > m->bleft) {
+	if (s.n > m->bleft || m->bp == NULL) {
 		size_t bs = s.n > SBLOCK ? s.n : SBLOCK;
 		char **nb = realloc(m->blocks, (m->nblocks + 1) *
 		    sizeof(*nb));
@@ -1153,9 +1153,13 @@ write_header(struct merger *m, struct ist_writer *w, struct ist_error *err)
 			size_t used;
 			if (ist_tokenize(&tz, true, s->pids.p, s->pids.n, &used,
 			    &why) == IST_OK) {
-				for (size_t k = 1; k < tz.ntok; k++) {
+				/* the array's own items that are pids:
+				 * integers from 0 to INT64_MAX */
+				for (size_t k = 1; tz.toks[0].t == TK_ARRAY &&
+				    k < tz.ntok; k = tz.toks[k].next) {
 					int64_t v;
-					if (tz.toks[k].t == TK_UINT)
+					if (tz.toks[k].t == TK_UINT &&
+					    tz.toks[k].v <= INT64_MAX)
 						v = (int64_t)tz.toks[k].v;
 					else
 						continue;

@@ -207,7 +207,8 @@ ist_hash_bytes(const char *p, size_t n)
 		h ^= h >> 32;
 	}
 	x = 0;
-	memcpy(&x, p, n);
+	if (n)          /* an empty string may have no bytes at all */
+		memcpy(&x, p, n);
 	h = (h ^ x) * 0xc4ceb9fe1a85ec53ull;
 	return h ^ (h >> 29);
 }
@@ -277,7 +278,8 @@ ist_buf_append(struct ist_buf *b, const void *p, size_t n)
 {
 	if (ist_buf_reserve(b, n + 1))
 		return ENOMEM;
-	memcpy(b->p + b->n, p, n);
+	if (n)          /* an empty string may come without a pointer */
+		memcpy(b->p + b->n, p, n);
 	b->n += n;
 	b->p[b->n] = '\0';
 	return 0;

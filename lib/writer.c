@@ -172,7 +172,8 @@ static void
 put_text(struct ist_writer *w, const char *s, size_t len)
 {
 	w->n += cbor_encode_string_start(len, w->buf + w->n, w->cap - w->n);
-	memcpy(w->buf + w->n, s, len);
+	if (len)
+		memcpy(w->buf + w->n, s, len);
 	w->n += len;
 }
 
@@ -389,8 +390,8 @@ intern_slow(struct ist_writer *w, struct ist_str s)
 	uint32_t id;
 
 	while ((e = &w->stab[i])->id) {
-		if (e->hash == h && e->len == s.n &&
-		    memcmp(w->strings.p + e->off, s.p, s.n) == 0)
+		if (e->hash == h && e->len == s.n && (s.n == 0 ||
+		    memcmp(w->strings.p + e->off, s.p, s.n) == 0))
 			return e->id;
 		i = (i + 1) & (w->stab_cap - 1);
 	}

@@ -37,6 +37,12 @@ load helpers
 	assert_line --regexp '^ok 1 - replayed [0-9]+ inputs$'
 }
 
+@test "fuzz corpus: merged output reads back and merges to itself" {
+	run "$IST_BUILD/tests/replay_merge" tests/fuzz/corpus-merge "$VEC/valid"
+	assert_success
+	assert_line --regexp '^ok 1 - replayed [0-9]+ inputs$'
+}
+
 @test "fuzz corpus: analysis and every report format" {
 	run "$IST_BUILD/tests/replay_analyze" tests/fuzz/corpus-analyze
 	assert_success
