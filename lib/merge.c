@@ -451,6 +451,33 @@ get_sv(const uint8_t *p, int64_t *v)
 /* The most bytes an event packs into, blobs aside. */
 #define PACK_MAX (1 + 5 + 10 + 1 + 8 * 31)
 
+/* Each kind's payload fields in table order (at most 8: the header, which
+ * is never packed, has more), and whether any is a blob. */
+static struct payload {
+	const struct ist_fieldspec *f[8];
+	int n;
+	bool blobs;
+} pays[IST_NTYPES];
+
+static void
+pays_init(void)
+{
+	static bool done;
+
+	if (done)
+		return;
+	done = true;
+	for (int t = 0; t < IST_NTYPES; t++)
+		for (int i = 0; i < ist_types[t].nfields; i++) {
+			const struct ist_fieldspec *fs = &ist_types[t].fields[i];
+			if (fs->role != R_PAYLOAD || pays[t].n == 8)
+				continue;
+			pays[t].f[pays[t].n++] = fs;
+			if (fs->ft == FT_VALUE || fs->ft == FT_OBJECT)
+				pays[t].blobs = true;
+		}
+}
+
 /* Packs ev at p (room for PACK_MAX plus its blobs); NULL: out of memory. */
 static uint8_t *
 pack(struct merger *m, const struct ist_reader *r, const struct ist_event *cev,
@@ -458,7 +485,7 @@ pack(struct merger *m, const struct ist_reader *r, const struct ist_event *cev,
 {
 	struct ist_event *ev = (struct ist_event *)cev; /* read only */
 	const struct ist_typespec *ts = &ist_types[ev->type];
-	uint32_t present = 0, bit = 1;
+	uint32_t present = 0;
 	uint8_t *bits;
 
 	*p++ = (uint8_t)ev->type;
@@ -475,16 +502,11 @@ pack(struct merger *m, const struct ist_reader *r, const struct ist_event *cev,
 		p = put_sv(p, (int64_t)((uint64_t)ev->end_ns -
 		    (uint64_t)ev->start_ns));
 	bits = p++;
-	for (int i = 0; i < ts->nfields; i++) {
-		const struct ist_fieldspec *fs = &ts->fields[i];
-		if (fs->role != R_PAYLOAD)
+	for (int i = 0; i < pays[ev->type].n; i++) {
+		const struct ist_fieldspec *fs = pays[ev->type].f[i];
+		if (!IST_HAS(ev, fs->id))
 			continue;
-		if (!IST_HAS(ev, fs->id)) {
-			bit <<= 1;
-			continue;
-		}
-		present |= bit;
-		bit <<= 1;
+		present |= 1u << i;
 		switch (fs->ft) {
 		case FT_STR: {
 			uint32_t id = ist_reader_string_id(r, fs->id), g;
@@ -541,11 +563,11 @@ static size_t
 pack_bound(const struct ist_event *cev)
 {
 	struct ist_event *ev = (struct ist_event *)cev;
-	const struct ist_typespec *ts = &ist_types[ev->type];
+	const struct payload *pl = &pays[ev->type];
 	size_t n = PACK_MAX;
 
-	for (int i = 0; i < ts->nfields; i++) {
-		const struct ist_fieldspec *fs = &ts->fields[i];
+	for (int i = 0; pl->blobs && i < pl->n; i++) {
+		const struct ist_fieldspec *fs = pl->f[i];
 		if ((fs->ft == FT_VALUE || fs->ft == FT_OBJECT) &&
 		    IST_HAS(ev, fs->id))
 			n += ist_field_blob(ev, fs->id)->n;
@@ -560,7 +582,7 @@ unpack(const struct merger *m, const uint8_t *p, int64_t key,
     struct ist_event *ev)
 {
 	const struct ist_typespec *ts;
-	uint32_t present, bit = 1;
+	uint32_t present;
 	uint64_t u;
 	int64_t v;
 
@@ -587,15 +609,10 @@ unpack(const struct merger *m, const uint8_t *p, int64_t key,
 		ev->has |= (uint64_t)1 << IST_F_TS;
 	}
 	present = *p++;
-	for (int i = 0; i < ts->nfields; i++) {
-		const struct ist_fieldspec *fs = &ts->fields[i];
-		if (fs->role != R_PAYLOAD)
+	for (int i = 0; i < pays[ev->type].n; i++) {
+		const struct ist_fieldspec *fs = pays[ev->type].f[i];
+		if (!(present & (1u << i)))
 			continue;
-		if (!(present & bit)) {
-			bit <<= 1;
-			continue;
-		}
-		bit <<= 1;
 		ev->has |= (uint64_t)1 << fs->id;
 		switch (fs->ft) {
 		case FT_STR:
@@ -1316,6 +1333,7 @@ ist_merge(char *const *paths, int n, int out_fd,
 
 	if (in == NULL)
 		goto nomem;
+	pays_init();
 	/* the sort buffer takes 30% of the budget and its index (twice, for
 	 * the radix sort) 60%: about as many events each; readers, zstd
 	 * contexts, the strings and the writer live in the rest */
