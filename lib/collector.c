@@ -93,14 +93,27 @@ calibrate(bool first)
 	cal.count++;
 }
 
+/* The interval last used: most records of a drain fall in one. */
+static struct {
+	size_t i, count;        /* interval, and cal.count it was made for */
+	int64_t ta, tb, na;
+	double slope;
+} near;
+
 static int64_t
 seg(size_t i, int64_t t)
 {
-	size_t a = i % NPAIRS, b = (i + 1) % NPAIRS;
-	double slope = (double)(cal.n[b] - cal.n[a]) /
-	    (double)(cal.t[b] - cal.t[a]);
-
-	return cal.n[a] + (int64_t)((double)(t - cal.t[a]) * slope);
+	if (near.count != cal.count || near.i != i) {
+		size_t a = i % NPAIRS, b = (i + 1) % NPAIRS;
+		near.i = i;
+		near.count = cal.count;
+		near.ta = cal.t[a];
+		near.tb = cal.t[b];
+		near.na = cal.n[a];
+		near.slope = (double)(cal.n[b] - cal.n[a]) /
+		    (double)(cal.t[b] - cal.t[a]);
+	}
+	return near.na + (int64_t)((double)(t - near.ta) * near.slope);
 }
 
 static int64_t
@@ -112,6 +125,10 @@ to_ns(int64_t t)
 		return t;
 	if (cal.count < 2)
 		return cal.n[0] + (t - cal.t[0]);
+	/* the interval of the record before, whenever it is the same one */
+	if (near.count == cal.count && t >= near.ta &&
+	    (t < near.tb || near.i == cal.count - 2))
+		return seg(near.i, t);
 	first = cal.count > NPAIRS ? cal.count - NPAIRS : 0;
 	/* most records fall in the newest interval */
 	for (i = cal.count - 2; ; i--) {
