@@ -14,6 +14,8 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1939,6 +1941,20 @@ processes_json(struct ist_analyzer *a, json_t **command)
 
 json_t *ist_rules_run(const struct ist_rules *r, json_t *an);
 
+/* A data-quality note, and what it costs the confidence (a factor). */
+static void __attribute__((format(printf, 4, 5)))
+dq_note(json_t *notes, double *factor, double cost, const char *fmt, ...)
+{
+	char m[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof(m), fmt, ap);
+	va_end(ap);
+	json_array_append_new(notes, json_string(m));
+	*factor *= cost;
+}
+
 enum ist_status
 ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
     json_t **out, struct ist_error *err)
@@ -1961,46 +1977,27 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	notes = json_array();
 	lost_share = a->lost ? (double)a->lost / (double)(a->lost +
 	    a->events) : 0;
-	if (a->lost) {
-		char m[160];
-		snprintf(m, sizeof(m), "%llu events (%.2f%%) were lost while "
+	if (a->lost)
+		dq_note(notes, &factor, 1 - (lost_share * 5 > 0.5 ? 0.5 :
+		    lost_share * 5), "%llu events (%.2f%%) were lost while "
 		    "recording", (unsigned long long)a->lost,
 		    100 * lost_share);
-		json_array_append_new(notes, json_string(m));
-		factor *= 1 - (lost_share * 5 > 0.5 ? 0.5 : lost_share * 5);
-	}
-	if (st && st->truncated_bytes) {
-		char m[160];
-		snprintf(m, sizeof(m), "the trace is truncated: the last %llu "
-		    "bytes were dropped", (unsigned long long)
+	if (st && st->truncated_bytes)
+		dq_note(notes, &factor, 0.9, "the trace is truncated: the last "
+		    "%llu bytes were dropped", (unsigned long long)
 		    st->truncated_bytes);
-		json_array_append_new(notes, json_string(m));
-		factor *= 0.9;
-	}
-	if (a->out_of_order) {
-		char m[200];
-		snprintf(m, sizeof(m), "%llu records were out of time order "
-		    "and left out: run is-merge before is-analyze",
+	if (a->out_of_order)
+		dq_note(notes, &factor, 0.7, "%llu records were out of time "
+		    "order and left out: run is-merge before is-analyze",
 		    (unsigned long long)a->out_of_order);
-		json_array_append_new(notes, json_string(m));
-		factor *= 0.7;
-	}
-	if (a->bad_times) {
-		char m[160];
-		snprintf(m, sizeof(m), "%llu records with impossible times "
-		    "(beyond 73 years) were left out", (unsigned long long)
-		    a->bad_times);
-		json_array_append_new(notes, json_string(m));
-		factor *= 0.9;
-	}
-	if (a->unaligned) {
-		char m[200];
-		snprintf(m, sizeof(m), "%lld source(s) could not be aligned "
-		    "exactly: times are uncertain by up to %.3f ms",
+	if (a->bad_times)
+		dq_note(notes, &factor, 0.9, "%llu records with impossible "
+		    "times (beyond 73 years) were left out",
+		    (unsigned long long)a->bad_times);
+	if (a->unaligned)
+		dq_note(notes, &factor, 0.8, "%lld source(s) could not be "
+		    "aligned exactly: times are uncertain by up to %.3f ms",
 		    (long long)a->unaligned, (double)a->clock_unc / 1e6);
-		json_array_append_new(notes, json_string(m));
-		factor *= 0.8;
-	}
 	dq = json_pack("{s:I,s:I,s:o,s:I,s:b,s:I,s:I,s:I,s:o,s:o}",
 	    "events", JI(a->events), "lost_events", JI(a->lost),
 	    "lost_share", jreal(lost_share, 6), "truncated_bytes",

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,23 +258,30 @@ domain_of(const struct segment *s, const struct ist_event *ev)
  * where they are, so the writer can take them as stable. */
 #define SBLOCK (256u << 10)
 
+/*
+ * Doubles an id table (slots hold ids 1..n, 0 empty; first: the first
+ * size) over n items of stride bytes whose hash sits at byte off of each.
+ */
 static int
-grow_stab(struct merger *m)
+grow_ids(uint32_t **tab, size_t *cap, size_t first, const void *items,
+    size_t stride, size_t off, size_t n)
 {
-	size_t cap = m->stab_cap ? m->stab_cap * 2 : 4096;
-	uint32_t *t = calloc(cap, sizeof(*t));
+	size_t nc = *cap ? *cap * 2 : first;
+	uint32_t *t = calloc(nc, sizeof(*t));
 
 	if (t == NULL)
 		return -1;
-	for (size_t i = 0; i < m->nstr; i++) {
-		size_t k = m->strs[i].hash & (cap - 1);
-		while (t[k])
-			k = (k + 1) & (cap - 1);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t h;
+		size_t k;
+		memcpy(&h, (const char *)items + i * stride + off, sizeof(h));
+		for (k = h & (nc - 1); t[k]; k = (k + 1) & (nc - 1))
+			;
 		t[k] = (uint32_t)i + 1;
 	}
-	free(m->stab);
-	m->stab = t;
-	m->stab_cap = cap;
+	free(*tab);
+	*tab = t;
+	*cap = nc;
 	return 0;
 }
 
@@ -286,7 +294,9 @@ gstring(struct merger *m, struct ist_str s)
 	struct gstr *g;
 	char *p;
 
-	if ((m->nstr + 1) * 2 > m->stab_cap && grow_stab(m) != 0)
+	if ((m->nstr + 1) * 2 > m->stab_cap && grow_ids(&m->stab,
+	    &m->stab_cap, 4096, m->strs, sizeof(*m->strs),
+	    offsetof(struct gstr, hash), m->nstr) != 0)
 		return 0;
 	for (k = h & (m->stab_cap - 1); m->stab[k];
 	    k = (k + 1) & (m->stab_cap - 1)) {
@@ -325,26 +335,6 @@ gstring(struct merger *m, struct ist_str s)
 	return (uint32_t)m->nstr;
 }
 
-static int
-grow_ttab(struct merger *m)
-{
-	size_t cap = m->ttab_cap ? m->ttab_cap * 2 : 256;
-	uint32_t *t = calloc(cap, sizeof(*t));
-
-	if (t == NULL)
-		return -1;
-	for (size_t i = 0; i < m->ntrack; i++) {
-		size_t k = m->tracks[i].hash & (cap - 1);
-		while (t[k])
-			k = (k + 1) & (cap - 1);
-		t[k] = (uint32_t)i + 1;
-	}
-	free(m->ttab);
-	m->ttab = t;
-	m->ttab_cap = cap;
-	return 0;
-}
-
 /* The merge's id of the event's track, 0 when out of memory. */
 static uint32_t
 gtrack(struct merger *m, const struct ist_event *ev)
@@ -357,7 +347,9 @@ gtrack(struct merger *m, const struct ist_event *ev)
 		if (!(t.mask & (1u << i)))
 			t.key[i] = 0;
 	t.hash = ist_hash_bytes((const char *)t.key, sizeof(t.key)) ^ t.mask;
-	if ((m->ntrack + 1) * 2 > m->ttab_cap && grow_ttab(m) != 0)
+	if ((m->ntrack + 1) * 2 > m->ttab_cap && grow_ids(&m->ttab,
+	    &m->ttab_cap, 256, m->tracks, sizeof(*m->tracks),
+	    offsetof(struct gtrack, hash), m->ntrack) != 0)
 		return 0;
 	for (k = t.hash & (m->ttab_cap - 1); m->ttab[k];
 	    k = (k + 1) & (m->ttab_cap - 1)) {

@@ -720,17 +720,18 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
 				IST_SET(ev, IST_F_TS);
 			}
 		}
-		/* a track that lacks a field this type requires */
-		for (int f = 0; (tr->mask & r->treq[type]) != r->treq[type] &&
-		    f < ts->nfields; f++)
-			if (ts->fields[f].role == R_TRACK &&
-			    ts->fields[f].required &&
-			    !IST_HAS(ev, ts->fields[f].id)) {
-				snprintf(why, sizeof(why), "%s record on a "
-				    "track without '%s'", ts->name,
-				    ts->fields[f].json);
-				return bad_record(r, err, IST_ECORRUPT, why);
-			}
+		/* a track that lacks a field this type requires: name it */
+		if ((tr->mask & r->treq[type]) != r->treq[type])
+			for (int f = 0; f < ts->nfields; f++)
+				if (ts->fields[f].role == R_TRACK &&
+				    (r->treq[type] & ~tr->mask &
+				    1u << ts->fields[f].id)) {
+					snprintf(why, sizeof(why), "%s record "
+					    "on a track without '%s'", ts->name,
+					    ts->fields[f].json);
+					return bad_record(r, err,
+					    IST_ECORRUPT, why);
+				}
 	}
 	for (int f = 0; f < ts->nfields; f++) {
 		const struct ist_fieldspec *fs = &ts->fields[f];
