@@ -16,10 +16,8 @@
 #define RING_MAX (64u << 20)
 
 struct def {
-	char *name, *file;
-	size_t nlen, flen;
-	int64_t line;
-	bool func;
+	char *name, *file;     /* file: a function's, or an NVTX domain */
+	struct ist_wdef wd;    /* the same, and the line, for the writer */
 };
 
 static struct {
@@ -228,7 +226,7 @@ ist_coll_ring(void)
 }
 
 static uint32_t
-define(const char *name, const char *file, int64_t line, bool func)
+define(const char *name, const char *file, int64_t line)
 {
 	uint32_t id = 0;
 	struct def *d;
@@ -245,14 +243,16 @@ define(const char *name, const char *file, int64_t line, bool func)
 	d = &C.defs[C.ndefs];
 	d->name = strdup(name ? name : "");
 	d->file = file ? strdup(file) : NULL;
-	d->line = line;
-	d->func = func;
-	if (d->name == NULL) {
+	if (d->name == NULL || (file && d->file == NULL)) {
+		free(d->name);
 		free(d->file);
 		goto out;
 	}
-	d->nlen = strlen(d->name);
-	d->flen = d->file ? strlen(d->file) : 0;
+	d->wd = (struct ist_wdef){
+		.name = { d->name, strlen(d->name) },
+		.more = { d->file, d->file ? strlen(d->file) : 0 },
+		.line = line > 0 ? line : 0,
+	};
 	id = ++C.ndefs;
 out:
 	pthread_mutex_unlock(&C.lock);
@@ -262,13 +262,13 @@ out:
 uint32_t
 ist_coll_define_func(const char *name, const char *file, int64_t line)
 {
-	return define(name, file, line, true);
+	return define(name, file, line);
 }
 
 uint32_t
 ist_coll_define_name(const char *name)
 {
-	return define(name, NULL, 0, false);
+	return define(name, NULL, 0);
 }
 
 static struct ist_str
@@ -312,20 +312,25 @@ thread_record(struct ist_ring *r, const char *name, size_t n)
 	emit(&ev);
 }
 
-/* Converts and writes the records of ring r up to head. */
+/* Converts and writes the records of ring r up to head.  Timed records,
+ * nearly all of them, take the writer's short path. */
 static void
-drain_ring(struct ist_ring *r, uint64_t head, const struct def *defs,
+drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
     uint32_t ndefs)
 {
+	static const enum ist_type timed[] = {
+		[IST_REC_CALL] = IST_CPU_CALL, [IST_REC_SCOPE] = IST_SCOPE,
+		[IST_REC_NVTX] = IST_NVTX_RANGE,
+	};
 	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	struct ist_event ev;
-
-	ist_event_init(&ev, IST_CPU_CALL);   /* once: `has` says what is set */
+	struct ist_error e;
 
 	while (tail < head) {
 		const uint8_t *p = r->buf + (tail & (r->size - 1));
 		struct ist_rec h;
 		int64_t t[2];
+		struct def *d;
 
 		memcpy(&h, p, sizeof(h));
 		if (h.kind == IST_REC_PAD) {
@@ -345,44 +350,24 @@ drain_ring(struct ist_ring *r, uint64_t head, const struct def *defs,
 			tail += h.len;
 			continue;
 		}
-		const struct def *d = &defs[h.id - 1];
-		ev.has = 0;
+		d = &defs[h.id - 1];
 		switch (h.kind) {
 		case IST_REC_CALL:
-			ev.type = IST_CPU_CALL;
-			ev.start_ns = to_ns(t[0]);
-			ev.end_ns = to_ns(t[1]);
-			if (d->file) {
-				ev.file = (struct ist_str){ d->file, d->flen };
-				IST_SET(&ev, IST_F_FILE);
-			}
-			if (d->line > 0) {
-				ev.line = d->line;
-				IST_SET(&ev, IST_F_LINE);
-			}
-			break;
 		case IST_REC_SCOPE:
-			ev.type = IST_SCOPE;
-			ev.start_ns = to_ns(t[0]);
-			ev.end_ns = to_ns(t[1]);
-			break;
 		case IST_REC_NVTX:
-			ev.type = IST_NVTX_RANGE;
-			ev.start_ns = to_ns(t[0]);
-			ev.end_ns = to_ns(t[1]);
-			if (d->file) {   /* an NVTX name's domain */
-				ev.domain = (struct ist_str){ d->file, d->flen };
-				IST_SET(&ev, IST_F_DOMAIN);
-			}
+			if (!C.failed && ist_writer_timed(C.w, timed[h.kind],
+			    C.pid, r->tid, to_ns(t[0]), to_ns(t[1]), &d->wd,
+			    &e) != IST_OK)
+				wfail(&e);
 			break;
 		case IST_REC_MARK:
 		case IST_REC_NVTX_MARK:
-			ev.type = h.kind == IST_REC_MARK ? IST_INSTANT :
-			    IST_NVTX_MARK;
+			ist_event_init(&ev, h.kind == IST_REC_MARK ?
+			    IST_INSTANT : IST_NVTX_MARK);
 			ev.ts_ns = to_ns(t[0]);
 			IST_SET(&ev, IST_F_TS);
 			if (h.kind == IST_REC_NVTX_MARK && d->file) {
-				ev.domain = (struct ist_str){ d->file, d->flen };
+				ev.domain = d->wd.more;
 				IST_SET(&ev, IST_F_DOMAIN);
 			}
 			if (h.kind == IST_REC_MARK && h.len > 16) {
@@ -390,22 +375,15 @@ drain_ring(struct ist_ring *r, uint64_t head, const struct def *defs,
 				    h.len - 16u - h.flags };
 				IST_SET(&ev, IST_F_METADATA);
 			}
+			ev.pid = C.pid;
+			ev.tid = r->tid;
+			ev.name = d->wd.name;
+			IST_SET(&ev, IST_F_PID);
+			IST_SET(&ev, IST_F_TID);
+			IST_SET(&ev, IST_F_NAME);
+			emit(&ev);
 			break;
-		default:
-			tail += h.len;
-			continue;
 		}
-		if (h.kind != IST_REC_MARK && h.kind != IST_REC_NVTX_MARK) {
-			IST_SET(&ev, IST_F_START);
-			IST_SET(&ev, IST_F_END);
-		}
-		ev.pid = C.pid;
-		ev.tid = r->tid;
-		ev.name = (struct ist_str){ d->name, d->nlen };
-		IST_SET(&ev, IST_F_PID);
-		IST_SET(&ev, IST_F_TID);
-		IST_SET(&ev, IST_F_NAME);
-		emit(&ev);
 		tail += h.len;
 	}
 	atomic_store_explicit(&r->tail, tail, memory_order_release);

@@ -72,6 +72,24 @@ uint32_t ist_reader_string_id(const struct ist_reader *r, int field);
 void ist_seterr(struct ist_error *err, enum ist_status st, const char *fmt,
     ...) __attribute__((format(printf, 3, 4)));
 
+/*
+ * For the collector's writer thread, which writes millions of timed records
+ * a second from a few thousand definitions: a cpu_call, scope or
+ * nvtx_range on the (pid, tid) track, written as ist_writer_write() would
+ * write the same event, byte for byte, without building the event.  `more`
+ * is a cpu_call's file or an nvtx_range's domain (n == 0: absent); line > 0
+ * is a cpu_call's line.  The writer keeps its string ids for the definition
+ * in seg/name_id/more_id: zero them once, then leave them to the writer.
+ */
+struct ist_wdef {
+	struct ist_str name, more;
+	int64_t line;
+	uint32_t seg, name_id, more_id;
+};
+enum ist_status ist_writer_timed(struct ist_writer *w, enum ist_type type,
+    int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns,
+    struct ist_wdef *d, struct ist_error *err);
+
 
 /* A 64-bit hash of n bytes, for the string tables. */
 uint64_t ist_hash_bytes(const char *p, size_t n);

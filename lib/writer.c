@@ -1,6 +1,7 @@
 /* writer.c - events -> CBOR records -> zstd frames -> a sink. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,8 +38,8 @@ struct pcache {         /* address -> id, for stable strings */
 
 struct ist_writer {
 	struct pcache *pc;
-	uint32_t seg;           /* segment number: pc entries of older ones
-	                         * are stale */
+	uint32_t seg;           /* segment number, unique in the process:
+	                         * ids cached under another are stale */
 	ist_sink_fn sink;
 	void *ctx;
 	struct ist_writer_opts opts;
@@ -177,10 +178,23 @@ put_text(struct ist_writer *w, const char *s, size_t len)
 	w->n += len;
 }
 
+/* Segment numbers: never 0 (a zeroed cache), never the same twice in a
+ * process, so that a cache outliving its writer (ist_wdef) is stale. */
+static uint32_t
+new_seg(void)
+{
+	static _Atomic uint32_t last;
+	uint32_t s;
+
+	while ((s = atomic_fetch_add(&last, 1) + 1) == 0)
+		;
+	return s;
+}
+
 static void
 reset_segment(struct ist_writer *w)
 {
-	w->seg++;
+	w->seg = new_seg();
 	w->last_track = NULL;
 	if (w->stab)
 		memset(w->stab, 0, w->stab_cap * sizeof(*w->stab));
@@ -219,7 +233,7 @@ ist_writer_new(struct ist_writer **out, ist_sink_fn sink, void *ctx,
 	if (w->opts.stable_strings &&
 	    (w->pc = calloc(PCACHE, sizeof(*w->pc))) == NULL)
 		goto nomem;
-	w->seg = 1;
+	w->seg = new_seg();
 	w->stab_cap = 1024;
 	w->ttab_cap = 256;
 	w->stab = calloc(w->stab_cap, sizeof(*w->stab));
@@ -414,14 +428,15 @@ intern_slow(struct ist_writer *w, struct ist_str s)
 	return id;
 }
 
-static struct wtrack *track_slow(struct ist_writer *w,
-    const struct ist_event *ev, uint32_t mask);
+static struct wtrack *track_slow(struct ist_writer *w, const int64_t key[4],
+    uint32_t mask);
 
 /* Consecutive events mostly share a track: remember the last one. */
 static inline struct wtrack *
 track(struct ist_writer *w, const struct ist_event *ev, uint32_t mask)
 {
 	struct wtrack *t = w->last_track;
+	int64_t key[4];
 
 	if (t && t->mask == mask &&
 	    (!(mask & 1) || t->key[0] == ev->pid) &&
@@ -429,30 +444,29 @@ track(struct ist_writer *w, const struct ist_event *ev, uint32_t mask)
 	    (!(mask & 4) || t->key[2] == ev->device) &&
 	    (!(mask & 8) || t->key[3] == ev->stream))
 		return t;
-	return w->last_track = track_slow(w, ev, mask);
+	key[0] = (mask & 1) ? ev->pid : 0;
+	key[1] = (mask & 2) ? ev->tid : 0;
+	key[2] = (mask & 4) ? ev->device : 0;
+	key[3] = (mask & 8) ? ev->stream : 0;
+	return w->last_track = track_slow(w, key, mask);
 }
 
 static struct wtrack *
-track_slow(struct ist_writer *w, const struct ist_event *ev, uint32_t mask)
+track_slow(struct ist_writer *w, const int64_t key[4], uint32_t mask)
 {
-	int64_t key[4] = {
-		(mask & 1) ? ev->pid : 0,
-		(mask & 2) ? ev->tid : 0,
-		(mask & 4) ? ev->device : 0,
-		(mask & 8) ? ev->stream : 0,
-	};
-	uint64_t h = ist_hash_bytes((const char *)key, sizeof(key)) ^ mask;
+	uint64_t h = ist_hash_bytes((const char *)key, 4 * sizeof(*key)) ^
+	    mask;
 	size_t i = h & (w->ttab_cap - 1);
 	struct wtrack *e;
 
 	while ((e = &w->ttab[i])->id) {
-		if (e->mask == mask && memcmp(e->key, key, sizeof(key)) == 0)
+		if (e->mask == mask && memcmp(e->key, key, sizeof(e->key)) == 0)
 			return e;
 		i = (i + 1) & (w->ttab_cap - 1);
 	}
 	if (w->ntracks >= IST_MAX_TRACKS || reserve(w, 64))
 		return NULL;
-	memcpy(e->key, key, sizeof(key));
+	memcpy(e->key, key, sizeof(e->key));
 	e->mask = mask;
 	e->id = ++w->ntracks;
 	e->gen = 0;
@@ -623,6 +637,37 @@ ist_writer_header(struct ist_writer *w, const struct ist_event *hdr,
 	return IST_OK;
 }
 
+/* Whether w takes records now. */
+static enum ist_status
+usable(const struct ist_writer *w, struct ist_error *err)
+{
+	if (w->failed) {
+		ist_seterr(err, IST_EIO, "trace writer failed earlier");
+		return IST_EIO;
+	}
+	if (!w->have_header) {
+		ist_seterr(err, IST_EINVAL, "a trace must start with a header");
+		return IST_EINVAL;
+	}
+	return IST_OK;
+}
+
+/* After an event: count it, and close the frame when full or due. */
+static enum ist_status
+written(struct ist_writer *w, struct ist_error *err)
+{
+	w->st.records++;
+	w->st.events++;
+	if (w->n >= w->opts.frame_bytes)
+		return ist_writer_flush(w, err);
+	if (w->opts.flush_interval_ms && ++w->since_clock >= 64) {
+		w->since_clock = 0;
+		if (now_ms() - w->last_flush_ms >= w->opts.flush_interval_ms)
+			return ist_writer_flush(w, err);
+	}
+	return IST_OK;
+}
+
 enum ist_status
 ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
     struct ist_error *err)
@@ -642,14 +687,8 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
 		ist_seterr(err, IST_EINVAL, "unknown event type %d", ev->type);
 		return IST_EINVAL;
 	}
-	if (w->failed) {
-		ist_seterr(err, IST_EIO, "trace writer failed earlier");
-		return IST_EIO;
-	}
-	if (!w->have_header) {
-		ist_seterr(err, IST_EINVAL, "a trace must start with a header");
-		return IST_EINVAL;
-	}
+	if ((st = usable(w, err)) != IST_OK)
+		return st;
 	ts = &ist_types[ev->type];
 	pl = &plans[ev->type];
 	if ((ev->has & pl->req) != pl->req) {
@@ -758,16 +797,71 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
 			break;
 		}
 	}
-	w->st.records++;
-	w->st.events++;
-	if (w->n >= w->opts.frame_bytes)
-		return ist_writer_flush(w, err);
-	if (w->opts.flush_interval_ms && ++w->since_clock >= 64) {
-		w->since_clock = 0;
-		if (now_ms() - w->last_flush_ms >= w->opts.flush_interval_ms)
-			return ist_writer_flush(w, err);
+	return written(w, err);
+}
+
+enum ist_status
+ist_writer_timed(struct ist_writer *w, enum ist_type type, int64_t pid,
+    int64_t tid, int64_t start_ns, int64_t end_ns, struct ist_wdef *d,
+    struct ist_error *err)
+{
+	struct wtrack *tr = w->last_track;
+	enum ist_status st;
+	int extra;       /* payload after the name: file/domain, line */
+
+	if (type == IST_CPU_CALL)
+		extra = d->line > 0 ? 2 : d->more.p ? 1 : 0;
+	else if (type == IST_NVTX_RANGE)
+		extra = d->more.p ? 1 : 0;
+	else if (type == IST_SCOPE)
+		extra = 0;
+	else {
+		ist_seterr(err, IST_EINVAL, "event type %d is not a timed "
+		    "record of a thread", type);
+		return IST_EINVAL;
 	}
-	return IST_OK;
+	if ((st = usable(w, err)) != IST_OK)
+		return st;
+	if (d->seg != w->seg) {
+		if (d->name.n > IST_MAX_STRING || d->more.n > IST_MAX_STRING) {
+			ist_seterr(err, IST_ELIMIT, "a name of %zu bytes is "
+			    "over the 1 MiB limit", d->name.n > d->more.n ?
+			    d->name.n : d->more.n);
+			return IST_ELIMIT;
+		}
+		if ((d->name_id = intern_slow(w, d->name)) == 0 ||
+		    (extra && d->more.p &&
+		    (d->more_id = intern_slow(w, d->more)) == 0))
+			return fail(w, err);
+		d->seg = w->seg;
+	}
+	if (tr == NULL || tr->mask != 3 || tr->key[0] != pid ||
+	    tr->key[1] != tid) {
+		int64_t key[4] = { pid, tid, 0, 0 };
+		if ((tr = w->last_track = track_slow(w, key, 3)) == NULL)
+			return fail(w, err);
+	}
+	if (reserve(w, 64))
+		return fail(w, err);
+	w->n += cbor_encode_array_start(5 + (size_t)extra, w->buf + w->n,
+	    w->cap - w->n);
+	put_uint(w, (uint64_t)ist_types[type].kind);
+	put_uint(w, tr->id);
+	put_int(w, (int64_t)((uint64_t)start_ns -
+	    (uint64_t)(tr->gen == w->gen ? tr->last : 0)));
+	tr->gen = w->gen;
+	tr->last = start_ns;
+	put_int(w, (int64_t)((uint64_t)end_ns - (uint64_t)start_ns));
+	put_uint(w, d->name_id);
+	if (extra >= 1) {
+		if (d->more.p)
+			put_uint(w, d->more_id);
+		else
+			put_null(w);
+	}
+	if (extra == 2)
+		put_int(w, d->line);
+	return written(w, err);
 }
 
 int

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "internal.h"
 #include "ist.h"
 #include "tap.h"
 
@@ -395,6 +396,99 @@ test_many_names(void)
 	ist_buf_release(&m.b);
 }
 
+/*
+ * The collector's short path (ist_writer_timed) writes the bytes that
+ * ist_writer_write writes for the same events: every type it takes, with
+ * and without file, line and domain, across tracks, frames, self-contained
+ * frames (which define strings again), and definitions whose cached ids
+ * belong to another writer.
+ */
+static void
+test_writer_timed(void)
+{
+	struct ist_wdef defs[6] = {
+		{ .name = S("mod.fn"), .more = S("/a.py"), .line = 12 },
+		{ .name = S("mod.g"), .more = S("/a.py") },
+		{ .name = S("mod.h"), .line = 7 },
+		{ .name = S("step") },
+		{ .name = S("nv"), .more = S("dom") },
+		{ .name = S("") },
+	};
+	static const enum ist_type types[6] = {
+		IST_CPU_CALL, IST_CPU_CALL, IST_CPU_CALL, IST_SCOPE,
+		IST_NVTX_RANGE, IST_NVTX_RANGE,
+	};
+	struct ist_error e;
+	struct ist_event h, ev;
+	int same = 0, rounds = 0;
+
+	for (int selfc = 0; selfc < 2; selfc++) {
+		for (int round = 0; round < 2; round++, rounds++) {
+			struct ist_writer_opts o = { .frame_bytes = 4096,
+			    .self_contained = selfc, .stable_strings = true };
+			struct mem a = { 0 }, b = { 0 };
+			struct ist_writer *wa, *wb;
+			int bad = 0;
+
+			ist_writer_new(&wa, sink, &a, &o, &e);
+			ist_writer_new(&wb, sink, &b, &o, &e);
+			ist_event_init(&h, IST_HEADER);
+			ist_writer_header(wa, &h, &e);
+			ist_writer_header(wb, &h, &e);
+			for (int i = 0; i < 5000; i++) {
+				struct ist_wdef *d = &defs[i * 7 % 6];
+				enum ist_type t = types[i * 7 % 6];
+				int64_t tid = 100 + i % 4 / 3, t0 = i * 97 -
+				    (i % 5) * 300;
+
+				ist_event_init(&ev, t);
+				ev.pid = 9;
+				ev.tid = tid;
+				ev.name = d->name;
+				ev.start_ns = t0;
+				ev.end_ns = t0 + i % 11;
+				SET(&ev, PID); SET(&ev, TID); SET(&ev, NAME);
+				SET(&ev, START); SET(&ev, END);
+				if (t == IST_CPU_CALL && d->more.p) {
+					ev.file = d->more;
+					SET(&ev, FILE);
+				}
+				if (t == IST_CPU_CALL && d->line) {
+					ev.line = d->line;
+					SET(&ev, LINE);
+				}
+				if (t == IST_NVTX_RANGE && d->more.p) {
+					ev.domain = d->more;
+					SET(&ev, DOMAIN);
+				}
+				bad += ist_writer_write(wa, &ev, &e) != IST_OK;
+				bad += ist_writer_timed(wb, t, 9, tid, t0,
+				    t0 + i % 11, d, &e) != IST_OK;
+			}
+			ist_writer_close(wa, &e);
+			ist_writer_close(wb, &e);
+			same += bad == 0 && a.b.n == b.b.n && a.nframes > 3 &&
+			    memcmp(a.b.p, b.b.p, a.b.n) == 0;
+			ist_buf_release(&a.b);
+			ist_buf_release(&b.b);
+		}
+	}
+	ok(same == rounds, "the short path writes the same bytes as "
+	    "ist_writer_write (%d of %d writers, ids cached by an earlier "
+	    "writer not reused)", same, rounds);
+	{
+		struct mem m = { 0 };
+		struct ist_writer *w;
+
+		ist_writer_new(&w, sink, &m, NULL, &e);
+		ist_writer_header(w, &h, &e);
+		ok(ist_writer_timed(w, IST_COUNTER, 1, 1, 0, 0, &defs[0], &e) ==
+		    IST_EINVAL, "a type it does not take is refused: %s",
+		    e.msg);
+		ist_writer_free(w);
+	}
+}
+
 static void
 test_flush_interval(void)
 {
@@ -473,6 +567,7 @@ main(void)
 	test_concat();
 	test_writer_errors();
 	test_many_names();
+	test_writer_timed();
 	test_flush_interval();
 	test_json();
 	return done();
