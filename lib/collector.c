@@ -114,6 +114,15 @@ seg(size_t i, int64_t t)
 	return near.na + (int64_t)((double)(t - near.ta) * near.slope);
 }
 
+int64_t
+ist_coll_duration_ticks(int64_t ns)
+{
+	if (!ist_coll_use_tsc || cal.count < 2 || cal.n[1] <= cal.n[0])
+		return ns;
+	return (int64_t)((double)ns * (double)(cal.t[1] - cal.t[0]) /
+	    (double)(cal.n[1] - cal.n[0]));
+}
+
 static int64_t
 to_ns(int64_t t)
 {

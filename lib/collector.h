@@ -99,6 +99,9 @@ ist_now_ns(void)
  */
 extern int ist_coll_use_tsc;
 
+/* A duration of ns nanoseconds in ticks (after ist_coll_start). */
+int64_t ist_coll_duration_ticks(int64_t ns);
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 static inline int64_t

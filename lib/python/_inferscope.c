@@ -55,7 +55,7 @@ struct pstate {
  * static TLS surplus that glibc keeps for dlopen) */
 static __thread struct pstate *me __attribute__((tls_model("initial-exec")));
 static Py_ssize_t extra_index = -1;
-static int64_t min_ns;
+static int64_t min_ticks;      /* --py-min-us, in ist_ticks() */
 static int active;
 static int calls_on;            /* record every call, not only scopes */
 static PyObject *name_ids;      /* str -> int */
@@ -112,7 +112,7 @@ pop(struct pstate *p, int64_t t)
 	p->depth--;
 	if (p->depth < MAX_DEPTH) {
 		struct frame *f = &p->stack[p->depth];
-		if (f->id && t - f->t0 >= min_ns)
+		if (f->id && t - f->t0 >= min_ticks)
 			ist_coll_timed(p->ring, IST_REC_CALL, f->id, f->t0, t);
 	}
 }
@@ -584,7 +584,7 @@ py_start(PyObject *self, PyObject *args)
 	o.ring_bytes = ring ? (uint64_t)budget : 0;
 	if (ist_coll_start(&o, &e) != IST_OK)
 		return PyErr_Format(PyExc_OSError, "%s", e.msg);
-	min_ns = min_us * 1000;
+	min_ticks = ist_coll_duration_ticks(min_us * 1000);
 	calls_on = calls;
 	active = 1;
 	{
