@@ -601,8 +601,8 @@ ring_finish(struct ist_error *err)
 	C.frames = NULL;
 	C.nframes = C.first = C.capframes = 0;
 	if (e) {
-		ist_seterr(err, IST_EIO, "cannot write the trace: %s",
-		    strerror(e));
+		ist_seterr(err, IST_EIO, "cannot write '%s': %s; the flight "
+		    "recorder's events are lost", C.path, strerror(e));
 		return IST_EIO;
 	}
 	if (C.ring_lost)
@@ -750,7 +750,7 @@ ist_coll_stop(struct ist_error *err)
 	C.thread_started = false;
 	drain_all();
 	if (C.ring && !C.failed) {
-		struct ist_error e;
+		struct ist_error e = { 0 };
 		if (ist_writer_flush(C.w, &e) != IST_OK ||
 		    ring_finish(&e) != IST_OK)
 			wfail(&e);

@@ -247,6 +247,7 @@ ist_seterr(struct ist_error *err, enum ist_status st, const char *fmt, ...)
 	if (err == NULL)
 		return;
 	err->status = st;
+	err->sys_errno = 0;     /* a caller with an errno sets it after */
 	va_start(ap, fmt);
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);

@@ -73,6 +73,13 @@ f(25)'
 	[[ ${stderr_lines[0]} == "inferscope: error: cannot write '"*".ist': File too large; the events from then on are lost" ]] ||
 	    fail "${stderr_lines[0]}"
 	[[ $stderr != *Traceback* && $stderr != *Exception* ]] || fail "$stderr"
+	# the flight recorder writes its stream at exit: the same, one line
+	run --separate-stderr is-record --ring -o /dev/null -- python3 -c '
+def f(n): return n if n < 2 else f(n - 1) + f(n - 2)
+f(25)'
+	[[ ${stderr_lines[0]} == "inferscope: error: cannot write '"*".ist': File too large; the flight recorder's events are lost" ]] ||
+	    fail "${stderr_lines[0]}"
+	[[ $stderr != *Traceback* && $stderr != *Exception* ]] || fail "$stderr"
 	# a report is about 10 KiB
 	ulimit -f 8
 	must_fail_whole inferscope inferscope analyze --format html \
