@@ -58,9 +58,28 @@ extern const struct ist_typespec ist_types[IST_NTYPES];
 
 /* The member behind a field id, or NULL when the field is not of that kind:
  * the one map from the type table to struct ist_event. */
-struct ist_str *ist_field_str(struct ist_event *ev, enum ist_field f);
-int64_t *ist_field_int(struct ist_event *ev, enum ist_field f);
-struct ist_blob *ist_field_blob(struct ist_event *ev, enum ist_field f);
+extern const uint16_t ist_str_at[IST_NFIELDS], ist_int_at[IST_NFIELDS],
+    ist_blob_at[IST_NFIELDS];     /* offsets; 0: not a field of that kind */
+
+static inline struct ist_str *
+ist_field_str(struct ist_event *ev, enum ist_field f)
+{
+	return ist_str_at[f] ? (struct ist_str *)((char *)ev + ist_str_at[f]) :
+	    NULL;
+}
+
+static inline int64_t *
+ist_field_int(struct ist_event *ev, enum ist_field f)
+{
+	return ist_int_at[f] ? (int64_t *)((char *)ev + ist_int_at[f]) : NULL;
+}
+
+static inline struct ist_blob *
+ist_field_blob(struct ist_event *ev, enum ist_field f)
+{
+	return ist_blob_at[f] ? (struct ist_blob *)((char *)ev +
+	    ist_blob_at[f]) : NULL;
+}
 int ist_type_of_kind(uint64_t kind); /* -1 if unknown */
 
 /* For is-merge: the segment's ids of the event ist_reader_next() returned

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "internal.h"
@@ -142,59 +143,25 @@ ist_type_from_name(const char *name, size_t n)
 	return -1;
 }
 
-struct ist_str *
-ist_field_str(struct ist_event *ev, enum ist_field f)
-{
-	switch (f) {
-	case IST_F_NAME: return &ev->name;
-	case IST_F_FILE: return &ev->file;
-	case IST_F_HOST: return &ev->host;
-	case IST_F_KIND: return &ev->kind;
-	case IST_F_REASON: return &ev->reason;
-	case IST_F_DOMAIN: return &ev->domain;
-	case IST_F_FORMAT: return &ev->format;
-	case IST_F_PRODUCER: return &ev->producer;
-	default: return NULL;
-	}
-}
-
-int64_t *
-ist_field_int(struct ist_event *ev, enum ist_field f)
-{
-	switch (f) {
-	case IST_F_PID: return &ev->pid;
-	case IST_F_TID: return &ev->tid;
-	case IST_F_DEVICE: return &ev->device;
-	case IST_F_STREAM: return &ev->stream;
-	case IST_F_START: return &ev->start_ns;
-	case IST_F_END: return &ev->end_ns;
-	case IST_F_TS: return &ev->ts_ns;
-	case IST_F_LINE: return &ev->line;
-	case IST_F_SM_COUNT: return &ev->sm_count;
-	case IST_F_MEMORY_BYTES: return &ev->memory_bytes;
-	case IST_F_CORRELATION: return &ev->correlation;
-	case IST_F_BYTES: return &ev->bytes;
-	case IST_F_EVENTS: return &ev->events;
-	case IST_F_DOMAIN_NS: return &ev->domain_ns;
-	case IST_F_REALTIME_NS: return &ev->realtime_ns;
-	case IST_F_MONOTONIC_NS: return &ev->monotonic_ns;
-	default: return NULL;
-	}
-}
-
-struct ist_blob *
-ist_field_blob(struct ist_event *ev, enum ist_field f)
-{
-	switch (f) {
-	case IST_F_CMDLINE: return &ev->cmdline;
-	case IST_F_METADATA: return &ev->metadata;
-	case IST_F_DATA: return &ev->data;
-	case IST_F_PIDS: return &ev->pids;
-	case IST_F_CLOCKS: return &ev->clocks;
-	case IST_F_SOURCES: return &ev->sources;
-	default: return NULL;
-	}
-}
+#define AT(f, m) [IST_F_##f] = offsetof(struct ist_event, m)
+const uint16_t ist_str_at[IST_NFIELDS] = {
+	AT(NAME, name), AT(FILE, file), AT(HOST, host), AT(KIND, kind),
+	AT(REASON, reason), AT(DOMAIN, domain), AT(FORMAT, format),
+	AT(PRODUCER, producer),
+};
+const uint16_t ist_int_at[IST_NFIELDS] = {
+	AT(PID, pid), AT(TID, tid), AT(DEVICE, device), AT(STREAM, stream),
+	AT(START, start_ns), AT(END, end_ns), AT(TS, ts_ns), AT(LINE, line),
+	AT(SM_COUNT, sm_count), AT(MEMORY_BYTES, memory_bytes),
+	AT(CORRELATION, correlation), AT(BYTES, bytes), AT(EVENTS, events),
+	AT(DOMAIN_NS, domain_ns), AT(REALTIME_NS, realtime_ns),
+	AT(MONOTONIC_NS, monotonic_ns),
+};
+const uint16_t ist_blob_at[IST_NFIELDS] = {
+	AT(CMDLINE, cmdline), AT(METADATA, metadata), AT(DATA, data),
+	AT(PIDS, pids), AT(CLOCKS, clocks), AT(SOURCES, sources),
+};
+#undef AT
 
 uint64_t
 ist_hash_bytes(const char *p, size_t n)

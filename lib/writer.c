@@ -451,11 +451,21 @@ track(struct ist_writer *w, const struct ist_event *ev, uint32_t mask)
 	return w->last_track = track_slow(w, key, mask);
 }
 
+/* Merged output switches tracks nearly every event: hash them cheaply. */
+static inline uint64_t
+track_hash(const int64_t key[4], uint32_t mask)
+{
+	uint64_t h = mask;
+
+	for (int k = 0; k < 4; k++)
+		h = (h ^ (uint64_t)key[k]) * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
 static struct wtrack *
 track_slow(struct ist_writer *w, const int64_t key[4], uint32_t mask)
 {
-	uint64_t h = ist_hash_bytes((const char *)key, 4 * sizeof(*key)) ^
-	    mask;
+	uint64_t h = track_hash(key, mask);
 	size_t i = h & (w->ttab_cap - 1);
 	struct wtrack *e;
 
@@ -490,8 +500,7 @@ track_slow(struct ist_writer *w, const int64_t key[4], uint32_t mask)
 			struct wtrack *o = &w->ttab[j];
 			if (o->id == 0)
 				continue;
-			uint64_t oh = ist_hash_bytes((const char *)o->key,
-			    sizeof(o->key)) ^ o->mask;
+			uint64_t oh = track_hash(o->key, o->mask);
 			size_t k = oh & (ncap - 1);
 			while (nt[k].id)
 				k = (k + 1) & (ncap - 1);
