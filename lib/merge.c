@@ -100,6 +100,8 @@ struct merger {
 	struct run *runs;
 	size_t nruns;
 	int status;              /* worst input status */
+	bool moving;             /* pass 1 met a clock record: pass 2 will
+	                          * sort, pass 1 need not */
 	/* strings and tracks of all inputs, numbered 1, 2, ... */
 	struct gstr *strs;
 	size_t nstr, strs_cap;
@@ -1016,8 +1018,11 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 			if (pass == 1 && add_pair(s, ev->domain, ev->ts_ns,
 			    ev->domain_ns) != 0)
 				goto nomem;
+			m->moving = true;
 			continue;    /* applied, then summarised in sources */
 		}
+		if (pass == 1 && m->moving)
+			continue;    /* a GPU trace: sorted in pass 2 alone */
 		{
 			/* the reader's own event: its times may be moved in
 			 * place, the next record overwrites them anyway */
@@ -1040,7 +1045,8 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 				if (IST_HAS(c, IST_F_TS))
 					c->ts_ns += s->shift;
 			}
-			/* pass 1 sorts too, in case nothing needs moving */
+			/* pass 1 sorts too, in case nothing needs moving
+			 * (until a clock record says something does) */
 			if ((st = add_event(m, r, c, err)) != IST_OK) {
 				ist_reader_free(r);
 				close(fd);
