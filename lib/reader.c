@@ -114,82 +114,85 @@ ist_tokenize(struct tokenizer *tz, bool store, const uint8_t *p, size_t n,
 {
 	struct { uint64_t left; size_t idx; } stack[IST_MAX_DEPTH];
 	int depth = 0;
-	size_t pos = 0;
+	size_t pos = 0, ntok = 0;
 
-	tz->ntok = 0;
-	do {
+	/* ntok and pos live in registers: the callbacks see only tz->slot */
+	for (;;) {
 		struct cbor_decoder_result r;
 		struct tok *t;
-		size_t idx;
 
 		if (pos >= n) {
 			*why = "a declared length runs past the end of the frame";
-			return IST_ECORRUPT;
+			goto fail;
 		}
-		if (store) {
-			if (tz->ntok == tz->cap) {
+		if (!store) {
+			t = &tz->cur;
+		} else {
+			if (ntok == tz->cap) {
 				size_t cap = tz->cap ? tz->cap * 2 : 64;
 				struct tok *nt = realloc(tz->toks,
 				    cap * sizeof(*nt));
 				if (nt == NULL) {
 					*why = "out of memory";
+					tz->ntok = ntok;
 					return IST_ENOMEM;
 				}
 				tz->toks = nt;
 				tz->cap = cap;
 			}
-			tz->slot = &tz->toks[tz->ntok];
-		} else {
-			tz->slot = &tz->cur;
+			t = &tz->toks[ntok];
 		}
+		tz->slot = t;
 		r = cbor_stream_decode(p + pos, n - pos, &callbacks, tz);
-		if (r.status == CBOR_DECODER_NEDATA) {
-			*why = "a declared length runs past the end of the frame";
-			return IST_ECORRUPT;
-		}
 		if (r.status != CBOR_DECODER_FINISHED) {
-			*why = "malformed CBOR";
-			return IST_ECORRUPT;
+			*why = r.status == CBOR_DECODER_NEDATA ? "a declared "
+			    "length runs past the end of the frame" :
+			    "malformed CBOR";
+			goto fail;
 		}
-		t = tz->slot;
 		if (t->t == TK_INDEF) {
 			*why = "indefinite-length item";
-			return IST_ECORRUPT;
+			goto fail;
 		}
 		t->off = pos;
-		idx = tz->ntok++;
 		pos += r.read;
-		if ((t->t == TK_ARRAY || t->t == TK_MAP || t->t == TK_TAG) &&
-		    !(t->t != TK_TAG && t->v == 0)) {
+		ntok++;
+		/* arrays and maps with items, and tags, open a level */
+		if ((t->t == TK_ARRAY || t->t == TK_MAP) ? t->v != 0 :
+		    t->t == TK_TAG) {
 			if (depth == IST_MAX_DEPTH) {
 				*why = "nesting too deep";
+				tz->ntok = ntok;
 				return IST_ELIMIT;
 			}
 			if (t->t == TK_MAP && t->v > UINT64_MAX / 2) {
 				*why = "absurd map length";
-				return IST_ECORRUPT;
+				goto fail;
 			}
 			stack[depth].left = t->t == TK_MAP ? t->v * 2 :
 			    t->t == TK_TAG ? 1 : t->v;
-			stack[depth].idx = idx;
+			stack[depth].idx = ntok - 1;
 			depth++;
 			continue;
 		}
-		if (store) {
-			tz->toks[idx].next = (uint32_t)(idx + 1);
-			tz->toks[idx].end = pos;
-		}
+		t->next = (uint32_t)ntok;
+		t->end = pos;
 		while (depth > 0 && --stack[depth - 1].left == 0) {
 			depth--;
 			if (store) {
-				tz->toks[stack[depth].idx].next =
-				    (uint32_t)tz->ntok;
+				tz->toks[stack[depth].idx].next = (uint32_t)ntok;
 				tz->toks[stack[depth].idx].end = pos;
 			}
 		}
-	} while (depth > 0);
+		if (depth == 0)
+			break;
+	}
+	tz->ntok = ntok;
 	*used = pos;
 	return IST_OK;
+fail:
+	tz->ntok = ntok;
+	return IST_ECORRUPT;
 }
 
 enum ist_status
