@@ -95,15 +95,16 @@ void ist_seterr(struct ist_error *err, enum ist_status st, const char *fmt,
  * For the collector's writer thread, which writes millions of timed records
  * a second from a few thousand definitions: a cpu_call, scope or
  * nvtx_range on the (pid, tid) track, written as ist_writer_write() would
- * write the same event, byte for byte, without building the event.  `more`
- * is a cpu_call's file or an nvtx_range's domain (n == 0: absent); line > 0
- * is a cpu_call's line.  The writer keeps its string ids for the definition
- * in seg/name_id/more_id: zero them once, then leave them to the writer.
+ * write the same event, byte for byte, without building the event.
+ * `more` is a cpu_call's file or an nvtx_range's domain (p == NULL:
+ * absent); line > 0 is a cpu_call's line.  The writer keeps its string ids
+ * for the definition in the last four members: zero them once, then leave
+ * them to the writer.
  */
 struct ist_wdef {
 	struct ist_str name, more;
 	int64_t line;
-	uint32_t seg, name_id, more_id;
+	uint32_t name_seg, name_id, more_seg, more_id;
 };
 enum ist_status ist_writer_timed(struct ist_writer *w, enum ist_type type,
     int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns,

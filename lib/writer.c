@@ -809,6 +809,20 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
 	return written(w, err);
 }
 
+static enum ist_status
+timed_id(struct ist_writer *w, struct ist_str s, uint32_t *id,
+    struct ist_error *err)
+{
+	if (s.n > IST_MAX_STRING) {
+		ist_seterr(err, IST_ELIMIT, "a name of %zu bytes is over the "
+		    "1 MiB limit", s.n);
+		return IST_ELIMIT;
+	}
+	if ((*id = intern_slow(w, s)) == 0)
+		return fail(w, err);
+	return IST_OK;
+}
+
 enum ist_status
 ist_writer_timed(struct ist_writer *w, enum ist_type type, int64_t pid,
     int64_t tid, int64_t start_ns, int64_t end_ns, struct ist_wdef *d,
@@ -831,18 +845,17 @@ ist_writer_timed(struct ist_writer *w, enum ist_type type, int64_t pid,
 	}
 	if ((st = usable(w, err)) != IST_OK)
 		return st;
-	if (d->seg != w->seg) {
-		if (d->name.n > IST_MAX_STRING || d->more.n > IST_MAX_STRING) {
-			ist_seterr(err, IST_ELIMIT, "a name of %zu bytes is "
-			    "over the 1 MiB limit", d->name.n > d->more.n ?
-			    d->name.n : d->more.n);
-			return IST_ELIMIT;
-		}
-		if ((d->name_id = intern_slow(w, d->name)) == 0 ||
-		    (extra && d->more.p &&
-		    (d->more_id = intern_slow(w, d->more)) == 0))
-			return fail(w, err);
-		d->seg = w->seg;
+	/* ids of this segment, defined as ist_writer_write would: the name,
+	 * then the file or domain where the record carries it */
+	if (d->name_seg != w->seg) {
+		if ((st = timed_id(w, d->name, &d->name_id, err)) != IST_OK)
+			return st;
+		d->name_seg = w->seg;
+	}
+	if (extra && d->more.p && d->more_seg != w->seg) {
+		if ((st = timed_id(w, d->more, &d->more_id, err)) != IST_OK)
+			return st;
+		d->more_seg = w->seg;
 	}
 	if (tr == NULL || tr->mask != 3 || tr->key[0] != pid ||
 	    tr->key[1] != tid) {

@@ -400,8 +400,8 @@ test_many_names(void)
  * The collector's short path (ist_writer_timed) writes the bytes that
  * ist_writer_write writes for the same events: every type it takes, with
  * and without file, line and domain, across tracks, frames, self-contained
- * frames (which define strings again), and definitions whose cached ids
- * belong to another writer.
+ * frames (which define strings again), definitions used for several types,
+ * and definitions whose cached ids belong to another writer.
  */
 static void
 test_writer_timed(void)
@@ -436,8 +436,9 @@ test_writer_timed(void)
 			ist_writer_header(wa, &h, &e);
 			ist_writer_header(wb, &h, &e);
 			for (int i = 0; i < 5000; i++) {
+				/* a definition serves several types */
 				struct ist_wdef *d = &defs[i * 7 % 6];
-				enum ist_type t = types[i * 7 % 6];
+				enum ist_type t = types[(i * 5 + i / 97) % 6];
 				int64_t tid = 100 + i % 4 / 3, t0 = i * 97 -
 				    (i % 5) * 300;
 
