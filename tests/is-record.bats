@@ -291,6 +291,25 @@ PY
 	assert_equal "$(q count scope before)" 1
 }
 
+@test "os._exit() in the main process: every event is kept" {
+	# frameworks and scripts leave through os._exit() to skip slow
+	# teardown; it skips atexit, and the last 250 ms were lost with it
+	cat > app.py <<-'EOF'
+	import os
+	from inferscope import scope, mark_event
+	def f(): pass
+	for _ in range(1000): f()
+	with scope("before-exit"): pass
+	mark_event("last", {"i": 1})
+	os._exit(3)
+	EOF
+	rec -- $PY app.py
+	assert_failure 3
+	assert_equal "$(q count cpu_call __main__.f)" 1000
+	assert_equal "$(q count scope before-exit)" 1
+	assert_equal "$(q count instant last)" 1
+}
+
 @test "a SIGKILLed program keeps what was flushed before, well-formed" {
 	cat > app.py <<'PY'
 import os, signal, time

@@ -56,18 +56,16 @@ def _inferscope_boot():
     real_exit = os._exit
 
     def exit_flushed(code):
-        # forked children (multiprocessing's among them) leave through
-        # os._exit(), which skips atexit: finish the stream first
+        # os._exit() skips atexit: forked children (multiprocessing's among
+        # them) leave through it, and programs that skip slow teardown;
+        # finish the stream first
         try:
             stop()
         finally:
             real_exit(code)
 
-    def after_fork():
-        _inferscope._after_fork()
-        os._exit = exit_flushed
-
-    os.register_at_fork(after_in_child=after_fork)
+    os._exit = exit_flushed
+    os.register_at_fork(after_in_child=_inferscope._after_fork)
 
 
 def _inferscope_chain():
