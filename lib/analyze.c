@@ -1368,10 +1368,17 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 			break;
 		}
 		p->name = (uint32_t)n;
-		if (IST_HAS(ev, IST_F_CMDLINE) && p->cmdline.p == NULL &&
-		    (p->cmdline.p = malloc(ev->cmdline.n)) != NULL) {
-			memcpy(p->cmdline.p, ev->cmdline.p, ev->cmdline.n);
-			p->cmdline.n = ev->cmdline.n;
+		/* the last command line: a process that exec'd (a wrapper,
+		 * a pyenv shim) is named again, and its own stream, after
+		 * the sampler's, knows its command line best */
+		if (IST_HAS(ev, IST_F_CMDLINE)) {
+			uint8_t *c = malloc(ev->cmdline.n);
+			if (c != NULL) {
+				memcpy(c, ev->cmdline.p, ev->cmdline.n);
+				free(p->cmdline.p);
+				p->cmdline.p = c;
+				p->cmdline.n = ev->cmdline.n;
+			}
 		}
 		break;
 	}

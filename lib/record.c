@@ -34,6 +34,7 @@ struct tsample {
 struct psample {
 	int64_t pid;
 	bool named;
+	char comm[32];          /* as named: a new one means an exec */
 	int64_t rss, majflt, nthreads;
 	struct tsample *t;
 	size_t nt, capt;
@@ -178,6 +179,7 @@ name_process(struct sampler *s, struct psample *p, const char *comm)
 	ssize_t n;
 
 	p->named = true;
+	snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	ist_event_init(&ev, IST_PROCESS);
 	ev.pid = p->pid;
 	ev.name = (struct ist_str){ comm, strlen(comm) };
@@ -312,7 +314,9 @@ sample_process(struct sampler *s, int64_t pid, int64_t ts)
 	if (f[0][0] == 'Z')
 		return;
 	p->gen = s->gen;
-	if (!p->named)
+	/* named again after an exec (a wrapper script, a pyenv shim, env):
+	 * the command line readers keep is the last one */
+	if (!p->named || strncmp(p->comm, comm, sizeof(p->comm) - 1) != 0)
 		name_process(s, p, comm);
 	{
 		int64_t majflt = strtoll(f[9], NULL, 10);

@@ -42,6 +42,19 @@ PY
 	assert_output "['--format', 'x', '-o', 'y']"
 }
 
+@test "run: a command that execs (a wrapper, a shim) is named by what it ran" {
+	cd "$T"
+	printf 'print(1)\n' > app.py
+	printf '#!/bin/sh\nexec %s app.py "$@"\n' "$PY" > wrap.sh
+	chmod +x wrap.sh
+	# the wrapper's exec becomes a Python process with a stream of its own
+	run -0 inferscope run --report w.md -- ./wrap.sh
+	grep -qxF "| Command | \`$PY app.py\` |" w.md || fail "$(grep Command w.md)"
+	# an exec into a program with no stream: the sampler sees it
+	run -0 inferscope run --report s.md -- sh -c 'exec sleep 0.3'
+	grep -qxF '| Command | `sleep 0.3` |' s.md || fail "$(grep Command s.md)"
+}
+
 @test "run: a missing script or command fails like a shell, with no report" {
 	cd "$T"
 	run -127 --separate-stderr inferscope run -- no-such-command-xyz
