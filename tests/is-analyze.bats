@@ -125,6 +125,15 @@ fired() {
 	assert_output "$(printf '2000000000\t2000000000\t50\t2\t11\t1000')"
 	an contention_ok
 	assert_equal "$(fired cpu_contention)" 0
+	# other processes keep the machine's run queue long, these threads
+	# wait 2% of the time: not a finding about them
+	an contention_box
+	assert_equal "$(fired cpu_contention)" 0
+	an contention_box --rules-file <(printf 'cpu_contention:\n  min_wait_pct: 1\n')
+	assert_equal "$(fired cpu_contention runqueue)" 1
+	# no schedstat: the run queue alone decides
+	an contention_unmeasured
+	assert_equal "$(fired cpu_contention runqueue)" 1
 }
 
 @test "cpu_contention finds Python threads serialised on the GIL" {

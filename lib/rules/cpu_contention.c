@@ -122,6 +122,11 @@ run(const json_t *an, const double *p, json_t *out)
 	if (n == 0 && samples == 0)
 		return "no CPU samples";
 	share = cpu + wait > 0 ? 100 * wait / (cpu + wait) : 0;
+	/* procs_running counts every process of the machine: oversubscribed
+	 * samples alone say little when the threads measured hardly wait
+	 * (schedstat); they stand alone only where no wait was measured */
+	if (wait > 0 && share < p[4])
+		over = 0;
 	if (share >= p[0] || over >= p[1]) {
 		snprintf(title, sizeof(title), "threads wait for a CPU: %.1f%% "
 		    "of their runnable time was spent in the run queue "
@@ -172,6 +177,9 @@ const struct ist_rule ist_rule_cpu_contention = {
 		    "this many cores are serialised" },
 		{ "gil_min_ms", 200, "Python threads active at least this "
 		    "long are considered" },
+		{ "min_wait_pct", 5, "oversubscribed samples count only when "
+		    "threads wait at least this share, percent (unless no "
+		    "wait was measured)" },
 	},
 	run,
 };

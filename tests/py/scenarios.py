@@ -150,22 +150,27 @@ def scenario(name):
         # launch: 500 kernels of 4 us; every launch starts on an idle
         # GPU (the call begins 2 us after the previous kernel ends)
         ev.sort(key=tkey)
-    elif name in ("contention", "contention_ok"):
+    elif name in ("contention", "contention_ok", "contention_box",
+                  "contention_unmeasured"):
+        # box: the machine's other processes keep procs_running above
+        # the cores, but these threads hardly wait (2%); unmeasured: no
+        # schedstat, the run queue is all there is
         ev = meta(device=False)
         wait = 500_000_000 if name == "contention" else 10_000_000
+        runnable = 2 if name == "contention_ok" else 5
         ev.append(counter("system.cpu_cores", T0, 2, pid=0))
         for k, tid in enumerate((101, 102, 103, 104)):
             ev.append({"type": "thread", "pid": PID, "tid": tid,
                        "name": "worker-%d" % k})
         for s in range(11):
             ts = T0 + s * 100_000_000
-            ev.append(counter("system.runnable", ts,
-                              5 if name == "contention" else 2, pid=0))
+            ev.append(counter("system.runnable", ts, runnable, pid=0))
             for tid in (101, 102, 103, 104):
                 ev.append(counter("thread.cpu_ns", ts, s * 50_000_000,
                                   tid=tid))
-                ev.append(counter("thread.wait_ns", ts, s * wait // 10,
-                                  tid=tid))
+                if name != "contention_unmeasured":
+                    ev.append(counter("thread.wait_ns", ts,
+                                      s * wait // 10, tid=tid))
                 ev.append(counter("thread.ctx_involuntary", ts, s * 25,
                                   tid=tid))
         # contention: each thread 0.5 s CPU, 0.5 s waiting: 50%;
