@@ -428,10 +428,15 @@ verdict(const json_t *an, const json_t *findings, double factor)
 	} else {
 		cls = "unknown";
 		conf = 0.3;
-		snprintf(reason, sizeof(reason), best_util > 0 ?
-		    "no GPU activity and no thread busier than %.0f%% of a "
-		    "core: the run mostly waited (I/O, sleep, locks)" :
-		    "no GPU activity and no CPU samples", 100 * best_util);
+		/* 0.4%, not "0%": a figure the reader can check */
+		if (best_util > 0)
+			snprintf(reason, sizeof(reason), "no GPU activity, and "
+			    "the busiest thread used only %.*f%% of a core: the "
+			    "run mostly waited (I/O, sleep, locks)",
+			    best_util < 0.1 ? 1 : 0, 100 * best_util);
+		else
+			snprintf(reason, sizeof(reason), "no GPU activity and "
+			    "no CPU samples");
 	}
 	if (conf > 0.95)
 		conf = 0.95;
