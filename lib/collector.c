@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -501,6 +502,62 @@ drain_all(void)
 	return drained;
 }
 
+/*
+ * A terminating signal (SIGTERM, SIGHUP, SIGINT) whose action was the
+ * default: multiprocessing's Pool.terminate(), `kill`, a C program's
+ * Ctrl-C.  The handler only notes it; the writer thread then writes
+ * everything recorded, restores the default and sends the signal again, so
+ * that the process still dies of it.  A handler of the program's own, set
+ * before or after, is left alone or wins.
+ */
+static volatile sig_atomic_t term_sig;
+static const int term_sigs[] = { SIGTERM, SIGHUP, SIGINT };
+
+static void
+on_term(int sig)
+{
+	term_sig = sig;
+}
+
+static void
+catch_term(void)
+{
+	for (size_t i = 0; i < sizeof(term_sigs) / sizeof(*term_sigs); i++) {
+		struct sigaction sa, old;
+		if (sigaction(term_sigs[i], NULL, &old) != 0 ||
+		    (old.sa_flags & SA_SIGINFO) ||
+		    (old.sa_handler != SIG_DFL && old.sa_handler != on_term))
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_term;
+		sigemptyset(&sa.sa_mask);
+		sa.sa_flags = SA_RESTART;
+		sigaction(term_sigs[i], &sa, NULL);
+	}
+}
+
+static enum ist_status finish(struct ist_error *err);
+
+/* In the writer thread: write all, then die of the signal after all. */
+static void
+die_of(int sig)
+{
+	struct ist_error e;
+	struct sigaction sa;
+
+	/* C.running stays: ist_coll_stop() at exit waits for this thread,
+	 * which never returns */
+	if (finish(&e) != IST_OK)
+		fprintf(stderr, "inferscope: error: %s\n", e.msg);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+	kill(getpid(), sig);
+	sleep(1);          /* the signal is on its way; if every thread */
+	_exit(128 + sig);  /* blocks it now, leave as a shell would say */
+}
+
 static void *
 writer_main(void *arg)
 {
@@ -511,6 +568,10 @@ writer_main(void *arg)
 	pthread_setname_np(pthread_self(), "inferscope");
 	pthread_mutex_lock(&C.lock);
 	while (!C.stopping) {
+		if (term_sig) {
+			pthread_mutex_unlock(&C.lock);
+			die_of(term_sig);
+		}
 		/* rest 20 ms, unless the last pass found a lot: then keep up */
 		if (last < (256u << 10)) {
 			struct timespec ts;
@@ -724,20 +785,31 @@ ist_coll_start(const struct ist_coll_opts *o, struct ist_error *err)
 	calibrate(true);
 	C.stopping = false;
 	C.running = true;
-	if (pthread_create(&C.thread, NULL, writer_main, NULL) != 0) {
-		C.running = false;
-		ist_seterr(err, IST_ENOMEM, "cannot start the writer thread");
-		return IST_ENOMEM;
+	term_sig = 0;
+	{
+		/* the writer thread takes no signals: they go to the
+		 * program's threads, as they did before it existed */
+		sigset_t all, was;
+		int e;
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &was);
+		e = pthread_create(&C.thread, NULL, writer_main, NULL);
+		pthread_sigmask(SIG_SETMASK, &was, NULL);
+		if (e != 0) {
+			C.running = false;
+			ist_seterr(err, IST_ENOMEM, "cannot start the writer "
+			    "thread");
+			return IST_ENOMEM;
+		}
 	}
 	C.thread_started = true;
+	catch_term();
 	return IST_OK;
 }
 
 enum ist_status
 ist_coll_stop(struct ist_error *err)
 {
-	enum ist_status st = IST_OK;
-
 	if (!C.running)
 		return IST_OK;
 	C.running = false;
@@ -748,6 +820,16 @@ ist_coll_stop(struct ist_error *err)
 	if (C.thread_started)
 		pthread_join(C.thread, NULL);
 	C.thread_started = false;
+	return finish(err);
+}
+
+/* Drains every ring and closes the stream (the writer thread stopped, or
+ * is the caller). */
+static enum ist_status
+finish(struct ist_error *err)
+{
+	enum ist_status st = IST_OK;
+
 	drain_all();
 	if (C.ring && !C.failed) {
 		struct ist_error e = { 0 };

@@ -276,12 +276,12 @@ PY
 	assert_equal "$stderr" "is-record: cannot run './notexec': Permission denied"
 }
 
-@test "SIGTERM to is-record reaches the child and the trace is finalised" {
-	printf 'import time\nfrom inferscope import scope\nwith scope("before"):\n    time.sleep(0.05)\nprint("ready", flush=True)\ntime.sleep(30)\n' > app.py
+@test "SIGTERM to is-record reaches the child, which writes all it recorded" {
+	printf 'import time\nfrom inferscope import scope\ndef f(): pass\nwith scope("before"):\n    for _ in range(1000): f()\nprint("ready", flush=True)\ntime.sleep(30)\n' > app.py
 	is-record -o "$T/t.ist" -- $PY app.py > out.txt 2> err.txt &
 	pid=$!
 	for _ in $(seq 100); do grep -q ready out.txt && break; sleep 0.05; done
-	sleep 1.2    # collectors flush at least every second
+	# at once: no waiting for a periodic flush
 	kill -TERM $pid
 	st=0
 	wait $pid || st=$?
@@ -289,6 +289,48 @@ PY
 	run -0 is-cat "$T/t.ist"
 	is-cat "$T/t.ist" > t.jsonl
 	assert_equal "$(q count scope before)" 1
+	assert_equal "$(q count cpu_call __main__.f)" 1000
+	# the program died of the signal, as it would have untraced, quietly
+	assert_equal "$(cat err.txt)" "is-record: Terminated: finishing the trace"
+}
+
+@test "multiprocessing.Pool: workers stopped with SIGTERM keep their calls" {
+	# Pool.__exit__ terminates its workers; their streams were lost
+	cat > app.py <<'EOF'
+import multiprocessing as mp
+def work(x):
+    return x * 2
+if __name__ == "__main__":
+    with mp.get_context("fork").Pool(2) as p:
+        print(sum(p.map(work, range(20))))
+EOF
+	rec -- $PY app.py
+	assert_success
+	assert_equal "$(q count cpu_call __main__.work)" 20
+}
+
+@test "a program's own SIGTERM handler still runs, and has the last word" {
+	cat > app.py <<'EOF'
+import signal, sys, time
+def bye(sig, frame):
+    print("bye", flush=True)
+    sys.exit(5)
+signal.signal(signal.SIGTERM, bye)
+def f(): pass
+for _ in range(300): f()
+print("ready", flush=True)
+time.sleep(30)
+EOF
+	is-record -o "$T/t.ist" -- $PY app.py > out.txt 2> err.txt &
+	pid=$!
+	for _ in $(seq 100); do grep -q ready out.txt && break; sleep 0.05; done
+	kill -TERM $pid
+	st=0
+	wait $pid || st=$?
+	assert_equal "$st" 5
+	grep -qx bye out.txt
+	is-cat "$T/t.ist" > t.jsonl
+	assert_equal "$(q count cpu_call __main__.f)" 300
 }
 
 @test "os._exit() in the main process: every event is kept" {
