@@ -88,6 +88,21 @@ check_scopes() {
 	grep -q '"producer":"inferscope-python 0.1.0 (CPython 3.13' t.jsonl
 }
 
+@test "a program that runs cProfile itself still runs; on 3.12+ both record" {
+	# cProfile takes sys.monitoring's PROFILER_ID on 3.12+: ours is
+	# another; up to 3.11 there is one profile hook, and cProfile's wins
+	printf 'def f(): pass\nfor _ in range(100): f()\n' > app.py
+	for py in $PY $(ls -d "$HOME"/.pyenv/versions/3.1[23]*/bin/python3 2>/dev/null); do
+		rec -- "$py" -m cProfile -o "$T/p.prof" app.py
+		assert_success
+		"$py" -c 'import pstats, sys; s = pstats.Stats(sys.argv[1]).stats; print(sum(v[1] for k, v in s.items() if k[2] == "f"))' "$T/p.prof" > n.txt
+		assert_equal "$(cat n.txt)" 100
+		if "$py" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
+			assert_equal "$(q count cpu_call __main__.f)" 100
+		fi
+	done
+}
+
 @test "generators, exceptions, coroutines: every stack stays consistent" {
 	cat > app.py <<'PY'
 import asyncio

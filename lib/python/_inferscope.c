@@ -292,7 +292,11 @@ profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 /* ---- sys.monitoring (3.12+): C callbacks, about 3x cheaper ---- */
 
 #if PY_VERSION_HEX >= 0x030C0000
-#define TOOL_ID 2     /* sys.monitoring.PROFILER_ID */
+/* Not PROFILER_ID (2): cProfile takes that one on 3.12+, and a program
+ * that profiles itself under is-record must still run.  3 and 4 are the
+ * ids PEP 669 leaves unassigned. */
+static const int tool_ids[] = { 4, 3 };
+static int tool_id = -1;
 static int monitoring;
 static PyObject *mon_disable;   /* sys.monitoring.DISABLE */
 
@@ -441,11 +445,19 @@ monitoring_start(void)
 	if (mon_disable == NULL &&
 	    (mon_disable = PyObject_GetAttrString(mon, "DISABLE")) == NULL)
 		goto out;
-	r = PyObject_CallMethod(mon, "use_tool_id", "is", TOOL_ID,
-	    "inferscope");
-	if (r == NULL)
-		goto out;     /* another profiler holds the id */
-	Py_DECREF(r);
+	for (size_t i = 0; tool_id < 0 && i < sizeof(tool_ids) /
+	    sizeof(tool_ids[0]); i++) {
+		r = PyObject_CallMethod(mon, "use_tool_id", "is", tool_ids[i],
+		    "inferscope");
+		if (r == NULL)
+			PyErr_Clear();      /* another tool holds it */
+		else {
+			Py_DECREF(r);
+			tool_id = tool_ids[i];
+		}
+	}
+	if (tool_id < 0)
+		goto out;
 	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++) {
 		PyObject *e = PyObject_GetAttrString(events, ev[i].event), *fn;
 		long bit;
@@ -454,7 +466,7 @@ monitoring_start(void)
 		bit = PyLong_AsLong(e);
 		fn = hook_new(mon_fns[ev[i].def]);
 		r = fn ? PyObject_CallMethod(mon, "register_callback", "iOO",
-		    TOOL_ID, e, fn) : NULL;
+		    tool_id, e, fn) : NULL;
 		Py_XDECREF(fn);
 		Py_DECREF(e);
 		if (r == NULL)
@@ -462,15 +474,23 @@ monitoring_start(void)
 		Py_DECREF(r);
 		mask |= bit;
 	}
-	r = PyObject_CallMethod(mon, "set_events", "il", TOOL_ID, mask);
+	r = PyObject_CallMethod(mon, "set_events", "il", tool_id, mask);
 	if (r == NULL)
 		goto out;
 	Py_DECREF(r);
 	ok = 1;
 	monitoring = 1;
 out:
-	if (!ok)
+	if (!ok) {
 		PyErr_Clear();
+		if (tool_id >= 0) {         /* half set up: give it back */
+			r = PyObject_CallMethod(mon, "free_tool_id", "i",
+			    tool_id);
+			Py_XDECREF(r);
+			PyErr_Clear();
+			tool_id = -1;
+		}
+	}
 	Py_XDECREF(events);
 	Py_XDECREF(mon);
 	Py_XDECREF(sys);
@@ -488,10 +508,11 @@ monitoring_stop(void)
 	if ((sys = PyImport_ImportModule("sys")) != NULL &&
 	    (mon = PyObject_GetAttrString(sys, "monitoring")) != NULL) {
 		PyObject *r = PyObject_CallMethod(mon, "set_events", "ii",
-		    TOOL_ID, 0);
+		    tool_id, 0);
 		Py_XDECREF(r);
-		r = PyObject_CallMethod(mon, "free_tool_id", "i", TOOL_ID);
+		r = PyObject_CallMethod(mon, "free_tool_id", "i", tool_id);
 		Py_XDECREF(r);
+		tool_id = -1;
 		Py_DECREF(mon);
 	}
 	Py_XDECREF(sys);
