@@ -35,6 +35,8 @@ struct psample {
 	int64_t pid;
 	bool named;
 	char comm[32];          /* as named: a new one means an exec */
+	bool python;            /* named python*: should have a stream */
+	char cmd[120];          /* its command line, for a warning */
 	int64_t rss, majflt, nthreads;
 	struct tsample *t;
 	size_t nt, capt;
@@ -170,6 +172,18 @@ proc_get(struct sampler *s, int64_t pid)
 	return &s->p[s->np++];
 }
 
+/* python, python3, python3.12: a CPython that should load our bootstrap */
+static bool
+is_python(const char *name)
+{
+	if (strncmp(name, "python", 6) != 0)
+		return false;
+	for (name += 6; *name; name++)
+		if (!(*name >= '0' && *name <= '9') && *name != '.')
+			return false;
+	return true;
+}
+
 static void
 name_process(struct sampler *s, struct psample *p, const char *comm)
 {
@@ -194,6 +208,15 @@ name_process(struct sampler *s, struct psample *p, const char *comm)
 	    &blob) == 0) {
 		ev.cmdline = (struct ist_blob){ (uint8_t *)blob.p, blob.n };
 		IST_SET(&ev, IST_F_CMDLINE);
+	}
+	{
+		const char *a0 = n > 0 ? cmd : "", *b = strrchr(a0, '/');
+		p->python = is_python(comm) || is_python(b ? b + 1 : a0);
+		for (ssize_t i = 0; i < n && i < (ssize_t)sizeof(p->cmd) - 1;
+		    i++)
+			p->cmd[i] = cmd[i] ? cmd[i] : ' ';
+		p->cmd[n > 0 ? (n < (ssize_t)sizeof(p->cmd) ? n :
+		    (ssize_t)sizeof(p->cmd)) - 1 : 0] = '\0';
 	}
 	swrite(s, &ev);
 	ist_buf_release(&blob);
@@ -574,6 +597,32 @@ by_name(const struct dirent **a, const struct dirent **b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * A Python process the sampler saw that wrote no stream ran without our
+ * bootstrap: say so, or its calls are missing without a word.
+ */
+static void
+warn_silent_pythons(struct sampler *s, struct dirent **names, int n)
+{
+	for (size_t i = 0; i < s->np; i++) {
+		struct psample *p = &s->p[i];
+		char want[32];
+		bool found = false;
+
+		if (!p->python)
+			continue;
+		snprintf(want, sizeof(want), "%lld.ist", (long long)p->pid);
+		for (int k = 0; k < n && !found; k++)
+			found = strcmp(names[k]->d_name, want) == 0;
+		if (!found)
+			note(s, IST_NOTE_WARN, "Python process %lld "
+			    "(%s) recorded no Python calls: it did not load "
+			    "InferScope's bootstrap (python -I, -E or -S, or "
+			    "PYTHONPATH cleared for it)", (long long)p->pid,
+			    p->cmd);
+	}
+}
+
 static int
 is_stream(const struct dirent *d)
 {
@@ -667,7 +716,7 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 	ssize_t k;
 	enum ist_status st = IST_OK;
 	struct dirent **names = NULL;
-	int nnames;
+	int nnames = 0;
 	struct ist_event h;
 	struct timespec rt, mt;
 	uint64_t ticks = 0;
@@ -822,11 +871,11 @@ unmask:
 				    names[i]->d_name);
 				gs = gather(path, out_fd, &s, err);
 			}
-			free(names[i]);
 		}
-		free(names);
 		if (gs != IST_OK)
 			st = gs;
+		if (o->pydir)    /* --no-python: none expected */
+			warn_silent_pythons(&s, names, nnames);
 	}
 out:
 	ist_writer_free(s.w);
@@ -835,6 +884,9 @@ out:
 	for (size_t i = 0; i < s.np; i++)
 		free(s.p[i].t);
 	free(s.p);
+	for (int i = 0; i < nnames; i++)
+		free(names[i]);
+	free(names);
 	remove_dir(dir);
 	return st;
 }

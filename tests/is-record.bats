@@ -416,6 +416,19 @@ PY
 	assert_equal "$(q count cpu_call __main__.slow)" 5
 }
 
+@test "a Python process that skipped the bootstrap (-I) is named in a warning" {
+	printf 'import time\ntime.sleep(0.2)\n' > app.py
+	rec -- $PY -I app.py
+	assert_success
+	[[ $stderr =~ ^"is-record: warning: Python process "[0-9]+" ($PY -I app.py) recorded no Python calls: it did not load InferScope's bootstrap (python -I, -E or -S, or PYTHONPATH cleared for it)"$ ]] ||
+	    fail "$stderr"
+	# recorded as asked: no warning; --no-python: none expected
+	rec -- $PY app.py
+	assert_equal "$stderr" ""
+	rec --no-python -- $PY app.py
+	assert_equal "$stderr" ""
+}
+
 @test "--no-python: no Python events, the sampler still runs" {
 	printf 'import time\ndef f(): pass\nf()\ntime.sleep(0.1)\n' > app.py
 	rec --no-python -- $PY app.py
