@@ -546,8 +546,8 @@ die_of(int sig)
 	struct sigaction sa;
 
 	/* C.running stays: ist_coll_stop() at exit waits for this thread,
-	 * which never returns */
-	if (finish(&e) != IST_OK)
+	 * which never returns; from ist_coll_stop(), all is written */
+	if (C.w != NULL && finish(&e) != IST_OK)
 		fprintf(stderr, "inferscope: error: %s\n", e.msg);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
@@ -810,6 +810,8 @@ ist_coll_start(const struct ist_coll_opts *o, struct ist_error *err)
 enum ist_status
 ist_coll_stop(struct ist_error *err)
 {
+	enum ist_status st;
+
 	if (!C.running)
 		return IST_OK;
 	C.running = false;
@@ -820,7 +822,10 @@ ist_coll_stop(struct ist_error *err)
 	if (C.thread_started)
 		pthread_join(C.thread, NULL);
 	C.thread_started = false;
-	return finish(err);
+	st = finish(err);
+	if (term_sig)        /* it came as we stopped: die of it after all */
+		die_of(term_sig);
+	return st;
 }
 
 /* Drains every ring and closes the stream (the writer thread stopped, or
