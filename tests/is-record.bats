@@ -309,6 +309,13 @@ PY
 	assert_equal "$(cat err.txt)" "is-record: Terminated: finishing the trace"
 }
 
+@test "SIGTERM as the program exits (its own atexit): all written, and it dies of it" {
+	printf 'import atexit, os, signal\ndef f(): pass\nfor _ in range(200): f()\natexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))\n' > app.py
+	rec -- $PY app.py
+	assert_failure 143
+	assert_equal "$(q count cpu_call __main__.f)" 200
+}
+
 @test "multiprocessing.Pool: workers stopped with SIGTERM keep their calls" {
 	# Pool.__exit__ terminates its workers; their streams were lost
 	cat > app.py <<'EOF'
