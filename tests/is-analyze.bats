@@ -271,6 +271,10 @@ fired() {
 	    is-cat --encode -o "$T/u.ist"
 	run -0 --separate-stderr is-analyze --json "$T/u.ist"
 	assert_equal "$stderr" "is-analyze: warning: '$T/u.ist' is not in time order (29 records left out): run is-merge first"
+	# the same of an unmerged baseline, which was compared without a word
+	python3 tests/py/scenarios.py gpu_idle | is-cat --encode -o "$T/m.ist"
+	run -0 --separate-stderr is-analyze --json --baseline "$T/u.ist" "$T/m.ist"
+	assert_equal "$stderr" "is-analyze: warning: baseline '$T/u.ist' is not in time order (29 records left out): run is-merge first"
 }
 
 @test "bad input: one line naming the file, exit 1, no output file" {

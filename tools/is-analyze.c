@@ -131,6 +131,12 @@ main(int argc, char **argv)
 	if (baseline && ist_analysis_load(baseline, rules, &base, &e) !=
 	    IST_OK)
 		errx(1, "baseline: %s", e.msg);
+	if (base && json_integer_value(json_object_get(json_object_get(base,
+	    "data_quality"), "out_of_order")) > 0)
+		warnx("warning: baseline '%s' is not in time order (%lld "
+		    "records left out): run is-merge first", baseline,
+		    (long long)json_integer_value(json_object_get(
+		    json_object_get(base, "data_quality"), "out_of_order")));
 
 	fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY);
 	if (fd < 0)
