@@ -602,11 +602,12 @@ by_name(const struct dirent **a, const struct dirent **b)
  * bootstrap: say so, or its calls are missing without a word.
  */
 static void
-warn_silent_pythons(struct sampler *s, struct dirent **names, int n)
+warn_silent_pythons(struct sampler *s, const char *dir,
+    struct dirent **names, int n)
 {
 	for (size_t i = 0; i < s->np; i++) {
 		struct psample *p = &s->p[i];
-		char want[32];
+		char want[4400];
 		bool found = false;
 
 		if (!p->python)
@@ -614,7 +615,11 @@ warn_silent_pythons(struct sampler *s, struct dirent **names, int n)
 		snprintf(want, sizeof(want), "%lld.ist", (long long)p->pid);
 		for (int k = 0; k < n && !found; k++)
 			found = strcmp(names[k]->d_name, want) == 0;
-		if (!found)
+		/* <pid>.nopy: its bootstrap has warned already (no collector
+		 * for that Python) */
+		snprintf(want, sizeof(want), "%s/%lld.nopy", dir,
+		    (long long)p->pid);
+		if (!found && access(want, F_OK) != 0)
 			note(s, IST_NOTE_WARN, "Python process %lld "
 			    "(%s) recorded no Python calls: it did not load "
 			    "InferScope's bootstrap (python -I, -E or -S, or "
@@ -875,7 +880,7 @@ unmask:
 		if (gs != IST_OK)
 			st = gs;
 		if (o->pydir)    /* --no-python: none expected */
-			warn_silent_pythons(&s, names, nnames);
+			warn_silent_pythons(&s, dir, names, nnames);
 	}
 out:
 	ist_writer_free(s.w);

@@ -436,6 +436,20 @@ PY
 	assert_equal "$stderr" ""
 }
 
+@test "a Python with no collector built: one warning, the run goes on" {
+	# make builds the collector for python3, /usr/bin/python3 and the
+	# pyenv 3.12/3.13; 3.10 has none
+	py=$(ls -d "$HOME"/.pyenv/versions/3.10*/bin/python3 2>/dev/null | tail -1)
+	[ -n "$py" ] || skip "no Python 3.10 here (pyenv)"
+	! ls "$IST_BUILD"/python/_inferscope.cpython-310* > /dev/null 2>&1 ||
+	    skip "a collector is built for 3.10 here"
+	printf 'import time\ntime.sleep(0.2)\nprint("ran")\n' > app.py
+	rec -- "$py" app.py
+	assert_success
+	assert_output ran
+	assert_equal "$stderr" "inferscope: warning: no Python collector for Python 3.10 (No module named '_inferscope'); recording without Python calls"
+}
+
 @test "--no-python: no Python events, the sampler still runs" {
 	printf 'import time\ndef f(): pass\nf()\ntime.sleep(0.1)\n' > app.py
 	rec --no-python -- $PY app.py

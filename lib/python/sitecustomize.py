@@ -21,6 +21,12 @@ def _inferscope_boot():
                              "Python %d.%d (%s); recording without Python "
                              "calls\n" % (sys.version_info[0],
                                           sys.version_info[1], e))
+        try:
+            # said once: is-record need not warn about this process again
+            open(os.path.join(env["INFERSCOPE_DIR"],
+                              "%d.nopy" % os.getpid()), "w").close()
+        except OSError:
+            pass
         return
     try:
         mb = int(env.get("INFERSCOPE_TRACE_SIZE_MB", "100"))
