@@ -24,8 +24,10 @@ struct def {
 static struct {
 	pthread_mutex_t lock;        /* rings list, defs, budget */
 	pthread_cond_t wake;
+	pthread_cond_t flushed;      /* flush_done moved */
 	pthread_t thread;
 	bool running, stopping, thread_started;
+	uint64_t flush_req, flush_done;  /* ist_coll_flush() handshake */
 	int fd;
 	struct ist_writer *w;
 	struct ist_ring *rings;
@@ -44,7 +46,7 @@ static struct {
 	size_t nframes, capframes, first;
 	bool ring;
 } C = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
-    .fd = -1 };
+    .flushed = PTHREAD_COND_INITIALIZER, .fd = -1 };
 
 int ist_coll_use_tsc;
 
@@ -537,6 +539,22 @@ catch_term(void)
 }
 
 static enum ist_status finish(struct ist_error *err);
+static enum ist_status ring_finish(struct ist_error *err);
+
+/* In the writer thread, after a drain: everything recorded goes to the
+ * file now; a flight recorder writes the frames it keeps and from then on
+ * streams (the process is about to become another program). */
+static void
+flush_now(void)
+{
+	struct ist_error e = { 0 };
+
+	if (C.failed)
+		return;
+	if (ist_writer_flush(C.w, &e) != IST_OK ||
+	    (C.ring && ring_finish(&e) != IST_OK))
+		wfail(&e);
+}
 
 /* In the writer thread: write all, then die of the signal after all. */
 static void
@@ -568,6 +586,8 @@ writer_main(void *arg)
 	pthread_setname_np(pthread_self(), "inferscope");
 	pthread_mutex_lock(&C.lock);
 	while (!C.stopping) {
+		uint64_t req;
+
 		if (term_sig) {
 			pthread_mutex_unlock(&C.lock);
 			die_of(term_sig);
@@ -585,12 +605,38 @@ writer_main(void *arg)
 		}
 		if (C.stopping)
 			break;
+		req = C.flush_req;
 		pthread_mutex_unlock(&C.lock);
 		last = drain_all();
+		if (req != C.flush_done)
+			flush_now();
 		pthread_mutex_lock(&C.lock);
+		if (req != C.flush_done) {
+			C.flush_done = req;
+			pthread_cond_broadcast(&C.flushed);
+		}
 	}
+	/* a flush asked for as we stop: ist_coll_stop() writes all */
+	C.flush_done = C.flush_req;
+	pthread_cond_broadcast(&C.flushed);
 	pthread_mutex_unlock(&C.lock);
 	return NULL;
+}
+
+enum ist_status
+ist_coll_flush(void)
+{
+	uint64_t want;
+
+	if (!C.running || !C.thread_started)
+		return IST_OK;
+	pthread_mutex_lock(&C.lock);
+	want = ++C.flush_req;
+	pthread_cond_signal(&C.wake);
+	while (C.flush_done < want && C.thread_started)
+		pthread_cond_wait(&C.flushed, &C.lock);
+	pthread_mutex_unlock(&C.lock);
+	return C.failed ? C.werr.status : IST_OK;
 }
 
 struct rframe {
@@ -689,7 +735,9 @@ open_stream(const char *path, struct ist_error *err)
 
 	C.pid = getpid();
 	snprintf(C.path, sizeof(C.path), "%s", path);
-	C.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* appended to: after an exec the new program's stream follows the
+	 * old one's (the same pid), which it must not wipe */
+	C.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (C.fd < 0) {
 		ist_seterr(err, IST_EIO, "cannot create '%s': %s", path,
 		    strerror(errno));
@@ -872,6 +920,8 @@ ist_coll_after_fork(const char *path, struct ist_error *err)
 	 * parent's business; drop ours without touching the parent's file */
 	pthread_mutex_init(&C.lock, NULL);
 	pthread_cond_init(&C.wake, NULL);
+	pthread_cond_init(&C.flushed, NULL);
+	C.flush_req = C.flush_done = 0;
 	for (r = C.rings; r; r = next) {
 		next = r->next;
 		if (r != my_ring) {

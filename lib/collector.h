@@ -67,6 +67,9 @@ enum ist_status ist_coll_start(const struct ist_coll_opts *o,
     struct ist_error *err);
 /* Drains everything, writes the loss records, closes the file. */
 enum ist_status ist_coll_stop(struct ist_error *err);
+/* Has the writer thread write everything recorded so far, and waits for
+ * it (before an exec replaces the program). */
+enum ist_status ist_coll_flush(void);
 bool ist_coll_running(void);
 
 /* The calling thread's ring, created on first use (NULL: not running). */

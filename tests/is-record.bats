@@ -374,6 +374,27 @@ EOF
 	assert_equal "$(q count instant last)" 1
 }
 
+@test "os.exec*: what ran before the exec is kept, and so is the new program's" {
+	# the new program had the same stream path and wiped the old one,
+	# whose last frame was never written
+	cat > app.py <<'EOF'
+import os, sys
+def pre(): pass
+for _ in range(100): pre()
+try:
+    os.execv("/nonexistent", ["x"])       # fails: recording goes on
+except OSError:
+    pass
+for _ in range(20): pre()
+os.execvp(os.path.basename(sys.executable),
+          ["python3", "-c", "def post(): pass\nfor _ in range(50): post()"])
+EOF
+	PATH=$(dirname "$PY"):$PATH rec -- $PY app.py
+	assert_success
+	assert_equal "$(q count cpu_call __main__.pre)" 120
+	assert_equal "$(q count cpu_call __main__.post)" 50
+}
+
 @test "a SIGKILLed program keeps what was flushed before, well-formed" {
 	cat > app.py <<'PY'
 import os, signal, time

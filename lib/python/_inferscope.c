@@ -641,6 +641,16 @@ py_stop(PyObject *self, PyObject *args)
 }
 
 static PyObject *
+py_flush(PyObject *self, PyObject *args)
+{
+	(void)self;
+	(void)args;
+	if (active)
+		(void)ist_coll_flush();   /* a failure is told at stop */
+	Py_RETURN_NONE;
+}
+
+static PyObject *
 py_after_fork(PyObject *self, PyObject *args)
 {
 	char path[4096];
@@ -1037,6 +1047,7 @@ static PyMethodDef methods[] = {
 	{ "_start", py_start, METH_VARARGS,
 	  "_start(dir, trace_size_mb, py_min_us, calls, producer)" },
 	{ "_stop", py_stop, METH_NOARGS, "stop recording and close" },
+	{ "_flush", py_flush, METH_NOARGS, "write all recorded so far" },
 	{ "_after_fork", py_after_fork, METH_NOARGS, "at-fork child hook" },
 	{ "_thread_hook", thread_hook, METH_VARARGS, "threading.setprofile" },
 	{ "enabled", py_enabled, METH_NOARGS, "whether recording is on" },

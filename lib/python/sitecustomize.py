@@ -73,6 +73,18 @@ def _inferscope_boot():
     os._exit = exit_flushed
     os.register_at_fork(after_in_child=_inferscope._after_fork)
 
+    def exec_flushed(real):
+        # an exec replaces the program without atexit: write everything
+        # first (the new program, Python or not, starts afresh; its stream
+        # is appended to this one's, same pid); os.exec*p* go through these
+        def flushed(*args, **kwargs):
+            _inferscope._flush()
+            return real(*args, **kwargs)
+        return flushed
+
+    os.execv = exec_flushed(os.execv)
+    os.execve = exec_flushed(os.execve)
+
 
 def _inferscope_chain():
     import importlib.util
