@@ -35,6 +35,7 @@ struct psample {
 	int64_t pid;
 	bool named;
 	char comm[32];          /* as named: a new one means an exec */
+	bool have_cmd;          /* named with its command line */
 	bool python;            /* named python*: should have a stream */
 	char cmd[120];          /* its command line, for a warning */
 	int64_t rss, majflt, nthreads;
@@ -184,15 +185,23 @@ is_python(const char *name)
 	return true;
 }
 
+/* Names the process in a record; with !force, only once its command line
+ * reads (it reads empty for a moment during an exec). */
 static void
-name_process(struct sampler *s, struct psample *p, const char *comm)
+name_process(struct sampler *s, struct psample *p, const char *comm,
+    bool force)
 {
 	struct ist_event ev;
 	char path[64], cmd[8192];
 	struct ist_buf blob = { 0 };
 	ssize_t n;
 
+	snprintf(path, sizeof(path), "/proc/%lld/cmdline", (long long)p->pid);
+	n = read_file(path, cmd, sizeof(cmd));
+	if (!force && n <= 0)
+		return;
 	p->named = true;
+	p->have_cmd = n > 0;
 	snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	ist_event_init(&ev, IST_PROCESS);
 	ev.pid = p->pid;
@@ -201,8 +210,6 @@ name_process(struct sampler *s, struct psample *p, const char *comm)
 	IST_SET(&ev, IST_F_PID);
 	IST_SET(&ev, IST_F_NAME);
 	IST_SET(&ev, IST_F_HOST);
-	snprintf(path, sizeof(path), "/proc/%lld/cmdline", (long long)p->pid);
-	n = read_file(path, cmd, sizeof(cmd));
 	/* read_file ends the text with a NUL: a cut last argument counts */
 	if (n > 0 && ist_cbor_args(cmd, (size_t)n + (cmd[n - 1] != '\0'),
 	    &blob) == 0) {
@@ -338,9 +345,14 @@ sample_process(struct sampler *s, int64_t pid, int64_t ts)
 		return;
 	p->gen = s->gen;
 	/* named again after an exec (a wrapper script, a pyenv shim, env):
-	 * the command line readers keep is the last one */
-	if (!p->named || strncmp(p->comm, comm, sizeof(p->comm) - 1) != 0)
-		name_process(s, p, comm);
+	 * the command line readers keep is the last one; and once more if
+	 * it was named in the middle of an exec, without one */
+	{
+		bool renamed = p->named && strncmp(p->comm, comm,
+		    sizeof(p->comm) - 1) != 0;
+		if (!p->named || renamed || !p->have_cmd)
+			name_process(s, p, comm, !p->named || renamed);
+	}
 	{
 		int64_t majflt = strtoll(f[9], NULL, 10);
 		int64_t nthreads = strtoll(f[17], NULL, 10);
