@@ -227,6 +227,29 @@ PY
 	[ "$(for i in 0 1 2; do q scope-tids job-$i; done | sort -u | wc -l)" -eq 3 ]
 }
 
+@test "a thread that renames itself is known by its new name" {
+	cat > app.py <<'PY'
+import threading, time
+from inferscope import scope
+def work():
+    threading.current_thread().name = "renamed-worker"
+    with scope("job"):
+        time.sleep(0.02)
+t = threading.Thread(target=work, name="worker")
+t.start(); t.join()
+threading.current_thread().name = "server"
+with scope("main-job"):
+    pass
+PY
+	for py in $PY $(ls -d "$HOME"/.pyenv/versions/3.1[23]*/bin/python3 2>/dev/null); do
+		rec -- "$py" app.py
+		assert_success
+		is-analyze --json "$T/t.ist" > a.json
+		assert_equal "$(jq -r --argjson t "$(q scope-tids job)" '.threads[] | select(.tid == $t) | .name' a.json)" renamed-worker
+		assert_equal "$(jq -r --argjson t "$(q scope-tids main-job)" '.threads[] | select(.tid == $t) | .name' a.json)" server
+	done
+}
+
 @test "forked, spawned and subprocess children each have their stream" {
 	cat > app.py <<'PY'
 import multiprocessing as mp, subprocess, sys

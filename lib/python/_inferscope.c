@@ -640,6 +640,25 @@ py_stop(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* The calling thread was renamed: record its new name. */
+static PyObject *
+py_name_thread(PyObject *self, PyObject *name)
+{
+	struct pstate *p;
+	const char *s;
+
+	(void)self;
+	if (!active || !PyUnicode_Check(name))
+		Py_RETURN_NONE;
+	if ((s = PyUnicode_AsUTF8(name)) == NULL) {
+		PyErr_Clear();
+		Py_RETURN_NONE;
+	}
+	if ((p = pstate()) != NULL)
+		thread_name_record(p, s);
+	Py_RETURN_NONE;
+}
+
 static PyObject *
 py_flush(PyObject *self, PyObject *args)
 {
@@ -1048,6 +1067,7 @@ static PyMethodDef methods[] = {
 	  "_start(dir, trace_size_mb, py_min_us, calls, producer)" },
 	{ "_stop", py_stop, METH_NOARGS, "stop recording and close" },
 	{ "_flush", py_flush, METH_NOARGS, "write all recorded so far" },
+	{ "_name_thread", py_name_thread, METH_O, "the thread's new name" },
 	{ "_after_fork", py_after_fork, METH_NOARGS, "at-fork child hook" },
 	{ "_thread_hook", thread_hook, METH_VARARGS, "threading.setprofile" },
 	{ "enabled", py_enabled, METH_NOARGS, "whether recording is on" },

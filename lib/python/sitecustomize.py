@@ -59,6 +59,18 @@ def _inferscope_boot():
     # recorded through setprofile, hands over to the C hook)
     threading.setprofile(_inferscope._thread_hook)
 
+    # a thread that renames itself (current_thread().name = ...) is named
+    # again; a name given before start is taken by the hook above
+    name = threading.Thread.name
+
+    def set_name(self, value, _set=name.fset):
+        _set(self, value)
+        if self is threading.current_thread():
+            _inferscope._name_thread(str(value))
+
+    threading.Thread.name = property(name.fget, set_name, name.fdel,
+                                     name.__doc__)
+
     real_exit = os._exit
 
     def exit_flushed(code):
