@@ -522,19 +522,26 @@ on_term(int sig)
 }
 
 static void
+set_action(int sig, void (*fn)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fn;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(sig, &sa, NULL);
+}
+
+static void
 catch_term(void)
 {
 	for (size_t i = 0; i < sizeof(term_sigs) / sizeof(*term_sigs); i++) {
-		struct sigaction sa, old;
-		if (sigaction(term_sigs[i], NULL, &old) != 0 ||
-		    (old.sa_flags & SA_SIGINFO) ||
-		    (old.sa_handler != SIG_DFL && old.sa_handler != on_term))
-			continue;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_term;
-		sigemptyset(&sa.sa_mask);
-		sa.sa_flags = SA_RESTART;
-		sigaction(term_sigs[i], &sa, NULL);
+		struct sigaction old;
+		if (sigaction(term_sigs[i], NULL, &old) == 0 &&
+		    !(old.sa_flags & SA_SIGINFO) &&
+		    (old.sa_handler == SIG_DFL || old.sa_handler == on_term))
+			set_action(term_sigs[i], on_term);
 	}
 }
 
@@ -561,16 +568,12 @@ static void
 die_of(int sig)
 {
 	struct ist_error e;
-	struct sigaction sa;
 
 	/* C.running stays: ist_coll_stop() at exit waits for this thread,
 	 * which never returns; from ist_coll_stop(), all is written */
 	if (C.w != NULL && finish(&e) != IST_OK)
 		fprintf(stderr, "inferscope: error: %s\n", e.msg);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	sigemptyset(&sa.sa_mask);
-	sigaction(sig, &sa, NULL);
+	set_action(sig, SIG_DFL);
 	kill(getpid(), sig);
 	sleep(1);          /* the signal is on its way; if every thread */
 	_exit(128 + sig);  /* blocks it now, leave as a shell would say */
@@ -884,12 +887,8 @@ finish(struct ist_error *err)
 	enum ist_status st = IST_OK;
 
 	drain_all();
-	if (C.ring && !C.failed) {
-		struct ist_error e = { 0 };
-		if (ist_writer_flush(C.w, &e) != IST_OK ||
-		    ring_finish(&e) != IST_OK)
-			wfail(&e);
-	}
+	if (C.ring)
+		flush_now();     /* the kept frames */
 	if (C.failed) {
 		if (err)
 			*err = C.werr;

@@ -431,24 +431,28 @@ intern_slow(struct ist_writer *w, struct ist_str s)
 static struct wtrack *track_slow(struct ist_writer *w, const int64_t key[4],
     uint32_t mask);
 
-/* Consecutive events mostly share a track: remember the last one. */
+/* Consecutive events mostly share a track: remember the last one.  key
+ * holds pid, tid, device, stream, 0 where mask lacks them. */
 static inline struct wtrack *
-track(struct ist_writer *w, const struct ist_event *ev, uint32_t mask)
+track(struct ist_writer *w, const int64_t key[4], uint32_t mask)
 {
 	struct wtrack *t = w->last_track;
-	int64_t key[4];
 
-	if (t && t->mask == mask &&
-	    (!(mask & 1) || t->key[0] == ev->pid) &&
-	    (!(mask & 2) || t->key[1] == ev->tid) &&
-	    (!(mask & 4) || t->key[2] == ev->device) &&
-	    (!(mask & 8) || t->key[3] == ev->stream))
+	if (t && t->mask == mask && t->key[0] == key[0] &&
+	    t->key[1] == key[1] && t->key[2] == key[2] && t->key[3] == key[3])
 		return t;
-	key[0] = (mask & 1) ? ev->pid : 0;
-	key[1] = (mask & 2) ? ev->tid : 0;
-	key[2] = (mask & 4) ? ev->device : 0;
-	key[3] = (mask & 8) ? ev->stream : 0;
 	return w->last_track = track_slow(w, key, mask);
+}
+
+/* A record's start on its track, as the delta from the track's last one
+ * in this frame. */
+static inline void
+put_time(struct ist_writer *w, struct wtrack *tr, int64_t t0)
+{
+	put_int(w, (int64_t)((uint64_t)t0 - (uint64_t)(tr->gen == w->gen ?
+	    tr->last : 0)));
+	tr->gen = w->gen;
+	tr->last = t0;
 }
 
 /* Merged output switches tracks nearly every event: hash them cheaply. */
@@ -741,22 +745,25 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
 		}
 	}
 	tmask = (uint32_t)(ev->has & pl->tmask);
-	if (ts->has_track && (tr = track(w, ev, tmask)) == NULL)
-		return fail(w, err);
+	if (ts->has_track) {
+		int64_t key[4] = {
+			(tmask & 1) ? ev->pid : 0, (tmask & 2) ? ev->tid : 0,
+			(tmask & 4) ? ev->device : 0,
+			(tmask & 8) ? ev->stream : 0,
+		};
+		if ((tr = track(w, key, tmask)) == NULL)
+			return fail(w, err);
+	}
 	nel = (size_t)pl->base + (size_t)(last + 1);
 	if (reserve(w, need + nel * 9 + 64))
 		return fail(w, err);
 	w->n += cbor_encode_array_start(nel, w->buf + w->n, w->cap - w->n);
 	put_uint(w, (uint64_t)ts->kind);
 	if (tr) {
-		int64_t t0 = ts->time == TS_RANGE ? ev->start_ns : ev->ts_ns;
 		put_uint(w, tr->id);
-		if (ts->time != TS_NONE) {
-			int64_t base = tr->gen == w->gen ? tr->last : 0;
-			put_int(w, (int64_t)((uint64_t)t0 - (uint64_t)base));
-			tr->gen = w->gen;
-			tr->last = t0;
-		}
+		if (ts->time != TS_NONE)
+			put_time(w, tr, ts->time == TS_RANGE ? ev->start_ns :
+			    ev->ts_ns);
 		if (ts->time == TS_RANGE)
 			put_int(w, (int64_t)((uint64_t)ev->end_ns -
 			    (uint64_t)ev->start_ns));
@@ -828,7 +835,8 @@ ist_writer_timed(struct ist_writer *w, enum ist_type type, int64_t pid,
     int64_t tid, int64_t start_ns, int64_t end_ns, struct ist_wdef *d,
     struct ist_error *err)
 {
-	struct wtrack *tr = w->last_track;
+	const int64_t key[4] = { pid, tid, 0, 0 };
+	struct wtrack *tr;
 	enum ist_status st;
 	int extra;       /* payload after the name: file/domain, line */
 
@@ -857,22 +865,15 @@ ist_writer_timed(struct ist_writer *w, enum ist_type type, int64_t pid,
 			return st;
 		d->more_seg = w->seg;
 	}
-	if (tr == NULL || tr->mask != 3 || tr->key[0] != pid ||
-	    tr->key[1] != tid) {
-		int64_t key[4] = { pid, tid, 0, 0 };
-		if ((tr = w->last_track = track_slow(w, key, 3)) == NULL)
-			return fail(w, err);
-	}
+	if ((tr = track(w, key, 3)) == NULL)    /* pid and tid */
+		return fail(w, err);
 	if (reserve(w, 64))
 		return fail(w, err);
 	w->n += cbor_encode_array_start(5 + (size_t)extra, w->buf + w->n,
 	    w->cap - w->n);
 	put_uint(w, (uint64_t)ist_types[type].kind);
 	put_uint(w, tr->id);
-	put_int(w, (int64_t)((uint64_t)start_ns -
-	    (uint64_t)(tr->gen == w->gen ? tr->last : 0)));
-	tr->gen = w->gen;
-	tr->last = start_ns;
+	put_time(w, tr, start_ns);
 	put_int(w, (int64_t)((uint64_t)end_ns - (uint64_t)start_ns));
 	put_uint(w, d->name_id);
 	if (extra >= 1) {

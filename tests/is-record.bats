@@ -20,6 +20,19 @@ q() {
 	python3 "$ROOT/tests/py/events.py" "$T/t.jsonl" "$@"
 }
 
+# term_when_ready: records $PY app.py in the background, sends is-record
+# SIGTERM once the program has printed "ready"; $st is is-record's exit
+# status, out.txt and err.txt its output, $T/t.jsonl the trace
+term_when_ready() {
+	is-record -o "$T/t.ist" -- $PY app.py > out.txt 2> err.txt &
+	local pid=$!
+	for _ in $(seq 100); do grep -q ready out.txt && break; sleep 0.05; done
+	kill -TERM $pid
+	st=0
+	wait $pid || st=$?
+	is-cat "$T/t.ist" > "$T/t.jsonl"
+}
+
 # within ACTUAL_MS EXPECTED_MS: within 2% or 2 ms (the larger)
 within() {
 	python3 -c '
@@ -316,16 +329,10 @@ PY
 
 @test "SIGTERM to is-record reaches the child, which writes all it recorded" {
 	printf 'import time\nfrom inferscope import scope\ndef f(): pass\nwith scope("before"):\n    for _ in range(1000): f()\nprint("ready", flush=True)\ntime.sleep(30)\n' > app.py
-	is-record -o "$T/t.ist" -- $PY app.py > out.txt 2> err.txt &
-	pid=$!
-	for _ in $(seq 100); do grep -q ready out.txt && break; sleep 0.05; done
 	# at once: no waiting for a periodic flush
-	kill -TERM $pid
-	st=0
-	wait $pid || st=$?
+	term_when_ready
 	assert_equal "$st" 143
 	run -0 is-cat "$T/t.ist"
-	is-cat "$T/t.ist" > t.jsonl
 	assert_equal "$(q count scope before)" 1
 	assert_equal "$(q count cpu_call __main__.f)" 1000
 	# the program died of the signal, as it would have untraced, quietly
@@ -366,15 +373,9 @@ for _ in range(300): f()
 print("ready", flush=True)
 time.sleep(30)
 EOF
-	is-record -o "$T/t.ist" -- $PY app.py > out.txt 2> err.txt &
-	pid=$!
-	for _ in $(seq 100); do grep -q ready out.txt && break; sleep 0.05; done
-	kill -TERM $pid
-	st=0
-	wait $pid || st=$?
+	term_when_ready
 	assert_equal "$st" 5
 	grep -qx bye out.txt
-	is-cat "$T/t.ist" > t.jsonl
 	assert_equal "$(q count cpu_call __main__.f)" 300
 }
 

@@ -49,6 +49,19 @@ help(void)
 	    "usage error, 3 when a --fail-on condition holds.\n");
 }
 
+/* Says so when the analysis of a trace left records out because they were
+ * not in time order (the trace was not merged). */
+static void
+warn_unordered(const json_t *an, const char *what, const char *path)
+{
+	json_int_t n = json_integer_value(json_object_get(json_object_get(an,
+	    "data_quality"), "out_of_order"));
+
+	if (n > 0)
+		warnx("warning: %s'%s' is not in time order (%lld records "
+		    "left out): run is-merge first", what, path, (long long)n);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -131,12 +144,8 @@ main(int argc, char **argv)
 	if (baseline && ist_analysis_load(baseline, rules, &base, &e) !=
 	    IST_OK)
 		errx(1, "baseline: %s", e.msg);
-	if (base && json_integer_value(json_object_get(json_object_get(base,
-	    "data_quality"), "out_of_order")) > 0)
-		warnx("warning: baseline '%s' is not in time order (%lld "
-		    "records left out): run is-merge first", baseline,
-		    (long long)json_integer_value(json_object_get(
-		    json_object_get(base, "data_quality"), "out_of_order")));
+	if (base)
+		warn_unordered(base, "baseline ", baseline);
 
 	fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY);
 	if (fd < 0)
@@ -157,12 +166,7 @@ main(int argc, char **argv)
 		warnx("%s%s", st == IST_TRUNCATED ? "warning: " : "", e.msg);
 		status = 1;
 	}
-	if (json_integer_value(json_object_get(json_object_get(an,
-	    "data_quality"), "out_of_order")) > 0)
-		warnx("warning: '%s' is not in time order (%lld records left "
-		    "out): run is-merge first", strcmp(path, "-") ? path :
-		    "<stdin>", (long long)json_integer_value(json_object_get(
-		    json_object_get(an, "data_quality"), "out_of_order")));
+	warn_unordered(an, "", strcmp(path, "-") ? path : "<stdin>");
 	if (base && ist_analysis_compare(an, base, &e) != IST_OK)
 		errx(1, "%s", e.msg);
 	if (failon && ist_failon_check(failon, an, &failed, &why, &e) !=

@@ -90,6 +90,18 @@ thread_name_record(struct pstate *p, const char *name)
 	ist_coll_thread_name(p->ring, name);
 }
 
+/* The same, of a Python str (anything else names nothing). */
+static void
+name_thread(struct pstate *p, PyObject *name)
+{
+	const char *s;
+
+	if (name && PyUnicode_Check(name) &&
+	    (s = PyUnicode_AsUTF8(name)) != NULL)
+		thread_name_record(p, s);
+	PyErr_Clear();
+}
+
 /* Stack of open calls: records the call when it returns. */
 static inline void
 push(struct pstate *p, uint32_t id, int64_t t)
@@ -557,12 +569,7 @@ thread_hook(PyObject *self, PyObject *args)
 	cur = threading ? PyObject_CallMethod(threading, "current_thread",
 	    NULL) : NULL;
 	name = cur ? PyObject_GetAttrString(cur, "name") : NULL;
-	if (name && PyUnicode_Check(name)) {
-		const char *s = PyUnicode_AsUTF8(name);
-		if (s)
-			thread_name_record(p, s);
-	}
-	PyErr_Clear();
+	name_thread(p, name);
 	Py_XDECREF(name);
 	Py_XDECREF(cur);
 	Py_XDECREF(threading);
@@ -645,17 +652,10 @@ static PyObject *
 py_name_thread(PyObject *self, PyObject *name)
 {
 	struct pstate *p;
-	const char *s;
 
 	(void)self;
-	if (!active || !PyUnicode_Check(name))
-		Py_RETURN_NONE;
-	if ((s = PyUnicode_AsUTF8(name)) == NULL) {
-		PyErr_Clear();
-		Py_RETURN_NONE;
-	}
-	if ((p = pstate()) != NULL)
-		thread_name_record(p, s);
+	if (active && (p = pstate()) != NULL)
+		name_thread(p, name);
 	Py_RETURN_NONE;
 }
 
