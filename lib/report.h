@@ -56,10 +56,12 @@ struct ist_rules;
  * trace's last analysis record or, without one, made here with rules.
  * Returns IST_OK; IST_TRUNCATED or a reader error after what was read was
  * reported (err holds the message); or an error with nothing written when
- * no segment could be read or the output failed.
+ * no segment could be read or the output failed.  *out_of_order (when
+ * not NULL) is set to the records the analysis left out because they came
+ * earlier than one before them: the input was not merged.
  */
 enum ist_status ist_report_trace(struct ist_reader *r,
     enum ist_report_format f, const struct ist_rules *rules, int out_fd,
-    bool *wrote, struct ist_error *err);
+    bool *wrote, uint64_t *out_of_order, struct ist_error *err);
 
 #endif

@@ -12,7 +12,7 @@
 enum ist_status
 ist_report_trace(struct ist_reader *r, enum ist_report_format f,
     const struct ist_rules *rules, int out_fd, bool *wrote,
-    struct ist_error *err)
+    uint64_t *out_of_order, struct ist_error *err)
 {
 	struct ist_analyzer *a = NULL;
 	struct ist_timeline *tl = NULL;
@@ -26,6 +26,8 @@ ist_report_trace(struct ist_reader *r, enum ist_report_format f,
 	int werr;
 
 	*wrote = false;
+	if (out_of_order)
+		*out_of_order = 0;
 	if ((st = ist_analyzer_new(&a, rules, err)) != IST_OK)
 		return st;
 	if (f == IST_REPORT_HTML && (tl = ist_timeline_new()) == NULL) {
@@ -66,6 +68,9 @@ ist_report_trace(struct ist_reader *r, enum ist_report_format f,
 	} else if ((st = ist_analyzer_finish(a, &rs, &an, &e2)) != IST_OK) {
 		goto fail;
 	}
+	if (out_of_order)
+		*out_of_order = (uint64_t)json_integer_value(json_object_get(
+		    json_object_get(an, "data_quality"), "out_of_order"));
 	if (rs.truncated_bytes > 0) {
 		/* the report's own input was cut short: say so */
 		json_t *q = json_object_get(an, "data_quality");

@@ -38,6 +38,20 @@ setup() {
 	    .analysis.verdict.classification == "CPU-bound"'
 }
 
+@test "an unmerged trace is reported with a warning on stderr, not only in the report" {
+	python3 tests/py/scenarios.py gpu_idle | tac | sed '$d' |
+	    { python3 tests/py/scenarios.py gpu_idle | sed -n 1p; cat; } |
+	    is-cat --encode -o "$T/u.ist"
+	run -0 --separate-stderr is-report -o "$T/u.md" "$T/u.ist"
+	assert_equal "$stderr" "is-report: warning: '$T/u.ist' is not in time order (29 records left out): run is-merge first"
+	grep -q '^- 29 records were out of time order and left out' "$T/u.md"
+	run -0 --separate-stderr is-report -f json < "$T/u.ist"
+	assert_equal "$stderr" "is-report: warning: '<stdin>' is not in time order (29 records left out): run is-merge first"
+	# merged, it says nothing
+	run -0 --separate-stderr is-report -o "$T/m.md" "$T/ex.ist"
+	assert_equal "$stderr" ""
+}
+
 @test "the HTML is self-contained: no scripts, no external resources, three charts" {
 	is-report -f html -o "$T/r.html" "$T/ex.ist"
 	run grep -c '<svg' "$T/r.html"

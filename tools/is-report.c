@@ -58,6 +58,7 @@ main(int argc, char **argv)
 	struct ist_output out;
 	struct ist_error e = { 0 };
 	enum ist_status st;
+	uint64_t unordered;
 	bool wrote, ok;
 	int c, fd;
 
@@ -116,7 +117,7 @@ main(int argc, char **argv)
 		errx(1, "%s", e.msg);
 	if (ist_reader_new(&r, ist_fd_source, &fd, path, &e) != IST_OK)
 		errx(1, "%s", e.msg);
-	st = ist_report_trace(r, fmt, rules, out.fd, &wrote, &e);
+	st = ist_report_trace(r, fmt, rules, out.fd, &wrote, &unordered, &e);
 	if (!wrote) {
 		errx(1, "%s", ist_output_fail(&out, &e));
 	}
@@ -128,6 +129,10 @@ main(int argc, char **argv)
 		errx(1, "%s", e.msg);
 	if (st != IST_OK)
 		warnx("%s%s", st == IST_TRUNCATED ? "warning: " : "", e.msg);
+	if (unordered > 0)
+		warnx("warning: '%s' is not in time order (%llu records left "
+		    "out): run is-merge first", strcmp(path, "-") == 0 ?
+		    "<stdin>" : path, (unsigned long long)unordered);
 	ist_reader_free(r);
 	ist_rules_free(rules);
 	ist_config_release(&cfg);

@@ -49,7 +49,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ist_reader_new(&r, mem_source, &m, "fuzz", &e) != IST_OK)
 		abort();
 	(void)ist_report_trace(r, (enum ist_report_format)((data[0] >> 1) % 4),
-	    rules, devnull, &wrote, &e);
+	    rules, devnull, &wrote, NULL, &e);
 	ist_reader_free(r);
 	ist_buf_release(&framed);
 	return 0;
