@@ -357,6 +357,10 @@ struct thr {
 	/* Python activity, for the GIL check */
 	int64_t py_first, py_last, py_self, cpu_at_py;
 	bool have_py;
+	/* imports: the outermost _find_and_load calls, and the outermost
+	 * module bodies (__main__ aside) */
+	int64_t imp_end, mod_end, imp_ns, imp_first, imp_last;
+	uint64_t imp_n;
 };
 
 struct proc {
@@ -402,11 +406,16 @@ struct sstat {               /* scopes and NVTX ranges */
 	struct dist d;
 };
 
+enum { FN_PLAIN, FN_IMPORT, FN_MODULE };
+
 struct fstat {               /* Python and C functions */
 	uint32_t name, file;
 	int64_t line;
 	uint64_t count;
 	int64_t self, incl, max;
+	uint8_t role;            /* FN_: an import, a module's body */
+	uint64_t imp_count;      /* FN_MODULE: bodies run as the outermost */
+	int64_t imp;             /* import on their thread, and their time */
 };
 
 struct kstat {
@@ -506,6 +515,7 @@ thread_of(struct ist_analyzer *a, int64_t pid, int64_t tid)
 	t->pid = pid;
 	t->tid = tid;
 	t->last_t = INT64_MIN;
+	t->imp_end = t->mod_end = INT64_MIN;
 	return t;
 }
 
@@ -962,6 +972,24 @@ push_frame(struct thr *t, const struct ist_event *ev)
 	return &t->st[i];
 }
 
+/* What a function is to the import check: CPython's import entry point
+ * (every `import` of a module not yet loaded runs it), a module's body
+ * (`numpy.<module>`), or neither. */
+static uint8_t
+fn_role(const char *s)
+{
+	static const char body[] = ".<module>";
+	size_t n = strlen(s), k = sizeof(body) - 1;
+
+	if (strcmp(s, "_frozen_importlib._find_and_load") == 0 ||
+	    strcmp(s, "importlib._bootstrap._find_and_load") == 0)
+		return FN_IMPORT;
+	if (n > k && memcmp(s + n - k, body, k) == 0 &&
+	    strcmp(s, "__main__.<module>") != 0)
+		return FN_MODULE;
+	return FN_PLAIN;
+}
+
 static int
 host_range(struct ist_analyzer *a, const struct ist_event *ev)
 {
@@ -1000,8 +1028,24 @@ host_range(struct ist_analyzer *a, const struct ist_event *ev)
 			fs->name = (uint32_t)name;
 			fs->file = (uint32_t)file;
 			fs->line = IST_HAS(ev, IST_F_LINE) ? ev->line : 0;
+			fs->role = fn_role(a->str.s[name]);
 		}
 		fs->count++;
+		/* calls start in order: one that starts before the current
+		 * outermost one ends is nested in it */
+		if (fs->role == FN_IMPORT && ev->start_ns >= t->imp_end) {
+			if (t->imp_n++ == 0)
+				t->imp_first = ev->start_ns;
+			t->imp_ns += dur;
+			t->imp_end = ev->end_ns;
+			if (ev->end_ns > t->imp_last)
+				t->imp_last = ev->end_ns;
+		} else if (fs->role == FN_MODULE &&
+		    ev->start_ns >= t->mod_end) {
+			fs->imp_count++;
+			fs->imp += dur;
+			t->mod_end = ev->end_ns;
+		}
 		fs->self += dur;
 		if (dur > fs->max)
 			fs->max = dur;
@@ -1758,6 +1802,50 @@ functions_json(struct ist_analyzer *a)
 	return arr;
 }
 
+static int
+by_import(const void *x, const void *y, void *ctx)
+{
+	const struct ist_analyzer *a = ctx;
+	const struct fstat *p = *(struct fstat *const *)x;
+	const struct fstat *q = *(struct fstat *const *)y;
+	if (p->imp != q->imp)
+		return p->imp < q->imp ? 1 : -1;
+	return strcmp(a->str.s[p->name], a->str.s[q->name]);
+}
+
+/* Imports on every thread, and the modules imported first-hand (not by
+ * another module being imported) that took longest, with all they
+ * imported in turn. */
+static json_t *
+imports_json(struct ist_analyzer *a)
+{
+	json_t *mods = json_array();
+	struct fstat **v = malloc((a->nfn ? a->nfn : 1) * sizeof(*v));
+	int64_t ns = 0;
+	uint64_t count = 0;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < a->nthr; i++) {
+		ns += a->thr[i].imp_ns;
+		count += a->thr[i].imp_n;
+	}
+	for (uint32_t i = 0; v && i < a->nfn; i++)
+		if (a->fn[i].imp_count)
+			v[n++] = &a->fn[i];
+	if (n)
+		qsort_r(v, n, sizeof(*v), by_import, a);
+	for (uint32_t i = 0; i < n && i < 10; i++) {
+		const char *name = a->str.s[v[i]->name];
+		json_array_append_new(mods, json_pack("{s:s%,s:s,s:I,s:I}",
+		    "module", name, strlen(name) - 9, "file",
+		    a->str.s[v[i]->file], "count", JI(v[i]->imp_count), "ns",
+		    JI(v[i]->imp)));
+	}
+	free(v);
+	return json_pack("{s:I,s:I,s:o}", "ns", JI(ns), "count", JI(count),
+	    "modules", mods);
+}
+
 static json_t *
 kernels_json(struct ist_analyzer *a)
 {
@@ -1862,12 +1950,20 @@ threads_json(struct ist_analyzer *a)
 		if (t->have_py) {
 			int64_t pw = t->py_last - t->py_first;
 			int64_t pc = (t->have_cpu ? t->cpu1 : 0) - t->cpu_at_py;
-			json_object_set_new(o, "python", json_pack(
-			    "{s:I,s:I,s:I,s:I,s:o}", "first_ns",
-			    JI(t->py_first), "last_ns", JI(t->py_last),
-			    "self_ns", JI(t->py_self), "cpu_ns", JI(pc),
-			    "cpu_util", jreal(pw > 0 && t->have_cpu ?
-			    (double)pc / (double)pw : 0, 4)));
+			json_t *py = json_pack("{s:I,s:I,s:I,s:I,s:o,s:I,s:I}",
+			    "first_ns", JI(t->py_first), "last_ns",
+			    JI(t->py_last), "self_ns", JI(t->py_self),
+			    "cpu_ns", JI(pc), "cpu_util", jreal(pw > 0 &&
+			    t->have_cpu ? (double)pc / (double)pw : 0, 4),
+			    "imports", JI(t->imp_n), "import_ns",
+			    JI(t->imp_ns));
+			if (t->imp_n) {
+				json_object_set_new(py, "import_first_ns",
+				    json_integer(t->imp_first));
+				json_object_set_new(py, "import_last_ns",
+				    json_integer(t->imp_last));
+			}
+			json_object_set_new(o, "python", py);
 		}
 		json_object_set_new(o, "launches", json_integer(
 		    JI(t->launches)));
@@ -2029,6 +2125,7 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	    JI(dist_pct(&a->launch_d, 50)), "max_ns", JI(a->launch_max),
 	    "slow_count", JI(a->slow_launches)));
 	json_object_set_new(an, "scopes", scopes_json(a));
+	json_object_set_new(an, "imports", imports_json(a));
 	json_object_set_new(an, "functions", functions_json(a));
 	json_object_set_new(an, "functions_distinct", json_integer(a->nfn));
 	json_object_set_new(an, "kernels", kernels_json(a));

@@ -184,6 +184,11 @@ evidence_value(struct ist_buf *o, const char *key, const json_t *v)
 				    ist_jstr(x, "kind"), D(ist_jnum(x, "ns")),
 				    100 * ist_jnum(x, "share"));
 			} else if (json_is_object(x) &&
+			    json_object_get(x, "module")) {
+				/* an import: module time */
+				code(o, ist_jstr(x, "module"));
+				ist_buf_printf(o, " %s", D(ist_jnum(x, "ns")));
+			} else if (json_is_object(x) &&
 			    json_object_get(x, "where")) {
 				code(o, ist_jstr(x, "where"));
 				ist_buf_printf(o, " %lld× %s", (long long)ist_jint(x, "count"), D(ist_jnum(x,

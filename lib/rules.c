@@ -18,7 +18,7 @@
 const struct ist_rule *const ist_rule_table[] = {
 	&ist_rule_gpu_idle, &ist_rule_transfer, &ist_rule_sync,
 	&ist_rule_launch_bound, &ist_rule_cpu_contention,
-	&ist_rule_memory_pressure, &ist_rule_gpu_bound,
+	&ist_rule_memory_pressure, &ist_rule_gpu_bound, &ist_rule_startup,
 };
 const size_t ist_nrules = sizeof(ist_rule_table) / sizeof(ist_rule_table[0]);
 
@@ -365,6 +365,7 @@ verdict(const json_t *an, const json_t *findings, double factor)
 {
 	const json_t *devs = json_object_get(an, "devices"), *d, *f, *t;
 	double busy = 0, active = 0, copy = 0, kern = 0, best_util = 0;
+	double imp = 0, wall = ist_jnum(json_object_get(an, "run"), "wall_ns");
 	bool idle = false, xfer = false, gpu = false;
 	const char *cls, *why;
 	double conf;
@@ -390,10 +391,14 @@ verdict(const json_t *an, const json_t *findings, double factor)
 			copy += ist_jnum(f, "ns");
 	json_array_foreach(json_object_get(an, "kernels"), i, f)
 		kern += ist_jnum(f, "total_ns");
-	json_array_foreach(json_object_get(an, "threads"), i, t)
+	json_array_foreach(json_object_get(an, "threads"), i, t) {
+		double tn = ist_jnum(json_object_get(t, "python"), "import_ns");
 		if (ist_jnum(t, "cpu_util") > best_util &&
 		    ist_jnum(t, "window_ns") > 0)
 			best_util = ist_jnum(t, "cpu_util");
+		if (tn > imp)
+			imp = tn;
+	}
 	if (gpu) {
 		double b = active > 0 ? busy / active : 0;
 		if (xfer && copy >= kern) {
@@ -437,6 +442,12 @@ verdict(const json_t *an, const json_t *findings, double factor)
 		else
 			snprintf(reason, sizeof(reason), "no GPU activity and "
 			    "no CPU samples");
+	}
+	if (wall > 0 && imp >= wall / 2) {
+		/* whatever the class, the run is mostly its own start-up */
+		size_t n = strlen(reason);
+		snprintf(reason + n, sizeof(reason) - n, "; start-up dominates: "
+		    "Python imports took %.0f%% of the run", 100 * imp / wall);
 	}
 	if (conf > 0.95)
 		conf = 0.95;

@@ -161,6 +161,31 @@ fired() {
 	assert_equal "$(fired memory_pressure)" 0
 }
 
+@test "startup fires on import time: outermost imports per thread, modules imported first-hand" {
+	an startup
+	# main thread: numpy 300 ms (numpy.core nested inside, once) and
+	# tokenizers 50 ms; thread 101: json 20 ms
+	assert_equal "$(q -c '[.imports.ns, .imports.count]')" "[370000000,3]"
+	assert_equal "$(q -c '[.imports.modules[] | [.module, .ns, .count]]')" \
+	    '[["numpy",280000000,1],["tokenizers",40000000,1],["json",10000000,1]]'
+	assert_equal "$(q -c '[.threads[] | [.tid, .python.imports, .python.import_ns]]')" \
+	    '[[100,2,350000000],[101,1,20000000]]'
+	assert_equal "$(fired startup imports)" 1
+	run q -c '.findings[] | select(.rule == "startup") | [.severity, .title, .evidence.import_pct, .evidence.thread, [.evidence.slowest[].module], .ranges]'
+	assert_output '["medium","Python imports took 350.0 ms, 35% of the run, on thread MainThread (100/100)",35,"MainThread",["numpy","tokenizers","json"],[[1010000000,1450000000]]]'
+	# 35% is under half the run: the verdict does not dwell on it
+	[[ $(q .verdict.reason) != *start-up* ]]
+	# 95 of 100 ms, under the 100 ms floor: no finding, but the verdict
+	# says the run was mostly start-up
+	an startup_small
+	assert_equal "$(fired startup)" 0
+	assert_equal "$(q .verdict.reason)" "no GPU activity and no CPU samples; start-up dominates: Python imports took 95% of the run"
+	# a lower floor from a rules file makes it fire, high (95% > 3 x 20%)
+	printf 'startup:\n  import_min_ms: 50\n' > "$T/r.yaml"
+	an startup_small --rules-file "$T/r.yaml"
+	assert_equal "$(q -r '.findings[] | select(.rule == "startup") | .severity')" high
+}
+
 @test "scopes: count, total, mean, p50, p95, max and the GPU time launched inside" {
 	an steps
 	run q '.scopes[] | [.name, .count, .total_ns, .mean_ns, .p50_ns,

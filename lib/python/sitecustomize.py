@@ -37,15 +37,17 @@ def _inferscope_boot():
     ring = env.get("INFERSCOPE_RING", "0") == "1"
     producer = "inferscope-python 0.1.0 (CPython %d.%d.%d)" % \
         sys.version_info[:3]
+    # imported before recording starts: the program's imports are its
+    # own, these are ours (the chain below needs importlib.util)
+    import atexit
+    import importlib.util  # noqa: F401
+    import threading
     try:
         _inferscope._start(env["INFERSCOPE_DIR"], mb, min_us, calls, producer,
                            ring)
     except OSError as e:
         sys.stderr.write("inferscope: warning: %s\n" % e)
         return
-
-    import atexit
-    import threading
 
     def stop():
         try:

@@ -240,6 +240,37 @@ def scenario(name):
             ev.append({"type": "scope", "pid": PID, "tid": MAIN,
                        "name": "load", "start_ns": t + d,
                        "end_ns": t + d + 500_000})
+    elif name in ("startup", "startup_small"):
+        # imports on two threads; ms from T0.  startup: the main thread
+        # imports numpy [10, 310] (its body [20, 300] imports numpy.core
+        # [30, 130], nested: counted once, not listed) and tokenizers
+        # [400, 450] (body [405, 445]); thread 101 imports json [500, 520]
+        # (body [505, 515]).  The run lasts 1000 ms: main 350 ms = 35%.
+        # startup_small: one import of 95 of 100 ms, under the 100 ms floor
+        ms = 1_000_000
+        imp = "_frozen_importlib._find_and_load"
+        boot = "<frozen importlib._bootstrap>"
+
+        def body(mod, s, e, tid=MAIN):
+            return call(mod + ".<module>", T0 + s * ms, T0 + e * ms, tid,
+                        file="/lib/%s.py" % mod.replace(".", "/"), line=1)
+
+        def find(s, e, tid=MAIN):
+            return call(imp, T0 + s * ms, T0 + e * ms, tid, file=boot,
+                        line=1165)
+        ev = meta(device=False)
+        if name == "startup":
+            ev.append({"type": "thread", "pid": PID, "tid": 101,
+                       "name": "loader"})
+            ev += [body("__main__", 0, 1000), find(10, 310),
+                   body("numpy", 20, 300), find(30, 130),
+                   body("numpy.core", 40, 120), find(400, 450),
+                   body("tokenizers", 405, 445), find(500, 520, 101),
+                   body("json", 505, 515, 101)]
+        else:
+            ev += [body("__main__", 0, 100), find(0, 95),
+                   body("torch", 1, 94)]
+        ev.sort(key=tkey)
     else:
         sys.exit("scenarios.py: unknown scenario '%s'" % name)
     return [header()] + ev

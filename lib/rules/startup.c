@@ -1,0 +1,78 @@
+/* startup - Python imports that take a large share of the run: the cost of
+ * starting a process, paid again by every process that starts. */
+#include <stdio.h>
+
+#include "rules.h"
+
+static const char *
+run(const json_t *an, const double *p, json_t *out)
+{
+	const json_t *t, *best = NULL, *py, *m;
+	double wall = ist_jnum(json_object_get(an, "run"), "wall_ns");
+	double ns, pct;
+	bool any = false;
+	char title[256];
+	json_t *f, *ev, *mods;
+	size_t i;
+
+	json_array_foreach(json_object_get(an, "threads"), i, t) {
+		if ((py = json_object_get(t, "python")) == NULL)
+			continue;
+		any = true;
+		if (best == NULL || ist_jnum(py, "import_ns") >
+		    ist_jnum(json_object_get(best, "python"), "import_ns"))
+			best = t;
+	}
+	if (!any)
+		return "no Python calls recorded";
+	py = json_object_get(best, "python");
+	ns = ist_jnum(py, "import_ns");
+	pct = wall > 0 ? 100 * ns / wall : 0;
+	if (ns < p[1] * 1e6 || pct < p[0])
+		return NULL;
+	snprintf(title, sizeof(title), "Python imports took %.1f ms, %.0f%% "
+	    "of the run, on thread %s (%lld/%lld)", ns / 1e6, pct,
+	    ist_jstr(best, "name"), (long long)ist_jint(best, "pid"),
+	    (long long)ist_jint(best, "tid"));
+	f = ist_finding(out, "startup", "imports", ist_severity(pct, p[0]),
+	    ist_margin_confidence(pct, p[0]), title, "imports are paid once "
+	    "per process: serve many requests from one long-lived process "
+	    "or a warm worker pool rather than a Python start per request; "
+	    "import what the hot path does not need lazily; when "
+	    "benchmarking, start the clock after start-up. `python -X "
+	    "importtime` itemises every module");
+	ev = json_object_get(f, "evidence");
+	json_object_set(ev, "pid", json_object_get(best, "pid"));
+	json_object_set(ev, "tid", json_object_get(best, "tid"));
+	json_object_set(ev, "thread", json_object_get(best, "name"));
+	json_object_set(ev, "import_calls", json_object_get(py, "imports"));
+	json_object_set(ev, "import_time_ns", json_object_get(py,
+	    "import_ns"));
+	json_object_set_new(ev, "import_pct", json_real(ist_round(pct, 1)));
+	json_object_set_new(ev, "wall_ns", json_integer(ist_d2i(wall)));
+	mods = json_array();
+	json_array_foreach(json_object_get(json_object_get(an, "imports"),
+	    "modules"), i, m) {
+		if (i == 5)
+			break;
+		json_array_append_new(mods, json_pack("{s:O,s:O}", "module",
+		    json_object_get(m, "module"), "ns", json_object_get(m,
+		    "ns")));
+	}
+	json_object_set_new(ev, "slowest", mods);
+	json_array_append_new(json_object_get(f, "ranges"), json_pack("[O,O]",
+	    json_object_get(py, "import_first_ns"), json_object_get(py,
+	    "import_last_ns")));
+	return NULL;
+}
+
+const struct ist_rule ist_rule_startup = {
+	"startup",
+	"Python imports take a large share of the run",
+	{
+		{ "import_pct", 20, "a thread's import time as a share of the "
+		    "run's wall time, percent" },
+		{ "import_min_ms", 100, "and at least this many milliseconds" },
+	},
+	run,
+};
