@@ -361,6 +361,11 @@ struct thr {
 	 * module bodies (__main__ aside) */
 	int64_t imp_end, mod_end, imp_ns, imp_first, imp_last;
 	uint64_t imp_n;
+	/* garbage collections that paused the thread */
+	uint64_t gc_n;
+	int64_t gc_ns, gc_max;
+	uint32_t gc_scope;       /* the longest one's innermost range + 1 */
+	struct topk gc_long;
 };
 
 struct proc {
@@ -406,7 +411,8 @@ struct sstat {               /* scopes and NVTX ranges */
 	struct dist d;
 };
 
-enum { FN_PLAIN, FN_IMPORT, FN_MODULE };
+enum { FN_PLAIN, FN_IMPORT, FN_MODULE, FN_GC };
+#define GC_PREFIX "gc (generation "     /* the Python collector's name */
 
 struct fstat {               /* Python and C functions */
 	uint32_t name, file;
@@ -972,15 +978,17 @@ push_frame(struct thr *t, const struct ist_event *ev)
 	return &t->st[i];
 }
 
-/* What a function is to the import check: CPython's import entry point
- * (every `import` of a module not yet loaded runs it), a module's body
- * (`numpy.<module>`), or neither. */
+/* What a function is to the import and GC checks: CPython's import entry
+ * point (every `import` of a module not yet loaded runs it), a module's
+ * body (`numpy.<module>`), a garbage collection, or none of these. */
 static uint8_t
 fn_role(const char *s)
 {
 	static const char body[] = ".<module>";
 	size_t n = strlen(s), k = sizeof(body) - 1;
 
+	if (strncmp(s, GC_PREFIX, sizeof(GC_PREFIX) - 1) == 0)
+		return FN_GC;
 	if (strcmp(s, "_frozen_importlib._find_and_load") == 0 ||
 	    strcmp(s, "importlib._bootstrap._find_and_load") == 0)
 		return FN_IMPORT;
@@ -1045,6 +1053,24 @@ host_range(struct ist_analyzer *a, const struct ist_event *ev)
 			fs->imp_count++;
 			fs->imp += dur;
 			t->mod_end = ev->end_ns;
+		} else if (fs->role == FN_GC) {
+			t->gc_n++;
+			t->gc_ns += dur;
+			topk_add(&t->gc_long, ev->start_ns, ev->end_ns);
+			if (t->gc_n == 1 || dur > t->gc_max) {
+				/* the scope or NVTX range it lengthened */
+				t->gc_max = dur;
+				t->gc_scope = 0;
+				for (uint32_t i = t->n; i-- > 0;) {
+					const struct frame *p = &t->st[i];
+					if (p != f && (p->kind == F_SCOPE ||
+					    p->kind == F_NVTX) && p->start <=
+					    ev->start_ns && p->end >= ev->end_ns) {
+						t->gc_scope = p->name + 1;
+						break;
+					}
+				}
+			}
 		}
 		fs->self += dur;
 		if (dur > fs->max)
@@ -1846,6 +1872,34 @@ imports_json(struct ist_analyzer *a)
 	    "modules", mods);
 }
 
+/* Garbage collections, by generation (the Python collector names each
+ * "gc (generation N)"). */
+static json_t *
+gc_json(struct ist_analyzer *a)
+{
+	json_t *gens = json_array();
+	int64_t ns = 0, max = 0;
+	uint64_t n = 0;
+
+	for (int g = 0; g < 8; g++)
+		for (uint32_t i = 0; i < a->nfn; i++) {
+			const struct fstat *f = &a->fn[i];
+			const char *s = a->str.s[f->name];
+			if (f->role != FN_GC ||
+			    atoi(s + sizeof(GC_PREFIX) - 1) != g)
+				continue;
+			json_array_append_new(gens, json_pack("{s:i,s:I,s:I,s:I}",
+			    "generation", g, "count", JI(f->count), "ns",
+			    JI(f->incl), "max_ns", JI(f->max)));
+			n += f->count;
+			ns += f->incl;
+			if (f->max > max)
+				max = f->max;
+		}
+	return json_pack("{s:I,s:I,s:I,s:o}", "collections", JI(n), "ns",
+	    JI(ns), "max_ns", JI(max), "generations", gens);
+}
+
 static json_t *
 kernels_json(struct ist_analyzer *a)
 {
@@ -1962,6 +2016,18 @@ threads_json(struct ist_analyzer *a)
 				    json_integer(t->imp_first));
 				json_object_set_new(py, "import_last_ns",
 				    json_integer(t->imp_last));
+			}
+			json_object_set_new(py, "gc_collections",
+			    json_integer(JI(t->gc_n)));
+			json_object_set_new(py, "gc_ns", json_integer(t->gc_ns));
+			json_object_set_new(py, "gc_max_ns",
+			    json_integer(t->gc_max));
+			if (t->gc_n) {
+				json_object_set_new(py, "gc_max_scope",
+				    t->gc_scope ? json_string(a->str.s[
+				    t->gc_scope - 1]) : json_null());
+				json_object_set_new(py, "gc_longest",
+				    topk_json(&t->gc_long));
 			}
 			json_object_set_new(o, "python", py);
 		}
@@ -2126,6 +2192,7 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	    "slow_count", JI(a->slow_launches)));
 	json_object_set_new(an, "scopes", scopes_json(a));
 	json_object_set_new(an, "imports", imports_json(a));
+	json_object_set_new(an, "gc", gc_json(a));
 	json_object_set_new(an, "functions", functions_json(a));
 	json_object_set_new(an, "functions_distinct", json_integer(a->nfn));
 	json_object_set_new(an, "kernels", kernels_json(a));

@@ -18,7 +18,8 @@
 const struct ist_rule *const ist_rule_table[] = {
 	&ist_rule_gpu_idle, &ist_rule_transfer, &ist_rule_sync,
 	&ist_rule_launch_bound, &ist_rule_cpu_contention,
-	&ist_rule_memory_pressure, &ist_rule_gpu_bound, &ist_rule_startup,
+	&ist_rule_memory_pressure, &ist_rule_gpu_bound, &ist_rule_gc_pause,
+	&ist_rule_startup,
 };
 const size_t ist_nrules = sizeof(ist_rule_table) / sizeof(ist_rule_table[0]);
 

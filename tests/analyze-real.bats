@@ -149,3 +149,47 @@ PY
 	run jq -r '.rules[] | select(.rule == "startup") | [.findings, .skipped // "ran"] | @tsv' a.json
 	assert_output "$(printf '0\tran')"
 }
+
+@test "real garbage collection: each collection recorded on its thread with its duration, inside its scope (3.11, 3.13)" {
+	# automatic collection off: exactly the five gc.collect() calls, each
+	# timed by the program itself
+	cat > app.py <<'PY'
+import gc, time
+gc.disable()
+from inferscope import scope
+class N:
+    pass
+out = []
+for i in range(5):
+    with scope("request"):
+        for k in range(50000):
+            a = N(); b = N(); a.b = b; b.a = a
+        del a, b
+        s = time.perf_counter_ns()
+        gc.collect()
+        out.append(time.perf_counter_ns() - s)
+print(" ".join(map(str, out)))
+PY
+	printf 'rules:\n  gc_pause: {pause_ms: 1}\n' > .inferscope.yaml
+	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 2>/dev/null | tail -1)
+	for PY in /usr/bin/python3 $py313; do
+		rm -f rec.ist
+		is-record -o rec.ist -- $PY app.py > own.txt
+		is-merge rec.ist | is-analyze --json > a.json
+		run jq -c '[.gc.generations[] | select(.generation == 2) | .count]' a.json
+		assert_output "[5]"
+		# each within 2% (or 0.2 ms) of what the program measured
+		# around gc.collect() (which also enters and leaves the call)
+		is-merge rec.ist | is-cat | jq -r 'select(.name == "gc (generation 2)") | .end_ns - .start_ns' > rec.txt
+		python3 - own.txt rec.txt <<'CHECK'
+import sys
+own = [int(x) for x in open(sys.argv[1]).read().split()]
+rec = [int(x) for x in open(sys.argv[2]).read().split()]
+assert len(own) == len(rec) == 5, (own, rec)
+for o, r in zip(own, rec):
+    assert r <= o + 50_000 and r >= o * 0.98 - 200_000, (o, r)
+CHECK
+		run jq -r '[.threads[0].python.gc_max_scope, (.findings[] | select(.rule == "gc_pause" and .kind == "pause") | .evidence.scope)] | @tsv' a.json
+		assert_output "$(printf 'request\trequest')"
+	done
+}

@@ -45,6 +45,8 @@ struct frame {
 
 struct pstate {
 	struct ist_ring *ring;
+	int64_t gc_t0;          /* a collection under way on this thread */
+	uint32_t gc_id;
 	int depth;              /* may exceed MAX_DEPTH: those are not kept */
 	int sdepth;
 	struct frame stack[MAX_DEPTH];
@@ -647,6 +649,53 @@ py_stop(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/*
+ * gc.callbacks: a collection is recorded as a call named for its
+ * generation, "gc (generation 2)", on the thread it paused (the thread
+ * whose allocation set it off, or that called gc.collect()).  The callback
+ * runs only when the collector does.
+ */
+static PyObject *
+py_gc(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	static uint32_t ids[8];
+	struct pstate *p;
+	PyObject *gen;
+	const char *phase;
+	long g;
+
+	(void)self;
+	if (!active || nargs != 2 || (p = pstate()) == NULL ||
+	    (phase = PyUnicode_AsUTF8(args[0])) == NULL) {
+		PyErr_Clear();
+		Py_RETURN_NONE;
+	}
+	if (strcmp(phase, "start") == 0) {
+		gen = PyDict_Check(args[1]) ? PyDict_GetItemString(args[1],
+		    "generation") : NULL;
+		g = gen ? PyLong_AsLong(gen) : -1;
+		PyErr_Clear();
+		if (g < 0 || g > 7) {
+			p->gc_id = 0;
+			Py_RETURN_NONE;
+		}
+		if (ids[g] == 0) {
+			char name[32];
+			snprintf(name, sizeof(name), "gc (generation %ld)", g);
+			ids[g] = ist_coll_define_func(name, NULL, 0);
+		}
+		p->gc_id = ids[g];
+		p->gc_t0 = ist_ticks();
+	} else if (p->gc_id) {
+		int64_t t = ist_ticks();
+		if (t - p->gc_t0 >= min_ticks)
+			ist_coll_timed(p->ring, IST_REC_CALL, p->gc_id,
+			    p->gc_t0, t);
+		p->gc_id = 0;
+	}
+	Py_RETURN_NONE;
+}
+
 /* The calling thread was renamed: record its new name. */
 static PyObject *
 py_name_thread(PyObject *self, PyObject *name)
@@ -691,6 +740,7 @@ py_after_fork(PyObject *self, PyObject *args)
 		/* the frames on our stack belong to the parent's records */
 		p->depth = 0;
 		p->sdepth = 0;
+		p->gc_id = 0;
 		p->ring = ist_coll_ring();
 		thread_name_record(p, "MainThread");
 	}
@@ -1068,6 +1118,8 @@ static PyMethodDef methods[] = {
 	{ "_stop", py_stop, METH_NOARGS, "stop recording and close" },
 	{ "_flush", py_flush, METH_NOARGS, "write all recorded so far" },
 	{ "_name_thread", py_name_thread, METH_O, "the thread's new name" },
+	{ "_gc", (PyCFunction)(void (*)(void))py_gc, METH_FASTCALL,
+	  "gc.callbacks: a collection's start and stop" },
 	{ "_after_fork", py_after_fork, METH_NOARGS, "at-fork child hook" },
 	{ "_thread_hook", thread_hook, METH_VARARGS, "threading.setprofile" },
 	{ "enabled", py_enabled, METH_NOARGS, "whether recording is on" },

@@ -40,6 +40,7 @@ def _inferscope_boot():
     # imported before recording starts: the program's imports are its
     # own, these are ours (the chain below needs importlib.util)
     import atexit
+    import gc
     import importlib.util  # noqa: F401
     import threading
     try:
@@ -57,6 +58,8 @@ def _inferscope_boot():
             sys.stderr.write("inferscope: error: %s\n" % e)
 
     atexit.register(stop)
+    # garbage collections, each as a call on the thread it paused
+    gc.callbacks.append(_inferscope._gc)
     # the first event of each new thread names it (and, with calls
     # recorded through setprofile, hands over to the C hook)
     threading.setprofile(_inferscope._thread_hook)

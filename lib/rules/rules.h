@@ -29,7 +29,8 @@ struct ist_rule {
 
 extern const struct ist_rule ist_rule_gpu_idle, ist_rule_transfer,
     ist_rule_sync, ist_rule_launch_bound, ist_rule_cpu_contention,
-    ist_rule_memory_pressure, ist_rule_gpu_bound, ist_rule_startup;
+    ist_rule_memory_pressure, ist_rule_gpu_bound, ist_rule_gc_pause,
+    ist_rule_startup;
 extern const struct ist_rule *const ist_rule_table[];
 extern const size_t ist_nrules;
 

@@ -271,6 +271,23 @@ def scenario(name):
             ev += [body("__main__", 0, 100), find(0, 95),
                    body("torch", 1, 94)]
         ev.sort(key=tkey)
+    elif name == "gc":
+        # the main thread's Python window is 1000 ms (__main__.loop); ten
+        # gen-0 collections of 2 ms and one gen-2 of 40 ms [150, 190]
+        # inside the scope 'request' [100, 300]: 60 ms = 6% of the window,
+        # longest 40 ms = 2x the 20 ms bar
+        ms = 1_000_000
+        gen = "gc (generation %d)"
+        ev = meta(device=False) + [
+            call("__main__.loop", T0, T0 + 1000 * ms, file="/app/app.py",
+                 line=3),
+            {"type": "scope", "pid": PID, "tid": MAIN, "name": "request",
+             "start_ns": T0 + 100 * ms, "end_ns": T0 + 300 * ms},
+            call(gen % 2, T0 + 150 * ms, T0 + 190 * ms)]
+        for i in range(10):
+            t = T0 + 400 * ms + i * 50 * ms
+            ev.append(call(gen % 0, t, t + 2 * ms))
+        ev.sort(key=tkey)
     else:
         sys.exit("scenarios.py: unknown scenario '%s'" % name)
     return [header()] + ev
