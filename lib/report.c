@@ -213,6 +213,37 @@ evidence_value(struct ist_buf *o, const char *key, const json_t *v)
 #undef ENDS
 }
 
+/* Under the functions: what of them was importing, and garbage
+ * collection, when the run had any. */
+static void
+runtime_lines(struct ist_buf *o, const json_t *an)
+{
+	const json_t *imp = json_object_get(an, "imports"), *gc =
+	    json_object_get(an, "gc"), *m;
+	char t1[64], t2[64];
+	size_t i;
+
+	if (ist_jnum(imp, "count") > 0) {
+		ist_buf_printf(o, "Imports took %s in %lld import%s (the import "
+		    "system's functions above are theirs)",
+		    D(ist_jnum(imp, "ns")), (long long)ist_jint(imp, "count"),
+		    ist_jint(imp, "count") == 1 ? "" : "s");
+		json_array_foreach(json_object_get(imp, "modules"), i, m) {
+			if (i == 3)
+				break;
+			ist_buf_printf(o, "%s", i ? ", " : "; slowest: ");
+			code(o, ist_jstr(m, "module"));
+			ist_buf_printf(o, " %s", D(ist_jnum(m, "ns")));
+		}
+		ist_buf_printf(o, ".\n\n");
+	}
+	if (ist_jnum(gc, "collections") > 0)
+		ist_buf_printf(o, "Garbage collection: %lld collection%s, %s in "
+		    "all, the longest %s.\n\n", (long long)ist_jint(gc,
+		    "collections"), ist_jint(gc, "collections") == 1 ? "" : "s",
+		    D(ist_jnum(gc, "ns")), D2(ist_jnum(gc, "max_ns")));
+}
+
 static void
 findings(struct ist_buf *o, const json_t *an, double t0)
 {
@@ -429,6 +460,7 @@ tables(struct ist_buf *o, const json_t *an)
 		}
 		ist_buf_printf(o, "\n");
 	}
+	runtime_lines(o, an);
 
 	arr = json_object_get(an, "kernels");
 	if (json_array_size(arr)) {

@@ -38,6 +38,17 @@ setup() {
 	    .analysis.verdict.classification == "CPU-bound"'
 }
 
+@test "under the functions: the time spent importing and collecting garbage" {
+	python3 tests/py/scenarios.py startup | is-cat --encode -o "$T/s.ist"
+	run -0 is-report "$T/s.ist"
+	assert_line 'Imports took 370.00 ms in 3 imports (the import system'"'"'s functions above are theirs); slowest: `numpy` 280.00 ms, `tokenizers` 40.00 ms, `json` 10.00 ms.'
+	refute_line --partial 'Garbage collection:'
+	python3 tests/py/scenarios.py gc | is-cat --encode -o "$T/g.ist"
+	run -0 is-report "$T/g.ist"
+	assert_line 'Garbage collection: 11 collections, 60.00 ms in all, the longest 40.00 ms.'
+	refute_line --partial 'Imports took'
+}
+
 @test "an unmerged trace is reported with a warning on stderr, not only in the report" {
 	python3 tests/py/scenarios.py gpu_idle | tac | sed '$d' |
 	    { python3 tests/py/scenarios.py gpu_idle | sed -n 1p; cat; } |
