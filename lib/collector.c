@@ -1,4 +1,5 @@
 /* collector.c - rings, definitions and the writer thread of a recorder. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -511,13 +512,33 @@ drain_all(void)
  * everything recorded, restores the default and sends the signal again, so
  * that the process still dies of it.  A handler of the program's own, set
  * before or after, is left alone or wins.
+ *
+ * Two collectors can share a process (Python's and NVTX's, each with its
+ * own copy of this file).  The second finds the first one's handler: it
+ * takes the signal, writes what it has, then hands the signal to the
+ * first, which writes its own and ends the process.  Each object exports
+ * ist_coll_term_tag so that the other can tell its handler by dladdr.
  */
 static volatile sig_atomic_t term_sig;
+static volatile sig_atomic_t term_done;  /* stopped: all is written */
 static const int term_sigs[] = { SIGTERM, SIGHUP, SIGINT };
+static void (*term_prev[3])(int);   /* another collector's handler */
+
+__attribute__((visibility("default"))) const char ist_coll_term_tag[] =
+    "inferscope collector";
+
+static void set_action(int sig, void (*fn)(int));
 
 static void
 on_term(int sig)
 {
+	if (term_done) {
+		/* stopped, and another collector handed the signal on: the
+		 * default action, now */
+		set_action(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
 	term_sig = sig;
 }
 
@@ -533,16 +554,61 @@ set_action(int sig, void (*fn)(int))
 	sigaction(sig, &sa, NULL);
 }
 
+/* Whether handler h lives in another object that holds a collector. */
+static bool
+collector_handler(void (*h)(int))
+{
+	Dl_info di;
+	void *so;
+	bool yes = false;
+
+	if (h == SIG_DFL || h == SIG_IGN || h == on_term ||
+	    dladdr((void *)(uintptr_t)h, &di) == 0 || di.dli_fname == NULL)
+		return false;
+	if ((so = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD)) != NULL) {
+		yes = dlsym(so, "ist_coll_term_tag") != NULL;
+		dlclose(so);
+	}
+	return yes;
+}
+
 static void
 catch_term(void)
 {
 	for (size_t i = 0; i < sizeof(term_sigs) / sizeof(*term_sigs); i++) {
 		struct sigaction old;
-		if (sigaction(term_sigs[i], NULL, &old) == 0 &&
-		    !(old.sa_flags & SA_SIGINFO) &&
-		    (old.sa_handler == SIG_DFL || old.sa_handler == on_term))
+		if (sigaction(term_sigs[i], NULL, &old) != 0 ||
+		    (old.sa_flags & SA_SIGINFO))
+			continue;
+		if (old.sa_handler == SIG_DFL || old.sa_handler == on_term) {
 			set_action(term_sigs[i], on_term);
+		} else if (collector_handler(old.sa_handler)) {
+			term_prev[i] = old.sa_handler;
+			set_action(term_sigs[i], on_term);
+		}
 	}
+}
+
+/* At stop: the action we replaced comes back, where ours still holds. */
+static void
+release_term(void)
+{
+	for (size_t i = 0; i < sizeof(term_sigs) / sizeof(*term_sigs); i++) {
+		struct sigaction cur;
+		if (sigaction(term_sigs[i], NULL, &cur) == 0 &&
+		    !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == on_term)
+			set_action(term_sigs[i], term_prev[i] ? term_prev[i] :
+			    SIG_DFL);
+	}
+}
+
+static void (*
+prev_of(int sig))(int)
+{
+	for (size_t i = 0; i < sizeof(term_sigs) / sizeof(*term_sigs); i++)
+		if (term_sigs[i] == sig)
+			return term_prev[i];
+	return NULL;
 }
 
 static enum ist_status finish(struct ist_error *err);
@@ -571,8 +637,16 @@ die_of(int sig)
 
 	/* C.running stays: ist_coll_stop() at exit waits for this thread,
 	 * which never returns; from ist_coll_stop(), all is written */
+	void (*prev)(int) = prev_of(sig);
+
 	if (C.w != NULL && finish(&e) != IST_OK)
 		fprintf(stderr, "inferscope: error: %s\n", e.msg);
+	if (prev) {
+		/* the other collector writes its own and ends the process;
+		 * should it be gone (stopped), end it here after a while */
+		prev(sig);
+		sleep(3);
+	}
 	set_action(sig, SIG_DFL);
 	kill(getpid(), sig);
 	sleep(1);          /* the signal is on its way; if every thread */
@@ -837,6 +911,7 @@ ist_coll_start(const struct ist_coll_opts *o, struct ist_error *err)
 	C.stopping = false;
 	C.running = true;
 	term_sig = 0;
+	term_done = 0;
 	{
 		/* the writer thread takes no signals: they go to the
 		 * program's threads, as they did before it existed */
@@ -874,8 +949,10 @@ ist_coll_stop(struct ist_error *err)
 		pthread_join(C.thread, NULL);
 	C.thread_started = false;
 	st = finish(err);
+	release_term();
 	if (term_sig)        /* it came as we stopped: die of it after all */
 		die_of(term_sig);
+	term_done = 1;
 	return st;
 }
 

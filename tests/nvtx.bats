@@ -55,3 +55,38 @@ PY
 	NVTX_INJECTION64_PATH=$IST_BUILD/lib/libinferscope-nvtx.so run "$T/app"
 	assert_equal "$status" 3
 }
+
+@test "a Python process with NVTX holds two collectors: on SIGTERM both write what they have" {
+	# the Python collector starts first and catches SIGTERM; NVTX's comes
+	# with the first range and finds its handler: it takes the signal,
+	# writes, and hands it on
+	cat > "$T/app.py" <<'PY'
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+def step():
+    lib.lib_work()      # an NVTX range of 25 ms
+n = 0
+while True:
+    step()
+    n += 1
+    if n == 4:
+        print("ready", flush=True)
+PY
+	is-record -o "$T/t.ist" -- /usr/bin/python3 "$T/app.py" "$T/libnvtxlib.so" > "$T/out.txt" &
+	pid=$!
+	for _ in $(seq 100); do grep -q ready "$T/out.txt" && break; sleep 0.05; done
+	sleep 0.3
+	kill -TERM $pid
+	st=0
+	wait $pid || st=$?
+	assert_equal "$st" 143
+	# well under a second, the collectors' flush interval: what either
+	# wrote came from the handover.  A range open at the signal is in
+	# neither; one closed by NVTX but not yet returned by step() is in
+	# NVTX's alone.
+	is-cat "$T/t.ist" > "$T/t.jsonl"
+	nv=$(grep -c '"nvtx_range".*"from-library"' "$T/t.jsonl" || true)
+	py=$(grep -c '"name":"__main__.step"' "$T/t.jsonl" || true)
+	[ "$py" -ge 15 ] && { [ "$nv" -eq "$py" ] || [ "$nv" -eq $((py + 1)) ]; } ||
+	    fail "NVTX ranges $nv, Python steps $py"
+}
