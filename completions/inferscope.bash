@@ -70,7 +70,10 @@ _inferscope_tool()
 		-f|--fail-on)
 			COMPREPLY=($(compgen -W "regression>5% wall>5%
 			    severity>=high severity>=medium gpu_busy<50%
-			    rule:gpu_idle" -- "$cur"))
+			    rule:gpu_idle rule:transfer rule:sync
+			    rule:launch_bound rule:cpu_contention
+			    rule:memory_pressure rule:gpu_bound rule:gc_pause
+			    rule:startup" -- "$cur"))
 			return ;;
 		esac
 		;;
