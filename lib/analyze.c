@@ -361,9 +361,10 @@ struct thr {
 	 * module bodies (__main__ aside) */
 	int64_t imp_end, mod_end, imp_ns, imp_first, imp_last;
 	uint64_t imp_n;
-	/* garbage collections that paused the thread */
-	uint64_t gc_n;
-	int64_t gc_ns, gc_max;
+	/* garbage collections that paused the thread, outside imports (those
+	 * inside are start-up, and counted apart) */
+	uint64_t gc_n, gc_imp_n;
+	int64_t gc_ns, gc_max, gc_imp_ns;
 	uint32_t gc_scope;       /* the longest one's innermost range + 1 */
 	struct topk gc_long;
 };
@@ -1053,6 +1054,10 @@ host_range(struct ist_analyzer *a, const struct ist_event *ev)
 			fs->imp_count++;
 			fs->imp += dur;
 			t->mod_end = ev->end_ns;
+		} else if (fs->role == FN_GC && t->imp_n &&
+		    ev->start_ns < t->imp_end) {
+			t->gc_imp_n++;
+			t->gc_imp_ns += dur;
 		} else if (fs->role == FN_GC) {
 			t->gc_n++;
 			t->gc_ns += dur;
@@ -1878,8 +1883,13 @@ static json_t *
 gc_json(struct ist_analyzer *a)
 {
 	json_t *gens = json_array();
-	int64_t ns = 0, max = 0;
-	uint64_t n = 0;
+	int64_t ns = 0, max = 0, imp_ns = 0;
+	uint64_t n = 0, imp_n = 0;
+
+	for (uint32_t i = 0; i < a->nthr; i++) {
+		imp_n += a->thr[i].gc_imp_n;
+		imp_ns += a->thr[i].gc_imp_ns;
+	}
 
 	for (int g = 0; g < 8; g++)
 		for (uint32_t i = 0; i < a->nfn; i++) {
@@ -1896,8 +1906,9 @@ gc_json(struct ist_analyzer *a)
 			if (f->max > max)
 				max = f->max;
 		}
-	return json_pack("{s:I,s:I,s:I,s:o}", "collections", JI(n), "ns",
-	    JI(ns), "max_ns", JI(max), "generations", gens);
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:o}", "collections", JI(n),
+	    "ns", JI(ns), "max_ns", JI(max), "in_imports", JI(imp_n),
+	    "in_imports_ns", JI(imp_ns), "generations", gens);
 }
 
 static json_t *
@@ -2022,6 +2033,10 @@ threads_json(struct ist_analyzer *a)
 			json_object_set_new(py, "gc_ns", json_integer(t->gc_ns));
 			json_object_set_new(py, "gc_max_ns",
 			    json_integer(t->gc_max));
+			json_object_set_new(py, "gc_in_imports",
+			    json_integer(JI(t->gc_imp_n)));
+			json_object_set_new(py, "gc_in_imports_ns",
+			    json_integer(t->gc_imp_ns));
 			if (t->gc_n) {
 				json_object_set_new(py, "gc_max_scope",
 				    t->gc_scope ? json_string(a->str.s[

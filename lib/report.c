@@ -237,11 +237,18 @@ runtime_lines(struct ist_buf *o, const json_t *an)
 		}
 		ist_buf_printf(o, ".\n\n");
 	}
-	if (ist_jnum(gc, "collections") > 0)
+	if (ist_jnum(gc, "collections") > 0) {
 		ist_buf_printf(o, "Garbage collection: %lld collection%s, %s in "
-		    "all, the longest %s.\n\n", (long long)ist_jint(gc,
-		    "collections"), ist_jint(gc, "collections") == 1 ? "" : "s",
-		    D(ist_jnum(gc, "ns")), D2(ist_jnum(gc, "max_ns")));
+		    "all", (long long)ist_jint(gc, "collections"),
+		    ist_jint(gc, "collections") == 1 ? "" : "s",
+		    D(ist_jnum(gc, "ns")));
+		if (ist_jnum(gc, "in_imports") > 0)
+			ist_buf_printf(o, " (%lld while importing, %s)",
+			    (long long)ist_jint(gc, "in_imports"),
+			    D(ist_jnum(gc, "in_imports_ns")));
+		ist_buf_printf(o, ", the longest %s.\n\n",
+		    D2(ist_jnum(gc, "max_ns")));
+	}
 }
 
 static void

@@ -89,7 +89,9 @@ run(const json_t *an, const double *p, json_t *out)
 	f = ist_finding(out, "gc_pause", "pause", ist_severity(max,
 	    p[2] * 1e6), ist_margin_confidence(max, p[2] * 1e6), title, fix);
 	ev = evidence(f, longest);
-	json_object_set(ev, "scope", json_object_get(py, "gc_max_scope"));
+	if (json_is_string(json_object_get(py, "gc_max_scope")))
+		json_object_set(ev, "scope", json_object_get(py,
+		    "gc_max_scope"));
 	return NULL;
 }
 
