@@ -30,21 +30,30 @@ def timed(cmd, env=ENV):
     return time.perf_counter() - t
 
 
-def median(cmd, n, env=ENV):
-    return statistics.median(timed(cmd, env) for _ in range(n))
-
-
-def loop_median(cmd, n, env, tmp):
-    """The median of the time the workload itself reports for its loop
-    (start-up such as `import torch` left out)."""
-    f = os.path.join(tmp, "loop.txt")
-    if os.path.exists(f):
-        os.unlink(f)
+def interleaved(runs, n, tmp=None):
+    """The median wall time of each (cmd, env) of runs over n rounds, one
+    run of each per round: the VM's drift (its neighbours, its clock
+    speed) falls on all of them alike.  With tmp, the median of the time
+    the workload itself reports for its loop (start-up such as `import
+    torch` left out)."""
+    walls = [[] for _ in runs]
+    files = [os.path.join(tmp, "loop%d.txt" % i)
+             for i in range(len(runs))] if tmp else []
+    for f in files:
+        if os.path.exists(f):
+            os.unlink(f)
     for _ in range(n):
-        subprocess.run(cmd, env=dict(env, BENCH_LOOP_TIME=f), check=True,
-                       stdout=subprocess.DEVNULL)
-    with open(f) as fh:
-        return statistics.median(float(x) for x in fh.read().split())
+        for i, (cmd, env) in enumerate(runs):
+            walls[i].append(timed(cmd, dict(env, BENCH_LOOP_TIME=files[i])
+                                  if tmp else env))
+    if not tmp:
+        return [statistics.median(w) for w in walls]
+    out = []
+    for f in files:
+        with open(f) as fh:
+            out.append(statistics.median(float(x) for x in
+                                         fh.read().split()))
+    return out
 
 
 def callgrind(cmd, env):
@@ -85,8 +94,8 @@ def main():
                  "cProfile"))
     work.append(("torch-encoder", "encoder.py",
                  ["60" if not quick else "10"], "torch.profiler"))
-    print("Python collector overhead: median of %d runs, wall time; "
-          "ratio = traced / untraced" % n)
+    print("Python collector overhead: median of %d interleaved runs, wall "
+          "time; ratio = traced / untraced" % n)
     print("%-14s %-5s %8s %8s %6s %-15s %8s %6s %9s %7s %8s" % (
         "workload", "py", "plain s", "ours s", "ratio", "peer", "peer s",
         "ratio", "events", "B/ev", "Mev/s"))
@@ -98,8 +107,6 @@ def main():
                                             not have(py, "torch")):
                 continue
             path = os.path.join(HERE, "workloads", script)
-            plain = median([py, path] + args, n)
-            ours = median([rec, "-o", trace, "--", py, path] + args, n)
             if peer == "cProfile":
                 pcmd = [py, "-m", "cProfile", "-o",
                         os.path.join(tmp, "p.prof"), path] + args
@@ -107,7 +114,10 @@ def main():
             else:
                 pcmd = [py, path] + args
                 penv = dict(ENV, BENCH_TORCH_PROFILER="1")
-            peer_t = median(pcmd, n, penv)
+            runs = [([py, path] + args, ENV),
+                    ([rec, "-o", trace, "--", py, path] + args, ENV),
+                    (pcmd, penv)]
+            plain, ours, peer_t = interleaved(runs, n)
             st = json.loads(subprocess.run([info, "--json", trace],
                                            capture_output=True, text=True,
                                            check=True).stdout)
@@ -118,10 +128,7 @@ def main():
                                     st["events"] / ours / 1e6))
             sys.stdout.flush()
             if name == "torch-encoder":
-                lp = loop_median([py, path] + args, n, ENV, tmp)
-                lo = loop_median([rec, "-o", trace, "--", py, path] + args,
-                                 n, ENV, tmp)
-                lt = loop_median(pcmd, n, penv, tmp)
+                lp, lo, lt = interleaved(runs, n, tmp)
                 print("%-14s %-5s %8.3f %8.3f %6.2f %-15s %8.3f %6.2f "
                       "(the inference loop alone)" % (
                           name, ver, lp, lo, lo / lp, peer, lt, lt / lp))
