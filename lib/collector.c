@@ -634,16 +634,15 @@ static void
 die_of(int sig)
 {
 	struct ist_error e;
+	void (*prev)(int) = prev_of(sig);
 
 	/* C.running stays: ist_coll_stop() at exit waits for this thread,
 	 * which never returns; from ist_coll_stop(), all is written */
-	void (*prev)(int) = prev_of(sig);
-
 	if (C.w != NULL && finish(&e) != IST_OK)
 		fprintf(stderr, "inferscope: error: %s\n", e.msg);
 	if (prev) {
-		/* the other collector writes its own and ends the process;
-		 * should it be gone (stopped), end it here after a while */
+		/* the other collector writes its own and ends the process
+		 * (at once when it has stopped); the wait is a safety net */
 		prev(sig);
 		sleep(3);
 	}
