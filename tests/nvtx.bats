@@ -83,3 +83,21 @@ PY
 	py=$(grep -c '"name":"__main__.step"' "$T/t.jsonl" || true)
 	assert_equal "$nv $py" "4 4"
 }
+
+@test "a signal after the collector stopped takes its default action" {
+	inc=${CUDA_HOME:-/usr/local/cuda}/include
+	cc -I"$inc" -o "$T/late" tests/c/nvtx_late.c -ldl
+	is-record --no-sample -o "$T/t.ist" -- "$T/late" > "$T/out.txt" &
+	pid=$!
+	for _ in $(seq 200); do grep -q ready "$T/out.txt" && break; sleep 0.01; done
+	SECONDS=0
+	kill -TERM $pid
+	st=0
+	wait $pid || st=$?
+	# dead of SIGTERM at once, not 10 s later with status 0 (the stopped
+	# collector's handler kept the signal)
+	assert_equal "$st" 143
+	[ "$SECONDS" -lt 5 ]
+	run -0 is-cat "$T/t.ist"
+	assert_line --partial '"type":"nvtx_range","pid":'
+}
