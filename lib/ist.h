@@ -226,6 +226,8 @@ int ist_buf_reserve(struct ist_buf *b, size_t extra);   /* 0 or ENOMEM */
 int ist_buf_append(struct ist_buf *b, const void *p, size_t n);
 int ist_buf_printf(struct ist_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+int ist_buf_puts(struct ist_buf *b, const char *s);
+int ist_buf_int(struct ist_buf *b, int64_t v);          /* in decimal */
 
 /* Appends one JSON line (with '\n') for ev to out. */
 enum ist_status ist_event_to_json(const struct ist_event *ev,

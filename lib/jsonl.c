@@ -201,7 +201,8 @@ ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
 		return IST_EINVAL;
 	}
 	ts = &ist_types[ev->type];
-	e = ist_buf_printf(b, "{\"type\":\"%s\"", ts->name);
+	e = ist_buf_puts(b, "{\"type\":\"") || ist_buf_puts(b, ts->name) ||
+	    ist_buf_puts(b, "\"");
 	for (int i = 0; i < ts->nfields && !e; i++) {
 		const struct ist_fieldspec *fs = &ts->fields[i];
 		struct ist_str s;
@@ -209,7 +210,8 @@ ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
 
 		if (!IST_HAS(ev, fs->id))
 			continue;
-		if ((e = ist_buf_printf(b, ",\"%s\":", fs->json)))
+		if ((e = ist_buf_puts(b, ",\"") || ist_buf_puts(b, fs->json) ||
+		    ist_buf_puts(b, "\":")))
 			break;
 		if (fs->id == IST_F_VERSION) {
 			e = ist_buf_printf(b, "[%" PRId64 ",%" PRId64 "]",
@@ -218,7 +220,7 @@ ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
 		}
 		switch (fs->ft) {
 		case FT_INT:
-			e = ist_buf_printf(b, "%" PRId64, *ist_field_int(ev, fs->id));
+			e = ist_buf_int(b, *ist_field_int(ev, fs->id));
 			break;
 		case FT_STR:
 			s = *ist_field_str(ev, fs->id);
@@ -233,7 +235,7 @@ ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
 			break;
 		case FT_NUMBER:
 			if (ev->value_is_int)
-				e = ist_buf_printf(b, "%" PRId64, ev->ivalue);
+				e = ist_buf_int(b, ev->ivalue);
 			else {
 				ist_fmt_double(ev->value, num, sizeof(num));
 				e = ist_buf_printf(b, "%s", num);
@@ -255,7 +257,7 @@ ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
 		}
 	}
 	if (!e)
-		e = ist_buf_printf(b, "}\n");
+		e = ist_buf_puts(b, "}\n");
 	if (e) {
 		ist_seterr(err, IST_ENOMEM, "out of memory");
 		return IST_ENOMEM;

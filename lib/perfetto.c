@@ -74,16 +74,19 @@ static void
 us(struct ist_buf *b, int64_t ns)
 {
 	uint64_t u = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
+	char frac[4] = { '.', (char)('0' + u / 100 % 10),
+	    (char)('0' + u / 10 % 10), (char)('0' + u % 10) };
+
 	if (ns < 0)
 		ist_buf_append(b, "-", 1);
-	ist_buf_printf(b, "%llu.%03llu", (unsigned long long)(u / 1000),
-	    (unsigned long long)(u % 1000));
+	ist_buf_int(b, (int64_t)(u / 1000));    /* under 2^54 */
+	ist_buf_append(b, frac, 4);
 }
 
 static void
 begin(struct ist_perfetto *p)
 {
-	ist_buf_printf(&p->b, "%s{", p->first ? "" : ",\n");
+	ist_buf_puts(&p->b, p->first ? "{" : ",\n{");
 	p->first = false;
 }
 
@@ -153,7 +156,9 @@ complete(struct ist_perfetto *p, const struct ist_event *ev, int64_t pid,
     int64_t tid, const char *cat)
 {
 	begin(p);
-	ist_buf_printf(&p->b, "\"ph\":\"X\",\"cat\":\"%s\",\"name\":", cat);
+	ist_buf_puts(&p->b, "\"ph\":\"X\",\"cat\":\"");
+	ist_buf_puts(&p->b, cat);
+	ist_buf_puts(&p->b, "\",\"name\":");
 	if (ev->type == IST_SYNC) {
 		char nm[128];
 		int n = snprintf(nm, sizeof(nm), "sync %.*s",
@@ -164,24 +169,32 @@ complete(struct ist_perfetto *p, const struct ist_event *ev, int64_t pid,
 	} else {
 		ist_buf_printf(&p->b, "\"%s\"", ist_type_name(ev->type));
 	}
-	ist_buf_printf(&p->b, ",\"pid\":%lld,\"tid\":%lld,\"ts\":",
-	    (long long)pid, (long long)tid);
+	ist_buf_puts(&p->b, ",\"pid\":");
+	ist_buf_int(&p->b, pid);
+	ist_buf_puts(&p->b, ",\"tid\":");
+	ist_buf_int(&p->b, tid);
+	ist_buf_puts(&p->b, ",\"ts\":");
 	us(&p->b, ev->start_ns);
-	ist_buf_printf(&p->b, ",\"dur\":");
-	us(&p->b, ev->end_ns - ev->start_ns);
-	ist_buf_printf(&p->b, ",\"args\":{");
+	ist_buf_puts(&p->b, ",\"dur\":");
+	us(&p->b, (int64_t)((uint64_t)ev->end_ns - (uint64_t)ev->start_ns));
+	ist_buf_puts(&p->b, ",\"args\":{");
 	if (IST_HAS(ev, IST_F_FILE)) {
-		ist_buf_printf(&p->b, "\"file\":");
+		ist_buf_puts(&p->b, "\"file\":");
 		str(&p->b, ev->file);
-		ist_buf_printf(&p->b, ",\"line\":%lld,", (long long)ev->line);
+		ist_buf_puts(&p->b, ",\"line\":");
+		ist_buf_int(&p->b, ev->line);
+		ist_buf_puts(&p->b, ",");
 	}
 	if (IST_HAS(ev, IST_F_DOMAIN)) {
-		ist_buf_printf(&p->b, "\"domain\":");
+		ist_buf_puts(&p->b, "\"domain\":");
 		str(&p->b, ev->domain);
-		ist_buf_printf(&p->b, ",");
+		ist_buf_puts(&p->b, ",");
 	}
-	if (IST_HAS(ev, IST_F_BYTES))
-		ist_buf_printf(&p->b, "\"bytes\":%lld,", (long long)ev->bytes);
+	if (IST_HAS(ev, IST_F_BYTES)) {
+		ist_buf_puts(&p->b, "\"bytes\":");
+		ist_buf_int(&p->b, ev->bytes);
+		ist_buf_puts(&p->b, ",");
+	}
 	if (IST_HAS(ev, IST_F_PAGEABLE))
 		ist_buf_printf(&p->b, "\"pageable\":%s,", ev->pageable ?
 		    "true" : "false");
@@ -193,12 +206,14 @@ complete(struct ist_perfetto *p, const struct ist_event *ev, int64_t pid,
 		ist_buf_printf(&p->b, "\"block\":[%lld,%lld,%lld],",
 		    (long long)ev->block[0], (long long)ev->block[1],
 		    (long long)ev->block[2]);
-	if (IST_HAS(ev, IST_F_CORRELATION))
-		ist_buf_printf(&p->b, "\"correlation\":%lld,",
-		    (long long)ev->correlation);
+	if (IST_HAS(ev, IST_F_CORRELATION)) {
+		ist_buf_puts(&p->b, "\"correlation\":");
+		ist_buf_int(&p->b, ev->correlation);
+		ist_buf_puts(&p->b, ",");
+	}
 	if (p->b.p[p->b.n - 1] == ',')
 		p->b.n--;
-	ist_buf_printf(&p->b, "}}");
+	ist_buf_puts(&p->b, "}}");
 }
 
 /* A flow arrow end: "s" inside the launch call, "f" at the GPU work. */
@@ -222,14 +237,17 @@ counter(struct ist_perfetto *p, const char *name, size_t n, int64_t pid,
     int64_t ts, const struct ist_event *ev, double v, bool is_int)
 {
 	begin(p);
-	ist_buf_printf(&p->b, "\"ph\":\"C\",\"name\":");
+	ist_buf_puts(&p->b, "\"ph\":\"C\",\"name\":");
 	ist_buf_json_string(&p->b, name, n);
-	ist_buf_printf(&p->b, ",\"pid\":%lld,\"ts\":", (long long)pid);
+	ist_buf_puts(&p->b, ",\"pid\":");
+	ist_buf_int(&p->b, pid);
+	ist_buf_puts(&p->b, ",\"ts\":");
 	us(&p->b, ts);
-	if (ev && ev->value_is_int)
-		ist_buf_printf(&p->b, ",\"args\":{\"value\":%lld}}",
-		    (long long)ev->ivalue);
-	else if (is_int)
+	if (ev && ev->value_is_int) {
+		ist_buf_puts(&p->b, ",\"args\":{\"value\":");
+		ist_buf_int(&p->b, ev->ivalue);
+		ist_buf_puts(&p->b, "}}");
+	} else if (is_int)
 		ist_buf_printf(&p->b, ",\"args\":{\"value\":%.0f}}", v);
 	else {
 		char num[40];

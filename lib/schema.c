@@ -256,19 +256,45 @@ ist_buf_append(struct ist_buf *b, const void *p, size_t n)
 int
 ist_buf_printf(struct ist_buf *b, const char *fmt, ...)
 {
+	size_t room = b->cap - b->n;
 	va_list ap;
 	int len;
 
+	/* once into the room there is; again only when it did not fit */
 	va_start(ap, fmt);
-	len = vsnprintf(NULL, 0, fmt, ap);
+	len = vsnprintf(room ? b->p + b->n : NULL, room, fmt, ap);
 	va_end(ap);
-	if (len < 0 || ist_buf_reserve(b, (size_t)len + 1))
+	if (len < 0)
 		return ENOMEM;
-	va_start(ap, fmt);
-	vsnprintf(b->p + b->n, (size_t)len + 1, fmt, ap);
-	va_end(ap);
+	if ((size_t)len >= room) {
+		if (ist_buf_reserve(b, (size_t)len + 1))
+			return ENOMEM;
+		va_start(ap, fmt);
+		vsnprintf(b->p + b->n, (size_t)len + 1, fmt, ap);
+		va_end(ap);
+	}
 	b->n += (size_t)len;
 	return 0;
+}
+
+int
+ist_buf_puts(struct ist_buf *b, const char *s)
+{
+	return ist_buf_append(b, s, strlen(s));
+}
+
+int
+ist_buf_int(struct ist_buf *b, int64_t v)
+{
+	char d[24], *q = d + sizeof(d);
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+
+	do
+		*--q = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*--q = '-';
+	return ist_buf_append(b, q, (size_t)(d + sizeof(d) - q));
 }
 
 void

@@ -1,5 +1,6 @@
 /* test_trace.c - unit tests of the trace library (TAP). */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -560,9 +561,43 @@ test_json(void)
 	ist_json_scratch_free(s);
 }
 
+/* The text buffer: integers in decimal at both ends of the range, and
+ * printf into the room left or, when it does not fit, after growing. */
+static void
+test_buf(void)
+{
+	static const int64_t v[] = { 0, 7, -7, 1234567890123, INT64_MAX,
+	    INT64_MIN };
+	struct ist_buf b = { 0 };
+	char want[64], big[300];
+	bool good = true;
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(*v); i++) {
+		b.n = 0;
+		snprintf(want, sizeof(want), "%" PRId64, v[i]);
+		good = good && ist_buf_int(&b, v[i]) == 0 &&
+		    strcmp(b.p, want) == 0 && b.n == strlen(want);
+	}
+	ok(good, "ist_buf_int writes what printf %%" PRId64 " does, "
+	    "INT64_MIN and INT64_MAX included");
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	b.n = 0;
+	good = ist_buf_puts(&b, "a") == 0;
+	for (int k = 0; k < 2000 && good; k++)      /* grows many times */
+		good = ist_buf_printf(&b, "%d%s", k % 10, k % 7 ? "" : big) ==
+		    0 && b.p[b.n] == '\0';
+	ok(good && b.n == 1 + 2000 + 286 * (sizeof(big) - 1) &&
+	    b.p[0] == 'a' && b.p[1] == '0' && b.p[2] == 'x' &&
+	    b.p[b.n - 1] == '9', "ist_buf_printf appends in place and "
+	    "after growing, NUL-terminated (%zu bytes)", b.n);
+	ist_buf_release(&b);
+}
+
 int
 main(void)
 {
+	test_buf();
 	test_fields();
 	test_chunks_and_truncation();
 	test_concat();
