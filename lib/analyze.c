@@ -909,8 +909,10 @@ open_count(struct thr *t, uint32_t stat, int delta)
 	uint32_t j;
 
 	if (t->oused * 2 >= t->omask) {
-		/* grow, dropping functions no longer open */
-		uint32_t cap = t->omask ? (t->omask + 1) : 64, n = 0;
+		/* rebuild, dropping functions no longer open: sized for
+		 * those still open, so that it shrinks back after a deep
+		 * stack (a large table is slow to probe: cache misses) */
+		uint32_t cap = 64, n = 0;
 		uint32_t *nk, *nc;
 		for (uint32_t i = 0; t->omask && i <= t->omask; i++)
 			n += t->ocnt[i] > 0;
