@@ -884,6 +884,23 @@ open_stream(const char *path, struct ist_error *err)
 	return IST_OK;
 }
 
+/*
+ * fork() with the lock held by the writer thread, which the child does not
+ * have, left it locked for good in the child: the first definition there
+ * (a Python at-fork hook that runs before ours, such as threading's, calls
+ * functions never seen) waited forever.  The lock is taken across fork().
+ */
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void) { pthread_mutex_lock(&C.lock); }
+static void fork_done(void) { pthread_mutex_unlock(&C.lock); }
+
+static void
+fork_hooks(void)
+{
+	pthread_atfork(fork_prepare, fork_done, fork_done);
+}
+
 enum ist_status
 ist_coll_start(const struct ist_coll_opts *o, struct ist_error *err)
 {
@@ -891,6 +908,7 @@ ist_coll_start(const struct ist_coll_opts *o, struct ist_error *err)
 
 	if (C.running)
 		return IST_OK;
+	pthread_once(&fork_once, fork_hooks);
 	C.budget = o->budget_bytes ? o->budget_bytes : 100u << 20;
 	C.flush_ms = o->flush_interval_ms ? o->flush_interval_ms : 1000;
 	C.ring_bytes = o->ring_bytes;
