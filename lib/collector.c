@@ -1010,8 +1010,8 @@ ist_coll_after_fork(const char *path, struct ist_error *err)
 	struct ist_ring *r, *next;
 
 	/* only this thread survives: the parent's rings and writer are the
-	 * parent's business; drop ours without touching the parent's file */
-	pthread_mutex_init(&C.lock, NULL);
+	 * parent's business; drop ours without touching the parent's file.
+	 * The lock came through fork() unlocked (fork_hooks). */
 	pthread_cond_init(&C.wake, NULL);
 	pthread_cond_init(&C.flushed, NULL);
 	C.flush_req = C.flush_done = 0;

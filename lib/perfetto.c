@@ -83,6 +83,15 @@ us(struct ist_buf *b, int64_t ns)
 	ist_buf_append(b, frac, 4);
 }
 
+/* An argument of a complete event: "key":v, */
+static void
+arg_int(struct ist_buf *b, const char *key, int64_t v)
+{
+	ist_buf_puts(b, key);
+	ist_buf_int(b, v);
+	ist_buf_puts(b, ",");
+}
+
 static void
 begin(struct ist_perfetto *p)
 {
@@ -181,20 +190,16 @@ complete(struct ist_perfetto *p, const struct ist_event *ev, int64_t pid,
 	if (IST_HAS(ev, IST_F_FILE)) {
 		ist_buf_puts(&p->b, "\"file\":");
 		str(&p->b, ev->file);
-		ist_buf_puts(&p->b, ",\"line\":");
-		ist_buf_int(&p->b, ev->line);
 		ist_buf_puts(&p->b, ",");
+		arg_int(&p->b, "\"line\":", ev->line);
 	}
 	if (IST_HAS(ev, IST_F_DOMAIN)) {
 		ist_buf_puts(&p->b, "\"domain\":");
 		str(&p->b, ev->domain);
 		ist_buf_puts(&p->b, ",");
 	}
-	if (IST_HAS(ev, IST_F_BYTES)) {
-		ist_buf_puts(&p->b, "\"bytes\":");
-		ist_buf_int(&p->b, ev->bytes);
-		ist_buf_puts(&p->b, ",");
-	}
+	if (IST_HAS(ev, IST_F_BYTES))
+		arg_int(&p->b, "\"bytes\":", ev->bytes);
 	if (IST_HAS(ev, IST_F_PAGEABLE))
 		ist_buf_printf(&p->b, "\"pageable\":%s,", ev->pageable ?
 		    "true" : "false");
@@ -206,11 +211,8 @@ complete(struct ist_perfetto *p, const struct ist_event *ev, int64_t pid,
 		ist_buf_printf(&p->b, "\"block\":[%lld,%lld,%lld],",
 		    (long long)ev->block[0], (long long)ev->block[1],
 		    (long long)ev->block[2]);
-	if (IST_HAS(ev, IST_F_CORRELATION)) {
-		ist_buf_puts(&p->b, "\"correlation\":");
-		ist_buf_int(&p->b, ev->correlation);
-		ist_buf_puts(&p->b, ",");
-	}
+	if (IST_HAS(ev, IST_F_CORRELATION))
+		arg_int(&p->b, "\"correlation\":", ev->correlation);
 	if (p->b.p[p->b.n - 1] == ',')
 		p->b.n--;
 	ist_buf_puts(&p->b, "}}");

@@ -338,6 +338,29 @@ ist_margin_confidence(double value, double threshold)
 	return 0.6 + 0.35 * (1 - exp(-2 * x));
 }
 
+const json_t *
+ist_python_thread_max(const json_t *an, const char *key)
+{
+	const json_t *t, *best = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(an, "threads"), i, t) {
+		const json_t *py = json_object_get(t, "python");
+		if (py != NULL && (best == NULL || ist_jnum(py, key) >
+		    ist_jnum(json_object_get(best, "python"), key)))
+			best = t;
+	}
+	return best;
+}
+
+void
+ist_thread_evidence(json_t *ev, const json_t *t)
+{
+	json_object_set(ev, "pid", json_object_get(t, "pid"));
+	json_object_set(ev, "tid", json_object_get(t, "tid"));
+	json_object_set(ev, "thread", json_object_get(t, "name"));
+}
+
 /* ---- running them ---- */
 
 static int

@@ -18,9 +18,7 @@ evidence(json_t *f, const json_t *t)
 	const json_t *py = json_object_get(t, "python");
 	json_t *ev = json_object_get(f, "evidence");
 
-	json_object_set(ev, "pid", json_object_get(t, "pid"));
-	json_object_set(ev, "tid", json_object_get(t, "tid"));
-	json_object_set(ev, "thread", json_object_get(t, "name"));
+	ist_thread_evidence(ev, t);
 	json_object_set(ev, "collections", json_object_get(py,
 	    "gc_collections"));
 	json_object_set(ev, "gc_ns", json_object_get(py, "gc_ns"));
@@ -33,17 +31,18 @@ evidence(json_t *f, const json_t *t)
 static const char *
 run(const json_t *an, const double *p, json_t *out)
 {
-	const json_t *t, *most = NULL, *longest = NULL, *py;
+	const json_t *t, *most = NULL, *py;
+	const json_t *longest = ist_python_thread_max(an, "gc_max_ns");
 	double most_pct = 0, ns, win, pct, max;
-	bool any = false;
 	char title[256];
 	json_t *f, *ev;
 	size_t i;
 
+	if (longest == NULL)
+		return "no Python calls recorded";
 	json_array_foreach(json_object_get(an, "threads"), i, t) {
 		if ((py = json_object_get(t, "python")) == NULL)
 			continue;
-		any = true;
 		ns = ist_jnum(py, "gc_ns");
 		win = ist_jnum(py, "last_ns") - ist_jnum(py, "first_ns");
 		pct = win > 0 ? 100 * ns / win : 0;
@@ -51,13 +50,7 @@ run(const json_t *an, const double *p, json_t *out)
 			most = t;
 			most_pct = pct;
 		}
-		if (ist_jnum(py, "gc_collections") > 0 && (longest == NULL ||
-		    ist_jnum(py, "gc_max_ns") > ist_jnum(json_object_get(
-		    longest, "python"), "gc_max_ns")))
-			longest = t;
 	}
-	if (!any)
-		return "no Python calls recorded";
 	if (most && most_pct >= p[0]) {
 		py = json_object_get(most, "python");
 		snprintf(title, sizeof(title), "garbage collection paused "
@@ -72,11 +65,9 @@ run(const json_t *an, const double *p, json_t *out)
 		json_object_set_new(ev, "gc_pct", json_real(ist_round(most_pct,
 		    1)));
 	}
-	if (longest == NULL)
-		return NULL;
 	py = json_object_get(longest, "python");
 	max = ist_jnum(py, "gc_max_ns");
-	if (max < p[2] * 1e6)
+	if (ist_jnum(py, "gc_collections") == 0 || max < p[2] * 1e6)
 		return NULL;
 	{
 		const char *in = ist_jstr(py, "gc_max_scope");

@@ -51,5 +51,10 @@ json_t *ist_finding(json_t *findings, const char *rule, const char *kind,
 const char *ist_severity(double value, double threshold);
 /* confidence from how far value is past threshold: 0.6 at it, 0.95 far */
 double ist_margin_confidence(double value, double threshold);
+/* The thread with Python calls whose `python` map has the largest key (the
+ * first of equals); NULL when no thread has Python calls. */
+const json_t *ist_python_thread_max(const json_t *an, const char *key);
+/* pid, tid and thread (its name) of thread t, as evidence. */
+void ist_thread_evidence(json_t *ev, const json_t *t);
 
 #endif

@@ -7,23 +7,14 @@
 static const char *
 run(const json_t *an, const double *p, json_t *out)
 {
-	const json_t *t, *best = NULL, *py, *m;
+	const json_t *best = ist_python_thread_max(an, "import_ns"), *py, *m;
 	double wall = ist_jnum(json_object_get(an, "run"), "wall_ns");
 	double ns, pct;
-	bool any = false;
 	char title[256];
 	json_t *f, *ev, *mods;
 	size_t i;
 
-	json_array_foreach(json_object_get(an, "threads"), i, t) {
-		if ((py = json_object_get(t, "python")) == NULL)
-			continue;
-		any = true;
-		if (best == NULL || ist_jnum(py, "import_ns") >
-		    ist_jnum(json_object_get(best, "python"), "import_ns"))
-			best = t;
-	}
-	if (!any)
+	if (best == NULL)
 		return "no Python calls recorded";
 	py = json_object_get(best, "python");
 	ns = ist_jnum(py, "import_ns");
@@ -42,9 +33,7 @@ run(const json_t *an, const double *p, json_t *out)
 	    "benchmarking, start the clock after start-up. `python -X "
 	    "importtime` itemises every module");
 	ev = json_object_get(f, "evidence");
-	json_object_set(ev, "pid", json_object_get(best, "pid"));
-	json_object_set(ev, "tid", json_object_get(best, "tid"));
-	json_object_set(ev, "thread", json_object_get(best, "name"));
+	ist_thread_evidence(ev, best);
 	json_object_set(ev, "import_calls", json_object_get(py, "imports"));
 	json_object_set(ev, "import_time_ns", json_object_get(py,
 	    "import_ns"));
