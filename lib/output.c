@@ -27,8 +27,12 @@ ist_output_open(struct ist_output *o, const char *path, bool binary,
 	}
 	{
 		struct stat st;
-		/* a device or a FIFO (/dev/null, /dev/full): write in place */
-		if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* a device or a FIFO (/dev/null, /dev/full), or a name of an
+		 * open file (/dev/stdout, /proc/self/fd/N), which a rename
+		 * would replace: write in place */
+		if (stat(path, &st) == 0 && (!S_ISREG(st.st_mode) ||
+		    strncmp(path, "/dev/", 5) == 0 ||
+		    strncmp(path, "/proc/", 6) == 0)) {
 			o->path = strdup(path);   /* named in errors only */
 			if ((o->fd = open(path, O_WRONLY)) < 0) {
 				int e = errno;

@@ -681,12 +681,32 @@ join_path(const char *a, const char *b)
 	return s;
 }
 
+/* The trace goes where stdout goes (a pipe, -o /dev/stdout): what the
+ * command prints must not land in it. */
+static bool
+trace_is_stdout(int out_fd)
+{
+	struct stat a, b;
+
+	if (out_fd == STDOUT_FILENO)
+		return true;
+	return fstat(out_fd, &a) == 0 && fstat(STDOUT_FILENO, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
+	    !S_ISCHR(a.st_mode);
+}
+
 static void
 child(const struct ist_record_opts *o, const char *dir, int errfd,
-    const sigset_t *oldmask)
+    int out_fd, const sigset_t *oldmask)
 {
 	char buf[64];
 	int e;
+
+	/* the command's stdout goes to our stderr, which the user sees */
+	if (trace_is_stdout(out_fd) && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+		_exit(126);
+	if (out_fd > STDERR_FILENO)
+		close(out_fd);
 
 	setenv("INFERSCOPE_ENABLED", "1", 1);
 	setenv("INFERSCOPE_DIR", dir, 1);
@@ -801,7 +821,7 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 		close(pfd[0]);
 		if (s.fd >= 0)
 			close(s.fd);
-		child(o, dir, pfd[1], &old);
+		child(o, dir, pfd[1], out_fd, &old);
 	}
 	close(pfd[1]);
 	s.root = pid;

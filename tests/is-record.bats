@@ -760,3 +760,31 @@ PY
 	assert_success
 	assert_output "f doc False"
 }
+
+@test "the README's pipeline with a program that prints: its output on is-record's stderr, the trace intact" {
+	cat > app.py <<'PY'
+import sys
+print("first line")
+def f():
+    return sum(range(100))
+for _ in range(10):
+    f()
+sys.stdout.write("no newline at the end")
+PY
+	bash -o pipefail -c "is-record -- $PY app.py 2> err.txt | is-merge |
+	    is-analyze > a.ist"
+	is-cat a.ist > "$T/t.jsonl"
+	assert_equal "$(q count cpu_call __main__.f)" 10
+	assert_equal "$(cat err.txt)" "first line
+no newline at the end"
+	# -o /dev/stdout is the same stream: the program's output stays out
+	is-record -o /dev/stdout -- $PY app.py 2> err2.txt > t2.ist
+	is-cat t2.ist > "$T/t.jsonl"
+	assert_equal "$(q count cpu_call __main__.f)" 10
+	assert_equal "$(cat err2.txt)" "$(cat err.txt)"
+	[ -L /dev/stdout ]    # written through, not replaced by a rename
+	# with the trace in a file, stdout is the program's own
+	run -0 --separate-stderr is-record -o t3.ist -- $PY app.py
+	assert_equal "$output" "$(cat err.txt)"
+	assert_equal "$stderr" ""
+}
