@@ -23,13 +23,15 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fwrapv $(WARN) $(CFLAGS) -Ilib
 LIBS = -lcbor -lzstd -ljansson -lyaml -lcmark-gfm -lcmark-gfm-extensions \
        -lpthread -lm
 
-# The Python collector is built for PYTHON and, for the tests, for the
-# other Pythons found here (Debian's, pyenv's 3.12 and 3.13).
+# The Python collector is built for every CPython 3.9 or later found here:
+# PYTHON, Debian's, and the newest pyenv build of each of 3.9 to 3.13
+# (PYTHONS= replaces the list, PYTHON= adds one).
 PYTHON ?= python3
 PYTHON_SYS ?= /usr/bin/python3
+PYENV_ROOT ?= $(HOME)/.pyenv
 PYTHONS ?= $(PYTHON) $(wildcard /usr/bin/python3) \
-    $(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3))) \
-    $(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3)))
+    $(foreach v,9 10 11 12 13 14,$(lastword $(sort \
+    $(wildcard $(PYENV_ROOT)/versions/3.$(v).*/bin/python3))))
 
 ifneq ($(SANITIZE),)
 B ?= build-san

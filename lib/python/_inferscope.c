@@ -179,13 +179,70 @@ code_id(PyCodeObject *code, PyFrameObject *frame)
 	return id;
 }
 
+static inline size_t
+ctab_slot(const void *ml, const void *owner)
+{
+	return (((uintptr_t)ml >> 4) ^ ((uintptr_t)owner >> 4)) &
+	    (ctab_cap - 1);
+}
+
+static inline uint32_t
+ctab_find(const void *ml, const void *owner)
+{
+	if (ctab_cap)
+		for (size_t i = ctab_slot(ml, owner); ctab[i].ml;
+		    i = (i + 1) & (ctab_cap - 1))
+			if (ctab[i].ml == ml && ctab[i].owner == owner)
+				return ctab[i].id;
+	return 0;
+}
+
+/* Names a new (method def, owner) "prefix.name" and remembers it. */
+static uint32_t
+ctab_add(PyMethodDef *ml, void *owner, const char *prefix)
+{
+	char buf[512];
+	size_t i;
+	uint32_t id;
+
+	snprintf(buf, sizeof(buf), "%s%s%s", prefix ? prefix : "",
+	    prefix ? "." : "", ml->ml_name);
+	if ((id = ist_coll_define_func(buf, NULL, 0)) == 0)
+		return 0;
+	if ((ctab_n + 1) * 2 > ctab_cap) {
+		size_t ncap = ctab_cap ? ctab_cap * 2 : 1024, ocap = ctab_cap;
+		struct centry *nt = calloc(ncap, sizeof(*nt)), *ot = ctab;
+		if (nt == NULL)
+			return id;
+		ctab = nt;
+		ctab_cap = ncap;
+		for (size_t k = 0; k < ocap; k++) {
+			if (!ot[k].ml)
+				continue;
+			for (i = ctab_slot(ot[k].ml, ot[k].owner); ctab[i].ml;
+			    i = (i + 1) & (ctab_cap - 1))
+				;
+			ctab[i] = ot[k];
+		}
+		free(ot);
+	}
+	for (i = ctab_slot(ml, owner); ctab[i].ml; i = (i + 1) & (ctab_cap - 1))
+		;
+	ctab[i].ml = ml;
+	ctab[i].owner = owner;
+	ctab[i].id = id;
+	ctab_n++;
+	/* keep the owner alive so that its address names it for good */
+	Py_XINCREF((PyObject *)owner);
+	return id;
+}
+
+/* A builtin function (module.name) or method (type of self.name). */
 static uint32_t
 cfunc_id(PyObject *fn)
 {
 	PyCFunctionObject *f = (PyCFunctionObject *)fn;
 	void *owner;
-	size_t i;
-	char buf[512];
 	const char *prefix = NULL;
 	uint32_t id;
 
@@ -193,16 +250,8 @@ cfunc_id(PyObject *fn)
 		return 0;
 	owner = f->m_self && !PyModule_Check(f->m_self) ?
 	    (void *)Py_TYPE(f->m_self) : (void *)f->m_module;
-	if (ctab_cap) {
-		i = (((uintptr_t)f->m_ml >> 4) ^ ((uintptr_t)owner >> 4)) &
-		    (ctab_cap - 1);
-		while (ctab[i].ml) {
-			if (ctab[i].ml == f->m_ml && ctab[i].owner == owner)
-				return ctab[i].id;
-			i = (i + 1) & (ctab_cap - 1);
-		}
-	}
-	/* a new one: name it, then insert */
+	if ((id = ctab_find(f->m_ml, owner)) != 0)
+		return id;
 	if (f->m_self && !PyModule_Check(f->m_self))
 		prefix = Py_TYPE(f->m_self)->tp_name;
 	else if (f->m_module && PyUnicode_Check(f->m_module))
@@ -211,40 +260,20 @@ cfunc_id(PyObject *fn)
 		prefix = PyModule_GetName(f->m_self);
 	if (prefix == NULL)
 		PyErr_Clear();
-	snprintf(buf, sizeof(buf), "%s%s%s", prefix ? prefix : "",
-	    prefix ? "." : "", f->m_ml->ml_name);
-	if ((id = ist_coll_define_func(buf, NULL, 0)) == 0)
-		return 0;
-	if ((ctab_n + 1) * 2 > ctab_cap) {
-		size_t ncap = ctab_cap ? ctab_cap * 2 : 1024;
-		struct centry *nt = calloc(ncap, sizeof(*nt));
-		if (nt == NULL)
-			return id;
-		for (size_t k = 0; k < ctab_cap; k++) {
-			if (!ctab[k].ml)
-				continue;
-			size_t j = (((uintptr_t)ctab[k].ml >> 4) ^
-			    ((uintptr_t)ctab[k].owner >> 4)) & (ncap - 1);
-			while (nt[j].ml)
-				j = (j + 1) & (ncap - 1);
-			nt[j] = ctab[k];
-		}
-		free(ctab);
-		ctab = nt;
-		ctab_cap = ncap;
-	}
-	i = (((uintptr_t)f->m_ml >> 4) ^ ((uintptr_t)owner >> 4)) &
-	    (ctab_cap - 1);
-	while (ctab[i].ml)
-		i = (i + 1) & (ctab_cap - 1);
-	ctab[i].ml = f->m_ml;
-	ctab[i].owner = owner;
-	ctab[i].id = id;
-	ctab_n++;
-	/* keep the owner alive so that its address names it for good */
-	Py_XINCREF((PyObject *)owner);
-	return id;
+	return ctab_add(f->m_ml, owner, prefix);
 }
+
+#if PY_VERSION_HEX >= 0x030C0000
+/* A method descriptor called on an object of type tp: the same id as the
+ * bound method cfunc_id() sees on 3.11 and earlier. */
+static uint32_t
+cdescr_id(PyMethodDef *ml, PyTypeObject *tp)
+{
+	uint32_t id = ctab_find(ml, tp);
+
+	return id ? id : ctab_add(ml, tp, tp->tp_name);
+}
+#endif
 
 static uint32_t
 name_id(PyObject *name)
@@ -312,7 +341,7 @@ profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 static const int tool_ids[] = { 4, 3 };
 static int tool_id = -1;
 static int monitoring;
-static PyObject *mon_disable;   /* sys.monitoring.DISABLE */
+static PyObject *mon_missing;   /* sys.monitoring.MISSING: no arg0 */
 
 /* PY_START, PY_RESUME, PY_THROW: (code, offset[, exc]) */
 static PyObject *
@@ -357,11 +386,30 @@ mon_leave(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 }
 
 /*
- * CALL: (code, offset, callable, arg0): C functions only.  A call site
- * whose callable is a Python function is switched off (DISABLE), which
- * also switches off its C_RETURN and C_RAISE, so the stack stays
- * balanced: Python calls then cost two callbacks, not three.  A site that
- * calls a Python function first and a C function later is not seen again.
+ * Whether a CALL event calls a C function, as cProfile's get_cfunc_from_callable
+ * (Modules/_lsprof.c) finds it, so that both count the same calls: a
+ * builtin function or method, or a method descriptor called with its self
+ * (list.append(l, x), and l.append(x) on 3.12+, where the call site holds
+ * the unbound descriptor).  The descriptor is named as the bound method
+ * that 3.11 and earlier report: its method def and the type of its self,
+ * without making the bound method (cdescr_id).
+ */
+static inline int
+mon_is_ccall(Py_ssize_t n, PyObject *const *args)
+{
+	return PyCFunction_Check(args[2]) ||
+	    (Py_TYPE(args[2]) == &PyMethodDescr_Type && n >= 4 &&
+	    args[3] != mon_missing);
+}
+
+/*
+ * CALL: (code, offset, callable, arg0).  Every call site stays on: a site
+ * may call a Python function once and a C function the next time (h =
+ * f if x else len; h()), and sys.monitoring's DISABLE would switch it off
+ * for good, losing the C calls (cProfile never disables one either).
+ * A C call is pushed here and popped by its C_RETURN or C_RAISE, which
+ * CPython sends with the same callable and arg0, so both sides decide
+ * alike and the stack stays balanced.
  */
 static PyObject *
 mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
@@ -369,21 +417,17 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 	Py_ssize_t n = PyVectorcall_NARGS(nargsf);
 	int64_t t = ist_ticks();
 	struct pstate *p = me;
+	PyObject *c;
 
 	(void)self;
 	(void)kw;
-	if (n < 3)
+	if (n < 3 || !mon_is_ccall(n, args))
 		Py_RETURN_NONE;
-	if (!PyCFunction_Check(args[2])) {
-		if (PyFunction_Check(args[2]) || PyMethod_Check(args[2])) {
-			Py_INCREF(mon_disable);
-			return mon_disable;
-		}
-		Py_RETURN_NONE;
-	}
 	if (p == NULL && (p = pstate()) == NULL)
 		Py_RETURN_NONE;
-	push(p, cfunc_id(args[2]), t);
+	c = args[2];
+	push(p, PyCFunction_Check(c) ? cfunc_id(c) : cdescr_id(
+	    ((PyMethodDescrObject *)c)->d_method, Py_TYPE(args[3])), t);
 	Py_RETURN_NONE;
 }
 
@@ -398,9 +442,8 @@ mon_c_leave(PyObject *self, PyObject *const *args, size_t nargsf,
 
 	(void)self;
 	(void)kw;
-	if (n < 3 || !PyCFunction_Check(args[2]) || p == NULL)
-		Py_RETURN_NONE;
-	pop(p, t);
+	if (n >= 3 && p != NULL && mon_is_ccall(n, args))
+		pop(p, t);
 	Py_RETURN_NONE;
 }
 
@@ -456,8 +499,8 @@ monitoring_start(void)
 	    (mon = PyObject_GetAttrString(sys, "monitoring")) == NULL ||
 	    (events = PyObject_GetAttrString(mon, "events")) == NULL)
 		goto out;
-	if (mon_disable == NULL &&
-	    (mon_disable = PyObject_GetAttrString(mon, "DISABLE")) == NULL)
+	if (mon_missing == NULL &&
+	    (mon_missing = PyObject_GetAttrString(mon, "MISSING")) == NULL)
 		goto out;
 	for (size_t i = 0; tool_id < 0 && i < sizeof(tool_ids) /
 	    sizeof(tool_ids[0]); i++) {
@@ -580,6 +623,22 @@ thread_hook(PyObject *self, PyObject *args)
 		PyEval_SetProfile(NULL, NULL);
 		Py_RETURN_NONE;
 	}
+	return start_profiling_here();
+}
+
+/*
+ * _thread.start_new_thread's threads (started by the program or a library
+ * directly, not through threading, whose hook names the thread): up to
+ * 3.11 a profile hook is per thread, and the bootstrap's wrapper calls this
+ * first on each.  sys.monitoring (3.12+) sees every thread already.
+ */
+static PyObject *
+py_raw_thread(PyObject *self, PyObject *args)
+{
+	(void)self;
+	(void)args;
+	if (!active || monitoring || !calls_on)
+		Py_RETURN_NONE;
 	return start_profiling_here();
 }
 
@@ -1122,6 +1181,8 @@ static PyMethodDef methods[] = {
 	  "gc.callbacks: a collection's start and stop" },
 	{ "_after_fork", py_after_fork, METH_NOARGS, "at-fork child hook" },
 	{ "_thread_hook", thread_hook, METH_VARARGS, "threading.setprofile" },
+	{ "_raw_thread", py_raw_thread, METH_NOARGS,
+	  "record this thread, started by _thread.start_new_thread" },
 	{ "enabled", py_enabled, METH_NOARGS, "whether recording is on" },
 	{ "scope", (PyCFunction)(void (*)(void))py_scope, METH_FASTCALL,
 	  "scope(name): a timed region, as a context manager or decorator" },

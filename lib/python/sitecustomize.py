@@ -63,6 +63,21 @@ def _inferscope_boot():
     # the first event of each new thread names it (and, with calls
     # recorded through setprofile, hands over to the C hook)
     threading.setprofile(_inferscope._thread_hook)
+    if calls and sys.version_info < (3, 12):
+        # threads started by _thread directly (threading keeps its own
+        # reference to the function, taken at its import above): up to 3.11
+        # the profile hook is per thread, so each starts it first
+        import _thread
+
+        def start_new_thread(function, args, kwargs={},
+                             _real=_thread.start_new_thread,
+                             _raw=_inferscope._raw_thread):
+            def recorded(*a, **k):
+                _raw()
+                return function(*a, **k)
+            return _real(recorded, args, kwargs)
+
+        _thread.start_new_thread = _thread.start_new = start_new_thread
 
     # a thread that renames itself (current_thread().name = ...) is named
     # again; a name given before start is taken by the hook above

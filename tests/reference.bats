@@ -1,0 +1,45 @@
+#!/usr/bin/env bats
+# The reference suite: each program of tests/reference/ recorded on every
+# Python here, its call counts equal to cProfile's (tests/py/refcheck.py).
+load helpers
+
+setup() {
+	T=$BATS_TEST_TMPDIR
+}
+
+# every CPython 3.9+ the build made a collector for
+pythons() {
+	local py
+	for py in /usr/bin/python3 "$HOME"/.pyenv/versions/3.{9,10,11,12,13}.*/bin/python3; do
+		[ -x "$py" ] || continue
+		tag=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+		[ -f "$IST_BUILD/python/_inferscope$tag" ] && echo "$py"
+	done
+}
+
+check_program() {
+	local prog=$ROOT/tests/reference/$1 need n=0
+	need=$(sed -n 's/^# needs: //p' "$prog")
+	for py in $(pythons); do
+		if [ -n "$need" ] && ! "$py" -c "import $need" 2>/dev/null; then
+			continue
+		fi
+		run -0 python3 "$ROOT/tests/py/refcheck.py" "$py" "$prog" "$T"
+		[[ $output == *"; 0 differ" || $output == *", 0 differ" ]] ||
+		    fail "$py: $output"
+		n=$((n + 1))
+	done
+	[ "$n" -ge "${2:-4}" ] || fail "$1 ran on $n Pythons only"
+}
+
+@test "reference: Python and C call counts equal cProfile's, methods and polymorphic call sites included, on every Python" {
+	check_program calls.py 5
+}
+
+@test "reference: threads started by threading and by _thread directly are recorded, on every Python" {
+	check_program threads.py 5
+}
+
+@test "reference: numpy's C methods (ndarray.sum, ndarray.item) counted as cProfile counts them" {
+	check_program numpy_ops.py 1
+}
