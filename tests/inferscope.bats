@@ -148,3 +148,22 @@ inferscope: no trace was written; no report"
 	assert_line --regexp '^contention +1000 ms +CPU-bound +0\.7 +threads wait for a CPU'
 	assert_equal "${#lines[@]}" 5
 }
+
+@test "run --trace keeps the merged trace with its analysis: is-report renders it again, the same report" {
+	cd "$T"
+	cat > app.py <<'PY'
+def work():
+    return sum(range(10000))
+for _ in range(20):
+    work()
+PY
+	run -0 --separate-stderr inferscope run --trace t.ist --report r.md app.py
+	# one segment, in time order, with the analysis record at its end
+	run -0 is-info --json t.ist
+	assert_equal "$(jq .segments <<< "$output")" 1
+	assert_equal "$(is-cat t.ist | tail -1 | jq -r .type)" analysis
+	run -0 --separate-stderr is-report t.ist
+	assert_equal "$stderr" ""
+	assert_equal "$output" "$(cat r.md)"
+	grep -q '^| `__main__.work` | 20 |' r.md
+}

@@ -46,7 +46,8 @@ help(void)
 	    "  -o, --output=FILE      the report (analyze; default report.md)\n"
 	    "  -r, --report=FILE      the report (run; default report.md)\n"
 	    "  -R, --rules-file=FILE  rule thresholds (YAML)\n"
-	    "  -t, --trace=FILE       keep the trace in FILE\n"
+	    "  -t, --trace=FILE       keep the merged trace, with its analysis,\n"
+	    "                         in FILE\n"
 	    "  -s, --trace-size-mb=N  buffer bound per process\n"
 	    "  -V, --version          print the version and exit\n"
 	    "\n"
@@ -105,22 +106,35 @@ report_format(const char *path)
 	return "md";
 }
 
-/* is-merge TRACE | is-analyze [--rules-file F] | is-report -f FMT -o OUT */
+/*
+ * is-merge TRACE | is-analyze [--rules-file F] | is-report -f FMT -o OUT;
+ * with keep, is-merge TRACE | is-analyze -o KEEP, then is-report KEEP: the
+ * kept trace is the merged one, with its analysis.
+ */
 static int
-analyse(const char *trace, const char *out)
+analyse(const char *trace, const char *out, const char *keep)
 {
 	char *merge = ist_tool_path("is-merge"), *an = ist_tool_path(
 	    "is-analyze"), *rep = ist_tool_path("is-report");
 	const char *rf = rules_file();
 	char *a1[] = { merge, (char *)trace, NULL };
-	char *a2[] = { an, rf ? "--rules-file" : NULL, (char *)rf, NULL };
+	char *a2[] = { an, "-o", (char *)keep, rf ? "--rules-file" : NULL,
+	    (char *)rf, NULL };
 	char *a3[] = { rep, "-f", (char *)report_format(out), "-o",
-	    (char *)out, NULL };
+	    (char *)out, (char *)keep, NULL };
 	char *const *argv[] = { a1, a2, a3 };
 	int status[3] = { 0 }, bad = 0;
 	struct ist_error e;
 
-	if (ist_spawn_pipeline(argv, 3, -1, -1, status, &e) != IST_OK) {
+	if (keep == NULL) {     /* no -o: the analysis goes down the pipe */
+		memmove(a2 + 1, a2 + 3, 3 * sizeof(*a2));
+		if (ist_spawn_pipeline(argv, 3, -1, -1, status, &e) != IST_OK) {
+			warnx("%s", e.msg);
+			bad = 1;
+		}
+	} else if (ist_spawn_pipeline(argv, 2, -1, -1, status, &e) !=
+	    IST_OK || ist_spawn_pipeline(argv + 2, 1, -1, -1, status + 2,
+	    &e) != IST_OK) {
 		warnx("%s", e.msg);
 		bad = 1;
 	}
@@ -169,7 +183,8 @@ run(int argc, char **argv, bool dashdash)
 		free(cmd);
 		return status[0];
 	}
-	if (trace_path == NULL) {
+	/* the recording waits here; --trace keeps the merged trace */
+	{
 		const char *td = getenv("TMPDIR");
 		if (td && *td && strlen(td) < 4000)
 			snprintf(tmp, sizeof(tmp), "%s/inferscope-XXXXXX", td);
@@ -179,7 +194,7 @@ run(int argc, char **argv, bool dashdash)
 	}
 	cmd[n++] = rec;
 	cmd[n++] = "-o";
-	cmd[n++] = (char *)(trace_path ? trace_path : tpath);
+	cmd[n++] = tpath;
 	if (cfg.source[IST_K_LOG_LEVEL] == IST_SRC_CLI) {
 		cmd[n++] = "--log-level";
 		cmd[n++] = (char *)ist_config_str(&cfg, IST_K_LOG_LEVEL);
@@ -198,11 +213,10 @@ run(int argc, char **argv, bool dashdash)
 		warnx("%s", e.msg);
 	script = status[0];
 	/* is-record writes the trace whatever the script did */
-	if (stat(trace_path ? trace_path : tpath, &st) != 0 ||
-	    st.st_size == 0) {
+	if (stat(tpath, &st) != 0 || st.st_size == 0) {
 		warnx("no trace was written; no report");
 		script = script ? script : 1;
-	} else if (analyse(trace_path ? trace_path : tpath, out) != 0) {
+	} else if (analyse(tpath, out, trace_path) != 0) {
 		warnx("the report could not be made");
 		script = script ? script : 1;
 	} else if (strcmp(ist_config_str(&cfg, IST_K_LOG_LEVEL), "warn") &&
@@ -211,10 +225,8 @@ run(int argc, char **argv, bool dashdash)
 		    trace_path ? ", trace in " : "",
 		    trace_path ? trace_path : "");
 	}
-	if (trace_path == NULL) {
-		unlink(tpath);
-		rmdir(tmp);
-	}
+	unlink(tpath);
+	rmdir(tmp);
 	free(rec);
 	free(cmd);
 	return script;
@@ -356,7 +368,8 @@ main(int argc, char **argv)
 		}
 		if (access(argv[optind], R_OK) != 0)
 			err(1, "cannot open '%s'", argv[optind]);
-		status = analyse(argv[optind], report ? report : "report.md");
+		status = analyse(argv[optind], report ? report : "report.md",
+		    NULL);
 		if (status == 0 && strcmp(ist_config_str(&cfg,
 		    IST_K_LOG_LEVEL), "warn") && strcmp(ist_config_str(&cfg,
 		    IST_K_LOG_LEVEL), "error"))
