@@ -928,7 +928,9 @@ open_count(struct thr *t, uint32_t stat, int delta)
 		for (uint32_t i = 0; t->omask && i <= t->omask; i++) {
 			if (t->ocnt[i] == 0)
 				continue;
-			for (j = (uint32_t)mix64(t->okey[i]) & (cap - 1);
+			/* placed where the lookup below probes: by stat,
+			 * the key less one */
+			for (j = (uint32_t)mix64(t->okey[i] - 1) & (cap - 1);
 			    nc[j]; j = (j + 1) & (cap - 1))
 				;
 			nk[j] = t->okey[i];

@@ -342,3 +342,43 @@ fired() {
 	run -1 --separate-stderr is-analyze --baseline /nonexistent "$T/g.ist"
 	assert_equal "$stderr" "is-analyze: baseline: cannot open '/nonexistent': No such file or directory"
 }
+
+@test "recursion through another function counts once in inclusive time, also after the table of open functions is rebuilt" {
+	# scenarios.py recursion: a(10) via b, 21 levels of 2 ms, with 100
+	# other functions called inside the outermost a first
+	an recursion
+	run q '.functions[] | select(.name == "a" or .name == "b") |
+	    [.name, .count, .incl_ns, .self_ns] | @tsv'
+	assert_line "$(printf 'a\t11\t42000000\t21900000')"
+	assert_line "$(printf 'b\t10\t40000000\t20000000')"
+}
+
+@test "real recursion: inclusive time of a recursing function equals the program's own perf_counter, within 2%" {
+	cd "$T"
+	cat > app.py <<'PY'
+import time
+# many distinct functions open beside the recursion, as in a real program
+exec("\n".join("def g%d():\n    pass" % i for i in range(100)))
+def a(n):
+    for i in range(100):
+        globals()["g%d" % i]()
+    time.sleep(0.002)
+    if n:
+        b(n - 1)
+def b(n):
+    a(n)
+t = time.perf_counter_ns()
+a(10)
+print(time.perf_counter_ns() - t)
+PY
+	for py in /usr/bin/python3 $(ls -d "$HOME"/.pyenv/versions/3.1[23]*/bin/python3 2>/dev/null); do
+		is-record -o t.ist -- $py app.py > wall.txt
+		is-merge t.ist | is-analyze --json > a.json
+		incl=$(jq '.functions[] | select(.name == "__main__.a") | .incl_ns' a.json)
+		wall=$(cat wall.txt)
+		# the program's own timing includes reading the clock around the
+		# call; ours may not be longer than that, nor 2% shorter
+		python3 -c "import sys; i, w = int(sys.argv[1]), int(sys.argv[2]); sys.exit(0 if 0.98 * w <= i <= w else 1)" "$incl" "$wall" ||
+		    fail "$py: a's inclusive time $incl ns, the program measured $wall ns"
+	done
+}
