@@ -356,6 +356,10 @@ struct thr {
 	int64_t cpu0_ts, cpu0, cpu1_ts, cpu1, wait0, wait1, inv0, inv1;
 	/* Python activity, for the GIL check */
 	int64_t py_first, py_last, py_self, cpu_at_py;
+	/* the CPU samples that bound the Python window: the last at or
+	 * before its first call, the last at or before its last return */
+	int64_t cpu_at_py_ts, cpu_py_end, cpu_py_end_ts;
+	bool have_cpu_at_py;     /* else the first sample after it starts */
 	bool have_py;
 	/* imports: the outermost _find_and_load calls, and the outermost
 	 * module bodies (__main__ aside) */
@@ -1110,10 +1114,17 @@ host_range(struct ist_analyzer *a, const struct ist_event *ev)
 			if (!t->have_py) {
 				t->have_py = true;
 				t->py_first = ev->start_ns;
-				t->cpu_at_py = t->have_cpu ? t->cpu1 : 0;
+				t->cpu_at_py = t->cpu1;
+				t->cpu_at_py_ts = t->cpu1_ts;
+				t->have_cpu_at_py = t->have_cpu;
 			}
 			if (ev->end_ns > t->py_last)
 				t->py_last = ev->end_ns;
+			/* every sample so far is before this call starts */
+			if (t->have_cpu_at_py) {
+				t->cpu_py_end = t->cpu1;
+				t->cpu_py_end_ts = t->cpu1_ts;
+			}
 			t->py_self += dur;
 		}
 		break;
@@ -1327,6 +1338,15 @@ counter(struct ist_analyzer *a, const struct ist_event *ev)
 		t->have_cpu = true;
 		t->cpu1 = v;
 		t->cpu1_ts = ev->ts_ns;
+		if (t->have_py && !t->have_cpu_at_py) {
+			t->cpu_at_py = v;
+			t->cpu_at_py_ts = ev->ts_ns;
+			t->have_cpu_at_py = true;
+		}
+		if (t->have_py && ev->ts_ns <= t->py_last) {
+			t->cpu_py_end = v;
+			t->cpu_py_end_ts = ev->ts_ns;
+		}
 	} else if (name_is(ev, "thread.wait_ns")) {
 		if (!t->have_wait)
 			t->wait0 = v;
@@ -1983,6 +2003,17 @@ syncs_json(struct ist_analyzer *a)
 	return arr;
 }
 
+/* A thread's share of one core: CPU time over the window between the two
+ * samples that measured it, at most 1 (the counters are read a little
+ * after their timestamps, which can tip a short window over). */
+static double
+util_of(int64_t cpu, int64_t win)
+{
+	double u = win > 0 ? (double)cpu / (double)win : 0;
+
+	return u > 1 ? 1 : u < 0 ? 0 : u;
+}
+
 static json_t *
 threads_json(struct ist_analyzer *a)
 {
@@ -2012,18 +2043,25 @@ threads_json(struct ist_analyzer *a)
 		o = json_pack("{s:I,s:I,s:s,s:I,s:I,s:o,s:I,s:o,s:I}",
 		    "pid", JI(t->pid), "tid", JI(t->tid), "name",
 		    thread_name(a, t), "cpu_ns", JI(cpu), "window_ns",
-		    JI(win), "cpu_util", jreal(win > 0 ? (double)cpu /
-		    (double)win : 0, 4), "wait_ns", JI(wait), "wait_share",
+		    JI(win), "cpu_util", jreal(util_of(cpu, win), 4),
+		    "wait_ns", JI(wait), "wait_share",
 		    jreal(cpu + wait > 0 ? (double)wait / (double)(cpu +
 		    wait) : 0, 4), "ctx_involuntary", JI(t->inv1 - t->inv0));
 		if (t->have_py) {
-			int64_t pw = t->py_last - t->py_first;
-			int64_t pc = (t->have_cpu ? t->cpu1 : 0) - t->cpu_at_py;
+			/* CPU over the samples' own window, which the Python
+			 * window bounds: not CPU to the last sample (after
+			 * the interpreter's teardown) over the Python window */
+			int64_t pw = t->cpu_py_end_ts - t->cpu_at_py_ts;
+			int64_t pc = t->cpu_py_end - t->cpu_at_py;
+			if (pw <= 0) {      /* no two samples inside: all */
+				pw = win;
+				pc = cpu;
+			}
 			json_t *py = json_pack("{s:I,s:I,s:I,s:I,s:o,s:I,s:I}",
 			    "first_ns", JI(t->py_first), "last_ns",
 			    JI(t->py_last), "self_ns", JI(t->py_self),
-			    "cpu_ns", JI(pc), "cpu_util", jreal(pw > 0 &&
-			    t->have_cpu ? (double)pc / (double)pw : 0, 4),
+			    "cpu_ns", JI(pc), "cpu_util", jreal(t->have_cpu ?
+			    util_of(pc, pw) : 0, 4),
 			    "imports", JI(t->imp_n), "import_ns",
 			    JI(t->imp_ns));
 			if (t->imp_n) {
