@@ -390,6 +390,8 @@ verdict(const json_t *an, const json_t *findings, double factor)
 	const json_t *devs = json_object_get(an, "devices"), *d, *f, *t;
 	double busy = 0, active = 0, copy = 0, kern = 0, best_util = 0;
 	double imp = 0, wall = ist_jnum(json_object_get(an, "run"), "wall_ns");
+	double best_run = 0, run_wait = 0, cpu_all = 0;
+	const json_t *gil = NULL, *rq = NULL;
 	bool idle = false, xfer = false, gpu = false;
 	const char *cls, *why;
 	double conf;
@@ -417,11 +419,27 @@ verdict(const json_t *an, const json_t *findings, double factor)
 		kern += ist_jnum(f, "total_ns");
 	json_array_foreach(json_object_get(an, "threads"), i, t) {
 		double tn = ist_jnum(json_object_get(t, "python"), "import_ns");
-		if (ist_jnum(t, "cpu_util") > best_util &&
-		    ist_jnum(t, "window_ns") > 0)
+		double win = ist_jnum(t, "window_ns");
+		double run = (ist_jnum(t, "cpu_ns") + ist_jnum(t, "wait_ns")) /
+		    (win > 0 ? win : 1);
+		if (ist_jnum(t, "cpu_util") > best_util && win > 0)
 			best_util = ist_jnum(t, "cpu_util");
+		/* runnable: on a CPU or in the run queue, waiting for one */
+		if (win > 0 && run > best_run) {
+			best_run = run > 1 ? 1 : run;
+			run_wait = ist_jnum(t, "wait_share");
+		}
+		cpu_all += ist_jnum(t, "cpu_ns");
 		if (tn > imp)
 			imp = tn;
+	}
+	json_array_foreach(findings, i, f) {
+		if (!strcmp(ist_jstr(f, "rule"), "cpu_contention") &&
+		    !strcmp(ist_jstr(f, "kind"), "gil"))
+			gil = f;
+		if (!strcmp(ist_jstr(f, "rule"), "cpu_contention") &&
+		    !strcmp(ist_jstr(f, "kind"), "runqueue"))
+			rq = f;
 	}
 	if (gpu) {
 		double b = active > 0 ? busy / active : 0;
@@ -449,11 +467,39 @@ verdict(const json_t *an, const json_t *findings, double factor)
 			    "of the active window and no rule points at one "
 			    "side", 100 * b);
 		}
-	} else if (best_util >= 0.5) {
+	} else if (gil) {
+		/* threads that wait for the GIL sleep: neither CPU nor queue */
+		const json_t *ev = json_object_get(gil, "evidence");
+		cls = "GIL-bound";
+		conf = ist_jnum(gil, "confidence");
+		snprintf(reason, sizeof(reason), "no GPU activity; %zu Python "
+		    "threads of process %lld ran at once but used %.2f cores "
+		    "between them: they take turns holding the GIL",
+		    json_array_size(json_object_get(ev, "threads")),
+		    (long long)ist_jint(ev, "pid"), ist_jnum(ev,
+		    "combined_cores"));
+	} else if (best_run >= 0.5 && (rq || run_wait >= 0.2)) {
+		const json_t *ev = rq ? json_object_get(rq, "evidence") : NULL;
+		cls = "CPU-oversubscribed";
+		conf = 0.5 + 0.4 * (run_wait > 1 ? 1 : run_wait);
+		snprintf(reason, sizeof(reason), "no GPU activity; the busiest "
+		    "thread was runnable %.0f%% of the time but waited for a "
+		    "CPU %.0f%% of that%s", 100 * best_run, 100 * run_wait,
+		    ev == NULL ? "" : !strcmp(ist_jstr(ev, "source"),
+		    "other processes") ? ": the machine was busy with other "
+		    "processes" : ": the program runs more threads than "
+		    "there are cores");
+	} else if (best_util >= 0.5 || (wall > 0 && cpu_all / wall >= 0.5)) {
 		cls = "CPU-bound";
 		conf = 0.5 + 0.4 * (best_util > 1 ? 1 : best_util);
-		snprintf(reason, sizeof(reason), "no GPU activity; the busiest "
-		    "thread used %.0f%% of a core", 100 * best_util);
+		if (best_util >= 0.5)
+			snprintf(reason, sizeof(reason), "no GPU activity; the "
+			    "busiest thread used %.0f%% of a core",
+			    100 * best_util);
+		else
+			snprintf(reason, sizeof(reason), "no GPU activity; its "
+			    "threads used %.2f cores together, none of them "
+			    "half of one", cpu_all / wall);
 	} else {
 		cls = "unknown";
 		conf = 0.3;

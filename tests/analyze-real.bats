@@ -88,6 +88,75 @@ PY
 	awk -v w="$w" 'BEGIN { exit !(w > 35 && w < 65) }'
 }
 
+@test "real verdicts: a CPU loop starved by other processes is CPU-oversubscribed, and nothing in the program is blamed" {
+	command -v taskset > /dev/null || skip "no taskset"
+	cat > app.py <<'PY'
+import time
+t = time.monotonic() + 1.0
+while time.monotonic() < t:
+    pass
+PY
+	# two busy loops outside the program, on the one CPU it may use
+	taskset -c 0 timeout 4 sh -c 'while :; do :; done' &
+	b1=$!
+	taskset -c 0 timeout 4 sh -c 'while :; do :; done' &
+	b2=$!
+	taskset -c 0 is-record --no-python -o rec.ist -- $PY app.py
+	kill $b1 $b2 2> /dev/null || true
+	is-merge rec.ist | is-analyze --json > a.json
+	# runnable all the time, most of it in the run queue (two thirds, as
+	# three share one CPU; at least half whatever else runs)
+	assert_equal "$(jq -r .verdict.classification a.json)" CPU-oversubscribed
+	jq -r .verdict.reason a.json | grep -q 'waited for a CPU .*: the machine was busy with other processes$' ||
+	    fail "$(jq -r .verdict.reason a.json)"
+	w=$(jq -r '.findings[] | select(.kind == "runqueue") | .evidence.wait_pct' a.json)
+	awk -v w="$w" 'BEGIN { exit !(w >= 50) }' || fail "wait $w%"
+	assert_equal "$(jq -r '.findings[] | select(.kind == "runqueue") | .evidence.source' a.json)" "other processes"
+	run jq -r '.findings[] | select(.kind == "runqueue") | .suggestion' a.json
+	refute_output --partial set_num_threads
+	assert_output --partial "nothing to tune in the program"
+}
+
+@test "real verdicts: four Python threads sharing the GIL are GIL-bound, the verdict naming the cores they shared" {
+	cores=$(nproc)
+	[ "$cores" -ge 2 ] || skip "needs 2 cores (has $cores)"
+	cat > app.py <<'PY'
+import threading, time
+def work():
+    t = time.monotonic() + 1.0
+    while time.monotonic() < t:
+        pass
+ts = [threading.Thread(target=work) for _ in range(4)]
+for t in ts: t.start()
+for t in ts: t.join()
+PY
+	pipeline app.py
+	assert_equal "$(jq -r .verdict.classification a.json)" GIL-bound
+	jq -r .verdict.reason a.json | grep -Eq '^no GPU activity; 4 Python threads of process [0-9]+ ran at once but used (0|1)\.[0-9]{2} cores between them: they take turns holding the GIL$' ||
+	    fail "$(jq -r .verdict.reason a.json)"
+}
+
+@test "real verdicts: multiprocessing.Pool with twice as many workers as cores is CPU-oversubscribed by its own processes" {
+	n=$(( $(nproc) * 2 ))
+	cat > app.py <<PY
+import multiprocessing as mp, time
+def spin(_):
+    t = time.monotonic() + 1.0
+    while time.monotonic() < t:
+        pass
+if __name__ == "__main__":
+    with mp.Pool($n) as p:
+        p.map(spin, range($n))
+PY
+	pipeline --no-python app.py
+	assert_equal "$(jq -r .verdict.classification a.json)" CPU-oversubscribed
+	jq -r .verdict.reason a.json | grep -q ': the program runs more threads than there are cores$' ||
+	    fail "$(jq -r .verdict.reason a.json)"
+	assert_equal "$(jq -r '.findings[] | select(.kind == "runqueue") | .evidence.source' a.json)" "the program"
+	d=$(jq -r '.findings[] | select(.kind == "runqueue") | .evidence.program_runnable_threads' a.json)
+	awk -v d="$d" -v c="$(nproc)" 'BEGIN { exit !(d > c) }' || fail "demand $d"
+}
+
 @test "real memory growth: 320 MiB allocated over a second" {
 	cat > app.py <<'PY'
 import time

@@ -123,7 +123,8 @@ inferscope: no trace was written; no report"
 	assert_line "$(printf 'tokenize\t5')"
 	assert_line "$(printf 'postprocess\t5')"
 	assert_equal "$(jq -r .analysis.instants r.json)" 5
-	assert_equal "$(jq -r .analysis.verdict.classification r.json)" CPU-bound
+	# CPU-bound; on a machine loaded by other work, CPU-oversubscribed
+	jq -e '.analysis.verdict.classification | test("^CPU-(bound|oversubscribed)$")' r.json
 }
 
 @test "example: a C program with NVTX ranges" {

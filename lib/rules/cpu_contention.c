@@ -103,6 +103,8 @@ run(const json_t *an, const double *p, json_t *out)
 {
 	const json_t *sys = json_object_get(an, "system"), *t;
 	double cpu = 0, wait = 0, inv = 0, share, over = 0, samples;
+	double cores, demand;
+	bool others;
 	double wall = ist_jnum(json_object_get(an, "run"), "wall_ns");
 	size_t i, n = 0;
 	char title[256];
@@ -116,6 +118,10 @@ run(const json_t *an, const double *p, json_t *out)
 		wait += ist_jnum(t, "wait_ns");
 		inv += ist_jnum(t, "ctx_involuntary");
 	}
+	cores = ist_jnum(sys, "cpu_cores");
+	/* how many of the program's own threads wanted a CPU at once, on
+	 * average: runnable time (on a CPU or queued) over the run */
+	demand = wall > 0 ? (cpu + wait) / wall : 0;
 	samples = ist_jnum(sys, "runnable_samples");
 	if (samples > 0)
 		over = 100 * ist_jnum(sys, "oversubscribed_samples") / samples;
@@ -128,18 +134,30 @@ run(const json_t *an, const double *p, json_t *out)
 	if (wait > 0 && share < p[4])
 		over = 0;
 	if (share >= p[0] || over >= p[1]) {
+		/* the program alone fits the cores: others' load queued it */
+		others = cores > 0 && demand <= cores - 0.5;
 		snprintf(title, sizeof(title), "threads wait for a CPU: %.1f%% "
 		    "of their runnable time was spent in the run queue "
-		    "(%.0f cores)", share, ist_jnum(sys, "cpu_cores"));
+		    "(%.0f cores, %s)", share, cores, others ? "busy with "
+		    "other processes" : "the program's own threads");
 		f = ist_finding(out, "cpu_contention", "runqueue",
 		    ist_severity(share > over ? share : over, share >= p[0] ?
 		    p[0] : p[1]), ist_margin_confidence(share >= p[0] ? share :
-		    over, share >= p[0] ? p[0] : p[1]), title, "more threads "
-		    "want to run than there are cores: cap intra-op threads "
-		    "(torch.set_num_threads, OMP_NUM_THREADS, MKL_NUM_THREADS) "
-		    "so that workers x threads <= cores, use fewer worker "
-		    "processes, or run on more cores");
+		    over, share >= p[0] ? p[0] : p[1]), title, others ?
+		    "the program's own threads wanted fewer CPUs than the "
+		    "machine has: the wait comes from other processes, and "
+		    "there is nothing to tune in the program; measure on an "
+		    "idle machine, or reserve cores for it (taskset, a cgroup "
+		    "cpuset)" : "more threads want to run than there are cores: "
+		    "cap intra-op threads (torch.set_num_threads, "
+		    "OMP_NUM_THREADS, MKL_NUM_THREADS) so that workers x "
+		    "threads <= cores, use fewer worker processes, or run on "
+		    "more cores");
 		ev = json_object_get(f, "evidence");
+		json_object_set_new(ev, "source", json_string(others ?
+		    "other processes" : "the program"));
+		json_object_set_new(ev, "program_runnable_threads", json_real(
+		    ist_round(demand, 2)));
 		json_object_set_new(ev, "wait_ns", json_integer(ist_d2i(
 		    wait)));
 		json_object_set_new(ev, "cpu_ns", json_integer(ist_d2i(
