@@ -15,10 +15,10 @@ find "$dir" -name '*.ist' -print0 | sort -z |
     'is-merge "$1" | is-analyze --json > "$2/$(basename "$1" .ist).json"' \
     sh {} "$out"
 
-printf '%-12s %10s  %-14s %4s  %s\n' trace duration verdict conf "top finding"
+printf '%-12s %10s  %-18s %4s  %s\n' trace duration verdict conf "top finding"
 for j in "$out"/*.json; do
 	jq -r --arg t "$(basename "$j" .json)" '[$t,
 	    "\(.run.wall_ns / 1e6 * 100 | round / 100) ms",
 	    .verdict.classification, .verdict.confidence,
 	    (.findings[0].title // "-")] | @tsv' "$j"
-done | awk -F '\t' '{ printf "%-12s %10s  %-14s %4s  %s\n", $1, $2, $3, $4, $5 }'
+done | awk -F '\t' '{ printf "%-12s %10s  %-18s %4s  %s\n", $1, $2, $3, $4, $5 }'

@@ -28,6 +28,7 @@ static struct {
 	pthread_cond_t flushed;      /* flush_done moved */
 	pthread_t thread;
 	bool running, stopping, thread_started;
+	bool paused;                 /* writer stopped across a fork */
 	uint64_t flush_req, flush_done;  /* ist_coll_flush() handshake */
 	int fd;
 	struct ist_writer *w;
@@ -901,6 +902,27 @@ fork_hooks(void)
 	pthread_atfork(fork_prepare, fork_done, fork_done);
 }
 
+/* Creates the writer thread, which takes no signals: they go to the
+ * program's threads, as they did before it existed. */
+static enum ist_status
+start_writer(struct ist_error *err)
+{
+	sigset_t all, was;
+	int e;
+
+	C.stopping = false;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &was);
+	e = pthread_create(&C.thread, NULL, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	if (e != 0) {
+		ist_seterr(err, IST_ENOMEM, "cannot start the writer thread");
+		return IST_ENOMEM;
+	}
+	C.thread_started = true;
+	return IST_OK;
+}
+
 enum ist_status
 ist_coll_start(const struct ist_coll_opts *o, struct ist_error *err)
 {
@@ -925,29 +947,46 @@ ist_coll_start(const struct ist_coll_opts *o, struct ist_error *err)
 	}
 	ist_coll_use_tsc = tsc_invariant();
 	calibrate(true);
-	C.stopping = false;
 	C.running = true;
+	C.paused = false;
 	term_sig = 0;
 	term_done = 0;
-	{
-		/* the writer thread takes no signals: they go to the
-		 * program's threads, as they did before it existed */
-		sigset_t all, was;
-		int e;
-		sigfillset(&all);
-		pthread_sigmask(SIG_BLOCK, &all, &was);
-		e = pthread_create(&C.thread, NULL, writer_main, NULL);
-		pthread_sigmask(SIG_SETMASK, &was, NULL);
-		if (e != 0) {
-			C.running = false;
-			ist_seterr(err, IST_ENOMEM, "cannot start the writer "
-			    "thread");
-			return IST_ENOMEM;
-		}
+	if ((st = start_writer(err)) != IST_OK) {
+		C.running = false;
+		return st;
 	}
-	C.thread_started = true;
 	catch_term();
 	return IST_OK;
+}
+
+static void
+stop_writer(void)
+{
+	pthread_mutex_lock(&C.lock);
+	C.stopping = true;
+	pthread_cond_signal(&C.wake);
+	pthread_mutex_unlock(&C.lock);
+	if (C.thread_started)
+		pthread_join(C.thread, NULL);
+	C.thread_started = false;
+}
+
+void
+ist_coll_pause(void)
+{
+	if (C.running && C.thread_started) {
+		stop_writer();
+		C.paused = true;
+	}
+}
+
+enum ist_status
+ist_coll_resume(struct ist_error *err)
+{
+	if (!C.paused)
+		return IST_OK;
+	C.paused = false;
+	return C.running ? start_writer(err) : IST_OK;
 }
 
 enum ist_status
@@ -958,13 +997,8 @@ ist_coll_stop(struct ist_error *err)
 	if (!C.running)
 		return IST_OK;
 	C.running = false;
-	pthread_mutex_lock(&C.lock);
-	C.stopping = true;
-	pthread_cond_signal(&C.wake);
-	pthread_mutex_unlock(&C.lock);
-	if (C.thread_started)
-		pthread_join(C.thread, NULL);
-	C.thread_started = false;
+	C.paused = false;
+	stop_writer();
 	st = finish(err);
 	release_term();
 	if (term_sig)        /* it came as we stopped: die of it after all */

@@ -81,6 +81,14 @@ uint32_t ist_coll_define_func(const char *name, const char *file,
     int64_t line);
 uint32_t ist_coll_define_name(const char *name);
 
+/* Around a fork() of the program's: the writer thread stops (joined, its
+ * work done; recording goes on into the rings), so that the process forks
+ * with the threads it had without us (Python 3.12+ warns about a fork
+ * with threads), and starts again after it in the parent.  Resuming a
+ * collector that was not paused does nothing. */
+void ist_coll_pause(void);
+enum ist_status ist_coll_resume(struct ist_error *err);
+
 /* In a child after fork(): forget the parent's rings and file, start a
  * new stream at path. */
 enum ist_status ist_coll_after_fork(const char *path, struct ist_error *err);

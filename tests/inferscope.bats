@@ -146,7 +146,7 @@ inferscope: no trace was written; no report"
 	assert_line --index 0 --regexp '^trace +duration +verdict +conf +top finding$'
 	assert_line --regexp '^gpu_idle +9\.92 ms +CPU-bound +0\.87 +GPU 0 is idle 78\.3% '
 	assert_line --regexp '^transfer +9\.7 ms +transfer-bound +0\.8 '
-	assert_line --regexp '^contention +1000 ms +CPU-bound +0\.7 +threads wait for a CPU'
+	assert_line --regexp '^contention +1000 ms +CPU-oversubscribed +0\.7 +threads wait for a CPU'
 	assert_equal "${#lines[@]}" 5
 }
 

@@ -788,3 +788,35 @@ no newline at the end"
 	assert_equal "$output" "$(cat err.txt)"
 	assert_equal "$stderr" ""
 }
+
+@test "a recorded program forks as it does unrecorded: no multi-threaded fork warning (3.12+), both sides recorded" {
+	cat > app.py <<'PY'
+import os, warnings
+warnings.simplefilter("default")
+def f():
+    return sum(range(1000))
+for _ in range(3):
+    f()
+    pid = os.fork()
+    if pid == 0:
+        f()
+        os._exit(0)
+    os.waitpid(pid, 0)
+print("done")
+PY
+	n=0
+	for py in $PY $(ls -d "$HOME"/.pyenv/versions/3.1[23]*/bin/python3 2>/dev/null); do
+		run -0 --separate-stderr $py app.py
+		plain=$stderr
+		rec -- $py app.py
+		assert_success
+		assert_output done
+		# the writer thread stops across the fork: Python counts the
+		# process's threads in /proc/self/stat and warns of ours
+		assert_equal "$stderr" "$plain"
+		assert_equal "$(q count cpu_call __main__.f)" 6
+		assert_equal "$(q pids cpu_call | wc -w)" 4
+		n=$((n + 1))
+	done
+	[ "$n" -ge 3 ]
+}

@@ -300,6 +300,24 @@ name_id(PyObject *name)
 	return id;
 }
 
+/* ---- the writer's restart after a fork (3.13+) ---- */
+
+static int resume_pending;      /* under the GIL */
+
+static int
+resume_now(void *arg)
+{
+	struct ist_error e = { 0 };
+
+	(void)arg;
+	if (resume_pending) {
+		resume_pending = 0;
+		if (ist_coll_resume(&e) != IST_OK)
+			fprintf(stderr, "inferscope: error: %s\n", e.msg);
+	}
+	return 0;
+}
+
 /* ---- the profile hook ---- */
 
 static int
@@ -444,6 +462,8 @@ mon_c_leave(PyObject *self, PyObject *const *args, size_t nargsf,
 	(void)kw;
 	if (n >= 3 && p != NULL && mon_is_ccall(n, args))
 		pop(p, t);
+	if (resume_pending)        /* os.fork() has returned */
+		resume_now(NULL);
 	Py_RETURN_NONE;
 }
 
@@ -774,6 +794,41 @@ py_flush(PyObject *self, PyObject *args)
 	(void)args;
 	if (active)
 		(void)ist_coll_flush();   /* a failure is told at stop */
+	Py_RETURN_NONE;
+}
+
+/* os.register_at_fork(before=..., after_in_parent=...): the program forks
+ * with its own threads only, not our writer (3.12+ warns of a fork() in a
+ * multi-threaded process, counting threads in /proc/self/stat). */
+static PyObject *
+py_fork_before(PyObject *self, PyObject *args)
+{
+	(void)self;
+	(void)args;
+	if (active) {
+		Py_BEGIN_ALLOW_THREADS
+		ist_coll_pause();
+		Py_END_ALLOW_THREADS
+	}
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+py_fork_parent(PyObject *self, PyObject *args)
+{
+	struct ist_error e = { 0 };
+
+	(void)self;
+	(void)args;
+#if PY_VERSION_HEX >= 0x030D0000
+	/* 3.13 warns after these hooks: resume once os.fork() returns (its
+	 * C_RETURN event, or the next pending call, whichever comes first) */
+	resume_pending = 1;
+	if (Py_AddPendingCall(resume_now, NULL) == 0)
+		Py_RETURN_NONE;
+#endif
+	if (ist_coll_resume(&e) != IST_OK)
+		return PyErr_Format(PyExc_OSError, "%s", e.msg);
 	Py_RETURN_NONE;
 }
 
@@ -1180,6 +1235,8 @@ static PyMethodDef methods[] = {
 	{ "_gc", (PyCFunction)(void (*)(void))py_gc, METH_FASTCALL,
 	  "gc.callbacks: a collection's start and stop" },
 	{ "_after_fork", py_after_fork, METH_NOARGS, "at-fork child hook" },
+	{ "_fork_before", py_fork_before, METH_NOARGS, "at-fork before hook" },
+	{ "_fork_parent", py_fork_parent, METH_NOARGS, "at-fork parent hook" },
 	{ "_thread_hook", thread_hook, METH_VARARGS, "threading.setprofile" },
 	{ "_raw_thread", py_raw_thread, METH_NOARGS,
 	  "record this thread, started by _thread.start_new_thread" },

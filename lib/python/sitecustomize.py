@@ -103,7 +103,12 @@ def _inferscope_boot():
             real_exit(code)
 
     os._exit = exit_flushed
-    os.register_at_fork(after_in_child=_inferscope._after_fork)
+    # the writer thread stops across a fork: the program forks with the
+    # threads it has without us, and Python 3.12+ warns of none it would
+    # not have warned of unrecorded
+    os.register_at_fork(before=_inferscope._fork_before,
+                        after_in_parent=_inferscope._fork_parent,
+                        after_in_child=_inferscope._after_fork)
 
     def exec_flushed(real):
         # an exec replaces the program without atexit: write everything
