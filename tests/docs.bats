@@ -121,6 +121,13 @@ TOOLS="inferscope is-analyze is-cat is-info is-merge is-record is-report"
 	n=0
 	while IFS= read -r line; do
 		[ -n "$line" ] || continue
+		# the verdict: on a machine loaded by other work the torch demo
+		# is CPU-oversubscribed (its threads queue for the two cores)
+		if [[ $line == '**Verdict: CPU-bound**'* ]] &&
+		    grep -q '^\*\*Verdict: CPU-oversubscribed\*\*' report.md; then
+			n=$((n + 1))
+			continue
+		fi
 		digits < report.md | grep -qxF -- "$(printf '%s\n' "$line" | digits)" ||
 		    fail "README line not shaped like report.md: $line"
 		n=$((n + 1))
