@@ -411,6 +411,12 @@ verdict(const json_t *an, const json_t *findings, double factor)
 		if (!strcmp(ist_jstr(f, "rule"), "transfer") &&
 		    !strcmp(ist_jstr(f, "kind"), "time"))
 			xfer = true;
+		if (!strcmp(ist_jstr(f, "rule"), "cpu_contention") &&
+		    !strcmp(ist_jstr(f, "kind"), "gil"))
+			gil = f;
+		if (!strcmp(ist_jstr(f, "rule"), "cpu_contention") &&
+		    !strcmp(ist_jstr(f, "kind"), "runqueue"))
+			rq = f;
 	}
 	json_array_foreach(json_object_get(an, "copies"), i, f)
 		if (strcmp(ist_jstr(f, "direction"), "memset"))
@@ -432,14 +438,6 @@ verdict(const json_t *an, const json_t *findings, double factor)
 		cpu_all += ist_jnum(t, "cpu_ns");
 		if (tn > imp)
 			imp = tn;
-	}
-	json_array_foreach(findings, i, f) {
-		if (!strcmp(ist_jstr(f, "rule"), "cpu_contention") &&
-		    !strcmp(ist_jstr(f, "kind"), "gil"))
-			gil = f;
-		if (!strcmp(ist_jstr(f, "rule"), "cpu_contention") &&
-		    !strcmp(ist_jstr(f, "kind"), "runqueue"))
-			rq = f;
 	}
 	if (gpu) {
 		double b = active > 0 ? busy / active : 0;

@@ -118,16 +118,23 @@ analyse(const char *trace, const char *out, const char *keep)
 	    "is-analyze"), *rep = ist_tool_path("is-report");
 	const char *rf = rules_file();
 	char *a1[] = { merge, (char *)trace, NULL };
-	char *a2[] = { an, "-o", (char *)keep, rf ? "--rules-file" : NULL,
-	    (char *)rf, NULL };
+	char *a2[6] = { an };
 	char *a3[] = { rep, "-f", (char *)report_format(out), "-o",
 	    (char *)out, (char *)keep, NULL };
 	char *const *argv[] = { a1, a2, a3 };
 	int status[3] = { 0 }, bad = 0;
 	struct ist_error e;
+	int k = 1;
 
+	if (keep) {
+		a2[k++] = "-o";
+		a2[k++] = (char *)keep;
+	}
+	if (rf) {
+		a2[k++] = "--rules-file";
+		a2[k++] = (char *)rf;
+	}
 	if (keep == NULL) {     /* no -o: the analysis goes down the pipe */
-		memmove(a2 + 1, a2 + 3, 3 * sizeof(*a2));
 		if (ist_spawn_pipeline(argv, 3, -1, -1, status, &e) != IST_OK) {
 			warnx("%s", e.msg);
 			bad = 1;

@@ -302,6 +302,7 @@ name_id(PyObject *name)
 
 /* ---- the writer's restart after a fork (3.13+) ---- */
 
+#if PY_VERSION_HEX >= 0x030D0000
 static int resume_pending;      /* under the GIL */
 
 static int
@@ -317,6 +318,7 @@ resume_now(void *arg)
 	}
 	return 0;
 }
+#endif
 
 /* ---- the profile hook ---- */
 
@@ -462,8 +464,10 @@ mon_c_leave(PyObject *self, PyObject *const *args, size_t nargsf,
 	(void)kw;
 	if (n >= 3 && p != NULL && mon_is_ccall(n, args))
 		pop(p, t);
+#if PY_VERSION_HEX >= 0x030D0000
 	if (resume_pending)        /* os.fork() has returned */
 		resume_now(NULL);
+#endif
 	Py_RETURN_NONE;
 }
 
