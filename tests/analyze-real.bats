@@ -19,6 +19,25 @@ pipeline() {
 	is-merge rec.ist | is-analyze --json > a.json
 }
 
+# gil_app N: app.py runs N pure-Python threads, each busy for a second;
+# the clock is read every 1000 additions, so that the calls recorded stay
+# few (a clock call per addition filled the buffers: the outermost call of
+# a thread was lost, and with it the thread's Python figures)
+gil_app() {
+	cat > app.py <<PY
+import threading, time
+def work():
+    t = time.monotonic() + 1.0
+    n = 0
+    while time.monotonic() < t:
+        for _ in range(1000):
+            n += 1
+ts = [threading.Thread(target=work) for _ in range($1)]
+for t in ts: t.start()
+for t in ts: t.join()
+PY
+}
+
 @test "real scopes: 10 steps of 20 ms sleep come out with their count and durations" {
 	cat > app.py <<'PY'
 import time
@@ -46,17 +65,7 @@ PY
 @test "real GIL contention: two pure-Python threads share one core" {
 	cores=$(nproc)
 	[ "$cores" -ge 2 ] || skip "needs 2 cores (has $cores)"
-	cat > app.py <<'PY'
-import threading, time
-def work():
-    t = time.monotonic() + 1.0
-    n = 0
-    while time.monotonic() < t:
-        n += 1
-ts = [threading.Thread(target=work) for _ in range(2)]
-for t in ts: t.start()
-for t in ts: t.join()
-PY
+	gil_app 2
 	pipeline app.py
 	run jq -r '[.findings[] | select(.kind == "gil")] | length' a.json
 	assert_output 1
@@ -120,16 +129,7 @@ PY
 @test "real verdicts: four Python threads sharing the GIL are GIL-bound, the verdict naming the cores they shared" {
 	cores=$(nproc)
 	[ "$cores" -ge 2 ] || skip "needs 2 cores (has $cores)"
-	cat > app.py <<'PY'
-import threading, time
-def work():
-    t = time.monotonic() + 1.0
-    while time.monotonic() < t:
-        pass
-ts = [threading.Thread(target=work) for _ in range(4)]
-for t in ts: t.start()
-for t in ts: t.join()
-PY
+	gil_app 4
 	pipeline app.py
 	assert_equal "$(jq -r .verdict.classification a.json)" GIL-bound
 	jq -r .verdict.reason a.json | grep -Eq '^no GPU activity; 4 Python threads of process [0-9]+ ran at once but used (0|1)\.[0-9]{2} cores between them: they take turns holding the GIL$' ||
