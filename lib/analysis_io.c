@@ -1,9 +1,47 @@
 /* analysis_io.c - is-analyze's pass: trace in, trace and analysis out. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyze.h"
 #include "internal.h"
+#include "rules/rules.h"
+
+bool
+ist_analysis_damage_line(const json_t *an, size_t i, bool own, char *m,
+    size_t n)
+{
+	const json_t *q = json_object_get(an, "data_quality"), *d, *v;
+	const json_t *dmg = json_object_get(q, "damaged_inputs");
+	long long cut = ist_jint(q, "truncated_bytes");
+	size_t k;
+
+	if (n == 0)
+		return false;
+	json_array_foreach(dmg, k, v)
+		cut -= ist_jint(v, "truncated_bytes");
+	if ((d = json_array_get(dmg, i)) == NULL) {
+		i -= json_array_size(dmg);
+		if (own && cut > 0 && i-- == 0)
+			snprintf(m, n, "analysed from a truncated trace: its "
+			    "last %lld bytes were dropped", cut);
+		else if (own && *ist_jstr(q, "read_error") && i == 0)
+			snprintf(m, n, "analysed from a damaged trace: %s",
+			    ist_jstr(q, "read_error"));
+		else
+			return false;
+	} else if (*ist_jstr(d, "error"))
+		snprintf(m, n, "merged from a damaged input: %s",
+		    ist_jstr(d, "error"));
+	else
+		snprintf(m, n, "merged from a truncated input: the last "
+		    "%lld bytes of '%s' were dropped", (long long)ist_jint(d,
+		    "truncated_bytes"), ist_jstr(d, "input"));
+	for (char *p = m; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return true;
+}
 
 char *
 ist_analysis_dumps(const json_t *an)
@@ -92,6 +130,8 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 			goto wfail;
 	}
 	ist_reader_stats(r, &rs);
+	if (rst != IST_END && rst != IST_TRUNCATED)
+		ist_analyzer_read_error(a, err->msg);
 	if ((st = ist_analyzer_finish(a, &rs, out, &we)) != IST_OK)
 		goto wfail;
 	if (found && json_integer_value(json_object_get(json_object_get(*out,

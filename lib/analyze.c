@@ -494,6 +494,9 @@ struct ist_analyzer {
 	int64_t profiler_cpu;
 	uint32_t host;
 	json_t *producers, *sources_q;
+	json_t *damaged;         /* sources is-merge could not read whole */
+	char read_error[400];    /* why the input could not be read whole */
+	int64_t damaged_bytes;   /* their truncated bytes */
 	int64_t clock_unc, unaligned;
 	bool merged;
 	/* system */
@@ -1361,6 +1364,31 @@ counter(struct ist_analyzer *a, const struct ist_event *ev)
 	return 0;
 }
 
+void
+ist_analyzer_read_error(struct ist_analyzer *a, const char *msg)
+{
+	snprintf(a->read_error, sizeof(a->read_error), "%s", msg);
+}
+
+/* A source is-merge could not read whole (formats/trace-format.md). */
+static void
+source_damage(struct ist_analyzer *a, const json_t *s)
+{
+	const char *why = ist_jstr(s, "error");
+	int64_t cut = ist_jint(s, "truncated_bytes");
+	json_t *d;
+
+	if (cut < 0)
+		cut = 0;
+	if ((*why == 0 && cut == 0) || (d = json_pack("{s:s,s:I}", "input",
+	    ist_jstr(s, "input"), "truncated_bytes", (json_int_t)cut)) == NULL)
+		return;
+	if (*why)
+		json_object_set_new(d, "error", json_string(why));
+	json_array_append_new(a->damaged, d);
+	a->damaged_bytes += cut;
+}
+
 static int
 header(struct ist_analyzer *a, const struct ist_event *ev)
 {
@@ -1400,6 +1428,7 @@ header(struct ist_analyzer *a, const struct ist_event *ev)
 				if (json_is_false(json_object_get(s,
 				    "aligned")))
 					a->unaligned++;
+				source_damage(a, s);
 				if (u > a->clock_unc)
 					a->clock_unc = ist_d2i(u);
 				json_array_foreach(json_object_get(s,
@@ -1569,7 +1598,8 @@ ist_analyzer_new(struct ist_analyzer **out, const struct ist_rules *rules,
 	*out = NULL;
 	if (a == NULL || (a->corr = calloc(CORR_SLOTS, sizeof(*a->corr))) ==
 	    NULL || intern(&a->str, "", 0) != 0 ||
-	    (a->producers = json_array()) == NULL) {
+	    (a->producers = json_array()) == NULL ||
+	    (a->damaged = json_array()) == NULL) {
 		ist_analyzer_free(a);
 		ist_seterr(err, IST_ENOMEM, "out of memory");
 		return IST_ENOMEM;
@@ -1626,6 +1656,7 @@ ist_analyzer_free(struct ist_analyzer *a)
 	free(a->corr);
 	dist_release(&a->launch_d);
 	json_decref(a->producers);
+	json_decref(a->damaged);
 	free(a);
 }
 
@@ -2185,8 +2216,9 @@ enum ist_status
 ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
     json_t **out, struct ist_error *err)
 {
-	json_t *an, *run, *dq, *notes, *command = NULL, *procs, *threads;
+	json_t *an, *run, *dq, *notes, *command = NULL, *procs, *threads, *d;
 	double lost_share, factor = 1;
+	size_t k;
 
 	*out = NULL;
 	for (uint32_t i = 0; i < a->nthr; i++)
@@ -2212,6 +2244,21 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 		dq_note(notes, &factor, 0.9, "the trace is truncated: the last "
 		    "%llu bytes were dropped", (unsigned long long)
 		    st->truncated_bytes);
+	if (*a->read_error)
+		dq_note(notes, &factor, 0.7, "the trace could not be read to "
+		    "its end (%.300s): what came before is analysed",
+		    a->read_error);
+	json_array_foreach(a->damaged, k, d) {
+		if (*ist_jstr(d, "error"))
+			dq_note(notes, &factor, 0.7, "is-merge could not read "
+			    "input '%.160s' whole: %.200s", ist_jstr(d,
+			    "input"), ist_jstr(d, "error"));
+		else
+			dq_note(notes, &factor, 0.9, "input '%.160s' of "
+			    "is-merge was truncated: its last %lld bytes were "
+			    "dropped", ist_jstr(d, "input"),
+			    (long long)ist_jint(d, "truncated_bytes"));
+	}
 	if (a->out_of_order)
 		dq_note(notes, &factor, 0.7, "%llu records were out of time "
 		    "order and left out: run is-merge before is-analyze",
@@ -2227,12 +2274,16 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	dq = json_pack("{s:I,s:I,s:o,s:I,s:b,s:I,s:I,s:I,s:o,s:o}",
 	    "events", JI(a->events), "lost_events", JI(a->lost),
 	    "lost_share", jreal(lost_share, 6), "truncated_bytes",
-	    JI(st ? st->truncated_bytes : 0), "merged", a->merged,
+	    JI((st ? st->truncated_bytes : 0) + (uint64_t)a->damaged_bytes),
+	    "merged", a->merged,
 	    "out_of_order", JI(a->out_of_order), "clock_uncertainty_ns",
 	    JI(a->clock_unc), "unaligned_sources", JI(a->unaligned),
 	    "confidence_factor", jreal(factor, 3), "notes", notes);
 	json_object_set_new(dq, "profiler_cpu_ns", json_integer(
 	    a->profiler_cpu));
+	json_object_set(dq, "damaged_inputs", a->damaged);
+	json_object_set_new(dq, "read_error", *a->read_error ?
+	    json_string(a->read_error) : json_null());
 	an = json_pack("{s:i,s:s,s:o,s:o}", "analysis_version",
 	    IST_ANALYSIS_VERSION, "producer", "is-analyze " IST_PACKAGE_VERSION,
 	    "run", run, "data_quality", dq);

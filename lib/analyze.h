@@ -53,6 +53,10 @@ enum ist_status ist_analyzer_add(struct ist_analyzer *a,
  * The caller owns the returned tree. */
 enum ist_status ist_analyzer_finish(struct ist_analyzer *a,
     const struct ist_reader_stats *st, json_t **out, struct ist_error *err);
+/* The input could not be read to its end for a reason other than
+ * truncation (msg, the reader's error): stated in data_quality's
+ * read_error, and every confidence lowered. */
+void ist_analyzer_read_error(struct ist_analyzer *a, const char *msg);
 void ist_analyzer_free(struct ist_analyzer *a);
 
 /* ---- trace in, trace out (lib/analysis_io.c) ---- */
@@ -75,6 +79,17 @@ enum ist_status ist_write_analysis(struct ist_writer *w, const json_t *an,
     struct ist_error *err);
 /* The analysis as JSON text (two-space indent, keys in a fixed order). */
 char *ist_analysis_dumps(const json_t *an);
+
+/*
+ * The i-th damage behind analysis an, as one line for a terminal in m
+ * (control characters shown as '?'); false past the last.  The damage is
+ * every input that is-merge could not read whole (data_quality's
+ * damaged_inputs) and, with own, the analysed trace's own (an analysis
+ * read from a trace, made by an is-analyze that read a damaged one).  A
+ * tool warns with each and exits 1, as if it had read the damage itself.
+ */
+bool ist_analysis_damage_line(const json_t *an, size_t i, bool own, char *m,
+    size_t n);
 
 /* ---- the regression gate (lib/baseline.c) ---- */
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cbor.h>
+#include <jansson.h>
 #include <zstd.h>
 
 #include "internal.h"
@@ -45,6 +46,16 @@ struct input {
 	char *path;          /* the file read (stdin spooled to a file) */
 	char *name;          /* as given */
 	bool spooled;
+};
+
+/* An input that could not be read whole: carried into the merged header
+ * (its source's "input", "error", "truncated_bytes"), so that every later
+ * stage says so. */
+struct damage {
+	const char *input;   /* the input's name, as given */
+	char *error;         /* the reader's message; NULL when only cut */
+	int64_t truncated;   /* bytes dropped at its end */
+	long seg;            /* the segment it cut short, -1 for none */
 };
 
 /* ---- packed events ---- */
@@ -100,6 +111,8 @@ struct merger {
 	struct run *runs;
 	size_t nruns;
 	int status;              /* worst input status */
+	struct damage *dmg;
+	size_t ndmg;
 	bool moving;             /* pass 1 met a clock record: pass 2 will
 	                          * sort, pass 1 need not */
 	/* strings and tracks of all inputs, numbered 1, 2, ... */
@@ -954,6 +967,96 @@ shown(const struct input *in)
 	return in->name;
 }
 
+static int
+add_damage(struct merger *m, const struct input *in, const char *error,
+    int64_t truncated, long seg)
+{
+	struct damage *nd = realloc(m->dmg, (m->ndmg + 1) * sizeof(*nd));
+
+	if (nd == NULL)
+		return -1;
+	m->dmg = nd;
+	nd[m->ndmg] = (struct damage){ in->name, NULL, truncated, seg };
+	if (error && (nd[m->ndmg].error = strdup(error)) == NULL)
+		return -1;
+	m->ndmg++;
+	return 0;
+}
+
+/* The keys of damage i, appended to the JSON object text in js. */
+static void
+damage_keys(const struct merger *m, size_t i, struct ist_buf *js)
+{
+	const struct damage *d = &m->dmg[i];
+
+	ist_buf_printf(js, ",\"input\":");
+	ist_buf_json_string(js, d->input, strlen(d->input));
+	if (d->truncated)
+		ist_buf_printf(js, ",\"truncated_bytes\":%" PRId64,
+		    d->truncated);
+	if (d->error) {
+		ist_buf_printf(js, ",\"error\":");
+		ist_buf_json_string(js, d->error, strlen(d->error));
+	}
+}
+
+/* Appends JSON object text js, as CBOR, to the array items. */
+static void
+add_source(struct ist_buf *items, size_t *nitems, const struct ist_buf *js)
+{
+	struct ist_buf cb = { 0 };
+	struct ist_error e;
+
+	if (ist_json_text_to_cbor(js->p, js->n, &cb, &e) == IST_OK &&
+	    ist_buf_append(items, cb.p, cb.n) == 0)
+		(*nitems)++;
+	ist_buf_release(&cb);
+}
+
+/* A merged input made from damaged ones: said again, and the merge fails
+ * as if it had met the damage itself (the sources carry it on). */
+static void
+carried_damage(struct merger *m, const struct input *in,
+    struct ist_blob sources)
+{
+	struct ist_buf b = { 0 };
+	struct ist_error e;
+	json_t *src, *s;
+	size_t i;
+
+	if (ist_cbor_to_json(sources, &b, &e) != IST_OK ||
+	    (src = json_loadb(b.p, b.n, 0, NULL)) == NULL) {
+		ist_buf_release(&b);
+		return;
+	}
+	json_array_foreach(src, i, s) {
+		const char *why = json_string_value(json_object_get(s,
+		    "error"));
+		json_int_t cut = json_integer_value(json_object_get(s,
+		    "truncated_bytes"));
+		char msg[400];
+		if (why == NULL && cut <= 0)
+			continue;
+		if (why)
+			snprintf(msg, sizeof(msg), "a damaged input: %s", why);
+		else
+			snprintf(msg, sizeof(msg), "a truncated input: the "
+			    "last %lld bytes of '%s' were dropped",
+			    (long long)cut, json_string_value(json_object_get(
+			    s, "input")) ? json_string_value(json_object_get(
+			    s, "input")) : "?");
+		for (char *p = msg; *p; p++)   /* trace text, to a terminal */
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				*p = '?';
+		note(m, IST_NOTE_WARN, "warning: '%s' was merged from %s",
+		    shown(in), msg);
+		m->status = m->status ? m->status : (int)(why ?
+		    IST_ECORRUPT : IST_TRUNCATED);
+	}
+	json_decref(src);
+	ist_buf_release(&b);
+}
+
 /* Reads one input; pass 1 collects headers and clocks, pass 2 events. */
 static enum ist_status
 read_input(struct merger *m, struct input *in, int pass, size_t *segi,
@@ -967,9 +1070,16 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 	struct segment *s = NULL;
 
 	if (fd < 0) {
-		if (pass == 1)
-			note(m, IST_NOTE_WARN, "cannot open '%s': %s",
+		if (pass == 1) {
+			char why[600];
+			snprintf(why, sizeof(why), "cannot open '%s': %s",
 			    shown(in), strerror(errno));
+			note(m, IST_NOTE_WARN, "%s", why);
+			if (add_damage(m, in, why, 0, -1) != 0) {
+				ist_seterr(err, IST_ENOMEM, "out of memory");
+				return IST_ENOMEM;
+			}
+		}
 		m->status = IST_EIO;
 		return IST_OK;
 	}
@@ -993,8 +1103,10 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 				    dupn(ev->host) : NULL;
 				if (IST_HAS(ev, IST_F_PIDS))
 					s->pids = dupblob(ev->pids);
-				if (IST_HAS(ev, IST_F_SOURCES))
+				if (IST_HAS(ev, IST_F_SOURCES)) {
 					s->sources = dupblob(ev->sources);
+					carried_damage(m, in, ev->sources);
+				}
 				s->all_cupti = IST_HAS(ev, IST_F_CLOCKS) &&
 				    ev->clocks.n == 7 && memcmp(ev->clocks.p,
 				    "\x81\x65" "cupti", 7) == 0;
@@ -1055,9 +1167,15 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 		}
 	}
 	if (st != IST_END && pass == 1) {
+		struct ist_reader_stats rs;
 		note(m, IST_NOTE_WARN, "%s%s; merging what was read",
 		    st == IST_TRUNCATED ? "warning: " : "", e.msg);
 		m->status = m->status ? m->status : (int)st;
+		ist_reader_stats(r, &rs);
+		if (add_damage(m, in, st == IST_TRUNCATED ? NULL : e.msg,
+		    (int64_t)rs.truncated_bytes, s ? (long)(s - m->seg) :
+		    -1) != 0)
+			goto nomem;
 	}
 	ist_reader_free(r);
 	close(fd);
@@ -1158,7 +1276,6 @@ write_header(struct merger *m, struct ist_writer *w, struct ist_error *err)
 	IST_SET(&h, IST_F_CLOCKS);
 	for (size_t i = 0; i < m->nseg; i++) {
 		struct segment *s = &m->seg[i];
-		struct ist_error e;
 		char num[40];
 
 		/* pids: the union, sorted */
@@ -1221,12 +1338,27 @@ write_header(struct merger *m, struct ist_writer *w, struct ist_error *err)
 			    (p->y0 + (int64_t)llround(p->a)) - p->x0, num,
 			    (int64_t)llround(p->resid), unc);
 		}
-		ist_buf_printf(&js, "]}");
-		src.n = 0;
-		if (ist_json_text_to_cbor(js.p, js.n, &src, &e) == IST_OK) {
-			ist_buf_append(&items, src.p, src.n);
-			nitems++;
-		}
+		ist_buf_printf(&js, "]");
+		for (size_t k = 0; k < m->ndmg; k++)
+			if (m->dmg[k].seg == (long)i)
+				damage_keys(m, k, &js);
+		ist_buf_printf(&js, "}");
+		add_source(&items, &nitems, &js);
+	}
+	/* inputs cut short with no segment of their own to carry it (or
+	 * an already merged one, whose sources are copied): a source of
+	 * their own, holding nothing */
+	for (size_t k = 0; k < m->ndmg; k++) {
+		long sg = m->dmg[k].seg;
+		if (sg >= 0 && !m->seg[sg].sources.n)
+			continue;
+		js.n = 0;
+		ist_buf_printf(&js, "{\"producer\":null,\"host\":null,"
+		    "\"offset_ns\":0,\"aligned\":true,\"uncertainty_ns\":0,"
+		    "\"domains\":[]");
+		damage_keys(m, k, &js);
+		ist_buf_printf(&js, "}");
+		add_source(&items, &nitems, &js);
 	}
 	/* sorted unique pids */
 	for (size_t i = 1; i < np; i++)
@@ -1459,6 +1591,9 @@ out:
 		free(s->dom);
 	}
 	free(m.seg);
+	for (size_t i = 0; i < m.ndmg; i++)
+		free(m.dmg[i].error);
+	free(m.dmg);
 	for (size_t i = 0; i < m.nblocks; i++)
 		free(m.blocks[i]);
 	free(m.blocks);

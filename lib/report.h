@@ -56,12 +56,18 @@ struct ist_rules;
  * trace's last analysis record or, without one, made here with rules.
  * Returns IST_OK; IST_TRUNCATED or a reader error after what was read was
  * reported (err holds the message); or an error with nothing written when
- * no segment could be read or the output failed.  *out_of_order (when
- * not NULL) is set to the records the analysis left out because they came
- * earlier than one before them: the input was not merged.
+ * no segment could be read or the output failed.  res says whether
+ * anything was written and holds the analysis reported, for the caller's
+ * warnings (its data_quality: records out of order, damage), which the
+ * caller releases.
  */
+struct ist_report_result {
+	bool wrote;
+	bool from_trace;     /* the analysis was the trace's own */
+	json_t *analysis;    /* NULL when nothing was reported */
+};
 enum ist_status ist_report_trace(struct ist_reader *r,
     enum ist_report_format f, const struct ist_rules *rules, int out_fd,
-    bool *wrote, uint64_t *out_of_order, struct ist_error *err);
+    struct ist_report_result *res, struct ist_error *err);
 
 #endif

@@ -11,8 +11,8 @@
 
 enum ist_status
 ist_report_trace(struct ist_reader *r, enum ist_report_format f,
-    const struct ist_rules *rules, int out_fd, bool *wrote,
-    uint64_t *out_of_order, struct ist_error *err)
+    const struct ist_rules *rules, int out_fd,
+    struct ist_report_result *res, struct ist_error *err)
 {
 	struct ist_analyzer *a = NULL;
 	struct ist_timeline *tl = NULL;
@@ -25,9 +25,7 @@ ist_report_trace(struct ist_reader *r, enum ist_report_format f,
 	enum ist_status st, rst;
 	int werr;
 
-	*wrote = false;
-	if (out_of_order)
-		*out_of_order = 0;
+	*res = (struct ist_report_result){ 0 };
 	if ((st = ist_analyzer_new(&a, rules, err)) != IST_OK)
 		return st;
 	if (f == IST_REPORT_HTML && (tl = ist_timeline_new()) == NULL) {
@@ -52,7 +50,7 @@ ist_report_trace(struct ist_reader *r, enum ist_report_format f,
 			if (pf == NULL && (st = ist_perfetto_new(&pf, out_fd,
 			    &e2)) != IST_OK)
 				goto fail;
-			*wrote = true;
+			res->wrote = true;
 			if ((st = ist_perfetto_add(pf, ev, &e2)) != IST_OK)
 				goto fail;
 		}
@@ -65,12 +63,13 @@ ist_report_trace(struct ist_reader *r, enum ist_report_format f,
 	if (found) {
 		an = found;
 		found = NULL;
-	} else if ((st = ist_analyzer_finish(a, &rs, &an, &e2)) != IST_OK) {
-		goto fail;
+		res->from_trace = true;
+	} else {
+		if (rst != IST_END && rst != IST_TRUNCATED)
+			ist_analyzer_read_error(a, err->msg);
+		if ((st = ist_analyzer_finish(a, &rs, &an, &e2)) != IST_OK)
+			goto fail;
 	}
-	if (out_of_order)
-		*out_of_order = (uint64_t)json_integer_value(json_object_get(
-		    json_object_get(an, "data_quality"), "out_of_order"));
 	if (rs.truncated_bytes > 0) {
 		/* the report's own input was cut short: say so */
 		json_t *q = json_object_get(an, "data_quality");
@@ -105,7 +104,7 @@ ist_report_trace(struct ist_reader *r, enum ist_report_format f,
 	}
 	if (st != IST_OK)
 		goto fail;
-	*wrote = true;
+	res->wrote = true;
 	if (out.n && (werr = ist_fd_sink(&out_fd, out.p, out.n)) != 0) {
 		st = IST_EIO;
 		ist_seterr(&e2, st, "cannot write: %s", strerror(werr));
@@ -118,7 +117,10 @@ fail:
 	*err = e2;
 out:
 	json_decref(found);
-	json_decref(an);
+	if (res->wrote)
+		res->analysis = an;
+	else
+		json_decref(an);
 	ist_buf_release(&out);
 	ist_perfetto_free(pf);
 	ist_timeline_free(tl);

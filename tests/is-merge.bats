@@ -171,3 +171,84 @@ assert worst <= 1000, worst
 PY
 	assert_success
 }
+
+# dq FILE: truncated_bytes, confidence_factor, damaged inputs (input:bytes:
+# error) and events of an is-analyze --json output.
+dq() {
+	python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1])); q = a["data_quality"]
+print(q["truncated_bytes"], q["confidence_factor"], a["run"]["events"],
+      ";".join("%s:%d:%s" % (d["input"], d["truncated_bytes"],
+                             d.get("error", "")) for d in q["damaged_inputs"]))
+' "$1"
+}
+
+@test "damage survives the pipeline: every stage names it, lowers confidence, exits 1" {
+	# a real recording of a program that prints, in several frames
+	cat > "$T/app.py" <<'PY'
+import time
+def f(i): return i * 2
+t, n = time.perf_counter(), 0
+while time.perf_counter() - t < 0.4:
+    for i in range(1000): n += f(i)
+print("done", n)
+PY
+	is-record -o "$T/run.ist" -- /usr/bin/python3 "$T/app.py" > /dev/null 2>&1
+	frames=$(is-info --json "$T/run.ist" | python3 -c 'import json,sys; print(json.load(sys.stdin)["frames"])')
+	[ "$frames" -ge 3 ] || skip "only $frames frames recorded"
+	size=$(stat -c %s "$T/run.ist")
+	head -c $((size * 2 / 3)) "$T/run.ist" > "$T/cut.ist"
+
+	# the reference: is-analyze reading the cut trace itself
+	run -1 is-analyze --json -o "$T/direct.json" "$T/cut.ist"
+	read -r cut _ events _ <<< "$(dq "$T/direct.json")"
+	[ "$cut" -gt 0 ]
+	run bash -c "is-merge < '$T/cut.ist' | is-analyze --json -o '$T/piped.json'; echo \${PIPESTATUS[*]}"
+	assert_line "1 1"
+	assert_line "is-analyze: warning: '<stdin>' was merged from a truncated input: the last $cut bytes of '<stdin>' were dropped"
+	# the same bytes dropped, the same events read, confidence x 0.9
+	assert_equal "$(dq "$T/piped.json")" "$cut 0.9 $events <stdin>:$cut:"
+	# is-report states it and fails too
+	run bash -c "is-merge < '$T/cut.ist' | is-analyze | is-report > '$T/r.md'; echo \${PIPESTATUS[*]}"
+	assert_line "1 1 1"
+	assert_line "is-report: warning: '<stdin>' was merged from a truncated input: the last $cut bytes of '<stdin>' were dropped"
+	grep -qF "input '\\<stdin\\>' of is-merge was truncated: its last $cut bytes were dropped" "$T/r.md"
+
+	# a corrupt frame in the middle: what precedes it, at confidence 0.7
+	python3 -c '
+import sys
+d = bytearray(open(sys.argv[1], "rb").read()); d[len(d) // 2] ^= 0xff
+open(sys.argv[2], "wb").write(d)' "$T/run.ist" "$T/bad.ist"
+	run bash -c "is-merge -o '$T/m.ist' '$T/bad.ist'; echo \$?"
+	assert_line "1"
+	run -1 --separate-stderr is-analyze --json -o "$T/bad.json" "$T/m.ist"
+	[[ $stderr == "is-analyze: warning: '$T/m.ist' was merged from a damaged input: '$T/bad.ist' is corrupt: frame at byte "* ]]
+	[[ $(dq "$T/bad.json") == "0 0.7 "*" $T/bad.ist:0:'$T/bad.ist' is corrupt: frame at byte "* ]]
+	# a merge of that merged trace keeps its damage
+	run -1 --separate-stderr is-merge -o "$T/m2.ist" "$T/m.ist" "$VEC/valid/all-types.ist"
+	[[ $stderr == "is-merge: warning: '$T/m.ist' was merged from a damaged input: '$T/bad.ist' is corrupt: frame at byte "* ]]
+	is-analyze --json -o "$T/m2.json" "$T/m2.ist" || true
+	[[ $(dq "$T/m2.json") == *" $T/bad.ist:0:'$T/bad.ist' is corrupt"* ]]
+	# an analysis of a damaged trace, reported elsewhere: still a failure
+	run bash -c "is-analyze '$T/bad.ist' 2>/dev/null | is-report -f json > /dev/null; echo \${PIPESTATUS[*]}"
+	assert_line "1 1"
+	assert_line --partial "is-report: warning: '<stdin>' was analysed from a damaged trace: '$T/bad.ist' is corrupt"
+}
+
+@test "foreign bytes are an error at every stage, never an empty report with exit 0" {
+	run bash -c "printf 'hello from the program\n' | is-merge | is-analyze | is-report -f html > '$T/r.html'; echo \${PIPESTATUS[*]}"
+	assert_line "0 1 1 1"
+	assert_line "is-merge: '<stdin>' is not an InferScope trace (no zstd frame magic); merging what was read"
+	assert_line "is-analyze: warning: '<stdin>' was merged from a damaged input: '<stdin>' is not an InferScope trace (no zstd frame magic)"
+	assert_line "is-report: warning: '<stdin>' was merged from a damaged input: '<stdin>' is not an InferScope trace (no zstd frame magic)"
+}
+
+@test "loss records survive the merge" {
+	{ python3 tests/py/scenarios.py gpu_idle
+	  echo '{"type":"loss","pid":100,"events":30,"reason":"buffer full"}'; } |
+	    is-cat --encode -o "$T/l.ist"
+	is-merge "$T/l.ist" | is-analyze --json > "$T/a.json"
+	run python3 -c 'import json,sys; q=json.load(open(sys.argv[1]))["data_quality"]; print(q["lost_events"], q["confidence_factor"])' "$T/a.json"
+	assert_output "30 0.5"
+}

@@ -90,6 +90,7 @@ main(int argc, char **argv)
 	struct ist_buf why = { 0 };
 	json_t *an = NULL, *base = NULL;
 	enum ist_status st;
+	char m[600];
 	int c, fd, status = 0;
 
 	argv[0] = program_invocation_short_name;
@@ -168,6 +169,12 @@ main(int argc, char **argv)
 		status = 1;
 	}
 	warn_unordered(an, "", strcmp(path, "-") ? path : "<stdin>");
+	for (size_t i = 0; ist_analysis_damage_line(an, i, false, m,
+	    sizeof(m)); i++) {
+		warnx("warning: '%s' was %s", strcmp(path, "-") ? path :
+		    "<stdin>", m);
+		status = 1;
+	}
 	if (base && ist_analysis_compare(an, base, &e) != IST_OK)
 		errx(1, "%s", e.msg);
 	if (failon && ist_failon_check(failon, an, &failed, &why, &e) !=

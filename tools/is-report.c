@@ -58,8 +58,11 @@ main(int argc, char **argv)
 	struct ist_output out;
 	struct ist_error e = { 0 };
 	enum ist_status st;
-	uint64_t unordered;
-	bool wrote, ok;
+	json_int_t unordered;
+	struct ist_report_result res;
+	const char *shown;
+	char m[600];
+	bool ok, damaged = false;
 	int c, fd;
 
 	argv[0] = program_invocation_short_name;
@@ -101,6 +104,7 @@ main(int argc, char **argv)
 	}
 	if (optind < argc)
 		path = argv[optind];
+	shown = strcmp(path, "-") == 0 ? "<stdin>" : path;
 
 	/* used only when the trace carries no analysis */
 	ist_config_init(&cfg);
@@ -117,8 +121,8 @@ main(int argc, char **argv)
 		errx(1, "%s", e.msg);
 	if (ist_reader_new(&r, ist_fd_source, &fd, path, &e) != IST_OK)
 		errx(1, "%s", e.msg);
-	st = ist_report_trace(r, fmt, rules, out.fd, &wrote, &unordered, &e);
-	if (!wrote) {
+	st = ist_report_trace(r, fmt, rules, out.fd, &res, &e);
+	if (!res.wrote) {
 		errx(1, "%s", ist_output_fail(&out, &e));
 	}
 	if (st != IST_OK && st != IST_TRUNCATED && st != IST_ECORRUPT &&
@@ -129,14 +133,20 @@ main(int argc, char **argv)
 		errx(1, "%s", e.msg);
 	if (st != IST_OK)
 		warnx("%s%s", st == IST_TRUNCATED ? "warning: " : "", e.msg);
-	if (unordered > 0)
-		warnx("warning: '%s' is not in time order (%llu records left "
-		    "out): run is-merge first", strcmp(path, "-") == 0 ?
-		    "<stdin>" : path, (unsigned long long)unordered);
+	if ((unordered = json_integer_value(json_object_get(json_object_get(
+	    res.analysis, "data_quality"), "out_of_order"))) > 0)
+		warnx("warning: '%s' is not in time order (%lld records left "
+		    "out): run is-merge first", shown, (long long)unordered);
+	for (size_t i = 0; ist_analysis_damage_line(res.analysis, i,
+	    res.from_trace, m, sizeof(m)); i++) {
+		warnx("warning: '%s' was %s", shown, m);
+		damaged = true;
+	}
+	json_decref(res.analysis);
 	ist_reader_free(r);
 	ist_rules_free(rules);
 	ist_config_release(&cfg);
 	if (fd != STDIN_FILENO)
 		close(fd);
-	return st == IST_OK ? 0 : 1;
+	return st == IST_OK && !damaged ? 0 : 1;
 }

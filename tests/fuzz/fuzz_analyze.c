@@ -26,7 +26,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ist_error e;
 	struct ist_buf framed = { 0 };
 	struct memsrc m;
-	bool wrote;
+	struct ist_report_result res;
+	char line[600];
 
 	if (size < 2)
 		return 0;
@@ -49,7 +50,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ist_reader_new(&r, mem_source, &m, "fuzz", &e) != IST_OK)
 		abort();
 	(void)ist_report_trace(r, (enum ist_report_format)((data[0] >> 1) % 4),
-	    rules, devnull, &wrote, NULL, &e);
+	    rules, devnull, &res, &e);
+	for (size_t i = 0; ist_analysis_damage_line(res.analysis, i, true,
+	    line, sizeof(line)); i++)
+		;
+	json_decref(res.analysis);
 	ist_reader_free(r);
 	ist_buf_release(&framed);
 	return 0;
