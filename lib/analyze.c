@@ -345,6 +345,7 @@ struct frame {
 struct thr {
 	int64_t pid, tid;
 	uint32_t name;
+	uint32_t proc1;          /* its process's index + 1; 0 not yet */
 	struct frame *st;
 	uint32_t n, cap;
 	int64_t last_t;          /* the sweep has credited time up to here */
@@ -379,6 +380,9 @@ struct proc {
 	bool have_rss, have_flt;
 	int64_t rss0, rss0_ts, rss_peak, rss_peak_ts, rss1, rss1_ts;
 	int64_t flt0, flt1, threads_peak, last_sample;
+	/* the end of its last Python call so far, and the last RSS sample
+	 * at or before it: before the interpreter's teardown frees memory */
+	int64_t py_end, rss_pre, rss_pre_ts;
 	int64_t *rts, *rv;       /* RSS samples, halved when full */
 	uint32_t nr, rstride, rskip;
 	struct blob_copy { uint8_t *p; size_t n; } cmdline;
@@ -551,6 +555,23 @@ proc_of(struct ist_analyzer *a, int64_t pid)
 	*v = a->nproc;
 	p->pid = pid;
 	return p;
+}
+
+/* Thread t's Python activity ends at its py_last: its process's too. */
+static int
+proc_py_end(struct ist_analyzer *a, struct thr *t)
+{
+	struct proc *p;
+
+	if (t->proc1 == 0) {
+		if ((p = proc_of(a, t->pid)) == NULL)
+			return -1;
+		t->proc1 = (uint32_t)(p - a->proc) + 1;
+	}
+	p = &a->proc[t->proc1 - 1];
+	if (t->py_last > p->py_end)
+		p->py_end = t->py_last;
+	return 0;
 }
 
 /* Index of the stat for key in (arr, n, cap), created zeroed; -1 ENOMEM. */
@@ -1121,8 +1142,11 @@ host_range(struct ist_analyzer *a, const struct ist_event *ev)
 				t->cpu_at_py_ts = t->cpu1_ts;
 				t->have_cpu_at_py = t->have_cpu;
 			}
-			if (ev->end_ns > t->py_last)
+			if (ev->end_ns > t->py_last) {
 				t->py_last = ev->end_ns;
+				if (proc_py_end(a, t) != 0)
+					return -1;
+			}
 			/* every sample so far is before this call starts */
 			if (t->have_cpu_at_py) {
 				t->cpu_py_end = t->cpu1;
@@ -1300,6 +1324,10 @@ counter(struct ist_analyzer *a, const struct ist_event *ev)
 			}
 			p->rss1 = v;
 			p->rss1_ts = ev->ts_ns;
+			if (ev->ts_ns <= p->py_end) {
+				p->rss_pre = v;
+				p->rss_pre_ts = ev->ts_ns;
+			}
 			if (p->rts == NULL && ((p->rts = malloc(RSS_MAX *
 			    sizeof(int64_t))) == NULL || (p->rv = malloc(
 			    RSS_MAX * sizeof(int64_t))) == NULL))
@@ -2145,25 +2173,34 @@ processes_json(struct ist_analyzer *a, json_t **command)
 		}
 		o = json_pack("{s:I,s:s}", "pid", JI(p->pid), "name",
 		    a->str.s[p->name]);
+		/* the last sample before teardown: at or before the end of
+		 * its last Python call, for a Python process */
+		bool pre = p->rss_pre_ts > 0;
+		int64_t last = pre ? p->rss_pre : p->rss1;
+		int64_t last_ts = pre ? p->rss_pre_ts : p->rss1_ts;
 		if (p->have_rss) {
 			json_object_set_new(o, "rss_first_bytes",
 			    json_integer(p->rss0));
 			json_object_set_new(o, "rss_peak_bytes",
 			    json_integer(p->rss_peak));
 			json_object_set_new(o, "rss_last_bytes",
-			    json_integer(p->rss1));
+			    json_integer(last));
 			json_object_set_new(o, "rss_first_ns",
 			    json_integer(p->rss0_ts));
 			json_object_set_new(o, "rss_peak_ns",
 			    json_integer(p->rss_peak_ts));
 			json_object_set_new(o, "rss_last_ns",
+			    json_integer(last_ts));
+			json_object_set_new(o, "rss_final_bytes",
+			    json_integer(p->rss1));
+			json_object_set_new(o, "rss_final_ns",
 			    json_integer(p->rss1_ts));
 		}
 		if (p->nr) {
 			/* steady-state growth: from a quarter to nine tenths
-			 * of the sampled life (start-up and teardown left
-			 * out) */
-			int64_t life = p->rss1_ts - p->rss0_ts;
+			 * of the sampled life before teardown (start-up and
+			 * teardown left out) */
+			int64_t life = last_ts - p->rss0_ts;
 			int64_t ta = p->rss0_ts + life / 4;
 			int64_t tb = p->rss0_ts + life / 10 * 9;
 			int64_t tm = ta + (tb - ta) / 2;

@@ -132,7 +132,7 @@ const struct ist_rule ist_rule_memory_pressure = {
 	{
 		{ "growth_pct", 50, "RSS growth between a quarter and nine "
 		    "tenths of the process's life, percent" },
-		{ "growth_min_mb", 64, "and at least this many MiB" },
+		{ "growth_min_mb", 16, "and at least this many MiB" },
 		{ "peak_pct", 80, "RSS peak as a share of physical memory, "
 		    "percent" },
 		{ "major_faults", 1000, "major page faults" },
