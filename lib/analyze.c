@@ -340,6 +340,12 @@ struct frame {
 	uint32_t stat;           /* index in scopes or funcs */
 	uint8_t kind;
 	bool py;                 /* a Python function (has a file) */
+	/* an import (_find_and_load): the module whose body it ran (its
+	 * function's index + 1), the imports nested in it first-hand, and
+	 * whether another import encloses it */
+	bool imp, imp_nested_in;
+	uint32_t imp_mod;
+	int64_t imp_nested;
 };
 
 struct thr {
@@ -364,7 +370,7 @@ struct thr {
 	bool have_py;
 	/* imports: the outermost _find_and_load calls, and the outermost
 	 * module bodies (__main__ aside) */
-	int64_t imp_end, mod_end, imp_ns, imp_first, imp_last;
+	int64_t imp_end, imp_ns, imp_first, imp_last;
 	uint64_t imp_n;
 	/* garbage collections that paused the thread, outside imports (those
 	 * inside are start-up, and counted apart) */
@@ -429,8 +435,11 @@ struct fstat {               /* Python and C functions */
 	uint64_t count;
 	int64_t self, incl, max;
 	uint8_t role;            /* FN_: an import, a module's body */
-	uint64_t imp_count;      /* FN_MODULE: bodies run as the outermost */
-	int64_t imp;             /* import on their thread, and their time */
+	/* FN_MODULE: the imports that ran the body (first_hand: those no
+	 * other import enclosed), their time with and without the imports
+	 * nested in them, as -X importtime's cumulative and self */
+	uint64_t imp_count, imp_first_hand;
+	int64_t imp_cum, imp_self;
 };
 
 struct kstat {
@@ -533,7 +542,7 @@ thread_of(struct ist_analyzer *a, int64_t pid, int64_t tid)
 	t->pid = pid;
 	t->tid = tid;
 	t->last_t = INT64_MIN;
-	t->imp_end = t->mod_end = INT64_MIN;
+	t->imp_end = INT64_MIN;
 	return t;
 }
 
@@ -658,6 +667,21 @@ credit(struct ist_analyzer *a, struct thr *t, int64_t s, int64_t e)
 
 static int64_t open_count(struct thr *t, uint32_t stat, int delta);
 
+/* An import that ended: its module's cumulative and self time. */
+static void
+import_done(struct ist_analyzer *a, const struct frame *f)
+{
+	struct fstat *m;
+
+	if (!f->imp || f->imp_mod == 0)
+		return;
+	m = &a->fn[f->imp_mod - 1];
+	m->imp_count++;
+	m->imp_first_hand += !f->imp_nested_in;
+	m->imp_cum += f->end - f->start;
+	m->imp_self += f->end - f->start - f->imp_nested;
+}
+
 /* Moves thread t's sweep to time now, popping the ranges that ended. */
 static void
 advance(struct ist_analyzer *a, struct thr *t, int64_t now)
@@ -671,8 +695,10 @@ advance(struct ist_analyzer *a, struct thr *t, int64_t now)
 			t->last_t = end;
 		}
 		t->n--;
-		if (t->st[t->n].kind == F_CALL)
+		if (t->st[t->n].kind == F_CALL) {
 			open_count(t, t->st[t->n].stat, -1);
+			import_done(a, &t->st[t->n]);
+		}
 	}
 	if (now > t->last_t) {
 		credit(a, t, t->last_t, now);
@@ -1011,6 +1037,30 @@ push_frame(struct thr *t, const struct ist_event *ev)
 	return &t->st[i];
 }
 
+/* Frame f, just pushed on t, is an import or a module's body (role, of
+ * function fn): an import counts, first-hand, in the one that encloses it;
+ * a body names the module of the nearest import around it, the one that
+ * ran it (__main__ and bodies run by exec have none). */
+static void
+import_frame(struct thr *t, struct frame *f, int role, uint32_t fn)
+{
+	struct frame *up = NULL;
+
+	for (struct frame *g = f; g > t->st; g--)
+		if (g[-1].imp && g[-1].end >= f->end) {
+			up = &g[-1];
+			break;
+		}
+	if (role == FN_IMPORT) {
+		f->imp = true;
+		f->imp_nested_in = up != NULL;
+		if (up)
+			up->imp_nested += f->end - f->start;
+	} else if (up && up->imp_mod == 0) {
+		up->imp_mod = fn + 1;
+	}
+}
+
 /* What a function is to the import and GC checks: CPython's import entry
  * point (every `import` of a module not yet loaded runs it), a module's
  * body (`numpy.<module>`), a garbage collection, or none of these. */
@@ -1072,6 +1122,8 @@ host_range(struct ist_analyzer *a, const struct ist_event *ev)
 			fs->role = fn_role(a->str.s[name]);
 		}
 		fs->count++;
+		if (fs->role == FN_IMPORT || fs->role == FN_MODULE)
+			import_frame(t, f, fs->role, (uint32_t)k);
 		/* calls start in order: one that starts before the current
 		 * outermost one ends is nested in it */
 		if (fs->role == FN_IMPORT && ev->start_ns >= t->imp_end) {
@@ -1081,11 +1133,6 @@ host_range(struct ist_analyzer *a, const struct ist_event *ev)
 			t->imp_end = ev->end_ns;
 			if (ev->end_ns > t->imp_last)
 				t->imp_last = ev->end_ns;
-		} else if (fs->role == FN_MODULE &&
-		    ev->start_ns >= t->mod_end) {
-			fs->imp_count++;
-			fs->imp += dur;
-			t->mod_end = ev->end_ns;
 		} else if (fs->role == FN_GC && t->imp_n &&
 		    ev->start_ns < t->imp_end) {
 			t->gc_imp_n++;
@@ -1922,14 +1969,13 @@ by_import(const void *x, const void *y, void *ctx)
 	const struct ist_analyzer *a = ctx;
 	const struct fstat *p = *(struct fstat *const *)x;
 	const struct fstat *q = *(struct fstat *const *)y;
-	if (p->imp != q->imp)
-		return p->imp < q->imp ? 1 : -1;
+	if (p->imp_cum != q->imp_cum)
+		return p->imp_cum < q->imp_cum ? 1 : -1;
 	return strcmp(a->str.s[p->name], a->str.s[q->name]);
 }
 
-/* Imports on every thread, and the modules imported first-hand (not by
- * another module being imported) that took longest, with all they
- * imported in turn. */
+/* Imports on every thread (the outermost), and the 20 modules whose
+ * imports took longest, with -X importtime's self and cumulative. */
 static json_t *
 imports_json(struct ist_analyzer *a)
 {
@@ -1948,12 +1994,14 @@ imports_json(struct ist_analyzer *a)
 			v[n++] = &a->fn[i];
 	if (n)
 		qsort_r(v, n, sizeof(*v), by_import, a);
-	for (uint32_t i = 0; i < n && i < 10; i++) {
+	for (uint32_t i = 0; i < n && i < 20; i++) {
 		const char *name = a->str.s[v[i]->name];
-		json_array_append_new(mods, json_pack("{s:s%,s:s,s:I,s:I}",
-		    "module", name, strlen(name) - 9, "file",
-		    a->str.s[v[i]->file], "count", JI(v[i]->imp_count), "ns",
-		    JI(v[i]->imp)));
+		json_array_append_new(mods, json_pack(
+		    "{s:s%,s:s,s:I,s:I,s:I,s:I}", "module", name,
+		    strlen(name) - 9, "file", a->str.s[v[i]->file], "count",
+		    JI(v[i]->imp_count), "first_hand",
+		    JI(v[i]->imp_first_hand), "self_ns", JI(v[i]->imp_self),
+		    "cumulative_ns", JI(v[i]->imp_cum)));
 	}
 	free(v);
 	return json_pack("{s:I,s:I,s:o}", "ns", JI(ns), "count", JI(count),
@@ -2258,9 +2306,13 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	size_t k;
 
 	*out = NULL;
-	for (uint32_t i = 0; i < a->nthr; i++)
+	for (uint32_t i = 0; i < a->nthr; i++) {
 		if (a->thr[i].launches)
 			advance(a, &a->thr[i], a->t1);
+		/* imports still on a stack ended by the trace's end */
+		for (uint32_t j = 0; j < a->thr[i].n; j++)
+			import_done(a, &a->thr[i].st[j]);
+	}
 	procs = processes_json(a, &command);
 	threads = threads_json(a);
 	run = json_pack("{s:s,s:o,s:O,s:I,s:I,s:I,s:I,s:I}",

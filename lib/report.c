@@ -185,9 +185,12 @@ evidence_value(struct ist_buf *o, const char *key, const json_t *v)
 				    100 * ist_jnum(x, "share"));
 			} else if (json_is_object(x) &&
 			    json_object_get(x, "module")) {
-				/* an import: module time */
+				/* an import: cumulative (self) time */
 				code(o, ist_jstr(x, "module"));
-				ist_buf_printf(o, " %s", D(ist_jnum(x, "ns")));
+				ist_buf_printf(o, " %s", D(ist_jnum(x,
+				    "cumulative_ns")));
+				ist_buf_printf(o, " (self %s)", D(ist_jnum(x,
+				    "self_ns")));
 			} else if (json_is_object(x) &&
 			    json_object_get(x, "where")) {
 				code(o, ist_jstr(x, "where"));
@@ -221,19 +224,24 @@ runtime_lines(struct ist_buf *o, const json_t *an)
 	const json_t *imp = json_object_get(an, "imports"), *gc =
 	    json_object_get(an, "gc"), *m;
 	char t1[64], t2[64];
-	size_t i;
+	size_t i, n;
 
 	if (ist_jnum(imp, "count") > 0) {
 		ist_buf_printf(o, "Imports took %s in %lld import%s (the import "
 		    "system's functions above are theirs)",
 		    D(ist_jnum(imp, "ns")), (long long)ist_jint(imp, "count"),
 		    ist_jint(imp, "count") == 1 ? "" : "s");
+		n = 0;
 		json_array_foreach(json_object_get(imp, "modules"), i, m) {
-			if (i == 3)
+			if (n == 3)
 				break;
-			ist_buf_printf(o, "%s", i ? ", " : "; slowest: ");
+			if (ist_jint(m, "first_hand") == 0)
+				continue;
+			ist_buf_printf(o, "%s", n++ ? ", " : "; slowest "
+			    "(cumulative, as -X importtime): ");
 			code(o, ist_jstr(m, "module"));
-			ist_buf_printf(o, " %s", D(ist_jnum(m, "ns")));
+			ist_buf_printf(o, " %s", D(ist_jnum(m,
+			    "cumulative_ns")));
 		}
 		ist_buf_printf(o, ".\n\n");
 	}

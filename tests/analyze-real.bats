@@ -229,12 +229,13 @@ PY
 		[ "$ns" -ge 400000000 ] && [ "$ns" -lt 430000000 ] || fail "$PY: import $ns ns"
 		run jq -r '.findings[] | select(.rule == "startup") | [.kind, .evidence.thread, .evidence.slowest[0].module] | @tsv' a.json
 		assert_output "$(printf 'imports\tMainThread\tslowmod')"
-		# slowmod's body with inner's inside: 400 ms within 2% or 2 ms
-		ns=$(jq -r '.imports.modules[] | select(.module == "slowmod") | .ns' a.json)
-		[ "$ns" -ge 400000000 ] && [ "$ns" -lt 408000000 ] || fail "$PY: slowmod $ns ns"
-		# inner was imported by slowmod, not first-hand: not listed
-		run jq -r '[.imports.modules[] | select(.module == "inner")] | length' a.json
-		assert_output 0
+		# slowmod's import with inner's inside: 400 ms within 2%; its
+		# self time 300 ms, inner's 100 ms and imported by slowmod
+		read -r self cum <<< "$(jq -r '.imports.modules[] | select(.module == "slowmod") | "\(.self_ns) \(.cumulative_ns)"' a.json)"
+		[ "$cum" -ge 400000000 ] && [ "$cum" -lt 408000000 ] || fail "$PY: slowmod $cum ns"
+		[ "$self" -ge 300000000 ] && [ "$self" -lt 306000000 ] || fail "$PY: slowmod self $self ns"
+		run jq -r '.imports.modules[] | select(.module == "inner") | [.first_hand, .cumulative_ns >= 100000000] | @tsv' a.json
+		assert_output "$(printf '0\ttrue')"
 		# what the bootstrap imports (threading, atexit) is ours, not
 		# the program's: imported before recording starts
 		run jq -r '[.imports.modules[] | select(.module == "threading" or .module == "atexit")] | length' a.json

@@ -43,3 +43,16 @@ check_program() {
 @test "reference: numpy's C methods (ndarray.sum, ndarray.item) counted as cProfile counts them" {
 	check_program numpy_ops.py 1
 }
+
+@test "reference: each module's self and cumulative import time against -X importtime in the same run, on every Python" {
+	local n=0
+	for py in $(pythons); do
+		is-record -o "$T/i.ist" -- "$py" -X importtime \
+		    tests/reference/imports.py 2> "$T/importtime.txt"
+		is-merge "$T/i.ist" | is-analyze --json > "$T/a.json"
+		run -0 python3 tests/py/importcheck.py "$T/a.json" "$T/importtime.txt"
+		[[ ${lines[0]} == "20 modules, 0 differ" ]] || fail "$py: $output"
+		n=$((n + 1))
+	done
+	[ "$n" -ge 5 ] || fail "ran on $n Pythons only"
+}

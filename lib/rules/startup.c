@@ -40,13 +40,16 @@ run(const json_t *an, const double *p, json_t *out)
 	json_object_set_new(ev, "import_pct", json_real(ist_round(pct, 1)));
 	json_object_set_new(ev, "wall_ns", json_integer(ist_d2i(wall)));
 	mods = json_array();
+	/* what the program imported itself (numpy, not numpy.core) */
 	json_array_foreach(json_object_get(json_object_get(an, "imports"),
 	    "modules"), i, m) {
-		if (i == 5)
+		if (json_array_size(mods) == 5)
 			break;
-		json_array_append_new(mods, json_pack("{s:O,s:O}", "module",
-		    json_object_get(m, "module"), "ns", json_object_get(m,
-		    "ns")));
+		if (ist_jint(m, "first_hand") > 0)
+			json_array_append_new(mods, json_pack("{s:O,s:O,s:O}",
+			    "module", json_object_get(m, "module"), "self_ns",
+			    json_object_get(m, "self_ns"), "cumulative_ns",
+			    json_object_get(m, "cumulative_ns")));
 	}
 	json_object_set_new(ev, "slowest", mods);
 	json_array_append_new(json_object_get(f, "ranges"), json_pack("[O,O]",
