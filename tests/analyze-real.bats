@@ -38,17 +38,31 @@ for t in ts: t.join()
 PY
 }
 
-@test "real scopes: 10 steps of 20 ms sleep come out with their count and durations" {
+@test "real scopes: 10 steps of 20 ms sleep come out with their count and durations, each against perf_counter inside it" {
 	cat > app.py <<'PY'
 import time
 from inferscope import scope
 for i in range(10):
     with scope("step"):
+        s = time.perf_counter_ns()
         time.sleep(0.02)
+        print(time.perf_counter_ns() - s)
 PY
-	pipeline app.py
+	pipeline app.py > own.txt
 	run jq -r '.scopes[] | select(.name == "step") | .count' a.json
 	assert_output 10
+	# each scope holds what the program measured inside it: at least
+	# that, and (on 8 of 10 at least, whatever the load) at most 200 us
+	# more, the cost of entering and leaving it
+	is-cat rec.ist | jq -r 'select(.type == "scope") | .end_ns - .start_ns' > rec.txt
+	python3 - own.txt rec.txt <<'CHECK'
+import sys
+own = [int(x) for x in open(sys.argv[1]).read().split()]
+rec = [int(x) for x in open(sys.argv[2]).read().split()]
+assert len(own) == len(rec) == 10, (own, rec)
+assert all(r >= o for o, r in zip(own, rec)), (own, rec)
+assert sum(r - o <= 200_000 for o, r in zip(own, rec)) >= 8, (own, rec)
+CHECK
 	# each sleep lasts at least 20 ms and (here) under 26 ms
 	min=$(jq -r '.scopes[] | select(.name == "step") | .p50_ns' a.json)
 	max=$(jq -r '.scopes[] | select(.name == "step") | .max_ns' a.json)
@@ -99,20 +113,33 @@ PY
 
 @test "real verdicts: a CPU loop starved by other processes is CPU-oversubscribed, and nothing in the program is blamed" {
 	command -v taskset > /dev/null || skip "no taskset"
+	# the program reads its own schedstat: CPU and run-queue wait
 	cat > app.py <<'PY'
 import time
+def stat():
+    with open("/proc/thread-self/schedstat") as f:
+        return [int(x) for x in f.read().split()[:2]]
+c0, w0 = stat()
 t = time.monotonic() + 1.0
 while time.monotonic() < t:
     pass
+c1, w1 = stat()
+print((w1 - w0) / (c1 - c0 + w1 - w0))
 PY
 	# two busy loops outside the program, on the one CPU it may use
 	taskset -c 0 timeout 4 sh -c 'while :; do :; done' &
 	b1=$!
 	taskset -c 0 timeout 4 sh -c 'while :; do :; done' &
 	b2=$!
-	taskset -c 0 is-record --no-python -o rec.ist -- $PY app.py
+	taskset -c 0 is-record --no-python -o rec.ist -- $PY app.py > own.txt
 	kill $b1 $b2 2> /dev/null || true
 	is-merge rec.ist | is-analyze --json > a.json
+	# the thread's run-queue share, from the sampler's schedstat
+	# readings over its life, within 10 points of the program's own
+	# over its loop (the same starvation, a slightly longer window)
+	ours=$(jq -r '.threads[] | select(.tid == .pid) | .wait_share' a.json)
+	awk -v a="$ours" -v b="$(cat own.txt)" 'BEGIN { d = a - b; exit !(d < 0.1 && d > -0.1) }' ||
+	    fail "wait share $ours, the program read $(cat own.txt)"
 	# runnable all the time, most of it in the run queue (two thirds, as
 	# three share one CPU; at least half whatever else runs)
 	assert_equal "$(jq -r .verdict.classification a.json)" CPU-oversubscribed
@@ -295,6 +322,47 @@ CHECK
 		run jq -r '[.threads[0].python.gc_max_scope, (.findings[] | select(.rule == "gc_pause" and .kind == "pause") | .evidence.scope)] | @tsv' a.json
 		assert_output "$(printf 'request\trequest')"
 	done
+}
+
+@test "real garbage collection: automatic collections per generation equal the interpreter's own count (gc.get_stats), on every Python" {
+	# cycles enough to trigger collections of all three generations;
+	# counted by the interpreter inside the scope 'churn'
+	cat > app.py <<'PY'
+import gc
+from inferscope import scope
+class N:
+    pass
+with scope("churn"):
+    s0 = [g["collections"] for g in gc.get_stats()]
+    for i in range(300000):
+        a = N(); b = N(); a.b = b; b.a = a
+    gc.collect(1)
+    s1 = [g["collections"] for g in gc.get_stats()]
+gc.disable()
+print(*[y - x for x, y in zip(s0, s1)])
+PY
+	n=0
+	for PY in /usr/bin/python3 "$HOME"/.pyenv/versions/3.{9,10,11,12,13}.*/bin/python3; do
+		[ -x "$PY" ] || continue
+		rm -f rec.ist
+		is-record -o rec.ist -- $PY app.py > own.txt
+		# the collections recorded inside the scope, per generation
+		is-merge rec.ist | is-cat | python3 -c '
+import json, sys
+ev = [json.loads(l) for l in sys.stdin]
+sc = [e for e in ev if e["type"] == "scope" and e["name"] == "churn"][0]
+n = [0, 0, 0]
+for e in ev:
+    if e.get("name", "").startswith("gc (generation ") and \
+       sc["start_ns"] <= e["start_ns"] and e["end_ns"] <= sc["end_ns"]:
+        n[int(e["name"][15])] += 1
+print(*n)' > rec.txt
+		own=$(cat own.txt)
+		[ "$(cat rec.txt)" = "$own" ] || fail "$PY: recorded $(cat rec.txt), gc.get_stats $own"
+		[ "${own%% *}" -gt 10 ] || fail "$PY: only $own collections"
+		n=$((n + 1))
+	done
+	[ "$n" -ge 5 ] || fail "ran on $n Pythons only"
 }
 
 @test "real thread CPU: no thread uses more than a core, short subprocesses included; Python CPU against the program's own thread_time" {
