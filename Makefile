@@ -19,7 +19,10 @@ endif
 # Traces from anywhere may hold any 64-bit time or size: arithmetic on them
 # wraps (-fwrapv) instead of being undefined, and the code validates what
 # it uses to index memory.
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fwrapv $(WARN) $(CFLAGS) -Ilib
+# lib/README.md: each folder, and what it may depend on
+LIB_DIRS = trace config record merge analyze rules report
+LIB_INC = -Ilib $(LIB_DIRS:%=-Ilib/%)
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fwrapv $(WARN) $(CFLAGS) $(LIB_INC)
 LIBS = -lcbor -lzstd -ljansson -lyaml -lcmark-gfm -lcmark-gfm-extensions \
        -lpthread -lm
 
@@ -42,9 +45,14 @@ else
 B ?= build
 endif
 
-LIB_SRC = $(filter-out lib/nvtx.c lib/cupti.c lib/cupti_convert.c,\
-    $(wildcard lib/*.c)) $(wildcard lib/rules/*.c)
+LIB_SRC = $(foreach d,$(LIB_DIRS),$(wildcard lib/$(d)/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(B)/%.o)
+LIB_H = $(wildcard lib/*/*.h)
+# what the agents (agents/: injected into the recorded programs) link:
+# the trace format's reader, writer and schema, nothing else
+TRACE_CORE = lib/trace/schema.c lib/trace/reader.c lib/trace/writer.c
+AGENT_CFLAGS = -shared -fPIC -fvisibility=hidden -std=c11 -D_GNU_SOURCE \
+    -fwrapv $(WARN) $(CFLAGS) -Ilib/trace -Iagents
 TOOLS = is-cat is-info is-merge is-record is-analyze is-report inferscope
 TOOL_BIN = $(TOOLS:%=$(B)/bin/%)
 UNIT_SRC = $(wildcard tests/unit/*.c)
@@ -90,22 +98,20 @@ all: $(B)/.deps $(TOOL_BIN) $(B)/bench/bench $(B)/tests/replay_reader pyext \
     $(NVTX_LIB) $(NVTX_EXAMPLE) $(CUPTI_LIB)
 
 # never sanitized: the CUDA driver loads it into other programs
-$(B)/lib/libinferscope-cupti.so: lib/cupti.c lib/cupti_convert.c \
-    lib/writer.c lib/reader.c lib/schema.c lib/*.h | $(B)/.deps
+$(B)/lib/libinferscope-cupti.so: agents/cupti.c agents/cupti_convert.c \
+    $(TRACE_CORE) agents/*.h lib/trace/*.h | $(B)/.deps
 	@mkdir -p $(dir $@)
-	$(CC) -shared -fPIC -fvisibility=hidden -std=c11 -D_GNU_SOURCE -fwrapv \
-	    $(WARN) $(CFLAGS) -Ilib $(CUPTI_INC) -o $@ lib/cupti.c \
-	    lib/cupti_convert.c \
-	    lib/writer.c lib/reader.c lib/schema.c -L$(CUPTI_LIBDIR) -lcupti \
+	$(CC) $(AGENT_CFLAGS) $(CUPTI_INC) -o $@ agents/cupti.c \
+	    agents/cupti_convert.c $(TRACE_CORE) -L$(CUPTI_LIBDIR) -lcupti \
 	    -Wl,-rpath,$(CUPTI_LIBDIR) -lcbor -lzstd -lpthread -ldl
 
 # the record conversion, on activity records built in memory
-$(B)/tests/test_cupti: tests/cupti/test_cupti.c lib/cupti_convert.c \
+$(B)/tests/test_cupti: tests/cupti/test_cupti.c agents/cupti_convert.c \
     tests/unit/tap.h $(B)/libinferscope.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CUPTI_INC) -Itests/unit -o $@ \
-	    tests/cupti/test_cupti.c lib/cupti_convert.c $(B)/libinferscope.a \
-	    $(LIBS) $(LDSAN)
+	$(CC) $(ALL_CFLAGS) -Iagents $(CUPTI_INC) -Itests/unit -o $@ \
+	    tests/cupti/test_cupti.c agents/cupti_convert.c \
+	    $(B)/libinferscope.a $(LIBS) $(LDSAN)
 
 $(B)/examples/nvtx_pipeline: examples/nvtx_pipeline.c | $(B)/.deps
 	@mkdir -p $(dir $@)
@@ -113,30 +119,38 @@ $(B)/examples/nvtx_pipeline: examples/nvtx_pipeline.c | $(B)/.deps
 	    -o $@ $< -ldl
 
 # never sanitized: it is loaded into other programs
-$(B)/lib/libinferscope-nvtx.so: lib/nvtx.c lib/collector.c lib/writer.c \
-    lib/reader.c lib/schema.c lib/*.h | $(B)/.deps
+$(B)/lib/libinferscope-nvtx.so: agents/nvtx.c agents/collector.c \
+    $(TRACE_CORE) agents/*.h lib/trace/*.h | $(B)/.deps
 	@mkdir -p $(dir $@)
-	$(CC) -shared -fPIC -fvisibility=hidden -std=c11 -D_GNU_SOURCE -fwrapv \
-	    $(WARN) $(CFLAGS) -Ilib -I$(CUDA_HOME)/include -o $@ lib/nvtx.c \
-	    lib/collector.c lib/writer.c lib/reader.c lib/schema.c \
-	    -lcbor -lzstd -lpthread
+	$(CC) $(AGENT_CFLAGS) -I$(CUDA_HOME)/include -o $@ agents/nvtx.c \
+	    agents/collector.c $(TRACE_CORE) -lcbor -lzstd -lpthread
 
 # the extension is never built with sanitizers: Python is not instrumented
 pyext: $(B)/.deps
 	@for p in $(PYTHONS); do sh scripts/build-pyext.sh "$$p" $(B)/python \
-	    "$(CC)" "$(CFLAGS)" "-lcbor -lzstd" || exit 1; done
+	    "$(CC)" "$(CFLAGS)" "agents/collector.c $(TRACE_CORE)" \
+	    "-lcbor -lzstd" || exit 1; done
+
+# Plain make only checks for the Debian packages it needs; make deps (and
+# so make check and make demo, for which the variable is set below)
+# installs what is missing, as root.
+INSTALL_DEPS =
+check demo bench: INSTALL_DEPS = install
+deps:
+	@sh scripts/deps.sh check install
+	@sh scripts/deps.sh demo install
 
 $(B)/.deps: scripts/deps.sh
 	@mkdir -p $(B)
-	@sh scripts/deps.sh build
+	@sh scripts/deps.sh build $(INSTALL_DEPS)
 	@touch $@
 
 $(B)/.deps-check: scripts/deps.sh
 	@mkdir -p $(B)
-	@sh scripts/deps.sh check
+	@sh scripts/deps.sh check $(INSTALL_DEPS)
 	@touch $@
 
-$(B)/lib/%.o: lib/%.c lib/*.h lib/rules/*.h | $(B)/.deps
+$(B)/lib/%.o: lib/%.c $(LIB_H) | $(B)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
@@ -199,7 +213,7 @@ check-man:
 # libFuzzer targets (clang); FUZZ_SECONDS each.  New corpus entries land in
 # tests/fuzz/corpus-*; crashes are kept there too once fixed.
 FUZZ_SECONDS ?= 60
-FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ilib -fwrapv \
+FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 $(LIB_INC) -fwrapv \
              -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 fuzz:
 	@sh scripts/deps.sh fuzz
@@ -226,7 +240,7 @@ fuzz:
 	    -max_len=65536 tests/fuzz/corpus-merge tests/fuzz/corpus-reader
 
 bench: all
-	@command -v zstd >/dev/null || sh scripts/deps.sh build
+	@command -v zstd >/dev/null || sh scripts/deps.sh build install
 	sh bench/run.sh $(B)
 	$(PYTHON_SYS) bench/overhead.py $(B)
 
@@ -242,7 +256,7 @@ vectors: all
 # The real pipeline on the torch CPU example: leaves report.md and
 # report.html here.
 demo: all
-	@sh scripts/deps.sh demo
+	@sh scripts/deps.sh demo install
 	@echo "== is-cat --encode -o $(B)/demo.ist examples/trace.jsonl"
 	$(B)/bin/is-cat --encode -o $(B)/demo.ist examples/trace.jsonl
 	@echo "== is-info $(B)/demo.ist"

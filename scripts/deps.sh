@@ -1,8 +1,9 @@
 #!/bin/sh
 # deps.sh - install the Debian packages a make target needs, when missing.
-# usage: scripts/deps.sh build|check|fuzz|demo
-# As root, missing packages are installed with apt-get; otherwise the
-# missing ones are listed and the script fails.
+# usage: scripts/deps.sh build|check|fuzz|demo [install]
+# With install (make deps, and so make check and make demo), as root,
+# missing packages are installed with apt-get; otherwise the missing ones
+# are listed and the script fails: plain make never installs.
 set -eu
 
 build="gcc make pkg-config libcbor-dev libzstd-dev libjansson-dev \
@@ -29,9 +30,9 @@ for p in $want; do
 done
 [ -z "$missing" ] && exit 0
 
-if [ "$(id -u)" -ne 0 ]; then
+if [ "${2:-}" != install ] || [ "$(id -u)" -ne 0 ]; then
 	echo "deps.sh: missing Debian packages:$missing" >&2
-	echo "deps.sh: run as root, or: apt-get install$missing" >&2
+	echo "deps.sh: run 'make deps' as root, or: apt-get install$missing" >&2
 	exit 1
 fi
 echo "deps.sh: installing$missing" >&2

@@ -1,6 +1,6 @@
 /*
  * rules.h - the bottleneck rules: one small file per rule, one static table
- * (lib/rules.c).  A rule reads the metrics of the analysis (the JSON tree
+ * (rules.c).  A rule reads the metrics of the analysis (the JSON tree
  * documented in formats/analysis.md) and appends findings.
  */
 #ifndef IST_RULES_H

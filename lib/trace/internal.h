@@ -123,7 +123,7 @@ void ist_fmt_double(double d, char *out, size_t cap);
 
 /* Skipping a YAML value event by event (libyaml's yaml_event_type_t as
  * type): skip starts at -1 on the key whose value is to be skipped; the
- * result is the next state, 0 once the value is behind (lib/config.c). */
+ * result is the next state, 0 once the value is behind (lib/config/config.c). */
 int ist_yaml_skip(int skip, int type);
 
 /* CBOR arrays for headers and process records, appended to out (0 or

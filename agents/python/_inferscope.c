@@ -5,8 +5,8 @@
  *
  * The hook allocates nothing and takes no lock: a timestamp, a push or a pop
  * on a per-thread stack, and on return one 24-byte record in the thread's
- * ring (lib/collector.h).  Names are interned once per code object, in the
- * code object's co_extra slot.  A background thread (lib/collector.c)
+ * ring (agents/collector.h).  Names are interned once per code object, in the
+ * code object's co_extra slot.  A background thread (agents/collector.c)
  * encodes, compresses and writes.
  */
 #define PY_SSIZE_T_CLEAN

@@ -16,7 +16,7 @@
 
 #define IST_ANALYSIS_VERSION 1
 
-/* ---- rules and their thresholds (lib/rules.c) ---- */
+/* ---- rules and their thresholds (lib/rules/rules.c) ---- */
 
 struct ist_rules;
 struct ist_rules *ist_rules_new(void);          /* the defaults */
@@ -59,7 +59,7 @@ enum ist_status ist_analyzer_finish(struct ist_analyzer *a,
 void ist_analyzer_read_error(struct ist_analyzer *a, const char *msg);
 void ist_analyzer_free(struct ist_analyzer *a);
 
-/* ---- trace in, trace out (lib/analysis_io.c) ---- */
+/* ---- trace in, trace out (analysis_io.c) ---- */
 
 /*
  * Reads r to its end, analysing every record and, when w is given, copying
@@ -91,7 +91,7 @@ char *ist_analysis_dumps(const json_t *an);
 bool ist_analysis_damage_line(const json_t *an, size_t i, bool own, char *m,
     size_t n);
 
-/* ---- the regression gate (lib/baseline.c) ---- */
+/* ---- the regression gate (baseline.c) ---- */
 
 /* Adds a "baseline" section to now: overall, per-scope and per-kernel
  * deltas against base (another analysis). */

@@ -44,7 +44,7 @@ enum ist_status ist_perfetto_finish(struct ist_perfetto *p, const json_t *an,
     struct ist_error *err);
 void ist_perfetto_free(struct ist_perfetto *p);
 
-/* ---- the whole pass (lib/report_run.c) ---- */
+/* ---- the whole pass (report_run.c) ---- */
 
 enum ist_report_format {
 	IST_REPORT_MD, IST_REPORT_HTML, IST_REPORT_JSON, IST_REPORT_PERFETTO

@@ -5,7 +5,7 @@
  * library embedding the NVTX headers (a C program, torch, NCCL) loads it and
  * calls InitializeInjectionNvtx2, where we fill the CORE and CORE2 callback
  * tables.  Ranges and marks go into per-thread rings of this process's own
- * collector (lib/collector.c), written to $INFERSCOPE_DIR/PID-nvtx.ist, in
+ * collector (agents/collector.c), written to $INFERSCOPE_DIR/PID-nvtx.ist, in
  * the host clock.  No CUDA is needed.  Idempotent: every library that
  * embeds NVTX initialises through here; the collector starts once.
  */

@@ -3,7 +3,7 @@
  * in CUDA_INJECTION64_PATH; the CUDA driver loads it when the program
  * initialises CUDA and calls InitializeInjection().  It subscribes to the
  * Activity API, hands CUPTI buffers from a preallocated pool, converts the
- * completed records (lib/cupti_convert.c) on CUPTI's own thread, and
+ * completed records (cupti_convert.c) on CUPTI's own thread, and
  * writes $INFERSCOPE_DIR/PID-cupti.ist: a segment whose times are all in
  * CUPTI's clock (header clocks ["cupti"]), with calibration pairs
  * (cuptiGetTimestamp against CLOCK_MONOTONIC) at start, every second and
