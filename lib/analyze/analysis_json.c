@@ -1,0 +1,685 @@
+/* analysis_json.c - the analysis as JSON (formats/analysis.md): every
+ * section, the data quality, then the rules and the verdict. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cbor.h>
+
+#include "analyze_int.h"
+
+/* ---- the JSON ---- */
+
+
+static json_t *
+jreal(double v, int digits)
+{
+	return json_real(ist_round(v, digits));
+}
+
+static int
+by_total_sc(const void *x, const void *y, void *ctx)
+{
+	const struct ist_analyzer *a = ctx;
+	const struct sstat *p = x, *q = y;
+	if (p->total != q->total)
+		return p->total < q->total ? 1 : -1;
+	return strcmp(a->str.s[p->name], a->str.s[q->name]);
+}
+
+static int
+by_self_fn(const void *x, const void *y, void *ctx)
+{
+	const struct ist_analyzer *a = ctx;
+	const struct fstat *p = x, *q = y;
+	if (p->self != q->self)
+		return p->self < q->self ? 1 : -1;
+	return strcmp(a->str.s[p->name], a->str.s[q->name]);
+}
+
+static int
+by_total_kn(const void *x, const void *y, void *ctx)
+{
+	const struct ist_analyzer *a = ctx;
+	const struct kstat *p = x, *q = y;
+	if (p->total != q->total)
+		return p->total < q->total ? 1 : -1;
+	return strcmp(a->str.s[p->name], a->str.s[q->name]);
+}
+
+static int
+by_ns_sy(const void *x, const void *y, void *ctx)
+{
+	const struct ist_analyzer *a = ctx;
+	const struct ystat *p = x, *q = y;
+	if (p->ns != q->ns)
+		return p->ns < q->ns ? 1 : -1;
+	if (p->count != q->count)
+		return p->count < q->count ? 1 : -1;
+	return strcmp(a->str.s[p->site ? p->site - 1 : 0],
+	    a->str.s[q->site ? q->site - 1 : 0]);
+}
+
+static int
+by_ns_idle(const void *x, const void *y, void *ctx)
+{
+	const struct pend *p = x, *q = y;
+	(void)ctx;
+	if (p->ns != q->ns)
+		return p->ns < q->ns ? 1 : -1;
+	return p->key < q->key ? -1 : p->key > q->key;
+}
+
+static const char *
+thread_name(const struct ist_analyzer *a, const struct thr *t)
+{
+	return a->str.s[t->name];
+}
+
+static json_t *
+devices_json(struct ist_analyzer *a)
+{
+	json_t *arr = json_array();
+
+	if (a->nidle)
+		qsort_r(a->idle, a->nidle, sizeof(*a->idle), by_ns_idle, NULL);
+	for (int i = 0; i < MAXDEV; i++) {
+		struct dev *d = &a->dev[i];
+		json_t *o, *top, *ut;
+		int64_t active, idle;
+		uint32_t thr = 0;
+		uint64_t best = 0;
+
+		if (!d->seen && !d->info)
+			continue;
+		if (d->seen) {
+			d->busy += d->ce - d->cs;
+			an_util_add(d, d->cs, d->ce);
+		}
+		active = d->seen ? d->ce - d->first : 0;
+		idle = active - d->busy;
+		o = json_pack("{s:I,s:s,s:I,s:I,s:o,s:I,s:I}",
+		    "device", JI(i), "name", a->str.s[d->name],
+		    "sm_count", JI(d->sm), "memory_bytes", JI(d->mem),
+		    "pcie_gbps", jreal(d->pcie, 3), "ops", JI(d->ops),
+		    "kernels", JI(d->kernels));
+		json_object_set_new(o, "active_start_ns", json_integer(
+		    d->seen ? d->first : 0));
+		json_object_set_new(o, "active_end_ns", json_integer(
+		    d->seen ? d->ce : 0));
+		json_object_set_new(o, "active_ns", json_integer(active));
+		json_object_set_new(o, "busy_ns", json_integer(d->busy));
+		json_object_set_new(o, "idle_ns", json_integer(idle));
+		json_object_set_new(o, "busy_pct", jreal(active ? 100.0 *
+		    (double)d->busy / (double)active : 0, 2));
+		json_object_set_new(o, "idle_pct", jreal(active ? 100.0 *
+		    (double)idle / (double)active : 0, 2));
+		json_object_set_new(o, "idle_breakdown", json_pack(
+		    "{s:I,s:I,s:I}", "host_wait_ns", JI(d->host_wait),
+		    "kernel_wait_ns", JI(d->kernel_wait), "other_ns",
+		    JI(d->other)));
+		json_object_set_new(o, "idle_gaps", an_topk_json(&d->gaps));
+		/* attribution: the thread that launched most work */
+		for (uint32_t k = 0; k < a->nthr; k++)
+			if (a->thr[k].launches > best) {
+				best = a->thr[k].launches;
+				thr = k + 1;
+			}
+		top = json_array();
+		if (thr) {
+			const struct thr *t = &a->thr[thr - 1];
+			int n = 0;
+			int64_t other = 0;
+			for (uint32_t k = 0; k < a->nidle; k++) {
+				const struct pend *p = &a->idle[k];
+				unsigned kind = (unsigned)(p->key >> 32) & 7;
+				if ((int)(p->key >> 59) != i ||
+				    ((p->key >> 40) & 0x7ffff) != thr - 1)
+					continue;
+				if (n++ >= 8) {
+					other += p->ns;
+					continue;
+				}
+				json_array_append_new(top, json_pack(
+				    "{s:s,s:s,s:I,s:o}", "kind",
+				    kind < 5 ? frame_kind[kind] : kind == 6 ?
+				    "none" : "other", "what", kind == 6 ?
+				    "(no recorded activity)" : kind == 7 ?
+				    "(other activity)" :
+				    a->str.s[(uint32_t)p->key], "ns", JI(p->ns),
+				    "share", jreal(idle ? (double)p->ns /
+				    (double)idle : 0, 4)));
+			}
+			if (other)
+				json_array_append_new(top, json_pack(
+				    "{s:s,s:s,s:I,s:o}", "kind", "other",
+				    "what", "(other activity)", "ns", JI(other),
+				    "share", jreal(idle ? (double)other /
+				    (double)idle : 0, 4)));
+			json_object_set_new(o, "idle_attribution", json_pack(
+			    "{s:I,s:I,s:s,s:o}", "pid", JI(t->pid), "tid",
+			    JI(t->tid), "thread", thread_name(a, t), "top",
+			    top));
+		} else {
+			json_object_set_new(o, "idle_attribution", json_null());
+			json_decref(top);
+		}
+		json_object_set_new(o, "kernel_p50_ns",
+		    json_integer(an_dist_pct(&d->kdur, 50)));
+		json_object_set_new(o, "kernel_p95_ns",
+		    json_integer(an_dist_pct(&d->kdur, 95)));
+		json_object_set_new(o, "gaps", json_integer((json_int_t)
+		    d->ngaps));
+		json_object_set_new(o, "gap_p50_ns",
+		    json_integer(an_dist_pct(&d->gapd, 50)));
+		json_object_set_new(o, "launch_delay_p50_ns",
+		    json_integer(an_dist_pct(&d->ldelay, 50)));
+		json_object_set_new(o, "launch_delay_outliers",
+		    json_integer(JI(d->ldelay_out)));
+		json_object_set_new(o, "memory_peak_bytes",
+		    json_integer(d->mem_peak));
+		ut = json_array();
+		if (d->seen) {
+			int64_t nb = (d->ce - d->ut0 + d->utw - 1) / d->utw;
+			for (int64_t b = 0; b < nb && b < NBUCKETS; b++)
+				json_array_append_new(ut, jreal((double)
+				    d->ub[b] / (double)d->utw, 4));
+		}
+		json_object_set_new(o, "utilization", json_pack(
+		    "{s:I,s:I,s:o}", "start_ns", JI(d->ut0), "bucket_ns",
+		    JI(d->utw), "values", ut));
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+static json_t *
+scopes_json(struct ist_analyzer *a)
+{
+	json_t *arr = json_array();
+	if (a->nsc)
+		qsort_r(a->sc, a->nsc, sizeof(*a->sc), by_total_sc, a);
+	for (uint32_t i = 0; i < a->nsc; i++) {
+		struct sstat *s = &a->sc[i];
+		uint64_t n = s->d.count;
+		json_array_append_new(arr, json_pack(
+		    "{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+		    "kind", s->kind == F_SCOPE ? "scope" : "nvtx",
+		    "name", a->str.s[s->name], "count", JI(n),
+		    "total_ns", JI(s->total), "mean_ns", JI(n ? s->total /
+		    (int64_t)n : 0), "p50_ns", JI(an_dist_pct(&s->d, 50)),
+		    "p95_ns", JI(an_dist_pct(&s->d, 95)), "max_ns", JI(s->max),
+		    "gpu_ns", JI(s->gpu_ns), "gpu_ops", JI(s->gpu_ops)));
+	}
+	return arr;
+}
+
+static json_t *
+functions_json(struct ist_analyzer *a)
+{
+	json_t *arr = json_array();
+	if (a->nfn)
+		qsort_r(a->fn, a->nfn, sizeof(*a->fn), by_self_fn, a);
+	for (uint32_t i = 0; i < a->nfn && i < 25; i++) {
+		struct fstat *f = &a->fn[i];
+		json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:I}", "name",
+		    a->str.s[f->name], "count", JI(f->count), "self_ns",
+		    JI(f->self), "incl_ns", JI(f->incl), "max_ns", JI(f->max));
+		if (f->file) {
+			json_object_set_new(o, "file",
+			    json_string(a->str.s[f->file]));
+			json_object_set_new(o, "line", json_integer(f->line));
+		}
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+static int
+by_import(const void *x, const void *y, void *ctx)
+{
+	const struct ist_analyzer *a = ctx;
+	const struct fstat *p = *(struct fstat *const *)x;
+	const struct fstat *q = *(struct fstat *const *)y;
+	if (p->imp_cum != q->imp_cum)
+		return p->imp_cum < q->imp_cum ? 1 : -1;
+	return strcmp(a->str.s[p->name], a->str.s[q->name]);
+}
+
+/* Imports on every thread (the outermost), and the 20 modules whose
+ * imports took longest, with -X importtime's self and cumulative. */
+static json_t *
+imports_json(struct ist_analyzer *a)
+{
+	json_t *mods = json_array();
+	struct fstat **v = malloc((a->nfn ? a->nfn : 1) * sizeof(*v));
+	int64_t ns = 0;
+	uint64_t count = 0;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < a->nthr; i++) {
+		ns += a->thr[i].imp_ns;
+		count += a->thr[i].imp_n;
+	}
+	for (uint32_t i = 0; v && i < a->nfn; i++)
+		if (a->fn[i].imp_count)
+			v[n++] = &a->fn[i];
+	if (n)
+		qsort_r(v, n, sizeof(*v), by_import, a);
+	for (uint32_t i = 0; i < n && i < 20; i++) {
+		const char *name = a->str.s[v[i]->name];
+		json_array_append_new(mods, json_pack(
+		    "{s:s%,s:s,s:I,s:I,s:I,s:I}", "module", name,
+		    strlen(name) - 9, "file", a->str.s[v[i]->file], "count",
+		    JI(v[i]->imp_count), "first_hand",
+		    JI(v[i]->imp_first_hand), "self_ns", JI(v[i]->imp_self),
+		    "cumulative_ns", JI(v[i]->imp_cum)));
+	}
+	free(v);
+	return json_pack("{s:I,s:I,s:o}", "ns", JI(ns), "count", JI(count),
+	    "modules", mods);
+}
+
+/* Garbage collections, by generation (the Python collector names each
+ * "gc (generation N)"). */
+static json_t *
+gc_json(struct ist_analyzer *a)
+{
+	json_t *gens = json_array();
+	int64_t ns = 0, max = 0, imp_ns = 0;
+	uint64_t n = 0, imp_n = 0;
+
+	for (uint32_t i = 0; i < a->nthr; i++) {
+		imp_n += a->thr[i].gc_imp_n;
+		imp_ns += a->thr[i].gc_imp_ns;
+	}
+
+	for (int g = 0; g < 8; g++)
+		for (uint32_t i = 0; i < a->nfn; i++) {
+			const struct fstat *f = &a->fn[i];
+			const char *s = a->str.s[f->name];
+			if (f->role != FN_GC ||
+			    atoi(s + sizeof(GC_PREFIX) - 1) != g)
+				continue;
+			json_array_append_new(gens, json_pack("{s:i,s:I,s:I,s:I}",
+			    "generation", g, "count", JI(f->count), "ns",
+			    JI(f->incl), "max_ns", JI(f->max)));
+			n += f->count;
+			ns += f->incl;
+			if (f->max > max)
+				max = f->max;
+		}
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:o}", "collections", JI(n),
+	    "ns", JI(ns), "max_ns", JI(max), "in_imports", JI(imp_n),
+	    "in_imports_ns", JI(imp_ns), "generations", gens);
+}
+
+static json_t *
+kernels_json(struct ist_analyzer *a)
+{
+	json_t *arr = json_array();
+	if (a->nkn)
+		qsort_r(a->kn, a->nkn, sizeof(*a->kn), by_total_kn, a);
+	for (uint32_t i = 0; i < a->nkn && i < 25; i++) {
+		struct kstat *k = &a->kn[i];
+		json_array_append_new(arr, json_pack(
+		    "{s:s,s:I,s:I,s:I,s:I}", "name", a->str.s[k->name],
+		    "count", JI(k->count), "total_ns", JI(k->total),
+		    "mean_ns", JI(k->total / (int64_t)k->count), "max_ns",
+		    JI(k->max)));
+	}
+	return arr;
+}
+
+static json_t *
+copies_json(struct ist_analyzer *a)
+{
+	static const char *const dir[] = { "h2d", "d2h", "d2d", "memset" };
+	json_t *arr = json_array();
+	for (int i = 0; i < 4; i++) {
+		struct xstat *s = &a->xs[i];
+		if (s->count == 0 && s->sync_calls == 0)
+			continue;
+		json_array_append_new(arr, json_pack(
+		    "{s:s,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:o}", "direction",
+		    dir[i], "count", JI(s->count), "bytes", JI(s->bytes),
+		    "ns", JI(s->ns), "gbps", jreal(s->ns ? (double)s->bytes /
+		    (double)s->ns : 0, 3), "pageable_count",
+		    JI(s->pageable_count), "pageable_bytes",
+		    JI(s->pageable_bytes), "sync_calls", JI(s->sync_calls),
+		    "longest", an_topk_json(&s->longest)));
+	}
+	return arr;
+}
+
+static json_t *
+syncs_json(struct ist_analyzer *a)
+{
+	json_t *arr = json_array();
+	if (a->nsy)
+		qsort_r(a->sy, a->nsy, sizeof(*a->sy), by_ns_sy, a);
+	for (uint32_t i = 0; i < a->nsy; i++) {
+		struct ystat *s = &a->sy[i];
+		json_t *sites;
+		int n = 0;
+		if (s->site)
+			continue;
+		sites = json_array();
+		for (uint32_t j = 0; j < a->nsy && n < 5; j++)
+			if (a->sy[j].site && a->sy[j].kind == s->kind) {
+				n++;
+				json_array_append_new(sites, json_pack(
+				    "{s:s,s:I,s:I}", "where",
+				    a->str.s[a->sy[j].site - 1], "count",
+				    JI(a->sy[j].count), "blocked_ns",
+				    JI(a->sy[j].ns)));
+			}
+		json_array_append_new(arr, json_pack(
+		    "{s:s,s:I,s:I,s:o,s:o}", "kind", a->str.s[s->kind],
+		    "count", JI(s->count), "blocked_ns", JI(s->ns), "sites",
+		    sites, "longest", an_topk_json(&s->longest)));
+	}
+	return arr;
+}
+
+/* A thread's share of one core: CPU time over the window between the two
+ * samples that measured it, at most 1 (the counters are read a little
+ * after their timestamps, which can tip a short window over). */
+static double
+util_of(int64_t cpu, int64_t win)
+{
+	double u = win > 0 ? (double)cpu / (double)win : 0;
+
+	return u > 1 ? 1 : u < 0 ? 0 : u;
+}
+
+static json_t *
+threads_json(struct ist_analyzer *a)
+{
+	json_t *arr = json_array();
+	for (uint32_t i = 0; i < a->nthr; i++) {
+		struct thr *t = &a->thr[i];
+		const struct proc *p = NULL;
+		bool found;
+		uint32_t *v = an_u64map_slot(&a->procmap, (uint64_t)t->pid,
+		    &found);
+		int64_t end, win, cpu, wait;
+		json_t *o;
+		if (v && found)
+			p = &a->proc[*v - 1];
+		if (!t->have_cpu && !t->have_py)
+			continue;
+		end = p && p->last_sample > t->cpu1_ts ? p->last_sample :
+		    t->cpu1_ts;
+		win = end - t->cpu0_ts;
+		cpu = t->cpu1 - t->cpu0;
+		wait = t->wait1 - t->wait0;
+		if (strcmp(thread_name(a, t), "inferscope") == 0) {
+			/* the collector's writer: overhead, not the app */
+			a->profiler_cpu += cpu;
+			continue;
+		}
+		o = json_pack("{s:I,s:I,s:s,s:I,s:I,s:o,s:I,s:o,s:I}",
+		    "pid", JI(t->pid), "tid", JI(t->tid), "name",
+		    thread_name(a, t), "cpu_ns", JI(cpu), "window_ns",
+		    JI(win), "cpu_util", jreal(util_of(cpu, win), 4),
+		    "wait_ns", JI(wait), "wait_share",
+		    jreal(cpu + wait > 0 ? (double)wait / (double)(cpu +
+		    wait) : 0, 4), "ctx_involuntary", JI(t->inv1 - t->inv0));
+		if (t->have_py) {
+			/* CPU over the samples' own window, which the Python
+			 * window bounds: not CPU to the last sample (after
+			 * the interpreter's teardown) over the Python window */
+			int64_t pw = t->cpu_py_end_ts - t->cpu_at_py_ts;
+			int64_t pc = t->cpu_py_end - t->cpu_at_py;
+			if (pw <= 0) {      /* no two samples inside: all */
+				pw = win;
+				pc = cpu;
+			}
+			json_t *py = json_pack("{s:I,s:I,s:I,s:I,s:o,s:I,s:I}",
+			    "first_ns", JI(t->py_first), "last_ns",
+			    JI(t->py_last), "self_ns", JI(t->py_self),
+			    "cpu_ns", JI(pc), "cpu_util", jreal(t->have_cpu ?
+			    util_of(pc, pw) : 0, 4),
+			    "imports", JI(t->imp_n), "import_ns",
+			    JI(t->imp_ns));
+			if (t->imp_n) {
+				json_object_set_new(py, "import_first_ns",
+				    json_integer(t->imp_first));
+				json_object_set_new(py, "import_last_ns",
+				    json_integer(t->imp_last));
+			}
+			json_object_set_new(py, "gc_collections",
+			    json_integer(JI(t->gc_n)));
+			json_object_set_new(py, "gc_ns", json_integer(t->gc_ns));
+			json_object_set_new(py, "gc_max_ns",
+			    json_integer(t->gc_max));
+			json_object_set_new(py, "gc_in_imports",
+			    json_integer(JI(t->gc_imp_n)));
+			json_object_set_new(py, "gc_in_imports_ns",
+			    json_integer(t->gc_imp_ns));
+			if (t->gc_n) {
+				json_object_set_new(py, "gc_max_scope",
+				    t->gc_scope ? json_string(a->str.s[
+				    t->gc_scope - 1]) : json_null());
+				json_object_set_new(py, "gc_longest",
+				    an_topk_json(&t->gc_long));
+			}
+			json_object_set_new(o, "python", py);
+		}
+		json_object_set_new(o, "launches", json_integer(
+		    JI(t->launches)));
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+static json_t *
+processes_json(struct ist_analyzer *a, json_t **command)
+{
+	json_t *arr = json_array();
+	for (uint32_t i = 0; i < a->nproc; i++) {
+		struct proc *p = &a->proc[i];
+		json_t *o;
+		if (p->pid == 0)
+			continue;
+		if (*command == NULL && p->cmdline.p) {
+			struct ist_buf b = { 0 };
+			struct ist_error e;
+			struct ist_blob bl = { p->cmdline.p, p->cmdline.n };
+			if (ist_cbor_to_json(bl, &b, &e) == IST_OK)
+				*command = json_loadb(b.p, b.n, 0, NULL);
+			ist_buf_release(&b);
+		}
+		o = json_pack("{s:I,s:s}", "pid", JI(p->pid), "name",
+		    a->str.s[p->name]);
+		/* the last sample before teardown: at or before the end of
+		 * its last Python call, for a Python process */
+		bool pre = p->rss_pre_ts > 0;
+		int64_t last = pre ? p->rss_pre : p->rss1;
+		int64_t last_ts = pre ? p->rss_pre_ts : p->rss1_ts;
+		if (p->have_rss) {
+			json_object_set_new(o, "rss_first_bytes",
+			    json_integer(p->rss0));
+			json_object_set_new(o, "rss_peak_bytes",
+			    json_integer(p->rss_peak));
+			json_object_set_new(o, "rss_last_bytes",
+			    json_integer(last));
+			json_object_set_new(o, "rss_first_ns",
+			    json_integer(p->rss0_ts));
+			json_object_set_new(o, "rss_peak_ns",
+			    json_integer(p->rss_peak_ts));
+			json_object_set_new(o, "rss_last_ns",
+			    json_integer(last_ts));
+			json_object_set_new(o, "rss_final_bytes",
+			    json_integer(p->rss1));
+			json_object_set_new(o, "rss_final_ns",
+			    json_integer(p->rss1_ts));
+		}
+		if (p->nr) {
+			/* steady-state growth: from a quarter to nine tenths
+			 * of the sampled life before teardown (start-up and
+			 * teardown left out) */
+			int64_t life = last_ts - p->rss0_ts;
+			int64_t ta = p->rss0_ts + life / 4;
+			int64_t tb = p->rss0_ts + life / 10 * 9;
+			int64_t tm = ta + (tb - ta) / 2;
+			int64_t va = p->rv[0], vb = p->rv[0], vm = p->rv[0];
+			for (uint32_t k = 0; k < p->nr; k++) {
+				if (p->rts[k] <= ta)
+					va = p->rv[k];
+				if (p->rts[k] <= tm)
+					vm = p->rv[k];
+				if (p->rts[k] <= tb)
+					vb = p->rv[k];
+			}
+			json_object_set_new(o, "rss_steady_mid_bytes",
+			    json_integer(vm));
+			json_object_set_new(o, "rss_steady_from_bytes",
+			    json_integer(va));
+			json_object_set_new(o, "rss_steady_to_bytes",
+			    json_integer(vb));
+			json_object_set_new(o, "rss_steady_from_ns",
+			    json_integer(ta));
+			json_object_set_new(o, "rss_steady_to_ns",
+			    json_integer(tb));
+		}
+		json_object_set_new(o, "major_faults",
+		    json_integer(p->flt1 - p->flt0));
+		json_object_set_new(o, "threads_peak",
+		    json_integer(p->threads_peak));
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+json_t *ist_rules_run(const struct ist_rules *r, json_t *an);
+
+/* A data-quality note, and what it costs the confidence (a factor). */
+static void __attribute__((format(printf, 4, 5)))
+dq_note(json_t *notes, double *factor, double cost, const char *fmt, ...)
+{
+	char m[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof(m), fmt, ap);
+	va_end(ap);
+	json_array_append_new(notes, json_string(m));
+	*factor *= cost;
+}
+
+enum ist_status
+ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
+    json_t **out, struct ist_error *err)
+{
+	json_t *an, *run, *dq, *notes, *command = NULL, *procs, *threads, *d;
+	double lost_share, factor = 1;
+	size_t k;
+
+	*out = NULL;
+	for (uint32_t i = 0; i < a->nthr; i++) {
+		if (a->thr[i].launches)
+			an_advance(a, &a->thr[i], a->t1);
+		/* imports still on a stack ended by the trace's end */
+		for (uint32_t j = 0; j < a->thr[i].n; j++)
+			an_import_done(a, &a->thr[i].st[j]);
+	}
+	procs = processes_json(a, &command);
+	threads = threads_json(a);
+	run = json_pack("{s:s,s:o,s:O,s:I,s:I,s:I,s:I,s:I}",
+	    "host", a->str.s[a->host], "command", command ? command :
+	    json_null(), "producers", a->producers, "segments",
+	    JI(a->segments), "start_ns", JI(a->have_t ? a->t0 : 0), "end_ns",
+	    JI(a->have_t ? a->t1 : 0), "wall_ns", JI(a->have_t ? a->t1 - a->t0 :
+	    0), "events", JI(a->events));
+	notes = json_array();
+	lost_share = a->lost ? (double)a->lost / (double)(a->lost +
+	    a->events) : 0;
+	if (a->lost)
+		dq_note(notes, &factor, 1 - (lost_share * 5 > 0.5 ? 0.5 :
+		    lost_share * 5), "%llu events (%.2f%%) were lost while "
+		    "recording", (unsigned long long)a->lost,
+		    100 * lost_share);
+	if (st && st->truncated_bytes)
+		dq_note(notes, &factor, 0.9, "the trace is truncated: the last "
+		    "%llu bytes were dropped", (unsigned long long)
+		    st->truncated_bytes);
+	if (*a->read_error)
+		dq_note(notes, &factor, 0.7, "the trace could not be read to "
+		    "its end (%.300s): what came before is analysed",
+		    a->read_error);
+	json_array_foreach(a->damaged, k, d) {
+		if (*ist_jstr(d, "error"))
+			dq_note(notes, &factor, 0.7, "is-merge could not read "
+			    "input '%.160s' whole: %.200s", ist_jstr(d,
+			    "input"), ist_jstr(d, "error"));
+		else
+			dq_note(notes, &factor, 0.9, "input '%.160s' of "
+			    "is-merge was truncated: its last %lld bytes were "
+			    "dropped", ist_jstr(d, "input"),
+			    (long long)ist_jint(d, "truncated_bytes"));
+	}
+	if (a->out_of_order)
+		dq_note(notes, &factor, 0.7, "%llu records were out of time "
+		    "order and left out: run is-merge before is-analyze",
+		    (unsigned long long)a->out_of_order);
+	if (a->bad_times)
+		dq_note(notes, &factor, 0.9, "%llu records with impossible "
+		    "times (beyond 73 years) were left out",
+		    (unsigned long long)a->bad_times);
+	if (a->unaligned)
+		dq_note(notes, &factor, 0.8, "%lld source(s) could not be "
+		    "aligned exactly: times are uncertain by up to %.3f ms",
+		    (long long)a->unaligned, (double)a->clock_unc / 1e6);
+	dq = json_pack("{s:I,s:I,s:o,s:I,s:b,s:I,s:I,s:I,s:o,s:o}",
+	    "events", JI(a->events), "lost_events", JI(a->lost),
+	    "lost_share", jreal(lost_share, 6), "truncated_bytes",
+	    JI((st ? st->truncated_bytes : 0) + (uint64_t)a->damaged_bytes),
+	    "merged", a->merged,
+	    "out_of_order", JI(a->out_of_order), "clock_uncertainty_ns",
+	    JI(a->clock_unc), "unaligned_sources", JI(a->unaligned),
+	    "confidence_factor", jreal(factor, 3), "notes", notes);
+	json_object_set_new(dq, "profiler_cpu_ns", json_integer(
+	    a->profiler_cpu));
+	json_object_set(dq, "damaged_inputs", a->damaged);
+	json_object_set_new(dq, "read_error", *a->read_error ?
+	    json_string(a->read_error) : json_null());
+	an = json_pack("{s:i,s:s,s:o,s:o}", "analysis_version",
+	    IST_ANALYSIS_VERSION, "producer", "is-analyze " IST_PACKAGE_VERSION,
+	    "run", run, "data_quality", dq);
+	json_object_set_new(an, "system", json_pack(
+	    "{s:I,s:I,s:I,s:I,s:o}", "cpu_cores", JI(a->cores),
+	    "memory_bytes", JI(a->memory), "runnable_samples",
+	    JI(a->run_samples), "oversubscribed_samples", JI(a->oversub),
+	    "cpu_utilization_mean", jreal(a->util_n ? a->util_sum /
+	    (double)a->util_n : 0, 4)));
+	json_object_set_new(an, "devices", devices_json(a));
+	json_object_set_new(an, "launches", json_pack(
+	    "{s:I,s:I,s:I,s:I}", "count", JI(a->launches), "p50_ns",
+	    JI(an_dist_pct(&a->launch_d, 50)), "max_ns", JI(a->launch_max),
+	    "slow_count", JI(a->slow_launches)));
+	json_object_set_new(an, "scopes", scopes_json(a));
+	json_object_set_new(an, "imports", imports_json(a));
+	json_object_set_new(an, "gc", gc_json(a));
+	json_object_set_new(an, "functions", functions_json(a));
+	json_object_set_new(an, "functions_distinct", json_integer(a->nfn));
+	json_object_set_new(an, "kernels", kernels_json(a));
+	json_object_set_new(an, "kernels_distinct", json_integer(a->nkn));
+	json_object_set_new(an, "copies", copies_json(a));
+	json_object_set_new(an, "syncs", syncs_json(a));
+	json_object_set_new(an, "threads", threads);
+	json_object_set_new(an, "processes", procs);
+	json_object_set_new(an, "instants", json_integer(JI(a->instants)));
+	if (json_object_size(an) < 10 || ist_rules_run(a->rules, an) == NULL) {
+		json_decref(an);
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
+	*out = an;
+	return IST_OK;
+}

@@ -1,0 +1,276 @@
+/*
+ * analyze_int.h - shared by the analyzer's files (lib/analyze/); not
+ * installed.  The state of the sweep and the containers it keeps it in.
+ */
+#ifndef IST_ANALYZE_INT_H
+#define IST_ANALYZE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "analyze.h"
+#include "internal.h"
+#include "rules/rules.h"
+
+#define MAXDEV 16
+#define NBUCKETS 480
+#define EXACT_MAX 4096
+#define TOPK 5
+#define PENDING_MAX 64
+#define CORR_SLOTS (1u << 18)
+#define RSS_MAX 512
+
+/* ---- containers (containers.c) ---- */
+
+struct strtab {
+	char **s;
+	uint32_t *len;
+	uint32_t n, cap;
+	uint32_t *slot;          /* id + 1, 0 empty */
+	uint32_t mask;
+};
+
+struct u64map {
+	uint64_t *key;
+	uint32_t *val;           /* index + 1, 0 empty */
+	uint32_t mask, n;
+};
+
+struct dist {
+	int64_t *v;
+	uint32_t n, cap;
+	uint32_t *hist;          /* 64 sub-buckets per power of two */
+	uint64_t count;
+};
+
+struct topk {
+	int64_t s[TOPK], e[TOPK];
+	int n;
+};
+
+/* ---- the state ---- */
+
+enum { F_CALL, F_SCOPE, F_NVTX, F_CUDA, F_SYNC };
+static const char *const frame_kind[] = { "python", "scope", "nvtx", "cuda",
+    "sync" };
+
+struct frame {
+	int64_t start, end;
+	uint32_t name;
+	uint32_t stat;           /* index in scopes or funcs */
+	uint8_t kind;
+	bool py;                 /* a Python function (has a file) */
+	/* an import (_find_and_load): the module whose body it ran (its
+	 * function's index + 1), the imports nested in it first-hand, and
+	 * whether another import encloses it */
+	bool imp, imp_nested_in;
+	uint32_t imp_mod;
+	int64_t imp_nested;
+};
+
+struct thr {
+	int64_t pid, tid;
+	uint32_t name;
+	uint32_t proc1;          /* its process's index + 1; 0 not yet */
+	struct frame *st;
+	uint32_t n, cap;
+	int64_t last_t;          /* the sweep has credited time up to here */
+	uint32_t *okey, *ocnt;   /* functions open on the stack: counts */
+	uint32_t omask, oused;
+	uint64_t launches;
+	/* /proc samples */
+	bool have_cpu, have_wait, have_inv;
+	int64_t cpu0_ts, cpu0, cpu1_ts, cpu1, wait0, wait1, inv0, inv1;
+	/* Python activity, for the GIL check */
+	int64_t py_first, py_last, py_self, cpu_at_py;
+	/* the CPU samples that bound the Python window: the last at or
+	 * before its first call, the last at or before its last return */
+	int64_t cpu_at_py_ts, cpu_py_end, cpu_py_end_ts;
+	bool have_cpu_at_py;     /* else the first sample after it starts */
+	bool have_py;
+	/* imports: the outermost _find_and_load calls, and the outermost
+	 * module bodies (__main__ aside) */
+	int64_t imp_end, imp_ns, imp_first, imp_last;
+	uint64_t imp_n;
+	/* garbage collections that paused the thread, outside imports (those
+	 * inside are start-up, and counted apart) */
+	uint64_t gc_n, gc_imp_n;
+	int64_t gc_ns, gc_max, gc_imp_ns;
+	uint32_t gc_scope;       /* the longest one's innermost range + 1 */
+	struct topk gc_long;
+};
+
+struct proc {
+	int64_t pid;
+	uint32_t name;
+	bool have_rss, have_flt;
+	int64_t rss0, rss0_ts, rss_peak, rss_peak_ts, rss1, rss1_ts;
+	int64_t flt0, flt1, threads_peak, last_sample;
+	/* the end of its last Python call so far, and the last RSS sample
+	 * at or before it: before the interpreter's teardown frees memory */
+	int64_t py_end, rss_pre, rss_pre_ts;
+	int64_t *rts, *rv;       /* RSS samples, halved when full */
+	uint32_t nr, rstride, rskip;
+	struct blob_copy { uint8_t *p; size_t n; } cmdline;
+};
+
+struct pend {
+	uint64_t key;            /* thread index << 40 | kind << 32 | name */
+	int64_t ns;
+};
+
+struct dev {
+	bool seen, info;
+	uint32_t name;
+	int64_t sm, mem;
+	double pcie;
+	uint64_t ops, kernels, ngaps;
+	int64_t first, cs, ce;   /* first start; the current busy interval */
+	int64_t busy, host_wait, kernel_wait, other;
+	struct topk gaps;
+	struct dist kdur, gapd, ldelay;
+	uint64_t ldelay_out;
+	struct pend pend[PENDING_MAX];
+	int npend;
+	int64_t mem_cur, mem_peak;
+	/* utilisation series */
+	int64_t ut0, utw;
+	int64_t ub[NBUCKETS];
+};
+
+struct sstat {               /* scopes and NVTX ranges */
+	uint8_t kind;
+	uint32_t name;
+	int64_t total, max, gpu_ns;
+	uint64_t gpu_ops;
+	struct dist d;
+};
+
+enum { FN_PLAIN, FN_IMPORT, FN_MODULE, FN_GC };
+#define GC_PREFIX "gc (generation "     /* the Python collector's name */
+
+struct fstat {               /* Python and C functions */
+	uint32_t name, file;
+	int64_t line;
+	uint64_t count;
+	int64_t self, incl, max;
+	uint8_t role;            /* FN_: an import, a module's body */
+	/* FN_MODULE: the imports that ran the body (first_hand: those no
+	 * other import enclosed), their time with and without the imports
+	 * nested in them, as -X importtime's cumulative and self */
+	uint64_t imp_count, imp_first_hand;
+	int64_t imp_cum, imp_self;
+};
+
+struct kstat {
+	uint32_t name;
+	uint64_t count;
+	int64_t total, max;
+};
+
+struct xstat {               /* copies by direction and memsets */
+	uint64_t count, pageable_count, sync_calls;
+	int64_t bytes, ns, pageable_bytes;
+	struct topk longest;
+};
+
+struct ystat {               /* syncs by kind, and by kind and site */
+	uint32_t kind, site;
+	uint64_t count;
+	int64_t ns;
+	struct topk longest;
+};
+
+struct corr {
+	int64_t pid, corr;
+	int64_t api_start, api_end;
+	uint32_t thr;            /* index + 1 */
+	uint32_t scopes[4];      /* sstat index + 1 of the open scopes */
+	bool sync_copy;          /* launched by a synchronous copy call */
+};
+
+struct ist_analyzer {
+	double slow_launch_ns, launch_delay_ns, kernel_wait_ns;
+	struct strtab str;
+	struct thr *thr;
+	uint32_t nthr, capthr;
+	struct u64map thrmap;
+	struct proc *proc;
+	uint32_t nproc, capproc;
+	struct u64map procmap;
+	struct dev dev[MAXDEV];
+	struct sstat *sc;
+	uint32_t nsc, capsc;
+	struct u64map scmap;
+	struct fstat *fn;
+	uint32_t nfn, capfn;
+	struct u64map fnmap;
+	struct kstat *kn;
+	uint32_t nkn, capkn;
+	struct u64map knmap;
+	struct xstat xs[4];      /* h2d, d2h, d2d, memset */
+	struct ystat *sy;
+	uint32_t nsy, capsy;
+	struct u64map symap;
+	struct pend *idle;       /* committed idle attribution, per device */
+	uint32_t nidle, capidle;
+	struct u64map idlemap;
+	struct corr *corr;       /* direct-mapped by correlation id */
+	/* launches */
+	uint64_t launches, slow_launches;
+	int64_t launch_max;
+	struct dist launch_d;
+	/* run */
+	int64_t t0, t1, last_key;
+	bool have_t;
+	uint64_t events, out_of_order, lost, instants, segments, bad_times;
+	int64_t profiler_cpu;
+	uint32_t host;
+	json_t *producers, *sources_q;
+	json_t *damaged;         /* sources is-merge could not read whole */
+	char read_error[400];    /* why the input could not be read whole */
+	int64_t damaged_bytes;   /* their truncated bytes */
+	int64_t clock_unc, unaligned;
+	bool merged;
+	/* system */
+	int64_t cores, memory;
+	uint64_t run_samples, oversub;
+	double util_sum;
+	uint64_t util_n;
+	const struct ist_rules *rules;
+};
+
+/* ---- across the analyzer's files ---- */
+
+int an_dist_add(struct dist *d, int64_t v);
+int64_t an_dist_pct(struct dist *d, double p);
+void an_dist_release(struct dist *d);
+int64_t an_intern(struct strtab *t, const char *p, size_t n);
+uint64_t an_mix64(uint64_t k);
+void *an_push(void **p, uint32_t *n, uint32_t *cap, size_t size);
+void an_strtab_release(struct strtab *t);
+void an_topk_add(struct topk *t, int64_t s, int64_t e);
+json_t *an_topk_json(const struct topk *t);
+void an_u64map_release(struct u64map *m);
+uint32_t *an_u64map_slot(struct u64map *m, uint64_t key, bool *found);
+void an_advance(struct ist_analyzer *a, struct thr *t, int64_t now);
+int an_copy_op(struct ist_analyzer *a, const struct ist_event *ev);
+void an_import_done(struct ist_analyzer *a, const struct frame *f);
+int an_kernel(struct ist_analyzer *a, const struct ist_event *ev);
+void an_util_add(struct dev *d, int64_t s, int64_t e);
+int an_counter(struct ist_analyzer *a, const struct ist_event *ev);
+int an_host_range(struct ist_analyzer *a, const struct ist_event *ev);
+int64_t an_open_count(struct thr *t, uint32_t stat, int delta);
+int64_t an_name_id(struct ist_analyzer *a, const struct ist_event *ev,
+    enum ist_field f);
+struct proc *an_proc_of(struct ist_analyzer *a, int64_t pid);
+int an_proc_py_end(struct ist_analyzer *a, struct thr *t);
+int64_t an_stat_of(struct u64map *m, void **arr, uint32_t *n, uint32_t *cap,
+    size_t size, uint64_t key, bool *created);
+struct thr *an_thread_of(struct ist_analyzer *a, int64_t pid, int64_t tid);
+
+#define JI(v) ((json_int_t)(v))
+
+#endif

@@ -1,0 +1,286 @@
+/* gpu.c - GPU work per device and the attribution of its idle time to
+ * what the launching threads were doing. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cbor.h>
+
+#include "analyze_int.h"
+
+/* ---- idle attribution ---- */
+
+static void
+pend_add(struct dev *d, uint64_t key, int64_t ns)
+{
+	for (int i = 0; i < d->npend; i++)
+		if (d->pend[i].key == key) {
+			d->pend[i].ns += ns;
+			return;
+		}
+	if (d->npend == PENDING_MAX) {
+		/* too many labels in one gap: the rest count as untracked */
+		key = key & ~(((uint64_t)1 << 40) - 1);
+		key |= (uint64_t)7 << 32;
+		for (int i = 0; i < d->npend; i++)
+			if (d->pend[i].key == key) {
+				d->pend[i].ns += ns;
+				return;
+			}
+		d->pend[d->npend - 1].ns += ns;
+		return;
+	}
+	d->pend[d->npend].key = key;
+	d->pend[d->npend++].ns = ns;
+}
+
+/* Thread t spent [s, e) under its current top frame: credit the part of
+ * it during which a device was idle (within its active window). */
+static void
+credit(struct ist_analyzer *a, struct thr *t, int64_t s, int64_t e)
+{
+	uint64_t label;
+
+	if (t->launches == 0 || e <= s)
+		return;
+	if (t->n == 0)
+		label = (uint64_t)6 << 32;
+	else
+		label = (uint64_t)t->st[t->n - 1].kind << 32 |
+		    t->st[t->n - 1].name;
+	label |= (uint64_t)(t - a->thr) << 40;
+	for (int i = 0; i < MAXDEV; i++) {
+		struct dev *d = &a->dev[i];
+		int64_t from;
+		if (!d->seen || d->ce >= e)
+			continue;
+		from = s > d->ce ? s : d->ce;
+		pend_add(d, label, e - from);
+	}
+}
+
+
+/* An import that ended: its module's cumulative and self time. */
+void
+an_import_done(struct ist_analyzer *a, const struct frame *f)
+{
+	struct fstat *m;
+
+	if (!f->imp || f->imp_mod == 0)
+		return;
+	m = &a->fn[f->imp_mod - 1];
+	m->imp_count++;
+	m->imp_first_hand += !f->imp_nested_in;
+	m->imp_cum += f->end - f->start;
+	m->imp_self += f->end - f->start - f->imp_nested;
+}
+
+/* Moves thread t's sweep to time now, popping the ranges that ended. */
+void
+an_advance(struct ist_analyzer *a, struct thr *t, int64_t now)
+{
+	if (t->last_t == INT64_MIN)
+		t->last_t = now;
+	while (t->n > 0 && t->st[t->n - 1].end <= now) {
+		int64_t end = t->st[t->n - 1].end;
+		if (end > t->last_t) {
+			credit(a, t, t->last_t, end);
+			t->last_t = end;
+		}
+		t->n--;
+		if (t->st[t->n].kind == F_CALL) {
+			an_open_count(t, t->st[t->n].stat, -1);
+			an_import_done(a, &t->st[t->n]);
+		}
+	}
+	if (now > t->last_t) {
+		credit(a, t, t->last_t, now);
+		t->last_t = now;
+	}
+}
+
+static int
+commit_gap(struct ist_analyzer *a, struct dev *d, int devno, uint32_t thr)
+{
+	for (int i = 0; i < d->npend; i++) {
+		struct pend *p;
+		bool created;
+		int64_t k;
+		uint64_t key = d->pend[i].key | (uint64_t)devno << 59;
+		if (thr && (uint32_t)(d->pend[i].key >> 40) != thr - 1)
+			continue;
+		k = an_stat_of(&a->idlemap, (void **)&a->idle, &a->nidle,
+		    &a->capidle, sizeof(*a->idle), key, &created);
+		if (k < 0)
+			return -1;
+		p = &a->idle[k];
+		p->key = key;
+		p->ns += d->pend[i].ns;
+	}
+	d->npend = 0;
+	return 0;
+}
+
+/* ---- GPU work ---- */
+
+void
+an_util_add(struct dev *d, int64_t s, int64_t e)
+{
+	if (d->utw == 0) {
+		d->ut0 = s;
+		d->utw = 1000000;    /* 1 ms, doubled as the run grows */
+	}
+	while (e > d->ut0 + d->utw * NBUCKETS) {
+		for (int i = 0; i < NBUCKETS / 2; i++)
+			d->ub[i] = d->ub[2 * i] + d->ub[2 * i + 1];
+		memset(d->ub + NBUCKETS / 2, 0,
+		    NBUCKETS / 2 * sizeof(d->ub[0]));
+		d->utw *= 2;
+	}
+	while (s < e) {
+		int64_t b = (s - d->ut0) / d->utw;
+		int64_t be = d->ut0 + (b + 1) * d->utw;
+		int64_t x = e < be ? e : be;
+		d->ub[b] += x - s;
+		s = x;
+	}
+}
+
+static int
+gpu_op(struct ist_analyzer *a, const struct ist_event *ev)
+{
+	struct dev *d;
+	struct corr *c = NULL;
+	int devno = IST_HAS(ev, IST_F_DEVICE) ? (int)ev->device : 0;
+	int64_t s = ev->start_ns, e = ev->end_ns;
+	uint32_t launcher = 0;
+
+	if (devno < 0 || devno >= MAXDEV)
+		devno = MAXDEV - 1;
+	d = &a->dev[devno];
+	if (IST_HAS(ev, IST_F_CORRELATION)) {
+		struct corr *x = &a->corr[(uint64_t)ev->correlation &
+		    (CORR_SLOTS - 1)];
+		if (x->thr && x->corr == ev->correlation && x->pid == ev->pid)
+			c = x;
+	}
+	/* every launching thread's sweep reaches s before the union moves */
+	for (uint32_t i = 0; i < a->nthr; i++)
+		if (a->thr[i].launches)
+			an_advance(a, &a->thr[i], s);
+	if (c) {
+		launcher = c->thr;
+		for (int i = 0; i < 4 && c->scopes[i]; i++) {
+			a->sc[c->scopes[i] - 1].gpu_ns += e - s;
+			a->sc[c->scopes[i] - 1].gpu_ops++;
+		}
+	}
+	d->ops++;
+	if (!d->seen) {
+		d->seen = true;
+		d->first = d->cs = s;
+		d->ce = e;
+		d->npend = 0;
+		return 0;
+	}
+	if (s > d->ce) {
+		int64_t gap = s - d->ce;
+		d->ngaps++;
+		if (c && c->api_start >= d->ce) {
+			int64_t as = c->api_start < s ? c->api_start : s;
+			d->host_wait += as - d->ce;
+			d->kernel_wait += s - as;
+			if (an_dist_add(&d->ldelay, s - c->api_start))
+				return -1;
+			if (s - c->api_start > a->launch_delay_ns)
+				d->ldelay_out++;
+		} else if (c && gap <= a->kernel_wait_ns) {
+			d->kernel_wait += gap;
+		} else {
+			d->other += gap;
+		}
+		if (an_dist_add(&d->gapd, gap))
+			return -1;
+		an_topk_add(&d->gaps, d->ce, s);
+		if (!launcher) {
+			uint64_t best = 0;
+			for (uint32_t i = 0; i < a->nthr; i++)
+				if (a->thr[i].launches > best) {
+					best = a->thr[i].launches;
+					launcher = i + 1;
+				}
+		}
+		if (commit_gap(a, d, devno, launcher))
+			return -1;
+		d->busy += d->ce - d->cs;
+		an_util_add(d, d->cs, d->ce);
+		d->cs = s;
+		d->ce = e;
+	} else {
+		d->npend = 0;
+		if (e > d->ce)
+			d->ce = e;
+		if (an_dist_add(&d->gapd, 0))
+			return -1;
+	}
+	return 0;
+}
+
+
+int
+an_copy_op(struct ist_analyzer *a, const struct ist_event *ev)
+{
+	int x = ev->type == IST_H2D_COPY ? 0 : ev->type == IST_D2H_COPY ? 1 :
+	    ev->type == IST_D2D_COPY ? 2 : 3;
+	struct xstat *s = &a->xs[x];
+
+	s->count++;
+	s->bytes += ev->bytes;
+	s->ns += ev->end_ns - ev->start_ns;
+	if (IST_HAS(ev, IST_F_PAGEABLE) && ev->pageable) {
+		s->pageable_count++;
+		s->pageable_bytes += ev->bytes;
+	}
+	an_topk_add(&s->longest, ev->start_ns, ev->end_ns);
+	if (IST_HAS(ev, IST_F_CORRELATION)) {
+		struct corr *c = &a->corr[(uint64_t)ev->correlation &
+		    (CORR_SLOTS - 1)];
+		if (c->thr && c->corr == ev->correlation && c->pid == ev->pid &&
+		    c->sync_copy)
+			s->sync_calls++;
+	}
+	return gpu_op(a, ev);
+}
+
+int
+an_kernel(struct ist_analyzer *a, const struct ist_event *ev)
+{
+	int64_t name = an_name_id(a, ev, IST_F_NAME), k, dur;
+	int devno = IST_HAS(ev, IST_F_DEVICE) ? (int)ev->device : 0;
+	bool created;
+	struct kstat *ks;
+
+	if (name < 0)
+		return -1;
+	if (devno < 0 || devno >= MAXDEV)
+		devno = MAXDEV - 1;
+	k = an_stat_of(&a->knmap, (void **)&a->kn, &a->nkn, &a->capkn,
+	    sizeof(*a->kn), (uint64_t)name, &created);
+	if (k < 0)
+		return -1;
+	ks = &a->kn[k];
+	dur = ev->end_ns - ev->start_ns;
+	ks->name = (uint32_t)name;
+	ks->count++;
+	ks->total += dur;
+	if (dur > ks->max)
+		ks->max = dur;
+	a->dev[devno].kernels++;
+	if (an_dist_add(&a->dev[devno].kdur, dur))
+		return -1;
+	return gpu_op(a, ev);
+}

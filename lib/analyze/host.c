@@ -1,0 +1,599 @@
+/* host.c - per thread, the stack of open ranges swept forward in time:
+ * calls, scopes, NVTX ranges, CUDA calls and syncs; imports and GC; the
+ * /proc counters. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cbor.h>
+
+#include "analyze_int.h"
+
+/* ---- per record kind ---- */
+
+static bool
+name_is(const struct ist_event *ev, const char *s)
+{
+	size_t n = strlen(s);
+	return ev->name.n == n && memcmp(ev->name.p, s, n) == 0;
+}
+
+static bool
+name_starts(const struct ist_event *ev, const char *s)
+{
+	size_t n = strlen(s);
+	return ev->name.n >= n && memcmp(ev->name.p, s, n) == 0;
+}
+
+static bool
+name_has(const struct ist_event *ev, const char *s)
+{
+	size_t n = strlen(s);
+	for (size_t i = 0; i + n <= ev->name.n; i++)
+		if (memcmp(ev->name.p + i, s, n) == 0)
+			return true;
+	return false;
+}
+
+static bool
+is_launch(const struct ist_event *ev)
+{
+	return name_has(ev, "Launch") || name_has(ev, "launch") ||
+	    name_has(ev, "Memcpy") || name_has(ev, "Memset") ||
+	    name_has(ev, "GraphLaunch");
+}
+
+/* A CUDA call that blocks the host until the GPU catches up: synchronous
+ * copies (cudaMemcpy, cuMemcpyDtoH...) and cudaFree. */
+static const char *
+implicit_sync(const struct ist_event *ev)
+{
+	if ((name_starts(ev, "cudaMemcpy") || name_starts(ev, "cuMemcpy")) &&
+	    !name_has(ev, "Async") && !name_has(ev, "ToSymbol") &&
+	    !name_has(ev, "FromSymbol"))
+		return "memcpy";
+	if (name_is(ev, "cudaFree") || name_starts(ev, "cuMemFree"))
+		return "free";
+	return NULL;
+}
+
+/* The call site of a sync: the innermost function, and the innermost
+ * Python function with its file and line when that is another one. */
+static int64_t
+site_of(struct ist_analyzer *a, const struct thr *t)
+{
+	const struct frame *in = NULL, *py = NULL;
+	char buf[1024];
+	int n;
+
+	for (uint32_t i = t->n; i-- > 0;) {
+		const struct frame *f = &t->st[i];
+		if (f->kind != F_CALL)
+			continue;
+		if (in == NULL)
+			in = f;
+		if (f->py) {
+			py = f;
+			break;
+		}
+	}
+	if (in == NULL) {
+		for (uint32_t i = t->n; i-- > 0;)
+			if (t->st[i].kind == F_SCOPE || t->st[i].kind == F_NVTX) {
+				n = snprintf(buf, sizeof(buf), "%s '%s'",
+				    frame_kind[t->st[i].kind],
+				    a->str.s[t->st[i].name]);
+				return an_intern(&a->str, buf, (size_t)n <
+				    sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+			}
+		return an_intern(&a->str, "(no recorded caller)", 20);
+	}
+	if (py == NULL || py == in) {
+		const struct fstat *fs = &a->fn[in->stat];
+		if (py)
+			n = snprintf(buf, sizeof(buf), "%s (%s:%lld)",
+			    a->str.s[in->name], a->str.s[fs->file],
+			    (long long)fs->line);
+		else
+			n = snprintf(buf, sizeof(buf), "%s",
+			    a->str.s[in->name]);
+	} else {
+		const struct fstat *fs = &a->fn[py->stat];
+		n = snprintf(buf, sizeof(buf), "%s in %s (%s:%lld)",
+		    a->str.s[in->name], a->str.s[py->name],
+		    a->str.s[fs->file], (long long)fs->line);
+	}
+	if (n < 0)
+		n = 0;
+	return an_intern(&a->str, buf, (size_t)n < sizeof(buf) ? (size_t)n :
+	    sizeof(buf) - 1);
+}
+
+static int
+add_sync(struct ist_analyzer *a, struct thr *t, const char *kind,
+    size_t kn, int64_t s, int64_t e)
+{
+	int64_t k = an_intern(&a->str, kind, kn), site, i;
+	bool created;
+
+	if (k < 0 || (site = site_of(a, t)) < 0)
+		return -1;
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t key = (uint64_t)k << 32 | (pass ? (uint64_t)site + 1 : 0);
+		if ((i = an_stat_of(&a->symap, (void **)&a->sy, &a->nsy, &a->capsy,
+		    sizeof(*a->sy), key, &created)) < 0)
+			return -1;
+		a->sy[i].kind = (uint32_t)k;
+		a->sy[i].site = pass ? (uint32_t)site + 1 : 0;
+		a->sy[i].count++;
+		a->sy[i].ns += e - s;
+		an_topk_add(&a->sy[i].longest, s, e);
+	}
+	return 0;
+}
+
+/* How many frames of function stat are open on t's stack, plus delta. */
+int64_t
+an_open_count(struct thr *t, uint32_t stat, int delta)
+{
+	uint32_t j;
+
+	if (t->oused * 2 >= t->omask) {
+		/* rebuild, dropping functions no longer open: sized for
+		 * those still open, so that it shrinks back after a deep
+		 * stack (a large table is slow to probe: cache misses) */
+		uint32_t cap = 64, n = 0;
+		uint32_t *nk, *nc;
+		for (uint32_t i = 0; t->omask && i <= t->omask; i++)
+			n += t->ocnt[i] > 0;
+		while (n * 4 >= cap)
+			cap *= 2;
+		nk = calloc(cap, sizeof(*nk));
+		nc = calloc(cap, sizeof(*nc));
+		if (nk == NULL || nc == NULL) {
+			free(nk);
+			free(nc);
+			return -1;
+		}
+		for (uint32_t i = 0; t->omask && i <= t->omask; i++) {
+			if (t->ocnt[i] == 0)
+				continue;
+			/* placed where the lookup below probes: by stat,
+			 * the key less one */
+			for (j = (uint32_t)an_mix64(t->okey[i] - 1) & (cap - 1);
+			    nc[j]; j = (j + 1) & (cap - 1))
+				;
+			nk[j] = t->okey[i];
+			nc[j] = t->ocnt[i];
+		}
+		free(t->okey);
+		free(t->ocnt);
+		t->okey = nk;
+		t->ocnt = nc;
+		t->omask = cap - 1;
+		t->oused = n;
+	}
+	for (j = (uint32_t)an_mix64(stat) & t->omask;; j = (j + 1) & t->omask) {
+		if (t->okey[j] == stat + 1)
+			break;
+		if (t->okey[j] == 0) {
+			t->okey[j] = stat + 1;
+			t->oused++;
+			break;
+		}
+	}
+	t->ocnt[j] += (uint32_t)delta;
+	return t->ocnt[j] - (uint32_t)(delta > 0 ? delta : 0);
+}
+
+/* Pushes a range onto its thread's stack, keeping ends non-increasing from
+ * the bottom (ties in start time arrive child first). */
+static struct frame *
+push_frame(struct thr *t, const struct ist_event *ev)
+{
+	uint32_t i;
+	if (t->n == t->cap) {
+		uint32_t c = t->cap ? t->cap * 2 : 32;
+		struct frame *nf = realloc(t->st, c * sizeof(*nf));
+		if (nf == NULL)
+			return NULL;
+		t->st = nf;
+		t->cap = c;
+	}
+	/* ranges that overlap without nesting (not from one call stack)
+	 * are kept in order only among the top 64 */
+	for (i = t->n; i > 0 && t->n - i < 64 && t->st[i - 1].end <
+	    ev->end_ns; i--)
+		;
+	memmove(t->st + i + 1, t->st + i, (t->n - i) * sizeof(*t->st));
+	t->n++;
+	memset(&t->st[i], 0, sizeof(t->st[i]));
+	t->st[i].start = ev->start_ns;
+	t->st[i].end = ev->end_ns;
+	return &t->st[i];
+}
+
+/* Frame f, just pushed on t, is an import or a module's body (role, of
+ * function fn): an import counts, first-hand, in the one that encloses it;
+ * a body names the module of the nearest import around it, the one that
+ * ran it (__main__ and bodies run by exec have none). */
+static void
+import_frame(struct thr *t, struct frame *f, int role, uint32_t fn)
+{
+	struct frame *up = NULL;
+
+	for (struct frame *g = f; g > t->st; g--)
+		if (g[-1].imp && g[-1].end >= f->end) {
+			up = &g[-1];
+			break;
+		}
+	if (role == FN_IMPORT) {
+		f->imp = true;
+		f->imp_nested_in = up != NULL;
+		if (up)
+			up->imp_nested += f->end - f->start;
+	} else if (up && up->imp_mod == 0) {
+		up->imp_mod = fn + 1;
+	}
+}
+
+/* What a function is to the import and GC checks: CPython's import entry
+ * point (every `import` of a module not yet loaded runs it), a module's
+ * body (`numpy.<module>`), a garbage collection, or none of these. */
+static uint8_t
+fn_role(const char *s)
+{
+	static const char body[] = ".<module>";
+	size_t n = strlen(s), k = sizeof(body) - 1;
+
+	if (strncmp(s, GC_PREFIX, sizeof(GC_PREFIX) - 1) == 0)
+		return FN_GC;
+	if (strcmp(s, "_frozen_importlib._find_and_load") == 0 ||
+	    strcmp(s, "importlib._bootstrap._find_and_load") == 0)
+		return FN_IMPORT;
+	if (n > k && memcmp(s + n - k, body, k) == 0 &&
+	    strcmp(s, "__main__.<module>") != 0)
+		return FN_MODULE;
+	return FN_PLAIN;
+}
+
+/* A call's share in its thread's imports and garbage collections. */
+static void
+call_roles(struct thr *t, const struct frame *f, const struct fstat *fs,
+    const struct ist_event *ev, int64_t dur)
+{
+	/* calls start in order: one that starts before the current
+	 * outermost one ends is nested in it */
+	if (fs->role == FN_IMPORT && ev->start_ns >= t->imp_end) {
+		if (t->imp_n++ == 0)
+			t->imp_first = ev->start_ns;
+		t->imp_ns += dur;
+		t->imp_end = ev->end_ns;
+		if (ev->end_ns > t->imp_last)
+			t->imp_last = ev->end_ns;
+	} else if (fs->role == FN_GC && t->imp_n &&
+	    ev->start_ns < t->imp_end) {
+		t->gc_imp_n++;
+		t->gc_imp_ns += dur;
+	} else if (fs->role == FN_GC) {
+		t->gc_n++;
+		t->gc_ns += dur;
+		an_topk_add(&t->gc_long, ev->start_ns, ev->end_ns);
+		if (t->gc_n == 1 || dur > t->gc_max) {
+			/* the scope or NVTX range it lengthened */
+			t->gc_max = dur;
+			t->gc_scope = 0;
+			for (uint32_t i = t->n; i-- > 0;) {
+				const struct frame *p = &t->st[i];
+				if (p != f && (p->kind == F_SCOPE ||
+				    p->kind == F_NVTX) && p->start <=
+				    ev->start_ns && p->end >= ev->end_ns) {
+					t->gc_scope = p->name + 1;
+					break;
+				}
+			}
+		}
+	}
+}
+
+/* A Python function's call: the thread's Python window and the CPU
+ * samples that bound it. */
+static int
+python_call(struct ist_analyzer *a, struct thr *t,
+    const struct ist_event *ev, int64_t dur)
+{
+	if (!t->have_py) {
+		t->have_py = true;
+		t->py_first = ev->start_ns;
+		t->cpu_at_py = t->cpu1;
+		t->cpu_at_py_ts = t->cpu1_ts;
+		t->have_cpu_at_py = t->have_cpu;
+	}
+	if (ev->end_ns > t->py_last) {
+		t->py_last = ev->end_ns;
+		if (an_proc_py_end(a, t) != 0)
+			return -1;
+	}
+	/* every sample so far is before this call starts */
+	if (t->have_cpu_at_py) {
+		t->cpu_py_end = t->cpu1;
+		t->cpu_py_end_ts = t->cpu1_ts;
+	}
+	t->py_self += dur;
+	return 0;
+}
+
+static int
+cpu_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
+    const struct ist_event *ev, int64_t name)
+{
+	int64_t dur = ev->end_ns - ev->start_ns, k, oc;
+	struct fstat *fs;
+	bool created, rec = false;
+
+	f->kind = F_CALL;
+	f->py = IST_HAS(ev, IST_F_FILE);
+	k = an_stat_of(&a->fnmap, (void **)&a->fn, &a->nfn, &a->capfn,
+	    sizeof(*a->fn), (uint64_t)name, &created);
+	if (k < 0)
+		return -1;
+	f->stat = (uint32_t)k;
+	fs = &a->fn[k];
+	if (created) {
+		int64_t file = an_name_id(a, ev, IST_F_FILE);
+		if (file < 0)
+			return -1;
+		fs->name = (uint32_t)name;
+		fs->file = (uint32_t)file;
+		fs->line = IST_HAS(ev, IST_F_LINE) ? ev->line : 0;
+		fs->role = fn_role(a->str.s[name]);
+	}
+	fs->count++;
+	if (fs->role == FN_IMPORT || fs->role == FN_MODULE)
+		import_frame(t, f, fs->role, (uint32_t)k);
+	call_roles(t, f, fs, ev, dur);
+	fs->self += dur;
+	if (dur > fs->max)
+		fs->max = dur;
+	/* the enclosing call loses this much self time; recursion counts
+	 * once in inclusive time */
+	for (uint32_t i = t->n; i-- > 0;) {
+		struct frame *p = &t->st[i];
+		if (p == f || p->kind != F_CALL)
+			continue;
+		if (p->start <= ev->start_ns && p->end >= ev->end_ns) {
+			a->fn[p->stat].self -= dur;
+			if (p->py)
+				t->py_self -= dur;
+		}
+		break;
+	}
+	if ((oc = an_open_count(t, (uint32_t)k, 1)) < 0)
+		return -1;
+	for (uint32_t i = 0; oc > 0 && i < t->n; i++)
+		if (&t->st[i] != f && t->st[i].kind == F_CALL &&
+		    t->st[i].name == name && t->st[i].start <= ev->start_ns &&
+		    t->st[i].end >= ev->end_ns)
+			rec = true;
+	if (!rec)
+		fs->incl += dur;
+	return f->py ? python_call(a, t, ev, dur) : 0;
+}
+
+/* A scope or an NVTX range: its distribution. */
+static int
+range_stat(struct ist_analyzer *a, struct frame *f,
+    const struct ist_event *ev, int64_t name)
+{
+	int64_t dur = ev->end_ns - ev->start_ns, k;
+	struct sstat *ss;
+	bool created;
+
+	f->kind = ev->type == IST_SCOPE ? F_SCOPE : F_NVTX;
+	k = an_stat_of(&a->scmap, (void **)&a->sc, &a->nsc, &a->capsc,
+	    sizeof(*a->sc), (uint64_t)f->kind << 32 | (uint64_t)name,
+	    &created);
+	if (k < 0)
+		return -1;
+	f->stat = (uint32_t)k;
+	ss = &a->sc[k];
+	ss->kind = f->kind;
+	ss->name = (uint32_t)name;
+	ss->total += dur;
+	if (dur > ss->max)
+		ss->max = dur;
+	return an_dist_add(&ss->d, dur) ? -1 : 0;
+}
+
+/* A CUDA API call: a sync it implies, a launch to correlate with the GPU
+ * work it starts (below: the frames open under it). */
+static int
+cuda_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
+    const struct ist_event *ev, uint32_t below)
+{
+	/* a driver call made by a runtime call is the same launch or the
+	 * same sync: counted once, by the outer call */
+	int64_t dur = ev->end_ns - ev->start_ns;
+	uint32_t fi = (uint32_t)(f - t->st);
+	bool nested = fi > 0 && t->st[fi - 1].kind == F_CUDA &&
+	    t->st[fi - 1].end >= ev->end_ns;
+	const char *is = nested ? NULL : implicit_sync(ev);
+	struct corr *c;
+	int sn = 0;
+
+	f->kind = F_CUDA;
+	if (is && add_sync(a, t, is, strlen(is), ev->start_ns, ev->end_ns))
+		return -1;
+	if (!is_launch(ev))
+		return 0;
+	if (!nested) {
+		t->launches++;
+		a->launches++;
+		if (an_dist_add(&a->launch_d, dur))
+			return -1;
+		if (dur > a->slow_launch_ns)
+			a->slow_launches++;
+		if (dur > a->launch_max)
+			a->launch_max = dur;
+	}
+	c = &a->corr[(uint64_t)ev->correlation & (CORR_SLOTS - 1)];
+	memset(c, 0, sizeof(*c));
+	c->pid = ev->pid;
+	c->corr = ev->correlation;
+	c->api_start = ev->start_ns;
+	c->api_end = ev->end_ns;
+	c->thr = (uint32_t)(t - a->thr) + 1;
+	/* the copy it starts, when it comes, is synchronous */
+	c->sync_copy = is && strcmp(is, "memcpy") == 0;
+	for (uint32_t i = below; i-- > 0 && sn < 4;)
+		if (t->st[i].kind == F_SCOPE || t->st[i].kind == F_NVTX)
+			c->scopes[sn++] = t->st[i].stat + 1;
+	return 0;
+}
+
+int
+an_host_range(struct ist_analyzer *a, const struct ist_event *ev)
+{
+	struct thr *t = an_thread_of(a, ev->pid, IST_HAS(ev, IST_F_TID) ?
+	    ev->tid : ev->pid);
+	struct frame *f;
+	int64_t name;
+	uint32_t below;
+
+	if (t == NULL || (name = an_name_id(a, ev, ev->type == IST_SYNC ?
+	    IST_F_KIND : IST_F_NAME)) < 0)
+		return -1;
+	an_advance(a, t, ev->start_ns);
+	below = t->n;
+	if ((f = push_frame(t, ev)) == NULL)
+		return -1;
+	f->name = (uint32_t)name;
+	switch (ev->type) {
+	case IST_CPU_CALL:
+		return cpu_call(a, t, f, ev, name);
+	case IST_SCOPE:
+	case IST_NVTX_RANGE:
+		return range_stat(a, f, ev, name);
+	case IST_CUDA_API:
+		return cuda_call(a, t, f, ev, below);
+	case IST_SYNC:
+		f->kind = F_SYNC;
+		return add_sync(a, t, ev->kind.p, ev->kind.n, ev->start_ns,
+		    ev->end_ns) ? -1 : 0;
+	default:
+		return 0;
+	}
+}
+
+int
+an_counter(struct ist_analyzer *a, const struct ist_event *ev)
+{
+	int64_t v = ev->value_is_int ? ev->ivalue : ist_d2i(ev->value);
+	struct proc *p;
+	struct thr *t;
+
+	if (ev->pid == 0 && !IST_HAS(ev, IST_F_TID)) {
+		if (name_is(ev, "system.cpu_cores"))
+			a->cores = v;
+		else if (name_is(ev, "system.memory_bytes"))
+			a->memory = v;
+		else if (name_is(ev, "system.runnable")) {
+			a->run_samples++;
+			/* procs_running counts the sampler reading it */
+			if (a->cores && v - 1 > a->cores)
+				a->oversub++;
+		} else if (name_is(ev, "system.cpu_utilization")) {
+			a->util_sum += ev->value_is_int ? (double)ev->ivalue :
+			    ev->value;
+			a->util_n++;
+		}
+		return 0;
+	}
+	if (name_starts(ev, "process.")) {
+		if ((p = an_proc_of(a, ev->pid)) == NULL)
+			return -1;
+		p->last_sample = ev->ts_ns;
+		if (name_is(ev, "process.rss_bytes") && v > 0) {
+			/* 0: read as the process exited (a zombie has none) */
+			if (!p->have_rss) {
+				p->have_rss = true;
+				p->rss0 = v;
+				p->rss0_ts = ev->ts_ns;
+			}
+			if (v > p->rss_peak) {
+				p->rss_peak = v;
+				p->rss_peak_ts = ev->ts_ns;
+			}
+			p->rss1 = v;
+			p->rss1_ts = ev->ts_ns;
+			if (ev->ts_ns <= p->py_end) {
+				p->rss_pre = v;
+				p->rss_pre_ts = ev->ts_ns;
+			}
+			if (p->rts == NULL && ((p->rts = malloc(RSS_MAX *
+			    sizeof(int64_t))) == NULL || (p->rv = malloc(
+			    RSS_MAX * sizeof(int64_t))) == NULL))
+				return -1;
+			if (p->rskip++ % (p->rstride ? p->rstride : 1) == 0) {
+				if (p->nr == RSS_MAX) {
+					for (uint32_t i = 0; i < RSS_MAX / 2; i++) {
+						p->rts[i] = p->rts[2 * i];
+						p->rv[i] = p->rv[2 * i];
+					}
+					p->nr = RSS_MAX / 2;
+					p->rstride = p->rstride ? p->rstride * 2 :
+					    2;
+				}
+				p->rts[p->nr] = ev->ts_ns;
+				p->rv[p->nr++] = v;
+			}
+		} else if (name_is(ev, "process.major_faults")) {
+			if (!p->have_flt)
+				p->flt0 = v;
+			p->have_flt = true;
+			p->flt1 = v;
+		} else if (name_is(ev, "process.threads") &&
+		    v > p->threads_peak)
+			p->threads_peak = v;
+		return 0;
+	}
+	if (!name_starts(ev, "thread.") || !IST_HAS(ev, IST_F_TID))
+		return 0;
+	if ((t = an_thread_of(a, ev->pid, ev->tid)) == NULL ||
+	    (p = an_proc_of(a, ev->pid)) == NULL)
+		return -1;
+	p->last_sample = ev->ts_ns;
+	if (name_is(ev, "thread.cpu_ns")) {
+		if (!t->have_cpu) {
+			t->cpu0 = v;
+			t->cpu0_ts = ev->ts_ns;
+		}
+		t->have_cpu = true;
+		t->cpu1 = v;
+		t->cpu1_ts = ev->ts_ns;
+		if (t->have_py && !t->have_cpu_at_py) {
+			t->cpu_at_py = v;
+			t->cpu_at_py_ts = ev->ts_ns;
+			t->have_cpu_at_py = true;
+		}
+		if (t->have_py && ev->ts_ns <= t->py_last) {
+			t->cpu_py_end = v;
+			t->cpu_py_end_ts = ev->ts_ns;
+		}
+	} else if (name_is(ev, "thread.wait_ns")) {
+		if (!t->have_wait)
+			t->wait0 = v;
+		t->have_wait = true;
+		t->wait1 = v;
+	} else if (name_is(ev, "thread.ctx_involuntary")) {
+		if (!t->have_inv)
+			t->inv0 = v;
+		t->have_inv = true;
+		t->inv1 = v;
+	}
+	return 0;
+}
