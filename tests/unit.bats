@@ -9,6 +9,13 @@ load helpers
 	assert_line --regexp '^1\.\.[0-9]+$'
 }
 
+@test "unit: is-merge's clock fit: drift, offset, residual, one pair and none" {
+	run "$IST_BUILD/tests/test_clock"
+	assert_success
+	refute_output --partial "not ok"
+	assert_line "1..9"
+}
+
 @test "unit: CUPTI activity records to trace events" {
 	[ -x "$IST_BUILD/tests/test_cupti" ] ||
 	    skip "built without CUPTI (HAVE_CUPTI=0 or no CUPTI in CUDA_HOME)"

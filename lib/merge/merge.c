@@ -14,120 +14,7 @@
 #include <jansson.h>
 #include <zstd.h>
 
-#include "internal.h"
-#include "merge.h"
-
-/* ---- segments and their clocks ---- */
-
-struct pairs {
-	char *domain;
-	double *x, *y;          /* domain ns, host ns (relative to x0, y0) */
-	int64_t x0, y0;
-	size_t n, cap;
-	/* the fit: host = y0 + a + b * (domain - x0) */
-	double a, b, resid;
-	bool fitted;
-};
-
-struct segment {
-	char *producer, *host;
-	struct ist_blob pids, sources;   /* owned copies */
-	bool have_snap;
-	int64_t realtime, monotonic;
-	int64_t shift;                   /* to the reference host's clock */
-	int64_t uncertainty;
-	bool aligned;
-	bool all_cupti;                  /* every time is in CUPTI's clock */
-	struct pairs *dom;
-	size_t ndom;
-};
-
-struct input {
-	char *path;          /* the file read (stdin spooled to a file) */
-	char *name;          /* as given */
-	bool spooled;
-};
-
-/* An input that could not be read whole: carried into the merged header
- * (its source's "input", "error", "truncated_bytes"), so that every later
- * stage says so. */
-struct damage {
-	const char *input;   /* the input's name, as given */
-	char *error;         /* the reader's message; NULL when only cut */
-	int64_t truncated;   /* bytes dropped at its end */
-	long seg;            /* the segment it cut short, -1 for none */
-};
-
-/* ---- packed events ---- */
-
-struct ent {             /* the sort index: 16 bytes an event */
-	int64_t key;
-	uint32_t off, len;   /* in the sort buffer (at most 4 GiB) */
-};
-
-struct gstr {
-	struct ist_str s;
-	uint64_t hash;
-};
-
-struct gtrack {
-	uint32_t mask;       /* pid, tid, device, stream present */
-	uint64_t hash;
-	int64_t key[4];
-};
-
-struct segmap {          /* the current segment's ids to the merge's */
-	uint32_t *str, *trk;
-	size_t nstr, ntrk;
-};
-
-struct run {
-	int fd;
-	char path[4200];
-	ZSTD_DCtx *z;
-	uint8_t *in, *out;
-	size_t in_pos, in_n, out_pos, out_n, out_cap;
-	bool eof;
-	/* the current record */
-	int64_t key;
-	uint8_t *rec;
-	size_t rec_n;
-	size_t idx;
-	bool done;
-};
-
-struct merger {
-	const struct ist_merge_opts *o;
-	ist_note_fn note;
-	void *ctx;
-	struct segment *seg;
-	size_t nseg, capseg;
-	int ref;                 /* reference segment, -1 if none */
-	/* the sort buffer */
-	uint8_t *arena;
-	size_t an, acap;
-	struct ent *ents, *tmp;  /* tmp: the radix sort's other half */
-	size_t ne, cape;
-	struct run *runs;
-	size_t nruns;
-	int status;              /* worst input status */
-	struct damage *dmg;
-	size_t ndmg;
-	bool moving;             /* pass 1 met a clock record: pass 2 will
-	                          * sort, pass 1 need not */
-	/* strings and tracks of all inputs, numbered 1, 2, ... */
-	struct gstr *strs;
-	size_t nstr, strs_cap;
-	uint32_t *stab;          /* hash of strs: id, 0 empty */
-	size_t stab_cap;
-	char **blocks, *bp;      /* the strings' bytes */
-	size_t nblocks, bleft;
-	struct gtrack *tracks;
-	size_t ntrack, tracks_cap;
-	uint32_t *ttab;
-	size_t ttab_cap;
-	struct segmap map;
-};
+#include "merge_int.h"
 
 static void
 note(struct merger *m, int level, const char *fmt, ...)
@@ -163,77 +50,28 @@ dupblob(struct ist_blob b)
 static int
 add_pair(struct segment *s, struct ist_str dom, int64_t host, int64_t d)
 {
-	struct pairs *p = NULL;
+	struct ist_clock_fit *p = NULL;
 
 	for (size_t i = 0; i < s->ndom; i++)
 		if (strlen(s->dom[i].domain) == dom.n &&
 		    memcmp(s->dom[i].domain, dom.p, dom.n) == 0)
 			p = &s->dom[i];
 	if (p == NULL) {
-		struct pairs *nd = realloc(s->dom, (s->ndom + 1) * sizeof(*nd));
+		struct ist_clock_fit *nd = realloc(s->dom, (s->ndom + 1) *
+		    sizeof(*nd));
 		if (nd == NULL)
 			return -1;
 		s->dom = nd;
 		p = &s->dom[s->ndom++];
 		memset(p, 0, sizeof(*p));
-		p->domain = dupn(dom);
-		p->x0 = d;
-		p->y0 = host;
-	}
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 64;
-		double *nx = realloc(p->x, cap * sizeof(double));
-		double *ny;
-		if (nx == NULL)
+		if ((p->domain = dupn(dom)) == NULL)
 			return -1;
-		p->x = nx;
-		if ((ny = realloc(p->y, cap * sizeof(double))) == NULL)
-			return -1;
-		p->y = ny;
-		p->cap = cap;
 	}
-	p->x[p->n] = (double)(d - p->x0);
-	p->y[p->n] = (double)(host - p->y0);
-	p->n++;
-	return 0;
-}
-
-/* Least squares of host on domain time: offset, drift, RMS residual. */
-static void
-fit(struct pairs *p)
-{
-	long double sx = 0, sy = 0, sxx = 0, sxy = 0, n = (long double)p->n;
-	double ss = 0;
-
-	for (size_t i = 0; i < p->n; i++) {
-		sx += p->x[i];
-		sy += p->y[i];
-		sxx += (long double)p->x[i] * p->x[i];
-		sxy += (long double)p->x[i] * p->y[i];
-	}
-	if (p->n >= 2 && n * sxx - sx * sx > 0) {
-		p->b = (double)((n * sxy - sx * sy) / (n * sxx - sx * sx));
-		p->a = (double)((sy - p->b * sx) / n);
-	} else {
-		p->b = 1.0;
-		p->a = p->n ? (double)((sy - sx) / n) : 0.0;
-	}
-	for (size_t i = 0; i < p->n; i++) {
-		double r = p->y[i] - (p->a + p->b * p->x[i]);
-		ss += r * r;
-	}
-	p->resid = p->n ? sqrt(ss / (double)p->n) : 0.0;
-	p->fitted = true;
-}
-
-static int64_t
-map_dom(const struct pairs *p, int64_t t)
-{
-	return p->y0 + (int64_t)llround(p->a + p->b * (double)(t - p->x0));
+	return ist_clock_add(p, host, d);
 }
 
 /* The clock domain of a GPU-side event, if its segment calibrated one. */
-static const struct pairs *
+static const struct ist_clock_fit *
 domain_of(const struct segment *s, const struct ist_event *ev)
 {
 	char want[64];
@@ -301,8 +139,8 @@ grow_ids(uint32_t **tab, size_t *cap, size_t first, const void *items,
 }
 
 /* The merge's id of a string, 0 when out of memory. */
-static uint32_t
-gstring(struct merger *m, struct ist_str s)
+uint32_t
+mg_gstring(struct merger *m, struct ist_str s)
 {
 	uint64_t h = ist_hash_bytes(s.p, s.n);
 	size_t k;
@@ -351,8 +189,8 @@ gstring(struct merger *m, struct ist_str s)
 }
 
 /* The merge's id of the event's track, 0 when out of memory. */
-static uint32_t
-gtrack(struct merger *m, const struct ist_event *ev)
+uint32_t
+mg_gtrack(struct merger *m, const struct ist_event *ev)
 {
 	struct gtrack t = { (uint32_t)(ev->has & 15), 0,
 	    { ev->pid, ev->tid, ev->device, ev->stream } };
@@ -387,8 +225,8 @@ gtrack(struct merger *m, const struct ist_event *ev)
 }
 
 /* A segment's id, looked up in its map to the merge's ids (0: not yet). */
-static int
-map_put(uint32_t **map, size_t *n, uint32_t id, uint32_t gid)
+int
+mg_map_put(uint32_t **map, size_t *n, uint32_t id, uint32_t gid)
 {
 	if (id >= *n) {
 		size_t cap = *n ? *n : 256;
@@ -403,519 +241,6 @@ map_put(uint32_t **map, size_t *n, uint32_t id, uint32_t gid)
 	}
 	(*map)[id] = gid;
 	return 0;
-}
-
-/* ---- packing ---- */
-
-/*
- * An event in the sort buffer and the runs: its kind, the merge's track id,
- * the duration of a range (the start or time is the sort key, kept beside),
- * a bit per payload field present, then those fields: strings as the merge's
- * ids, integers zigzag, all as LEB128 varints; doubles as 8 bytes, blobs as
- * a length and their bytes.  About 15 bytes for a Python call.
- */
-static inline uint8_t *
-put_uv(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static inline uint8_t *
-put_sv(uint8_t *p, int64_t v)
-{
-	return put_uv(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
-}
-
-static inline const uint8_t *
-get_uv(const uint8_t *p, uint64_t *v)
-{
-	uint64_t x = 0;
-	int sh = 0;
-
-	while (*p & 0x80) {
-		x |= (uint64_t)(*p++ & 0x7f) << sh;
-		sh += 7;
-	}
-	*v = x | (uint64_t)*p++ << sh;
-	return p;
-}
-
-static inline const uint8_t *
-get_sv(const uint8_t *p, int64_t *v)
-{
-	uint64_t u;
-
-	p = get_uv(p, &u);
-	*v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-	return p;
-}
-
-/* The most bytes an event packs into, blobs aside. */
-#define PACK_MAX (1 + 5 + 10 + 1 + 8 * 31)
-
-/* Each kind's payload fields in table order (at most 8: the header, which
- * is never packed, has more), and whether any is a blob. */
-static struct payload {
-	const struct ist_fieldspec *f[8];
-	int n;
-	bool blobs;
-} pays[IST_NTYPES];
-
-static void
-pays_init(void)
-{
-	static bool done;
-
-	if (done)
-		return;
-	done = true;
-	for (int t = 0; t < IST_NTYPES; t++)
-		for (int i = 0; i < ist_types[t].nfields; i++) {
-			const struct ist_fieldspec *fs = &ist_types[t].fields[i];
-			if (fs->role != R_PAYLOAD || pays[t].n == 8)
-				continue;
-			pays[t].f[pays[t].n++] = fs;
-			if (fs->ft == FT_VALUE || fs->ft == FT_OBJECT)
-				pays[t].blobs = true;
-		}
-}
-
-/* Packs ev at p (room for PACK_MAX plus its blobs); NULL: out of memory. */
-static uint8_t *
-pack(struct merger *m, const struct ist_reader *r, const struct ist_event *cev,
-    uint8_t *p)
-{
-	struct ist_event *ev = (struct ist_event *)cev; /* read only */
-	const struct ist_typespec *ts = &ist_types[ev->type];
-	uint32_t present = 0;
-	uint8_t *bits;
-
-	*p++ = (uint8_t)ev->type;
-	if (ts->has_track) {
-		uint32_t id = ist_reader_track_id(r), g;
-		if (id >= m->map.ntrk || (g = m->map.trk[id]) == 0) {
-			if ((g = gtrack(m, ev)) == 0 ||
-			    map_put(&m->map.trk, &m->map.ntrk, id, g) != 0)
-				return NULL;
-		}
-		p = put_uv(p, g);
-	}
-	if (ts->time == TS_RANGE)
-		p = put_sv(p, (int64_t)((uint64_t)ev->end_ns -
-		    (uint64_t)ev->start_ns));
-	bits = p++;
-	for (int i = 0; i < pays[ev->type].n; i++) {
-		const struct ist_fieldspec *fs = pays[ev->type].f[i];
-		if (!IST_HAS(ev, fs->id))
-			continue;
-		present |= 1u << i;
-		switch (fs->ft) {
-		case FT_STR: {
-			uint32_t id = ist_reader_string_id(r, fs->id), g;
-			if (id >= m->map.nstr || (g = m->map.str[id]) == 0) {
-				if ((g = gstring(m, *ist_field_str(ev,
-				    fs->id))) == 0 || map_put(&m->map.str,
-				    &m->map.nstr, id, g) != 0)
-					return NULL;
-			}
-			p = put_uv(p, g);
-			break;
-		}
-		case FT_VALUE: case FT_OBJECT: {
-			struct ist_blob *b = ist_field_blob(ev, fs->id);
-			p = put_uv(p, b->n);
-			memcpy(p, b->p, b->n);
-			p += b->n;
-			break;
-		}
-		case FT_IVEC3: {
-			const int64_t *v = fs->id == IST_F_GRID ? ev->grid :
-			    ev->block;
-			for (int k = 0; k < 3; k++)
-				p = put_sv(p, v[k]);
-			break;
-		}
-		case FT_BOOL:
-			*p++ = ev->pageable;
-			break;
-		case FT_DOUBLE:
-			memcpy(p, &ev->pcie_gbps, 8);
-			p += 8;
-			break;
-		case FT_NUMBER:
-			*p++ = ev->value_is_int;
-			if (ev->value_is_int) {
-				p = put_sv(p, ev->ivalue);
-			} else {
-				memcpy(p, &ev->value, 8);
-				p += 8;
-			}
-			break;
-		case FT_INT:
-			p = put_sv(p, *ist_field_int(ev, fs->id));
-			break;
-		}
-	}
-	*bits = (uint8_t)present;  /* at most 8 payload fields a kind */
-	return p;
-}
-
-/* The upper bound pack() needs for ev. */
-static size_t
-pack_bound(const struct ist_event *cev)
-{
-	struct ist_event *ev = (struct ist_event *)cev;
-	const struct payload *pl = &pays[ev->type];
-	size_t n = PACK_MAX;
-
-	for (int i = 0; pl->blobs && i < pl->n; i++) {
-		const struct ist_fieldspec *fs = pl->f[i];
-		if ((fs->ft == FT_VALUE || fs->ft == FT_OBJECT) &&
-		    IST_HAS(ev, fs->id))
-			n += ist_field_blob(ev, fs->id)->n;
-	}
-	return n;
-}
-
-/* Unpacks into ev, whose members without a `has` bit are left as they
- * were: the writer reads only those it has. */
-static void
-unpack(const struct merger *m, const uint8_t *p, int64_t key,
-    struct ist_event *ev)
-{
-	const struct ist_typespec *ts;
-	uint32_t present;
-	uint64_t u;
-	int64_t v;
-
-	ev->type = (enum ist_type)*p++;
-	ev->has = 0;
-	ts = &ist_types[ev->type];
-	if (ts->has_track) {
-		const struct gtrack *t;
-		p = get_uv(p, &u);
-		t = &m->tracks[u - 1];
-		ev->has = t->mask;
-		ev->pid = t->key[0];
-		ev->tid = t->key[1];
-		ev->device = t->key[2];
-		ev->stream = t->key[3];
-	}
-	if (ts->time == TS_RANGE) {
-		p = get_sv(p, &v);
-		ev->start_ns = key;
-		ev->end_ns = (int64_t)((uint64_t)key + (uint64_t)v);
-		ev->has |= (uint64_t)1 << IST_F_START | (uint64_t)1 << IST_F_END;
-	} else if (ts->time == TS_INSTANT) {
-		ev->ts_ns = key;
-		ev->has |= (uint64_t)1 << IST_F_TS;
-	}
-	present = *p++;
-	for (int i = 0; i < pays[ev->type].n; i++) {
-		const struct ist_fieldspec *fs = pays[ev->type].f[i];
-		if (!(present & (1u << i)))
-			continue;
-		ev->has |= (uint64_t)1 << fs->id;
-		switch (fs->ft) {
-		case FT_STR:
-			p = get_uv(p, &u);
-			*ist_field_str(ev, fs->id) = m->strs[u - 1].s;
-			break;
-		case FT_VALUE: case FT_OBJECT:
-			p = get_uv(p, &u);
-			*ist_field_blob(ev, fs->id) = (struct ist_blob){ p, u };
-			p += u;
-			break;
-		case FT_IVEC3: {
-			int64_t *d = fs->id == IST_F_GRID ? ev->grid :
-			    ev->block;
-			for (int k = 0; k < 3; k++)
-				p = get_sv(p, &d[k]);
-			break;
-		}
-		case FT_BOOL:
-			ev->pageable = *p++ != 0;
-			break;
-		case FT_DOUBLE:
-			memcpy(&ev->pcie_gbps, p, 8);
-			p += 8;
-			break;
-		case FT_NUMBER:
-			ev->value_is_int = *p++ != 0;
-			if (ev->value_is_int) {
-				p = get_sv(p, &ev->ivalue);
-				ev->value = (double)ev->ivalue;
-			} else {
-				memcpy(&ev->value, p, 8);
-				p += 8;
-			}
-			break;
-		case FT_INT:
-			p = get_sv(p, ist_field_int(ev, fs->id));
-			break;
-		}
-	}
-}
-
-
-/*
- * Stable LSD radix sort by key, 16 bits a pass, skipping passes where every
- * key has the same digit (timestamps of one run share their high bits).
- * Entries are appended in input order, so stable means ties stay in it.
- */
-static void
-sort_ents(struct merger *m)
-{
-	static size_t count[65536];
-	struct ent *a = m->ents, *b = m->tmp;
-	size_t n = m->ne;
-
-	for (int shift = 0; shift < 64; shift += 16) {
-		size_t sum = 0;
-		bool trivial = false;
-
-		memset(count, 0, sizeof(count));
-		for (size_t i = 0; i < n; i++)
-			count[((uint64_t)a[i].key ^ (1ull << 63)) >> shift &
-			    0xffff]++;
-		for (size_t d = 0; d < 65536; d++) {
-			size_t c = count[d];
-			if (c == n)
-				trivial = true;
-			count[d] = sum;
-			sum += c;
-		}
-		if (trivial)
-			continue;
-		for (size_t i = 0; i < n; i++)
-			b[count[((uint64_t)a[i].key ^ (1ull << 63)) >> shift &
-			    0xffff]++] = a[i];
-		struct ent *t = a;
-		a = b;
-		b = t;
-	}
-	if (a != m->ents)
-		memcpy(m->ents, a, n * sizeof(*a));
-}
-
-/* ---- runs: sorted, [u32 len][i64 key][packed] records, zstd ---- */
-
-static int
-write_all(int fd, const void *p, size_t n)
-{
-	return ist_fd_sink(&fd, p, n);
-}
-
-/* Compresses the staged bytes into fd; end closes the zstd frame. */
-static int
-zflush(ZSTD_CCtx *z, int fd, const uint8_t *stage, size_t *sn, uint8_t *zout,
-    size_t zcap, bool end)
-{
-	ZSTD_inBuffer in = { stage, *sn, 0 };
-	size_t left;
-	int e = 0;
-
-	do {
-		ZSTD_outBuffer out = { zout, zcap, 0 };
-		left = ZSTD_compressStream2(z, &out, &in, end ? ZSTD_e_end :
-		    ZSTD_e_continue);
-		if (ZSTD_isError(left))
-			return EIO;
-		if (out.pos && (e = write_all(fd, zout, out.pos)) != 0)
-			return e;
-	} while (in.pos < in.size || (end && left != 0));
-	*sn = 0;
-	return 0;
-}
-
-static enum ist_status
-spill(struct merger *m, struct ist_error *err)
-{
-	struct run *r, *nr;
-	ZSTD_CCtx *z = NULL;
-	uint8_t *stage = NULL, *zout = NULL;
-	size_t sn = 0, scap = 1u << 20, zcap = ZSTD_CStreamOutSize();
-	enum ist_status st = IST_OK;
-	int e = 0;
-
-	if (m->ne == 0)
-		return IST_OK;
-	sort_ents(m);
-	if ((nr = realloc(m->runs, (m->nruns + 1) * sizeof(*nr))) == NULL)
-		goto nomem;
-	m->runs = nr;
-	r = &m->runs[m->nruns];
-	memset(r, 0, sizeof(*r));
-	snprintf(r->path, sizeof(r->path), "%s/is-merge-run.XXXXXX",
-	    m->o->tmpdir);
-	if ((r->fd = mkstemp(r->path)) < 0) {
-		ist_seterr(err, IST_EIO, "cannot create a temporary file in "
-		    "'%s': %s", m->o->tmpdir, strerror(errno));
-		return IST_EIO;
-	}
-	unlink(r->path);     /* gone when closed, whatever happens */
-	m->nruns++;
-	if ((z = ZSTD_createCCtx()) == NULL || (stage = malloc(scap)) == NULL ||
-	    (zout = malloc(zcap)) == NULL)
-		goto nomem;
-	/* fast: a run is read once, soon */
-	ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, -5);
-	/* a small window: every run is read back at once at merge time */
-	ZSTD_CCtx_setParameter(z, ZSTD_c_windowLog, 17);
-	for (size_t i = 0; i < m->ne && e == 0; i++) {
-		struct ent *en = &m->ents[i];
-		uint32_t len = (uint32_t)en->len;
-		size_t need = 12 + (size_t)len;
-
-		if (sn + need > scap && sn > 0 &&
-		    (e = zflush(z, r->fd, stage, &sn, zout, zcap, false)) != 0)
-			break;
-		if (need > scap) {
-			uint8_t *ns = realloc(stage, need);
-			if (ns == NULL)
-				goto nomem;
-			stage = ns;
-			scap = need;
-		}
-		memcpy(stage + sn, &len, 4);
-		memcpy(stage + sn + 4, &en->key, 8);
-		memcpy(stage + sn + 12, m->arena + en->off, len);
-		sn += need;
-	}
-	if (e == 0)
-		e = zflush(z, r->fd, stage, &sn, zout, zcap, true);
-	if (e) {
-		ist_seterr(err, IST_EIO, "cannot write a temporary file in "
-		    "'%s': %s", m->o->tmpdir, strerror(e));
-		st = IST_EIO;
-	}
-	m->ne = 0;
-	m->an = 0;
-	ZSTD_freeCCtx(z);
-	free(stage);
-	free(zout);
-	return st;
-nomem:
-	ZSTD_freeCCtx(z);
-	free(stage);
-	free(zout);
-	ist_seterr(err, IST_ENOMEM, "out of memory");
-	return IST_ENOMEM;
-}
-
-/* Makes the next record of run r current; false at its end. */
-static bool
-run_next(struct run *r)
-{
-	uint32_t len;
-
-	for (;;) {
-		size_t avail = r->out_n - r->out_pos;
-		if (avail >= 12) {
-			memcpy(&len, r->out + r->out_pos, 4);
-			if (avail >= 12 + (size_t)len) {
-				memcpy(&r->key, r->out + r->out_pos + 4, 8);
-				r->rec = r->out + r->out_pos + 12;
-				r->rec_n = len;
-				r->out_pos += 12 + len;
-				r->idx++;
-				return true;
-			}
-			if (12 + (size_t)len + (64u << 10) > r->out_cap) {
-				size_t cap = 12 + (size_t)len + (128u << 10);
-				uint8_t *no = realloc(r->out, cap);
-				if (no == NULL)
-					return false;
-				r->out = no;
-				r->out_cap = cap;
-			}
-		}
-		/* compact, then decompress more */
-		memmove(r->out, r->out + r->out_pos, avail);
-		r->out_n = avail;
-		r->out_pos = 0;
-		if (r->in_pos == r->in_n) {
-			ssize_t k;
-			if (r->eof)
-				return false;
-			k = read(r->fd, r->in, ZSTD_DStreamInSize());
-			if (k <= 0) {
-				r->eof = true;
-				if (k < 0)
-					return false;
-				continue;
-			}
-			r->in_n = (size_t)k;
-			r->in_pos = 0;
-		}
-		{
-			ZSTD_inBuffer in = { r->in, r->in_n, r->in_pos };
-			ZSTD_outBuffer out = { r->out, r->out_cap, r->out_n };
-			size_t ret = ZSTD_decompressStream(r->z, &out, &in);
-			if (ZSTD_isError(ret))
-				return false;
-			r->in_pos = in.pos;
-			r->out_n = out.pos;
-		}
-	}
-}
-
-static int
-run_open(struct run *r)
-{
-	if (lseek(r->fd, 0, SEEK_SET) != 0)
-		return -1;
-	r->z = ZSTD_createDCtx();
-	r->in = malloc(ZSTD_DStreamInSize());
-	r->out_cap = 256u << 10;
-	r->out = malloc(r->out_cap);
-	if (r->z == NULL || r->in == NULL || r->out == NULL)
-		return -1;
-	r->done = !run_next(r);
-	return 0;
-}
-
-static void
-run_close(struct run *r)
-{
-	ZSTD_freeDCtx(r->z);
-	free(r->in);
-	free(r->out);
-	if (r->fd >= 0)
-		close(r->fd);
-	r->fd = -1;
-}
-
-/* heap of runs by (key, run index): the run index is the input order */
-static bool
-run_less(struct run *runs, size_t a, size_t b)
-{
-	if (runs[a].key != runs[b].key)
-		return runs[a].key < runs[b].key;
-	return a < b;
-}
-
-static void
-sift(struct run *runs, size_t *h, size_t n, size_t i)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, s = i;
-		if (l < n && run_less(runs, h[l], h[s]))
-			s = l;
-		if (r < n && run_less(runs, h[r], h[s]))
-			s = r;
-		if (s == i)
-			return;
-		size_t t = h[i];
-		h[i] = h[s];
-		h[s] = t;
-		i = s;
-	}
 }
 
 /* ---- the passes ---- */
@@ -936,12 +261,12 @@ static enum ist_status
 add_event(struct merger *m, const struct ist_reader *r,
     const struct ist_event *ev, struct ist_error *err)
 {
-	size_t n = pack_bound(ev);
+	size_t n = mg_pack_bound(ev);
 	enum ist_status st;
 	uint8_t *end;
 
 	if (m->acap - m->an < n || m->ne == m->cape) {
-		if ((st = spill(m, err)) != IST_OK)
+		if ((st = mg_spill(m, err)) != IST_OK)
 			return st;
 		if (n > m->acap) {
 			ist_seterr(err, IST_ELIMIT, "a record of %zu bytes does "
@@ -949,7 +274,7 @@ add_event(struct merger *m, const struct ist_reader *r,
 			return IST_ELIMIT;
 		}
 	}
-	if ((end = pack(m, r, ev, m->arena + m->an)) == NULL) {
+	if ((end = mg_pack(m, r, ev, m->arena + m->an)) == NULL) {
 		ist_seterr(err, IST_ENOMEM, "out of memory");
 		return IST_ENOMEM;
 	}
@@ -1139,15 +464,15 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 			/* the reader's own event: its times may be moved in
 			 * place, the next record overwrites them anyway */
 			struct ist_event *c = (struct ist_event *)ev;
-			const struct pairs *p = pass == 2 ? domain_of(s, ev) :
+			const struct ist_clock_fit *p = pass == 2 ? domain_of(s, ev) :
 			    NULL;
 			if (p) {
 				if (IST_HAS(c, IST_F_START)) {
-					c->start_ns = map_dom(p, c->start_ns);
-					c->end_ns = map_dom(p, c->end_ns);
+					c->start_ns = ist_clock_map(p, c->start_ns);
+					c->end_ns = ist_clock_map(p, c->end_ns);
 				}
 				if (IST_HAS(c, IST_F_TS))
-					c->ts_ns = map_dom(p, c->ts_ns);
+					c->ts_ns = ist_clock_map(p, c->ts_ns);
 			}
 			if (pass == 2 && s->shift) {
 				if (IST_HAS(c, IST_F_START)) {
@@ -1222,7 +547,7 @@ align(struct merger *m)
 			s->aligned = false;
 		}
 		for (size_t d = 0; d < s->ndom; d++)
-			fit(&s->dom[d]);
+			ist_clock_fit(&s->dom[d]);
 	}
 }
 
@@ -1325,7 +650,7 @@ write_header(struct merger *m, struct ist_writer *w, struct ist_error *err)
 		    "\"uncertainty_ns\":%" PRId64 ",\"domains\":[", s->shift,
 		    s->aligned ? "true" : "false", s->uncertainty);
 		for (size_t d = 0; d < s->ndom; d++) {
-			struct pairs *p = &s->dom[d];
+			struct ist_clock_fit *p = &s->dom[d];
 			int64_t unc = p->n >= 2 ? (int64_t)llround(p->resid) :
 			    m->o->margin_ns;
 			ist_fmt_double((p->b - 1.0) * 1e6, num, sizeof(num));
@@ -1335,7 +660,7 @@ write_header(struct merger *m, struct ist_writer *w, struct ist_error *err)
 			    "\"offset_ns\":%" PRId64 ",\"drift_ppm\":%s,"
 			    "\"residual_ns\":%" PRId64 ",\"uncertainty_ns\":%"
 			    PRId64 "}", p->n,
-			    (p->y0 + (int64_t)llround(p->a)) - p->x0, num,
+			    ist_clock_offset(p), num,
 			    (int64_t)llround(p->resid), unc);
 		}
 		ist_buf_printf(&js, "]");
@@ -1403,15 +728,15 @@ emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 	ist_event_init(&ev, IST_CPU_CALL);
 	if (m->nruns == 0) {
 		/* everything fit in memory: no temporary files */
-		sort_ents(m);
+		mg_sort_ents(m);
 		for (size_t i = 0; i < m->ne && st == IST_OK; i++) {
-			unpack(m, m->arena + m->ents[i].off, m->ents[i].key,
+			mg_unpack(m, m->arena + m->ents[i].off, m->ents[i].key,
 			    &ev);
 			st = ist_writer_write(w, &ev, err);
 		}
 		return st;
 	}
-	if ((st = spill(m, err)) != IST_OK)
+	if ((st = mg_spill(m, err)) != IST_OK)
 		return st;
 	/* the sort buffers are done with: the runs' readers take over */
 	free(m->arena);
@@ -1426,7 +751,7 @@ emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 			return IST_ENOMEM;
 		}
 		for (size_t i = 0; i < m->nruns; i++) {
-			if (run_open(&m->runs[i]) != 0) {
+			if (mg_run_open(&m->runs[i]) != 0) {
 				free(heap);
 				ist_seterr(err, IST_EIO, "cannot read back a "
 				    "temporary file");
@@ -1436,14 +761,14 @@ emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 				heap[n++] = i;
 		}
 		for (size_t i = n / 2; i-- > 0; )
-			sift(m->runs, heap, n, i);
+			mg_sift(m->runs, heap, n, i);
 		while (n > 0 && st == IST_OK) {
 			struct run *r = &m->runs[heap[0]];
-			unpack(m, r->rec, r->key, &ev);
+			mg_unpack(m, r->rec, r->key, &ev);
 			st = ist_writer_write(w, &ev, err);
-			if (!run_next(r))
+			if (!mg_run_next(r))
 				heap[0] = heap[--n];
-			sift(m->runs, heap, n, 0);
+			mg_sift(m->runs, heap, n, 0);
 		}
 		free(heap);
 	}
@@ -1463,7 +788,7 @@ ist_merge(char *const *paths, int n, int out_fd,
 
 	if (in == NULL)
 		goto nomem;
-	pays_init();
+	mg_pays_init();
 	/* the sort buffer takes 30% of the budget and its index (twice, for
 	 * the radix sort) 60%: about as many events each; readers, zstd
 	 * contexts, the strings and the writer live in the rest */
@@ -1506,7 +831,7 @@ ist_merge(char *const *paths, int n, int out_fd,
 					continue;
 				if (k <= 0)
 					break;
-				if (write_all(fd, buf, (size_t)k) != 0) {
+				if (mg_write_all(fd, buf, (size_t)k) != 0) {
 					close(fd);
 					ist_seterr(err, IST_EIO, "cannot copy "
 					    "standard input to '%s': %s", tmpl,
@@ -1531,7 +856,7 @@ ist_merge(char *const *paths, int n, int out_fd,
 		if (!remap)
 			goto write;
 		for (size_t i = 0; i < m.nruns; i++)
-			run_close(&m.runs[i]);
+			mg_run_close(&m.runs[i]);
 		free(m.runs);
 		m.runs = NULL;
 		m.nruns = 0;
@@ -1575,7 +900,7 @@ out:
 	}
 	free(in);
 	for (size_t i = 0; i < m.nruns; i++)
-		run_close(&m.runs[i]);
+		mg_run_close(&m.runs[i]);
 	free(m.runs);
 	for (size_t i = 0; i < m.nseg; i++) {
 		struct segment *s = &m.seg[i];
@@ -1583,11 +908,8 @@ out:
 		free(s->host);
 		free((void *)s->pids.p);
 		free((void *)s->sources.p);
-		for (size_t d = 0; d < s->ndom; d++) {
-			free(s->dom[d].domain);
-			free(s->dom[d].x);
-			free(s->dom[d].y);
-		}
+		for (size_t d = 0; d < s->ndom; d++)
+			ist_clock_release(&s->dom[d]);
 		free(s->dom);
 	}
 	free(m.seg);

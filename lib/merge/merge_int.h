@@ -1,0 +1,138 @@
+/*
+ * merge_int.h - shared by is-merge's files (lib/merge/); not installed.
+ */
+#ifndef IST_MERGE_INT_H
+#define IST_MERGE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <zstd.h>
+
+#include "clock.h"
+#include "internal.h"
+#include "merge.h"
+
+/* ---- segments and their clocks ---- */
+
+struct segment {
+	char *producer, *host;
+	struct ist_blob pids, sources;   /* owned copies */
+	bool have_snap;
+	int64_t realtime, monotonic;
+	int64_t shift;                   /* to the reference host's clock */
+	int64_t uncertainty;
+	bool aligned;
+	bool all_cupti;                  /* every time is in CUPTI's clock */
+	struct ist_clock_fit *dom;
+	size_t ndom;
+};
+
+struct input {
+	char *path;          /* the file read (stdin spooled to a file) */
+	char *name;          /* as given */
+	bool spooled;
+};
+
+/* An input that could not be read whole: carried into the merged header
+ * (its source's "input", "error", "truncated_bytes"), so that every later
+ * stage says so. */
+struct damage {
+	const char *input;   /* the input's name, as given */
+	char *error;         /* the reader's message; NULL when only cut */
+	int64_t truncated;   /* bytes dropped at its end */
+	long seg;            /* the segment it cut short, -1 for none */
+};
+
+/* ---- packed events ---- */
+
+struct ent {             /* the sort index: 16 bytes an event */
+	int64_t key;
+	uint32_t off, len;   /* in the sort buffer (at most 4 GiB) */
+};
+
+struct gstr {
+	struct ist_str s;
+	uint64_t hash;
+};
+
+struct gtrack {
+	uint32_t mask;       /* pid, tid, device, stream present */
+	uint64_t hash;
+	int64_t key[4];
+};
+
+struct segmap {          /* the current segment's ids to the merge's */
+	uint32_t *str, *trk;
+	size_t nstr, ntrk;
+};
+
+struct run {
+	int fd;
+	char path[4200];
+	ZSTD_DCtx *z;
+	uint8_t *in, *out;
+	size_t in_pos, in_n, out_pos, out_n, out_cap;
+	bool eof;
+	/* the current record */
+	int64_t key;
+	uint8_t *rec;
+	size_t rec_n;
+	size_t idx;
+	bool done;
+};
+
+struct merger {
+	const struct ist_merge_opts *o;
+	ist_note_fn note;
+	void *ctx;
+	struct segment *seg;
+	size_t nseg, capseg;
+	int ref;                 /* reference segment, -1 if none */
+	/* the sort buffer */
+	uint8_t *arena;
+	size_t an, acap;
+	struct ent *ents, *tmp;  /* tmp: the radix sort's other half */
+	size_t ne, cape;
+	struct run *runs;
+	size_t nruns;
+	int status;              /* worst input status */
+	struct damage *dmg;
+	size_t ndmg;
+	bool moving;             /* pass 1 met a clock record: pass 2 will
+	                          * sort, pass 1 need not */
+	/* strings and tracks of all inputs, numbered 1, 2, ... */
+	struct gstr *strs;
+	size_t nstr, strs_cap;
+	uint32_t *stab;          /* hash of strs: id, 0 empty */
+	size_t stab_cap;
+	char **blocks, *bp;      /* the strings' bytes */
+	size_t nblocks, bleft;
+	struct gtrack *tracks;
+	size_t ntrack, tracks_cap;
+	uint32_t *ttab;
+	size_t ttab_cap;
+	struct segmap map;
+};
+
+/* ---- across the merge's files ---- */
+
+uint32_t mg_gstring(struct merger *m, struct ist_str s);
+uint32_t mg_gtrack(struct merger *m, const struct ist_event *ev);
+int mg_map_put(uint32_t **map, size_t *n, uint32_t id, uint32_t gid);
+uint8_t *mg_pack(struct merger *m, const struct ist_reader *r,
+    const struct ist_event *cev, uint8_t *p);
+size_t mg_pack_bound(const struct ist_event *cev);
+void mg_pays_init(void);
+void mg_sort_ents(struct merger *m);
+void mg_unpack(const struct merger *m, const uint8_t *p, int64_t key,
+    struct ist_event *ev);
+void mg_run_close(struct run *r);
+bool mg_run_next(struct run *r);
+int mg_run_open(struct run *r);
+void mg_sift(struct run *runs, size_t *h, size_t n, size_t i);
+enum ist_status mg_spill(struct merger *m, struct ist_error *err);
+int mg_write_all(int fd, const void *p, size_t n);
+
+#endif

@@ -1,0 +1,316 @@
+/* pack.c - events packed for the sort: varints behind a 16-byte index
+ * entry, and the radix sort of the index. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cbor.h>
+#include <jansson.h>
+#include <zstd.h>
+
+#include "merge_int.h"
+
+/* ---- packing ---- */
+
+/*
+ * An event in the sort buffer and the runs: its kind, the merge's track id,
+ * the duration of a range (the start or time is the sort key, kept beside),
+ * a bit per payload field present, then those fields: strings as the merge's
+ * ids, integers zigzag, all as LEB128 varints; doubles as 8 bytes, blobs as
+ * a length and their bytes.  About 15 bytes for a Python call.
+ */
+static inline uint8_t *
+put_uv(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint8_t *
+put_sv(uint8_t *p, int64_t v)
+{
+	return put_uv(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+static inline const uint8_t *
+get_uv(const uint8_t *p, uint64_t *v)
+{
+	uint64_t x = 0;
+	int sh = 0;
+
+	while (*p & 0x80) {
+		x |= (uint64_t)(*p++ & 0x7f) << sh;
+		sh += 7;
+	}
+	*v = x | (uint64_t)*p++ << sh;
+	return p;
+}
+
+static inline const uint8_t *
+get_sv(const uint8_t *p, int64_t *v)
+{
+	uint64_t u;
+
+	p = get_uv(p, &u);
+	*v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+	return p;
+}
+
+/* The most bytes an event packs into, blobs aside. */
+#define PACK_MAX (1 + 5 + 10 + 1 + 8 * 31)
+
+/* Each kind's payload fields in table order (at most 8: the header, which
+ * is never packed, has more), and whether any is a blob. */
+static struct payload {
+	const struct ist_fieldspec *f[8];
+	int n;
+	bool blobs;
+} pays[IST_NTYPES];
+
+void
+mg_pays_init(void)
+{
+	static bool done;
+
+	if (done)
+		return;
+	done = true;
+	for (int t = 0; t < IST_NTYPES; t++)
+		for (int i = 0; i < ist_types[t].nfields; i++) {
+			const struct ist_fieldspec *fs = &ist_types[t].fields[i];
+			if (fs->role != R_PAYLOAD || pays[t].n == 8)
+				continue;
+			pays[t].f[pays[t].n++] = fs;
+			if (fs->ft == FT_VALUE || fs->ft == FT_OBJECT)
+				pays[t].blobs = true;
+		}
+}
+
+/* Packs ev at p (room for PACK_MAX plus its blobs); NULL: out of memory. */
+uint8_t *
+mg_pack(struct merger *m, const struct ist_reader *r, const struct ist_event *cev,
+    uint8_t *p)
+{
+	struct ist_event *ev = (struct ist_event *)cev; /* read only */
+	const struct ist_typespec *ts = &ist_types[ev->type];
+	uint32_t present = 0;
+	uint8_t *bits;
+
+	*p++ = (uint8_t)ev->type;
+	if (ts->has_track) {
+		uint32_t id = ist_reader_track_id(r), g;
+		if (id >= m->map.ntrk || (g = m->map.trk[id]) == 0) {
+			if ((g = mg_gtrack(m, ev)) == 0 ||
+			    mg_map_put(&m->map.trk, &m->map.ntrk, id, g) != 0)
+				return NULL;
+		}
+		p = put_uv(p, g);
+	}
+	if (ts->time == TS_RANGE)
+		p = put_sv(p, (int64_t)((uint64_t)ev->end_ns -
+		    (uint64_t)ev->start_ns));
+	bits = p++;
+	for (int i = 0; i < pays[ev->type].n; i++) {
+		const struct ist_fieldspec *fs = pays[ev->type].f[i];
+		if (!IST_HAS(ev, fs->id))
+			continue;
+		present |= 1u << i;
+		switch (fs->ft) {
+		case FT_STR: {
+			uint32_t id = ist_reader_string_id(r, fs->id), g;
+			if (id >= m->map.nstr || (g = m->map.str[id]) == 0) {
+				if ((g = mg_gstring(m, *ist_field_str(ev,
+				    fs->id))) == 0 || mg_map_put(&m->map.str,
+				    &m->map.nstr, id, g) != 0)
+					return NULL;
+			}
+			p = put_uv(p, g);
+			break;
+		}
+		case FT_VALUE: case FT_OBJECT: {
+			struct ist_blob *b = ist_field_blob(ev, fs->id);
+			p = put_uv(p, b->n);
+			memcpy(p, b->p, b->n);
+			p += b->n;
+			break;
+		}
+		case FT_IVEC3: {
+			const int64_t *v = fs->id == IST_F_GRID ? ev->grid :
+			    ev->block;
+			for (int k = 0; k < 3; k++)
+				p = put_sv(p, v[k]);
+			break;
+		}
+		case FT_BOOL:
+			*p++ = ev->pageable;
+			break;
+		case FT_DOUBLE:
+			memcpy(p, &ev->pcie_gbps, 8);
+			p += 8;
+			break;
+		case FT_NUMBER:
+			*p++ = ev->value_is_int;
+			if (ev->value_is_int) {
+				p = put_sv(p, ev->ivalue);
+			} else {
+				memcpy(p, &ev->value, 8);
+				p += 8;
+			}
+			break;
+		case FT_INT:
+			p = put_sv(p, *ist_field_int(ev, fs->id));
+			break;
+		}
+	}
+	*bits = (uint8_t)present;  /* at most 8 payload fields a kind */
+	return p;
+}
+
+/* The upper bound mg_pack() needs for ev. */
+size_t
+mg_pack_bound(const struct ist_event *cev)
+{
+	struct ist_event *ev = (struct ist_event *)cev;
+	const struct payload *pl = &pays[ev->type];
+	size_t n = PACK_MAX;
+
+	for (int i = 0; pl->blobs && i < pl->n; i++) {
+		const struct ist_fieldspec *fs = pl->f[i];
+		if ((fs->ft == FT_VALUE || fs->ft == FT_OBJECT) &&
+		    IST_HAS(ev, fs->id))
+			n += ist_field_blob(ev, fs->id)->n;
+	}
+	return n;
+}
+
+/* Unpacks into ev, whose members without a `has` bit are left as they
+ * were: the writer reads only those it has. */
+void
+mg_unpack(const struct merger *m, const uint8_t *p, int64_t key,
+    struct ist_event *ev)
+{
+	const struct ist_typespec *ts;
+	uint32_t present;
+	uint64_t u;
+	int64_t v;
+
+	ev->type = (enum ist_type)*p++;
+	ev->has = 0;
+	ts = &ist_types[ev->type];
+	if (ts->has_track) {
+		const struct gtrack *t;
+		p = get_uv(p, &u);
+		t = &m->tracks[u - 1];
+		ev->has = t->mask;
+		ev->pid = t->key[0];
+		ev->tid = t->key[1];
+		ev->device = t->key[2];
+		ev->stream = t->key[3];
+	}
+	if (ts->time == TS_RANGE) {
+		p = get_sv(p, &v);
+		ev->start_ns = key;
+		ev->end_ns = (int64_t)((uint64_t)key + (uint64_t)v);
+		ev->has |= (uint64_t)1 << IST_F_START | (uint64_t)1 << IST_F_END;
+	} else if (ts->time == TS_INSTANT) {
+		ev->ts_ns = key;
+		ev->has |= (uint64_t)1 << IST_F_TS;
+	}
+	present = *p++;
+	for (int i = 0; i < pays[ev->type].n; i++) {
+		const struct ist_fieldspec *fs = pays[ev->type].f[i];
+		if (!(present & (1u << i)))
+			continue;
+		ev->has |= (uint64_t)1 << fs->id;
+		switch (fs->ft) {
+		case FT_STR:
+			p = get_uv(p, &u);
+			*ist_field_str(ev, fs->id) = m->strs[u - 1].s;
+			break;
+		case FT_VALUE: case FT_OBJECT:
+			p = get_uv(p, &u);
+			*ist_field_blob(ev, fs->id) = (struct ist_blob){ p, u };
+			p += u;
+			break;
+		case FT_IVEC3: {
+			int64_t *d = fs->id == IST_F_GRID ? ev->grid :
+			    ev->block;
+			for (int k = 0; k < 3; k++)
+				p = get_sv(p, &d[k]);
+			break;
+		}
+		case FT_BOOL:
+			ev->pageable = *p++ != 0;
+			break;
+		case FT_DOUBLE:
+			memcpy(&ev->pcie_gbps, p, 8);
+			p += 8;
+			break;
+		case FT_NUMBER:
+			ev->value_is_int = *p++ != 0;
+			if (ev->value_is_int) {
+				p = get_sv(p, &ev->ivalue);
+				ev->value = (double)ev->ivalue;
+			} else {
+				memcpy(&ev->value, p, 8);
+				p += 8;
+			}
+			break;
+		case FT_INT:
+			p = get_sv(p, ist_field_int(ev, fs->id));
+			break;
+		}
+	}
+}
+
+
+/*
+ * Stable LSD radix sort by key, 16 bits a pass, skipping passes where every
+ * key has the same digit (timestamps of one run share their high bits).
+ * Entries are appended in input order, so stable means ties stay in it.
+ */
+void
+mg_sort_ents(struct merger *m)
+{
+	static size_t count[65536];
+	struct ent *a = m->ents, *b = m->tmp;
+	size_t n = m->ne;
+
+	for (int shift = 0; shift < 64; shift += 16) {
+		size_t sum = 0;
+		bool trivial = false;
+
+		memset(count, 0, sizeof(count));
+		for (size_t i = 0; i < n; i++)
+			count[((uint64_t)a[i].key ^ (1ull << 63)) >> shift &
+			    0xffff]++;
+		for (size_t d = 0; d < 65536; d++) {
+			size_t c = count[d];
+			if (c == n)
+				trivial = true;
+			count[d] = sum;
+			sum += c;
+		}
+		if (trivial)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			b[count[((uint64_t)a[i].key ^ (1ull << 63)) >> shift &
+			    0xffff]++] = a[i];
+		struct ent *t = a;
+		a = b;
+		b = t;
+	}
+	if (a != m->ents)
+		memcpy(m->ents, a, n * sizeof(*a));
+}

@@ -1,0 +1,72 @@
+/* test_clock.c - the clock fit of is-merge (lib/merge/clock.c), alone. */
+#include <math.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "clock.h"
+#include "tap.h"
+
+int
+main(void)
+{
+	struct ist_clock_fit c;
+	int64_t worst = 0;
+	int added = 0;
+
+	/* a GPU clock 1.5 s behind the host's, running 100 ppm fast: 200
+	 * pairs 10 ms apart, exact */
+	memset(&c, 0, sizeof(c));
+	for (int i = 0; i < 200; i++)
+		added += ist_clock_add(&c, 7000000000 + (int64_t)i * 10000000,
+		    5500000000 + (int64_t)i * 10001000) == 0;
+	ok(added == 200 && c.n == 200, "200 pairs kept");
+	ist_clock_fit(&c);
+	ok(fabs(c.b * 1.0001 - 1) < 1e-12, "drift recovered: b = %.15f",
+	    c.b);
+	ok(c.resid < 1e-3, "no residual on exact pairs: %g ns", c.resid);
+	ok(ist_clock_offset(&c) == 1500000000, "offset at the first pair: "
+	    "%lld", (long long)ist_clock_offset(&c));
+	for (int i = 0; i < 2000; i++) {
+		int64_t dom = 5500000000 + (int64_t)i * 1000003;
+		int64_t want = 7000000000 + (int64_t)llround((double)(dom -
+		    5500000000) / 1.0001);
+		int64_t d = ist_clock_map(&c, dom) - want;
+		if (d < 0)
+			d = -d;
+		if (d > worst)
+			worst = d;
+	}
+	ok(worst <= 1, "every domain time mapped within 1 ns: %lld",
+	    (long long)worst);
+	ist_clock_release(&c);
+
+	/* +-400 ns of jitter, alternating: the fit goes through the middle
+	 * and the residual says how far the pairs are from it */
+	memset(&c, 0, sizeof(c));
+	for (int i = 0; i < 100; i++)
+		ist_clock_add(&c, 1000000 + (int64_t)i * 1000000 +
+		    (i % 2 ? 400 : -400), (int64_t)i * 1000000);
+	ist_clock_fit(&c);
+	ok(fabs(c.resid - 400) < 5, "residual of +-400 ns jitter: %.1f",
+	    c.resid);
+	ok(llabs(ist_clock_map(&c, 50000000) - 51000000) <= 20,
+	    "the jitter averaged out: %lld", (long long)ist_clock_map(&c,
+	    50000000));
+	ist_clock_release(&c);
+
+	/* one pair: an offset, no drift */
+	memset(&c, 0, sizeof(c));
+	ist_clock_add(&c, 900, 100);
+	ist_clock_fit(&c);
+	ok(c.b == 1.0 && ist_clock_map(&c, 1100) == 1900,
+	    "one pair: offset 800, no drift");
+	ist_clock_release(&c);
+
+	/* none: the identity */
+	memset(&c, 0, sizeof(c));
+	ist_clock_fit(&c);
+	ok(c.fitted && c.resid == 0 && c.b == 1.0, "no pairs: no drift");
+	ist_clock_release(&c);
+	return done();
+}
