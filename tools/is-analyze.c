@@ -79,7 +79,7 @@ main(int argc, char **argv)
 	};
 	static struct ist_config cfg;
 	const char *outpath = NULL, *baseline = NULL, *failon = NULL;
-	const char *rules_file = NULL, *path = "-";
+	const char *rules_file = NULL, *path = "-", *shown;
 	bool json = false, summary = false, failed = false;
 	struct ist_rules *rules;
 	struct ist_reader *r = NULL;
@@ -168,11 +168,11 @@ main(int argc, char **argv)
 		warnx("%s%s", st == IST_TRUNCATED ? "warning: " : "", e.msg);
 		status = 1;
 	}
-	warn_unordered(an, "", strcmp(path, "-") ? path : "<stdin>");
+	shown = strcmp(path, "-") ? path : "<stdin>";
+	warn_unordered(an, "", shown);
 	for (size_t i = 0; ist_analysis_damage_line(an, i, false, m,
 	    sizeof(m)); i++) {
-		warnx("warning: '%s' was %s", strcmp(path, "-") ? path :
-		    "<stdin>", m);
+		warnx("warning: '%s' was %s", shown, m);
 		status = 1;
 	}
 	if (base && ist_analysis_compare(an, base, &e) != IST_OK)

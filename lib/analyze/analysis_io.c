@@ -30,16 +30,11 @@ ist_analysis_damage_line(const json_t *an, size_t i, bool own, char *m,
 			    ist_jstr(q, "read_error"));
 		else
 			return false;
-	} else if (*ist_jstr(d, "error"))
-		snprintf(m, n, "merged from a damaged input: %s",
-		    ist_jstr(d, "error"));
-	else
-		snprintf(m, n, "merged from a truncated input: the last "
-		    "%lld bytes of '%s' were dropped", (long long)ist_jint(d,
-		    "truncated_bytes"), ist_jstr(d, "input"));
-	for (char *p = m; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
+		ist_terminal_safe(m);
+	} else {
+		ist_damage_text(m, n, ist_jstr(d, "input"), ist_jstr(d,
+		    "error"), ist_jint(d, "truncated_bytes"));
+	}
 	return true;
 }
 

@@ -362,19 +362,9 @@ carried_damage(struct merger *m, const struct input *in,
 		char msg[400];
 		if (why == NULL && cut <= 0)
 			continue;
-		if (why)
-			snprintf(msg, sizeof(msg), "a damaged input: %s", why);
-		else
-			snprintf(msg, sizeof(msg), "a truncated input: the "
-			    "last %lld bytes of '%s' were dropped",
-			    (long long)cut, json_string_value(json_object_get(
-			    s, "input")) ? json_string_value(json_object_get(
-			    s, "input")) : "?");
-		for (char *p = msg; *p; p++)   /* trace text, to a terminal */
-			if ((unsigned char)*p < 0x20 || *p == 0x7f)
-				*p = '?';
-		note(m, IST_NOTE_WARN, "warning: '%s' was merged from %s",
-		    shown(in), msg);
+		ist_damage_text(msg, sizeof(msg), json_string_value(
+		    json_object_get(s, "input")), why, (long long)cut);
+		note(m, IST_NOTE_WARN, "warning: '%s' was %s", shown(in), msg);
 		m->status = m->status ? m->status : (int)(why ?
 		    IST_ECORRUPT : IST_TRUNCATED);
 	}

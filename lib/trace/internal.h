@@ -111,6 +111,17 @@ enum ist_status ist_writer_timed(struct ist_writer *w, enum ist_type type,
     struct ist_wdef *d, struct ist_error *err);
 
 
+/* Text from a trace, made fit for a terminal: control characters become
+ * '?'. */
+void ist_terminal_safe(char *s);
+
+/* An input is-merge could not read whole, as said by every later stage
+ * (formats/trace-format.md, sources): "merged from a damaged input: ERROR"
+ * or, with no error, "merged from a truncated input: the last CUT bytes of
+ * 'INPUT' were dropped"; terminal-safe. */
+void ist_damage_text(char *m, size_t n, const char *input, const char *error,
+    long long cut);
+
 /* A 64-bit hash of n bytes, for the string tables. */
 uint64_t ist_hash_bytes(const char *p, size_t n);
 

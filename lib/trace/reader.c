@@ -928,3 +928,25 @@ ist_reader_next(struct ist_reader *r, const struct ist_event **out,
 			return st;
 	}
 }
+
+void
+ist_terminal_safe(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
+void
+ist_damage_text(char *m, size_t n, const char *input, const char *error,
+    long long cut)
+{
+	if (n == 0)
+		return;
+	if (error && *error)
+		snprintf(m, n, "merged from a damaged input: %s", error);
+	else
+		snprintf(m, n, "merged from a truncated input: the last %lld "
+		    "bytes of '%s' were dropped", cut, input ? input : "?");
+	ist_terminal_safe(m);
+}
