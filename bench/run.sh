@@ -79,4 +79,13 @@ for fmt in ("md", "html", "perfetto"):
     t, rss = timed([b + "/is-report", "-f", fmt, f])
     print("is-report -f %-8s %d events: %.2f s (%.2f M events/s), peak RSS "
           "%.0f MiB" % (fmt, n, t, n / t / 1e6, rss))
+# an analysed trace (is-analyze's output, as inferscope run hands it on):
+# is-report renders the analysis it carries, reading the rest only for the
+# charts, so md costs what reading costs (is-info on the same file)
+subprocess.run([b + "/is-analyze", "-o", f + ".a", f], check=True)
+peer, _ = timed([b + "/is-info", f + ".a"])
+t, rss = timed([b + "/is-report", "-f", "md", f + ".a"])
+print("is-report -f md of the analysed trace: %.2f s, %.2fx reading it "
+      "(is-info %.2f s; target <= 1.2x: no second analysis)" % (
+          t, t / peer, peer))
 PY

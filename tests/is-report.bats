@@ -38,6 +38,33 @@ setup() {
 	    .analysis.verdict.classification == "CPU-bound"'
 }
 
+@test "an analysed trace is rendered from its own analysis; one cut before it is analysed here, from a file or a pipe" {
+	# is-analyze promises the analysis in the header of what it writes
+	is-cat "$T/ex.ist" | head -1 | jq -e '.analysis_version == 1'
+	# many small frames, the analysis alone in the last: cut it off
+	is-cat "$T/ex.ist" | is-cat --encode --frame-bytes 200 -o "$T/f.ist"
+	golden tests/golden/report-example.md "$(is-report "$T/f.ist")"
+	head -c $(($(stat -c %s "$T/f.ist") - 20)) "$T/f.ist" > "$T/cut.ist"
+	run -1 --separate-stderr is-report -o "$T/a.md" "$T/cut.ist"
+	assert_regex "$stderr" "^is-report: warning: trace '$T/cut.ist' is truncated: last [0-9]+ bytes dropped$"
+	cut=${stderr#*last }
+	grep -q '^\*\*Verdict: CPU-bound\*\*' "$T/a.md"
+	# a pipe is kept aside and read again
+	run -1 --separate-stderr sh -c "cat '$T/cut.ist' | is-report"
+	assert_equal "$output" "$(cat "$T/a.md")"
+	assert_equal "$stderr" "is-report: warning: trace '<stdin>' is truncated: last $cut"
+	# with nowhere to keep it: one line, nothing written
+	run -1 --separate-stderr sh -c "cat '$T/cut.ist' | TMPDIR=$T/none is-report"
+	assert_equal "$output" ""
+	assert_equal "$stderr" "is-report: '<stdin>': the trace ends without the analysis its header promises: trace '<stdin>' is truncated: last $cut; run is-analyze on it again"
+	# the Perfetto export keeps every event and lacks only the verdict
+	run -1 --separate-stderr sh -c "cat '$T/cut.ist' | is-report -f perfetto"
+	echo "$output" | jq -e '(.otherData | has("verdict") | not) and
+	    ([.traceEvents[] | select(.ph == "X")] | length) > 0'
+	assert_equal "$stderr" "is-report: warning: trace '<stdin>' is truncated: last $cut
+is-report: warning: '<stdin>' ends without the analysis its header promises: the export has no verdict"
+}
+
 @test "under the functions: the time spent importing and collecting garbage" {
 	python3 tests/py/scenarios.py startup | is-cat --encode -o "$T/s.ist"
 	run -0 is-report "$T/s.ist"

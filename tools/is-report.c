@@ -38,6 +38,39 @@ help(void)
 	    "usage error.\n");
 }
 
+/*
+ * A pipe cannot be read twice, and the analysis is-analyze promised may
+ * have been cut off its end: what is read from a pipe is also kept in an
+ * unlinked temporary file (the compressed trace, small beside the work of
+ * analysing it again), so that the trace can be analysed here after all.
+ */
+struct spool {
+	int in, keep;
+};
+
+static long
+spool_source(void *ctx, void *buf, size_t n)
+{
+	struct spool *s = ctx;
+	long k = ist_fd_source(&s->in, buf, n);
+	int keep = s->keep;
+
+	if (k > 0 && keep >= 0 && ist_fd_sink(&keep, buf, (size_t)k) != 0) {
+		close(s->keep);     /* no room: no second reading */
+		s->keep = -1;
+	}
+	return k;
+}
+
+static int
+spool_open(void)
+{
+	const char *dir = getenv("TMPDIR");
+	int fd = open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR, 0600);
+
+	return fd;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -60,6 +93,8 @@ main(int argc, char **argv)
 	enum ist_status st;
 	json_int_t unordered;
 	struct ist_report_result res;
+	struct ist_report_opts ro;
+	struct spool sp;
 	const char *shown;
 	char m[600];
 	bool ok, damaged = false;
@@ -119,10 +154,30 @@ main(int argc, char **argv)
 		err(1, "cannot open '%s'", path);
 	if (ist_output_open(&out, outpath, false, &e) != IST_OK)
 		errx(1, "%s", e.msg);
-	if (ist_reader_new(&r, ist_fd_source, &fd, path, &e) != IST_OK)
+	sp.in = fd;
+	sp.keep = lseek(fd, 0, SEEK_CUR) < 0 ? spool_open() : -1;
+	if (ist_reader_new(&r, spool_source, &sp, path, &e) != IST_OK)
 		errx(1, "%s", e.msg);
-	st = ist_report_trace(r, fmt, rules, out.fd, &res, &e);
+	ro = (struct ist_report_opts){ .format = fmt, .rules = rules };
+	st = ist_report_trace(r, &ro, out.fd, &res, &e);
+	if (!res.wrote && res.analysis_missing && (sp.keep >= 0 ?
+	    lseek(sp.keep, 0, SEEK_SET) : lseek(fd, 0, SEEK_SET)) == 0) {
+		/* is-analyze's analysis was cut off: make one here */
+		ist_reader_free(r);
+		if (sp.keep >= 0)
+			sp.in = sp.keep;
+		sp.keep = -1;
+		if (ist_reader_new(&r, spool_source, &sp, path, &e) != IST_OK)
+			errx(1, "%s", e.msg);
+		ro.analyse = true;
+		st = ist_report_trace(r, &ro, out.fd, &res, &e);
+	}
 	if (!res.wrote) {
+		if (res.analysis_missing) {
+			ist_output_abort(&out);
+			errx(1, "'%s': %s; run is-analyze on it again", shown,
+			    e.msg);
+		}
 		errx(1, "%s", ist_output_fail(&out, &e));
 	}
 	if (st != IST_OK && st != IST_TRUNCATED && st != IST_ECORRUPT &&
@@ -133,6 +188,11 @@ main(int argc, char **argv)
 		errx(1, "%s", e.msg);
 	if (st != IST_OK)
 		warnx("%s%s", st == IST_TRUNCATED ? "warning: " : "", e.msg);
+	if (res.analysis_missing && res.wrote) {
+		warnx("warning: '%s' ends without the analysis its header "
+		    "promises: the export has no verdict", shown);
+		damaged = true;
+	}
 	if ((unordered = json_integer_value(json_object_get(json_object_get(
 	    res.analysis, "data_quality"), "out_of_order"))) > 0)
 		warnx("warning: '%s' is not in time order (%lld records left "

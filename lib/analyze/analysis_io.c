@@ -117,7 +117,12 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 		    (summary && !kept_in_summary(ev->type)))
 			continue;
 		if (ev->type == IST_HEADER) {
-			st = ist_writer_header(w, ev, &we);
+			/* the promise is-report relies on to skip analysing:
+			 * this segment ends with the analysis */
+			struct ist_event h = *ev;
+			h.analysis_version = IST_ANALYSIS_VERSION;
+			IST_SET(&h, IST_F_ANALYSIS_VERSION);
+			st = ist_writer_header(w, &h, &we);
 		} else {
 			st = ist_writer_write(w, ev, &we);
 		}

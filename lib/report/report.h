@@ -53,7 +53,14 @@ struct ist_rules;
 
 /*
  * Reads r to its end and writes the report to out_fd.  The analysis is the
- * trace's last analysis record or, without one, made here with rules.
+ * trace's last analysis record or, without one, made here with o->rules.
+ * A segment whose header promises an analysis (analysis_version, written
+ * by is-analyze) is not analysed again unless o->analyse: its records only
+ * feed the charts and the export.  When that promise is broken (the
+ * analysis was cut off), res->analysis_missing is set and md, html and json
+ * write nothing and fail (read the trace again with o->analyse), while
+ * perfetto ends its export without the analysis's summary.
+ *
  * Returns IST_OK; IST_TRUNCATED or a reader error after what was read was
  * reported (err holds the message); or an error with nothing written when
  * no segment could be read or the output failed.  res says whether
@@ -61,13 +68,19 @@ struct ist_rules;
  * warnings (its data_quality: records out of order, damage), which the
  * caller releases.
  */
+struct ist_report_opts {
+	enum ist_report_format format;
+	const struct ist_rules *rules;
+	bool analyse;        /* analyse even a trace that carries its own */
+};
 struct ist_report_result {
 	bool wrote;
 	bool from_trace;     /* the analysis was the trace's own */
+	bool analysis_missing; /* promised by a header, not found */
 	json_t *analysis;    /* NULL when nothing was reported */
 };
 enum ist_status ist_report_trace(struct ist_reader *r,
-    enum ist_report_format f, const struct ist_rules *rules, int out_fd,
+    const struct ist_report_opts *o, int out_fd,
     struct ist_report_result *res, struct ist_error *err);
 
 #endif

@@ -10,10 +10,11 @@
 #include "report.h"
 
 enum ist_status
-ist_report_trace(struct ist_reader *r, enum ist_report_format f,
-    const struct ist_rules *rules, int out_fd,
-    struct ist_report_result *res, struct ist_error *err)
+ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
+    int out_fd, struct ist_report_result *res, struct ist_error *err)
 {
+	enum ist_report_format f = o->format;
+	bool promised = false;
 	struct ist_analyzer *a = NULL;
 	struct ist_timeline *tl = NULL;
 	struct ist_perfetto *pf = NULL;
@@ -26,7 +27,7 @@ ist_report_trace(struct ist_reader *r, enum ist_report_format f,
 	int werr;
 
 	*res = (struct ist_report_result){ 0 };
-	if ((st = ist_analyzer_new(&a, rules, err)) != IST_OK)
+	if ((st = ist_analyzer_new(&a, o->rules, err)) != IST_OK)
 		return st;
 	if (f == IST_REPORT_HTML && (tl = ist_timeline_new()) == NULL) {
 		st = IST_ENOMEM;
@@ -39,7 +40,10 @@ ist_report_trace(struct ist_reader *r, enum ist_report_format f,
 			found = ist_analysis_of_event(ev);
 			continue;
 		}
-		if ((st = ist_analyzer_add(a, ev, &e2)) != IST_OK)
+		if (ev->type == IST_HEADER && !o->analyse &&
+		    IST_HAS(ev, IST_F_ANALYSIS_VERSION))
+			promised = true;
+		if (!promised && (st = ist_analyzer_add(a, ev, &e2)) != IST_OK)
 			goto fail;
 		if (tl && ist_timeline_add(tl, ev)) {
 			st = IST_ENOMEM;
@@ -64,13 +68,23 @@ ist_report_trace(struct ist_reader *r, enum ist_report_format f,
 		an = found;
 		found = NULL;
 		res->from_trace = true;
+	} else if (promised) {
+		res->analysis_missing = true;
+		if (f != IST_REPORT_PERFETTO) {
+			st = rst == IST_END ? IST_ECORRUPT : rst;
+			ist_seterr(&e2, st, "the trace ends without the "
+			    "analysis its header promises%s%s",
+			    rst == IST_END ? "" : ": ",
+			    rst == IST_END ? "" : err->msg);
+			goto fail;
+		}
 	} else {
 		if (rst != IST_END && rst != IST_TRUNCATED)
 			ist_analyzer_read_error(a, err->msg);
 		if ((st = ist_analyzer_finish(a, &rs, &an, &e2)) != IST_OK)
 			goto fail;
 	}
-	if (rs.truncated_bytes > 0) {
+	if (rs.truncated_bytes > 0 && an) {
 		/* the report's own input was cut short: say so */
 		json_t *q = json_object_get(an, "data_quality");
 		char m[160];

@@ -99,6 +99,7 @@ enum ist_field {
 	/* header only */
 	IST_F_FORMAT, IST_F_VERSION, IST_F_PRODUCER, IST_F_PIDS, IST_F_CLOCKS,
 	IST_F_REALTIME_NS, IST_F_MONOTONIC_NS, IST_F_SOURCES,
+	IST_F_ANALYSIS_VERSION,
 	IST_NFIELDS
 };
 
@@ -132,6 +133,7 @@ struct ist_event {
 	int64_t version_major, version_minor;
 	struct ist_blob pids, clocks, sources;
 	int64_t realtime_ns, monotonic_ns;
+	int64_t analysis_version;  /* the segment ends with an analysis */
 };
 
 void ist_event_init(struct ist_event *ev, enum ist_type type);

@@ -571,6 +571,9 @@ decode_header(struct ist_reader *r, struct tok *tk, size_t nt,
 		} else if (tok_is(k, "monotonic_ns") && tok_int(v, &iv)) {
 			ev->monotonic_ns = iv;
 			IST_SET(ev, IST_F_MONOTONIC_NS);
+		} else if (tok_is(k, "analysis_version") && tok_int(v, &iv)) {
+			ev->analysis_version = iv;
+			IST_SET(ev, IST_F_ANALYSIS_VERSION);
 		}
 		i = after;
 	}

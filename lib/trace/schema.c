@@ -31,6 +31,7 @@ static const struct ist_fieldspec f_header[] = {
 	P(REALTIME_NS, "realtime_ns", INT, false),
 	P(MONOTONIC_NS, "monotonic_ns", INT, false),
 	P(SOURCES, "sources", VALUE, false),
+	P(ANALYSIS_VERSION, "analysis_version", INT, false),
 };
 static const struct ist_fieldspec f_process[] = {
 	PID, P(NAME, "name", STR, false), P(CMDLINE, "cmdline", VALUE, false),
@@ -155,7 +156,7 @@ const uint16_t ist_int_at[IST_NFIELDS] = {
 	AT(SM_COUNT, sm_count), AT(MEMORY_BYTES, memory_bytes),
 	AT(CORRELATION, correlation), AT(BYTES, bytes), AT(EVENTS, events),
 	AT(DOMAIN_NS, domain_ns), AT(REALTIME_NS, realtime_ns),
-	AT(MONOTONIC_NS, monotonic_ns),
+	AT(MONOTONIC_NS, monotonic_ns), AT(ANALYSIS_VERSION, analysis_version),
 };
 const uint16_t ist_blob_at[IST_NFIELDS] = {
 	AT(CMDLINE, cmdline), AT(METADATA, metadata), AT(DATA, data),
