@@ -75,15 +75,13 @@ encode(char **files, int nfiles, const char *outpath)
 		    &have_header, report, NULL, &e);
 		if (!is_stdin)
 			fclose(in);
-		if (st == IST_EINVAL) {
+		if (st == IST_EINVAL) {         /* lines reported, skipped */
 			status = 1;
 		} else if (st != IST_OK) {
-			if (st == IST_EIO && e.sys_errno == 0) {
-				warnx("%s", e.msg);
-				status = 1;
-				continue;
-			}
-			goto fatal;
+			if (e.where != IST_AT_INPUT)
+				goto fatal;
+			warnx("%s", e.msg);     /* the next input may read */
+			status = 1;
 		}
 	}
 	if (!have_header) {
@@ -145,7 +143,7 @@ decode(char **files, int nfiles, const char *outpath)
 		if (st == IST_TRUNCATED) {
 			warnx("warning: %s", e.msg);
 			status = 1;
-		} else if (st == IST_EIO && e.sys_errno == 0) {
+		} else if (st != IST_OK && e.where != IST_AT_INPUT) {
 			/* writing failed: no point reading further */
 			errx(1, "%s", ist_output_fail(&o, &e));
 		} else if (st != IST_OK) {

@@ -109,12 +109,8 @@ main(int argc, char **argv)
 	st = optind < argc ? ist_merge(argv + optind, argc - optind, out.fd,
 	    &mo, note, NULL, &e) : ist_merge(stdin_only, 1, out.fd, &mo, note,
 	    NULL, &e);
-	if (st != IST_OK && st != IST_TRUNCATED && st != IST_ECORRUPT &&
-	    st != IST_ENOTTRACE && st != IST_EEMPTY && st != IST_EVERSION &&
-	    !(st == IST_EIO && e.sys_errno == 0 &&
-	    strstr(e.msg, "some inputs"))) {
+	if (st != IST_OK && st != IST_EPARTIAL)
 		errx(1, "%s", ist_output_fail(&out, &e));
-	}
 	if (ist_output_commit(&out, &e) != IST_OK)
 		errx(1, "%s", e.msg);
 	ist_config_release(&cfg);

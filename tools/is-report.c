@@ -180,10 +180,9 @@ main(int argc, char **argv)
 		}
 		errx(1, "%s", ist_output_fail(&out, &e));
 	}
-	if (st != IST_OK && st != IST_TRUNCATED && st != IST_ECORRUPT &&
-	    st != IST_ELIMIT && st != IST_EVERSION && st != IST_ENOTTRACE) {
+	/* after an input's error, the report of what it held stands */
+	if (st != IST_OK && e.where != IST_AT_INPUT)
 		errx(1, "%s", ist_output_fail(&out, &e));
-	}
 	if (ist_output_commit(&out, &e) != IST_OK)
 		errx(1, "%s", e.msg);
 	if (st != IST_OK)

@@ -365,8 +365,7 @@ carried_damage(struct merger *m, const struct input *in,
 		ist_damage_text(msg, sizeof(msg), json_string_value(
 		    json_object_get(s, "input")), why, (long long)cut);
 		note(m, IST_NOTE_WARN, "warning: '%s' was %s", shown(in), msg);
-		m->status = m->status ? m->status : (int)(why ?
-		    IST_ECORRUPT : IST_TRUNCATED);
+		m->damaged = true;
 	}
 	json_decref(src);
 	ist_buf_release(&b);
@@ -395,7 +394,7 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 				return IST_ENOMEM;
 			}
 		}
-		m->status = IST_EIO;
+		m->damaged = true;
 		return IST_OK;
 	}
 	if (ist_reader_new(&r, ist_fd_source, &fd, in->name, err) != IST_OK) {
@@ -485,7 +484,7 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 		struct ist_reader_stats rs;
 		note(m, IST_NOTE_WARN, "%s%s; merging what was read",
 		    st == IST_TRUNCATED ? "warning: " : "", e.msg);
-		m->status = m->status ? m->status : (int)st;
+		m->damaged = true;
 		ist_reader_stats(r, &rs);
 		if (add_damage(m, in, st == IST_TRUNCATED ? NULL : e.msg,
 		    (int64_t)rs.truncated_bytes, s ? (long)(s - m->seg) :
@@ -877,9 +876,10 @@ write:
 		goto out;
 	st = ist_writer_close(w, err);
 	w = NULL;
-	if (st == IST_OK && m.status != 0) {
-		st = (enum ist_status)m.status;
+	if (st == IST_OK && m.damaged) {
+		st = IST_EPARTIAL;
 		ist_seterr(err, st, "some inputs could not be read whole");
+		err->where = IST_AT_INPUT;
 	}
 out:
 	ist_writer_free(w);

@@ -17,8 +17,10 @@ struct ist_merge_opts {
 /*
  * Merges the inputs (paths; "-" is standard input) into out_fd.  A bad or
  * truncated input is reported through note and merged as far as it reads;
- * the result is then IST_TRUNCATED or the input's error, after the output
- * was written.  Fatal errors (output, memory, temporary files) stop.
+ * the result is then IST_EPARTIAL (err->where IST_AT_INPUT), after the
+ * output was written and its header's sources said what was lost.  Other
+ * errors (the output, memory, temporary files) stop with nothing usable
+ * written; err->where tells the output's from the rest.
  */
 enum ist_status ist_merge(char *const *paths, int n, int out_fd,
     const struct ist_merge_opts *o, ist_note_fn note, void *ctx,

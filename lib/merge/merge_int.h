@@ -97,7 +97,7 @@ struct merger {
 	size_t ne, cape;
 	struct run *runs;
 	size_t nruns;
-	int status;              /* worst input status */
+	bool damaged;            /* some input was not read whole */
 	struct damage *dmg;
 	size_t ndmg;
 	bool moving;             /* pass 1 met a clock record: pass 2 will

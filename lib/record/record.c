@@ -596,6 +596,7 @@ gather(const char *path, int out, struct sampler *s, struct ist_error *err)
 		ist_seterr(err, IST_EIO, "cannot write the trace: %s",
 		    strerror(e));
 		err->sys_errno = e;
+		err->where = IST_AT_OUTPUT;
 		return IST_EIO;
 	}
 	return IST_OK;

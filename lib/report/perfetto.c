@@ -37,6 +37,7 @@ flush(struct ist_perfetto *p, bool force, struct ist_error *err)
 		return IST_OK;
 	if (p->b.n && (e = ist_fd_sink(&p->fd, p->b.p, p->b.n)) != 0) {
 		ist_seterr(err, IST_EIO, "cannot write: %s", strerror(e));
+		ist_at(err, IST_AT_OUTPUT);
 		err->sys_errno = e;
 		return IST_EIO;
 	}

@@ -123,6 +123,7 @@ ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
 		st = IST_EIO;
 		ist_seterr(&e2, st, "cannot write: %s", strerror(werr));
 		e2.sys_errno = werr;
+		e2.where = IST_AT_OUTPUT;
 		goto fail;
 	}
 	st = rst == IST_END ? IST_OK : rst;

@@ -24,6 +24,7 @@ ist_cat_decode(struct ist_reader *r, FILE *out, struct ist_error *err)
 		if (fwrite(b.p, 1, b.n, out) != b.n) {
 			ist_seterr(err, IST_EIO, "cannot write output: %s",
 			    strerror(errno));
+			ist_at(err, IST_AT_OUTPUT);
 			st = IST_EIO;
 			break;
 		}
@@ -96,12 +97,15 @@ ist_cat_encode(FILE *in, const char *name, struct ist_writer *w,
 	if (ferror(in)) {
 		ist_seterr(err, IST_EIO, "cannot read '%s': %s", name,
 		    strerror(errno));
+		ist_at(err, IST_AT_INPUT);
 		st = IST_EIO;
 		goto out;
 	}
 	st = worst;
-	if (st != IST_OK)
+	if (st != IST_OK) {
 		ist_seterr(err, st, "'%s': some lines were rejected", name);
+		ist_at(err, IST_AT_INPUT);
+	}
 out:
 	free(line);
 	ist_json_scratch_free(s);

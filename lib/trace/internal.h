@@ -90,6 +90,13 @@ uint32_t ist_reader_string_id(const struct ist_reader *r, int field);
 
 void ist_seterr(struct ist_error *err, enum ist_status st, const char *fmt,
     ...) __attribute__((format(printf, 3, 4)));
+/* Says where the error in err happened (ist_seterr says IST_AT_SELF). */
+static inline void
+ist_at(struct ist_error *err, enum ist_where where)
+{
+	if (err)
+		err->where = where;
+}
 
 /*
  * For the collector's writer thread, which writes millions of timed records

@@ -4,7 +4,9 @@
  * The library is silent: it never prints, never exits and never reads the
  * environment.  Every function that can fail returns an enum ist_status and,
  * when given one, fills a struct ist_error whose message names the input, the
- * record index and the reason.
+ * record index and the reason, and which says where it went wrong: in an
+ * input (a tool warns and goes on to the next), in the output (a tool
+ * stops), or in the tool itself.
  *
  * Ownership, stated once: an event returned by ist_reader_next(), and every
  * string or CBOR blob it points to, belongs to the reader and stays valid
@@ -34,13 +36,23 @@ enum ist_status {
 	IST_EINVAL,     /* a caller or JSON input error */
 	IST_EIO,        /* read or write failed (errno in ist_error.sys_errno) */
 	IST_ENOMEM,
-	IST_ELIMIT      /* a declared size exceeds a documented limit */
+	IST_ELIMIT,     /* a declared size exceeds a documented limit */
+	IST_EPARTIAL    /* some inputs could not be read whole: the output
+	                 * holds the rest and says what was lost */
+};
+
+/* Where an error happened, which decides what a tool does next. */
+enum ist_where {
+	IST_AT_SELF = 0,  /* the caller or the library: memory, a bad argument */
+	IST_AT_INPUT,     /* reading or decoding an input */
+	IST_AT_OUTPUT     /* writing the output */
 };
 
 #define IST_ERROR_MAX 512
 
 struct ist_error {
 	enum ist_status status;
+	enum ist_where where;   /* IST_AT_SELF unless said otherwise */
 	int sys_errno;          /* for IST_EIO, else 0 */
 	uint64_t record;        /* 1-based record index in the input, 0 if none */
 	uint64_t offset;        /* byte offset in the (compressed) input */

@@ -38,6 +38,7 @@ ist_output_open(struct ist_output *o, const char *path, bool binary,
 				int e = errno;
 				ist_seterr(err, IST_EIO, "cannot open '%s': %s",
 				    path, strerror(e));
+				ist_at(err, IST_AT_OUTPUT);
 				if (err)
 					err->sys_errno = e;
 				free(o->path);
@@ -58,6 +59,7 @@ ist_output_open(struct ist_output *o, const char *path, bool binary,
 		int e = errno;
 		ist_seterr(err, IST_EIO, "cannot create '%s': %s", path,
 		    strerror(e));
+		ist_at(err, IST_AT_OUTPUT);
 		if (err)
 			err->sys_errno = e;
 		free(o->tmp);
@@ -88,6 +90,7 @@ ist_output_commit(struct ist_output *o, struct ist_error *err)
 			else
 				ist_seterr(err, IST_EIO, "cannot write "
 				    "standard output: %s", strerror(ce));
+			ist_at(err, IST_AT_OUTPUT);
 			free(o->path);
 			o->path = NULL;
 			return IST_EIO;
@@ -105,6 +108,7 @@ ist_output_commit(struct ist_output *o, struct ist_error *err)
 	if (e) {
 		ist_seterr(err, IST_EIO, "cannot write '%s': %s", o->path,
 		    strerror(e));
+		ist_at(err, IST_AT_OUTPUT);
 		if (err)
 			err->sys_errno = e;
 		ist_output_abort(o);
@@ -134,9 +138,7 @@ const char *
 ist_output_fail(struct ist_output *o, struct ist_error *err)
 {
 	/* the writers say "cannot write ...: why" without knowing where */
-	if (err->status == IST_EIO && err->sys_errno != 0 &&
-	    strncmp(err->msg, "cannot write", 12) == 0 &&
-	    strstr(err->msg, "temporary") == NULL &&
+	if (err->where == IST_AT_OUTPUT && err->sys_errno != 0 &&
 	    (o->path == NULL || strstr(err->msg, o->path) == NULL))
 		snprintf(err->msg, sizeof(err->msg), "cannot write %s%s%s: %s",
 		    o->path ? "'" : "", o->path ? o->path : "standard output",

@@ -838,8 +838,8 @@ ist_reader_string_id(const struct ist_reader *r, int field)
 	return r->ev_sid[field];
 }
 
-enum ist_status
-ist_reader_next(struct ist_reader *r, const struct ist_event **out,
+static enum ist_status
+next_record(struct ist_reader *r, const struct ist_event **out,
     struct ist_error *err)
 {
 	enum ist_status st;
@@ -952,4 +952,15 @@ ist_damage_text(char *m, size_t n, const char *input, const char *error,
 		snprintf(m, n, "merged from a truncated input: the last %lld "
 		    "bytes of '%s' were dropped", cut, input ? input : "?");
 	ist_terminal_safe(m);
+}
+
+enum ist_status
+ist_reader_next(struct ist_reader *r, const struct ist_event **out,
+    struct ist_error *err)
+{
+	enum ist_status st = next_record(r, out, err);
+
+	if (st != IST_OK && st != IST_END && err)
+		err->where = st == IST_ENOMEM ? IST_AT_SELF : IST_AT_INPUT;
+	return st;
 }

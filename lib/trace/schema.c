@@ -203,6 +203,7 @@ ist_strerror(enum ist_status st)
 	case IST_EIO: return "input/output error";
 	case IST_ENOMEM: return "out of memory";
 	case IST_ELIMIT: return "size limit exceeded";
+	case IST_EPARTIAL: return "some inputs could not be read whole";
 	}
 	return "unknown status";
 }
@@ -215,6 +216,7 @@ ist_seterr(struct ist_error *err, enum ist_status st, const char *fmt, ...)
 	if (err == NULL)
 		return;
 	err->status = st;
+	err->where = IST_AT_SELF; /* a reader or writer says otherwise */
 	err->sys_errno = 0;     /* a caller with an errno sets it after */
 	va_start(ap, fmt);
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);

@@ -281,6 +281,7 @@ ist_writer_flush(struct ist_writer *w, struct ist_error *err)
 
 	if (w->failed) {
 		ist_seterr(err, IST_EIO, "trace writer failed earlier");
+		ist_at(err, IST_AT_OUTPUT);
 		return IST_EIO;
 	}
 	w->last_flush_ms = now_ms();
@@ -310,6 +311,7 @@ ist_writer_flush(struct ist_writer *w, struct ist_error *err)
 		w->failed = true;
 		ist_seterr(err, IST_EIO, "cannot write trace: %s",
 		    strerror(e));
+		ist_at(err, IST_AT_OUTPUT);
 		if (err)
 			err->sys_errno = e;
 		return IST_EIO;
@@ -656,6 +658,7 @@ usable(const struct ist_writer *w, struct ist_error *err)
 {
 	if (w->failed) {
 		ist_seterr(err, IST_EIO, "trace writer failed earlier");
+		ist_at(err, IST_AT_OUTPUT);
 		return IST_EIO;
 	}
 	if (!w->have_header) {

@@ -307,7 +307,8 @@ test_writer_errors(void)
 	SET(&ev, PID); SET(&ev, TID); SET(&ev, NAME); SET(&ev, START);
 	SET(&ev, END);
 	ok(ist_writer_write(w, &ev, &e) == IST_EINVAL &&
-	    strstr(e.msg, "header"), "an event before a header is refused");
+	    strstr(e.msg, "header") && e.where == IST_AT_SELF,
+	    "an event before a header is refused, the caller's fault");
 	ist_event_init(&h, IST_HEADER);
 	ist_writer_header(w, &h, &e);
 	ev.has &= ~((uint64_t)1 << IST_F_TID);
@@ -337,15 +338,56 @@ test_writer_errors(void)
 	ist_writer_new(&w, sink, &m, NULL, &e);
 	ist_writer_header(w, &h, &e);
 	ok(ist_writer_flush(w, &e) == IST_EIO && e.sys_errno == ENOSPC &&
-	    strstr(e.msg, "No space left"), "a full disk: %s", e.msg);
-	ok(ist_writer_write(w, &h, &e) == IST_EIO ||
-	    ist_writer_flush(w, &e) == IST_EIO, "and the error sticks");
+	    strstr(e.msg, "No space left") && e.where == IST_AT_OUTPUT,
+	    "a full disk, in the output: %s", e.msg);
+	ok((ist_writer_write(w, &h, &e) == IST_EIO ||
+	    ist_writer_flush(w, &e) == IST_EIO) && e.where == IST_AT_OUTPUT,
+	    "and the error sticks");
 	ok(ist_writer_close(w, &e) == IST_EIO, "close reports it too");
 	ist_writer_free(NULL);
 	ist_reader_free(NULL);
 	ist_info_free(NULL);
 	ist_json_scratch_free(NULL);
 	ok(1, "every _free(NULL) is a no-op");
+	ist_buf_release(&m.b);
+}
+
+/* A reader's errors are the input's, whatever they are. */
+static void
+test_reader_where(void)
+{
+	static const char junk[] = "not a trace at all, just text\n";
+	struct mem m = { 0 };
+	struct ist_writer *w;
+	struct ist_reader *r;
+	struct ist_error e = { 0 };
+	struct ist_event h;
+	const struct ist_event *got;
+	struct src s = { junk, sizeof(junk) - 1, 0, 0 };
+	enum ist_status st;
+
+	ist_reader_new(&r, source, &s, "junk", &e);
+	st = ist_reader_next(r, &got, &e);
+	ok(st == IST_ENOTTRACE && e.where == IST_AT_INPUT,
+	    "bytes that are not a trace: the input's error (%d, %d)", st,
+	    e.where);
+	e.where = IST_AT_SELF;
+	ok(ist_reader_next(r, &got, &e) == IST_ENOTTRACE &&
+	    e.where == IST_AT_INPUT, "and again");
+	ist_reader_free(r);
+
+	ist_event_init(&h, IST_HEADER);
+	ist_writer_new(&w, sink, &m, NULL, &e);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 30);
+	ist_writer_close(w, &e);
+	s = (struct src){ m.b.p, m.b.n - 5, 0, 0 };
+	ist_reader_new(&r, source, &s, "cut", &e);
+	while ((st = ist_reader_next(r, &got, &e)) == IST_OK)
+		;
+	ok(st == IST_TRUNCATED && e.where == IST_AT_INPUT,
+	    "a cut trace: the input's warning (%d)", st);
+	ist_reader_free(r);
 	ist_buf_release(&m.b);
 }
 
@@ -602,6 +644,7 @@ main(void)
 	test_chunks_and_truncation();
 	test_concat();
 	test_writer_errors();
+	test_reader_where();
 	test_many_names();
 	test_writer_timed();
 	test_flush_interval();
