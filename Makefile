@@ -158,9 +158,14 @@ $(B)/libinferscope.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(B)/bin/%: tools/%.c $(B)/libinferscope.a
+$(B)/tools/common.o: tools/common.c tools/common.h $(LIB_H) | $(B)/.deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libinferscope.a $(LIBS) $(LDSAN)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(B)/bin/%: tools/%.c tools/common.h $(B)/tools/common.o $(B)/libinferscope.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itools -o $@ $< $(B)/tools/common.o \
+	    $(B)/libinferscope.a $(LIBS) $(LDSAN)
 
 $(B)/tests/%: tests/unit/%.c tests/unit/tap.h $(B)/libinferscope.a
 	@mkdir -p $(dir $@)

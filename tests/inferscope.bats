@@ -80,6 +80,25 @@ inferscope: no trace was written; no report"
 	assert_equal "$stderr" "inferscope: --format wants md, html or json (or perfetto), not 'pdf'"
 }
 
+@test "every tool takes the settings alike: a bad one in the environment or the file stops each, named" {
+	is-cat --encode examples/trace.jsonl | is-merge > t.ist
+	for tool in is-merge is-analyze is-report; do
+		run -2 --separate-stderr env INFERSCOPE_SAMPLE_HZ=lots $tool t.ist
+		assert_equal "$stderr" "$tool: INFERSCOPE_SAMPLE_HZ: sample_hz must be an integer from 0 to 10000, not 'lots'"
+	done
+	run -2 --separate-stderr env INFERSCOPE_SAMPLE_HZ=lots is-record -o r.ist -- true
+	assert_equal "$stderr" "is-record: INFERSCOPE_SAMPLE_HZ: sample_hz must be an integer from 0 to 10000, not 'lots'"
+	printf 'sample_hz: 50\nrules:\n  sync: {blocked_pct: many}\n' > .inferscope.yaml
+	for tool in is-analyze is-report; do
+		run -2 --separate-stderr $tool t.ist
+		assert_equal "$stderr" "$tool: '.inferscope.yaml':3:23: sync.blocked_pct must be a number from 0 to 1e12, not 'many'"
+	done
+	# is-merge takes no thresholds, but the settings are read the same
+	printf 'sample_hz: 50\nsync_error_margin_us: -1\n' > .inferscope.yaml
+	run -2 --separate-stderr is-merge t.ist
+	assert_equal "$stderr" "is-merge: '.inferscope.yaml':2:23: sync_error_margin_us must be an integer from 0 to 60000000, not '-1'"
+}
+
 @test "config show: command line > environment > .inferscope.yaml > defaults" {
 	cd "$T"
 	printf 'log_level: warn\ntrace_size_mb: 300\nsample_hz: 50\nrules:\n  gpu_idle:\n    idle_pct: 25\n' \
@@ -90,7 +109,7 @@ inferscope: no trace was written; no report"
 	assert_line --regexp '^sample_hz +50 +config file \.inferscope\.yaml:3$'
 	assert_line --regexp '^py_min_us +0 +default$'
 	assert_line --partial "gpu_idle: enabled=on idle_pct=25 "
-	printf 'trace_size_mb: [1\n' > .inferscope.yaml
+	printf 'trace_size_mb: [1]\n' > .inferscope.yaml
 	run -2 --separate-stderr inferscope config show
 	assert_equal "$stderr" "inferscope: '.inferscope.yaml':1:16: a setting's value must be a scalar"
 	printf 'trace_size_mb: lots\n' > .inferscope.yaml

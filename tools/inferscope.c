@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "analyze.h"
+#include "common.h"
 #include "config.h"
 #include "ist.h"
 #include "pipeline.h"
@@ -68,21 +69,6 @@ set(const char *key, const char *val, const char *what)
 		errx(2, "%s: %s", what, e.msg);
 }
 
-/* CLI already set; then the environment; then the file. */
-static void
-load_config(void)
-{
-	struct ist_error e;
-	for (int k = 0; k < IST_NKEYS; k++) {
-		const char *env = ist_config_env_name(k), *v;
-		if (env && (v = getenv(env)) != NULL && *v &&
-		    ist_config_set(&cfg, ist_config_key_name(k), v,
-		    IST_SRC_ENV, NULL, &e) != IST_OK)
-			errx(2, "%s: %s", env, e.msg);
-	}
-	if (ist_config_load_file(&cfg, ".inferscope.yaml", true, &e) != IST_OK)
-		errx(2, "%s", e.msg);
-}
 
 static const char *
 rules_file(void)
@@ -306,8 +292,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
-		printf("inferscope %s (trace format %d.%d)\n",
-		    IST_PACKAGE_VERSION, IST_VERSION_MAJOR, IST_VERSION_MINOR);
+		tool_version();
 		return 0;
 	}
 	sub = argv[1];
@@ -354,16 +339,14 @@ main(int argc, char **argv)
 			set("trace_size_mb", optarg, "--trace-size-mb");
 			break;
 		case 'V':
-			printf("inferscope %s (trace format %d.%d)\n",
-			    IST_PACKAGE_VERSION, IST_VERSION_MAJOR,
-			    IST_VERSION_MINOR);
+			tool_version();
 			return 0;
 		default:
 			fprintf(stderr, "%s", usage);
 			return 2;
 		}
 	}
-	load_config();
+	tool_settings(&cfg, NULL, NULL);
 	if (strcmp(sub, "run") == 0) {
 		status = run(argc - optind, argv + optind, optind > 1 &&
 		    strcmp(argv[optind - 1], "--") == 0);

@@ -10,6 +10,7 @@
 
 #include "analyze.h"
 #include "cat.h"
+#include "common.h"
 #include "config.h"
 #include "ist.h"
 
@@ -118,9 +119,7 @@ main(int argc, char **argv)
 			summary = true;
 			break;
 		case 'V':
-			printf("is-analyze %s (trace format %d.%d)\n",
-			    IST_PACKAGE_VERSION, IST_VERSION_MAJOR,
-			    IST_VERSION_MINOR);
+			tool_version();
 			return 0;
 		default:
 			fprintf(stderr, "%s", usage);
@@ -135,14 +134,8 @@ main(int argc, char **argv)
 	if (optind < argc)
 		path = argv[optind];
 
-	/* thresholds: defaults < .inferscope.yaml rules: < rules file */
 	ist_config_init(&cfg);
-	if ((rules = ist_rules_new()) == NULL)
-		errx(1, "out of memory");
-	if (ist_config_load_file(&cfg, ".inferscope.yaml", true, &e) !=
-	    IST_OK || ist_rules_configure(rules, &cfg, rules_file, &e) !=
-	    IST_OK)
-		errx(2, "%s", e.msg);
+	tool_settings(&cfg, &rules, rules_file);
 	if (baseline && ist_analysis_load(baseline, rules, &base, &e) !=
 	    IST_OK)
 		errx(1, "baseline: %s", e.msg);

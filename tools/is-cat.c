@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cat.h"
+#include "common.h"
 #include "ist.h"
 
 static const char usage[] =
@@ -209,9 +210,7 @@ main(int argc, char **argv)
 			outpath = optarg;
 			break;
 		case 'V':
-			printf("is-cat %s (trace format %d.%d)\n",
-			    IST_PACKAGE_VERSION, IST_VERSION_MAJOR,
-			    IST_VERSION_MINOR);
+			tool_version();
 			return 0;
 		default:
 			fprintf(stderr, "%s", usage);

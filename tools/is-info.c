@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "ist.h"
 
 static const char usage[] = "usage: is-info [--json] [file ...]\n";
@@ -101,9 +102,7 @@ main(int argc, char **argv)
 			json = true;
 			break;
 		case 'V':
-			printf("is-info %s (trace format %d.%d)\n",
-			    IST_PACKAGE_VERSION, IST_VERSION_MAJOR,
-			    IST_VERSION_MINOR);
+			tool_version();
 			return 0;
 		default:
 			fprintf(stderr, "%s", usage);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cat.h"
+#include "common.h"
 #include "config.h"
 #include "ist.h"
 #include "merge.h"
@@ -59,7 +60,7 @@ main(int argc, char **argv)
 	struct ist_merge_opts mo = { 0 };
 	struct ist_output out;
 	struct ist_error e = { 0 };
-	const char *outpath = NULL, *v;
+	const char *outpath = NULL;
 	long long mb = 256;
 	char *end;
 	int c;
@@ -84,9 +85,7 @@ main(int argc, char **argv)
 			outpath = optarg;
 			break;
 		case 'V':
-			printf("is-merge %s (trace format %d.%d)\n",
-			    IST_PACKAGE_VERSION, IST_VERSION_MAJOR,
-			    IST_VERSION_MINOR);
+			tool_version();
 			return 0;
 		default:
 			fprintf(stderr, "%s", usage);
@@ -94,12 +93,7 @@ main(int argc, char **argv)
 		}
 	}
 	ist_config_init(&cfg);
-	if ((v = getenv("INFERSCOPE_SYNC_ERROR_MARGIN_US")) && *v &&
-	    ist_config_set(&cfg, "sync_error_margin_us", v, IST_SRC_ENV, NULL,
-	    &e) != IST_OK)
-		errx(2, "INFERSCOPE_SYNC_ERROR_MARGIN_US: %s", e.msg);
-	if (ist_config_load_file(&cfg, ".inferscope.yaml", true, &e) != IST_OK)
-		errx(2, "%s", e.msg);
+	tool_settings(&cfg, NULL, NULL);
 	mo.memory_bytes = (size_t)mb << 20;
 	mo.margin_ns = ist_config_int(&cfg, IST_K_SYNC_ERROR_MARGIN_US) * 1000;
 	mo.tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") :

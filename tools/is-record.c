@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cat.h"
+#include "common.h"
 #include "config.h"
 #include "ist.h"
 #include "record.h"
@@ -194,9 +195,7 @@ main(int argc, char **argv)
 			    "--trace-size-mb");
 			break;
 		case 'V':
-			printf("is-record %s (trace format %d.%d)\n",
-			    IST_PACKAGE_VERSION, IST_VERSION_MAJOR,
-			    IST_VERSION_MINOR);
+			tool_version();
 			return 0;
 		default:
 			fprintf(stderr, "%s", usage);
@@ -208,15 +207,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s", usage);
 		return 2;
 	}
-	/* environment, then the file: each only where nothing stronger set */
-	for (int k = 0; k < IST_NKEYS; k++) {
-		const char *env = ist_config_env_name(k), *v;
-		if (env && (v = getenv(env)) != NULL && *v)
-			set(&cfg, ist_config_key_name(k), v, IST_SRC_ENV, env);
-	}
-	if (ist_config_load_file(&cfg, ".inferscope.yaml", true, &e) !=
-	    IST_OK)
-		errx(2, "%s", e.msg);
+	tool_settings(&cfg, NULL, NULL);
 	lv = ist_config_str(&cfg, IST_K_LOG_LEVEL);
 	log_level = !strcmp(lv, "debug") ? 0 : !strcmp(lv, "info") ? 1 :
 	    !strcmp(lv, "warn") ? 2 : 3;

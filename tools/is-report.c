@@ -10,6 +10,7 @@
 
 #include "analyze.h"
 #include "cat.h"
+#include "common.h"
 #include "config.h"
 #include "ist.h"
 #include "report.h"
@@ -123,9 +124,7 @@ main(int argc, char **argv)
 			outpath = optarg;
 			break;
 		case 'V':
-			printf("is-report %s (trace format %d.%d)\n",
-			    IST_PACKAGE_VERSION, IST_VERSION_MAJOR,
-			    IST_VERSION_MINOR);
+			tool_version();
 			return 0;
 		default:
 			fprintf(stderr, "%s", usage);
@@ -141,17 +140,10 @@ main(int argc, char **argv)
 		path = argv[optind];
 	shown = strcmp(path, "-") == 0 ? "<stdin>" : path;
 
-	/* used only when the trace carries no analysis */
+	/* the rules are used only when the trace carries no analysis */
 	ist_config_init(&cfg);
-	if ((rules = ist_rules_new()) == NULL)
-		errx(1, "out of memory");
-	if (ist_config_load_file(&cfg, ".inferscope.yaml", true, &e) !=
-	    IST_OK || ist_rules_configure(rules, &cfg, NULL, &e) != IST_OK)
-		errx(2, "%s", e.msg);
-
-	fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY);
-	if (fd < 0)
-		err(1, "cannot open '%s'", path);
+	tool_settings(&cfg, &rules, NULL);
+	fd = tool_open_input(path);
 	if (ist_output_open(&out, outpath, false, &e) != IST_OK)
 		errx(1, "%s", e.msg);
 	sp.in = fd;

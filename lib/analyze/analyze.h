@@ -32,7 +32,8 @@ enum ist_status ist_rules_load(struct ist_rules *r, const char *path,
     bool optional, const char *under_key, struct ist_error *err);
 /*
  * The thresholds in effect, as every tool takes them: defaults, then the
- * rules: section of ./.inferscope.yaml, then the rules file (rules_file if
+ * rules: section of the settings file cfg loaded (ist_config_load_file
+ * keeps it: the file is parsed once), then the rules file (rules_file if
  * not NULL, else cfg's rules_file setting), each over the one before.
  */
 enum ist_status ist_rules_configure(struct ist_rules *r,

@@ -41,6 +41,8 @@ ist_config_release(struct ist_config *c)
 		free(c->value[k]);
 		free(c->where[k]);
 	}
+	ist_yaml_free(c->yaml);
+	free(c->yaml_path);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -118,32 +120,15 @@ ist_config_str(const struct ist_config *c, enum ist_key k)
 	return c->value[k];
 }
 
-int
-ist_yaml_skip(int skip, int type)
-{
-	bool open = type == YAML_MAPPING_START_EVENT ||
-	    type == YAML_SEQUENCE_START_EVENT;
-	bool close = type == YAML_MAPPING_END_EVENT ||
-	    type == YAML_SEQUENCE_END_EVENT;
-
-	if (skip < 0)
-		return open ? 1 : 0;
-	return skip + (open ? 1 : close ? -1 : 0);
-}
-
 enum ist_status
-ist_config_load_file(struct ist_config *c, const char *path, bool optional,
+ist_yaml_load(const char *path, bool optional, struct yaml_document_s **out,
     struct ist_error *err)
 {
 	yaml_parser_t p;
-	yaml_event_t ev;
+	yaml_document_t *d;
 	FILE *f = fopen(path, "r");
-	enum ist_status st = IST_OK;
-	char key[128] = "", where[4200];
-	int depth = 0, state = 0; /* 0: want key, 1: want value */
-	int skip = 0;             /* inside the value of rules: */
-	bool done = false;
 
+	*out = NULL;
 	if (f == NULL) {
 		if (optional && errno == ENOENT)
 			return IST_OK;
@@ -151,85 +136,113 @@ ist_config_load_file(struct ist_config *c, const char *path, bool optional,
 		    strerror(errno));
 		return IST_EIO;
 	}
+	if ((d = malloc(sizeof(*d))) == NULL) {
+		fclose(f);
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
 	yaml_parser_initialize(&p);
 	yaml_parser_set_input_file(&p, f);
-	while (!done) {
-		if (!yaml_parser_parse(&p, &ev)) {
-			ist_seterr(err, IST_EINVAL, "'%s':%zu:%zu: %s", path,
-			    p.problem_mark.line + 1, p.problem_mark.column + 1,
-			    p.problem ? p.problem : "invalid YAML");
-			st = IST_EINVAL;
-			break;
-		}
-		if (skip) {
-			/* `rules:` holds is-analyze's thresholds
-			 * (ist_rules_load reads them) */
-			if ((skip = ist_yaml_skip(skip, ev.type)) == 0)
-				state = 0;
-			yaml_event_delete(&ev);
-			continue;
-		}
-		switch (ev.type) {
-		case YAML_STREAM_END_EVENT:
-			done = true;
-			break;
-		case YAML_MAPPING_START_EVENT:
-			if (++depth > 1)
-				goto nested;
-			break;
-		case YAML_MAPPING_END_EVENT:
-			depth--;
-			break;
-		case YAML_SEQUENCE_START_EVENT:
-		nested:
-			ist_seterr(err, IST_EINVAL, "'%s':%zu:%zu: %s", path,
-			    ev.start_mark.line + 1, ev.start_mark.column + 1,
-			    state ? "a setting's value must be a scalar" :
-			    "settings must be a mapping of names to values");
-			st = IST_EINVAL;
-			done = true;
-			break;
-		case YAML_SCALAR_EVENT:
-			if (depth != 1) {
-				ist_seterr(err, IST_EINVAL, "'%s':%zu:%zu: "
-				    "settings must be a mapping of names to "
-				    "values", path, ev.start_mark.line + 1,
-				    ev.start_mark.column + 1);
-				st = IST_EINVAL;
-				done = true;
-				break;
-			}
-			if (state == 0) {
-				snprintf(key, sizeof(key), "%s",
-				    (char *)ev.data.scalar.value);
-				state = 1;
-				if (strcmp(key, "rules") == 0)
-					skip = -1;
-				break;
-			}
-			snprintf(where, sizeof(where), "%s:%zu", path,
-			    ev.start_mark.line + 1);
-			{
-				struct ist_error e;
-				if (ist_config_set(c, key,
-				    (char *)ev.data.scalar.value, IST_SRC_FILE,
-				    where, &e) != IST_OK) {
-					ist_seterr(err, IST_EINVAL,
-					    "'%s':%zu:%zu: %s", path,
-					    ev.start_mark.line + 1,
-					    ev.start_mark.column + 1, e.msg);
-					st = IST_EINVAL;
-					done = true;
-				}
-			}
-			state = 0;
-			break;
-		default:
-			break;
-		}
-		yaml_event_delete(&ev);
+	if (!yaml_parser_load(&p, d)) {
+		char ctx[160] = "";
+		if (p.context)
+			snprintf(ctx, sizeof(ctx), " (%s started at %zu:%zu)",
+			    p.context, p.context_mark.line + 1,
+			    p.context_mark.column + 1);
+		ist_seterr(err, IST_EINVAL, "'%s':%zu:%zu: %s%s", path,
+		    p.problem_mark.line + 1, p.problem_mark.column + 1,
+		    p.problem ? p.problem : "invalid YAML", ctx);
+		free(d);
+		d = NULL;
 	}
 	yaml_parser_delete(&p);
 	fclose(f);
+	*out = d;
+	return d ? IST_OK : IST_EINVAL;
+}
+
+void
+ist_yaml_free(struct yaml_document_s *d)
+{
+	if (d) {
+		yaml_document_delete(d);
+		free(d);
+	}
+}
+
+/* "'path':line:col: what" at node n. */
+static enum ist_status
+bad(struct ist_error *err, const char *path, const yaml_node_t *n,
+    const char *what)
+{
+	ist_seterr(err, IST_EINVAL, "'%s':%zu:%zu: %s", path,
+	    n->start_mark.line + 1, n->start_mark.column + 1, what);
+	return IST_EINVAL;
+}
+
+enum ist_status
+ist_config_load_file(struct ist_config *c, const char *path, bool optional,
+    struct ist_error *err)
+{
+	static const char *const not_map = "settings must be a mapping of "
+	    "names to values";
+	yaml_document_t *d;
+	yaml_node_t *root;
+	yaml_node_pair_t *pr;
+	enum ist_status st;
+	char where[4200];
+
+	if ((st = ist_yaml_load(path, optional, &d, err)) != IST_OK ||
+	    d == NULL)
+		return st;
+	if ((root = yaml_document_get_root_node(d)) == NULL)
+		goto out;                       /* an empty file */
+	if (root->type != YAML_MAPPING_NODE) {
+		st = bad(err, path, root, not_map);
+		goto out;
+	}
+	for (pr = root->data.mapping.pairs.start;
+	    pr < root->data.mapping.pairs.top; pr++) {
+		yaml_node_t *k = yaml_document_get_node(d, pr->key);
+		yaml_node_t *v = yaml_document_get_node(d, pr->value);
+		const char *key;
+		struct ist_error e;
+
+		if (k->type != YAML_SCALAR_NODE) {
+			st = bad(err, path, k, not_map);
+			goto out;
+		}
+		key = (const char *)k->data.scalar.value;
+		if (strcmp(key, "rules") == 0) {
+			/* the rules' thresholds: ist_rules_configure reads
+			 * them from this document */
+			ist_yaml_free(c->yaml);
+			free(c->yaml_path);
+			c->yaml = d;
+			c->rules_node = pr->value;
+			if ((c->yaml_path = strdup(path)) == NULL) {
+				c->yaml = NULL;
+				ist_seterr(err, IST_ENOMEM, "out of memory");
+				st = IST_ENOMEM;
+				goto out;
+			}
+			continue;
+		}
+		if (v->type != YAML_SCALAR_NODE) {
+			st = bad(err, path, v, "a setting's value must be a "
+			    "scalar");
+			goto out;
+		}
+		snprintf(where, sizeof(where), "%s:%zu", path,
+		    v->start_mark.line + 1);
+		if (ist_config_set(c, key, (const char *)v->data.scalar.value,
+		    IST_SRC_FILE, where, &e) != IST_OK) {
+			st = bad(err, path, v, e.msg);
+			goto out;
+		}
+	}
+out:
+	if (c->yaml != d)
+		ist_yaml_free(d);
 	return st;
 }

@@ -21,10 +21,17 @@ enum ist_key {
 	IST_NKEYS
 };
 
+struct yaml_document_s;
+
 struct ist_config {
 	char *value[IST_NKEYS];
 	enum ist_source source[IST_NKEYS];
 	char *where[IST_NKEYS];  /* "file:line" for values from a file */
+	/* the file's rules: node, for ist_rules_configure (the file is
+	 * parsed once); yaml NULL when it has none */
+	struct yaml_document_s *yaml;
+	int rules_node;
+	char *yaml_path;
 };
 
 void ist_config_init(struct ist_config *c);
@@ -36,11 +43,18 @@ const char *ist_source_name(enum ist_source s);
 enum ist_status ist_config_set(struct ist_config *c, const char *key,
     const char *value, enum ist_source src, const char *where,
     struct ist_error *err);
-/* Loads a YAML mapping of settings; a missing file is not an error when
- * optional.  Errors name the file, line and column. */
+/* Loads a YAML mapping of settings, keeping its rules: node; a missing
+ * file is not an error when optional.  Errors name the file, line and
+ * column. */
 enum ist_status ist_config_load_file(struct ist_config *c, const char *path,
     bool optional, struct ist_error *err);
 long long ist_config_int(const struct ist_config *c, enum ist_key k);
 const char *ist_config_str(const struct ist_config *c, enum ist_key k);
+
+/* A YAML file parsed whole (libyaml's document); *out NULL when it is
+ * missing and optional.  Syntax errors name the file, line and column. */
+enum ist_status ist_yaml_load(const char *path, bool optional,
+    struct yaml_document_s **out, struct ist_error *err);
+void ist_yaml_free(struct yaml_document_s *d);
 
 #endif

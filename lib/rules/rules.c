@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,156 +92,139 @@ ist_rules_json(const struct ist_rules *r)
 	return o;
 }
 
+/* "'path':line:col: what" at node n. */
+static enum ist_status
+bad(struct ist_error *err, const char *path, const yaml_node_t *n,
+    const char *fmt, ...)
+{
+	char m[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof(m), fmt, ap);
+	va_end(ap);
+	ist_seterr(err, IST_EINVAL, "'%s':%zu:%zu: %s", path,
+	    n->start_mark.line + 1, n->start_mark.column + 1, m);
+	return IST_EINVAL;
+}
+
+/* One threshold or `enabled` of rule i, from scalar node v. */
+static enum ist_status
+set_param(struct ist_rules *r, int i, const char *name, const yaml_node_t *v,
+    const char *path, struct ist_error *err)
+{
+	const char *s = (const char *)v->data.scalar.value;
+	int k;
+	char *end;
+	double d;
+
+	if (strcmp(name, "enabled") == 0) {
+		if (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on"))
+			r->enabled[i] = true;
+		else if (!strcmp(s, "false") || !strcmp(s, "no") ||
+		    !strcmp(s, "off"))
+			r->enabled[i] = false;
+		else
+			return bad(err, path, v, "enabled must be true or "
+			    "false, not '%s'", s);
+		return IST_OK;
+	}
+	if ((k = param_index(i, name)) < 0)
+		return bad(err, path, v, "rule %s has no threshold '%s'",
+		    ist_rule_table[i]->name, name);
+	errno = 0;
+	d = strtod(s, &end);
+	if (errno || *end || end == s || !isfinite(d) || d < 0 || d > 1e12)
+		return bad(err, path, v, "%s.%s must be a number from 0 to "
+		    "1e12, not '%s'", ist_rule_table[i]->name, name, s);
+	r->p[i][k] = d;
+	return IST_OK;
+}
+
 /*
- * YAML: rule -> { param: number, enabled: bool }.  The parser walks events
- * with a small state machine: depth 1 keys are rule names (or, with
- * under_key, top-level keys of which only that one is read), depth 2 keys
- * are parameters.
+ * Thresholds from node n of document d: rule -> { param: number, enabled:
+ * bool }.  what names n in errors when it is not a mapping (the key it is
+ * the value of, or NULL for a whole file).
  */
+static enum ist_status
+apply(struct ist_rules *r, yaml_document_t *d, yaml_node_t *n,
+    const char *what, const char *path, struct ist_error *err)
+{
+	static const char *const shape = "rules must be a mapping of rule "
+	    "names to mappings of thresholds";
+	yaml_node_pair_t *rp, *pp;
+	enum ist_status st;
+
+	if (n->type != YAML_MAPPING_NODE)
+		return what && n->type == YAML_SCALAR_NODE ? bad(err, path, n,
+		    "'%s' wants a mapping of thresholds", what) :
+		    bad(err, path, n, "%s", shape);
+	for (rp = n->data.mapping.pairs.start; rp < n->data.mapping.pairs.top;
+	    rp++) {
+		yaml_node_t *k = yaml_document_get_node(d, rp->key);
+		yaml_node_t *v = yaml_document_get_node(d, rp->value);
+		const char *name = (const char *)k->data.scalar.value;
+		int i;
+
+		if (k->type != YAML_SCALAR_NODE)
+			return bad(err, path, k, "a mapping cannot be a key");
+		if ((i = rule_index(name)) < 0)
+			return bad(err, path, k, "unknown rule '%s'", name);
+		if (v->type == YAML_SCALAR_NODE)
+			return bad(err, path, v, "'%s' wants a mapping of "
+			    "thresholds", name);
+		if (v->type != YAML_MAPPING_NODE)
+			return bad(err, path, v, "%s", shape);
+		for (pp = v->data.mapping.pairs.start;
+		    pp < v->data.mapping.pairs.top; pp++) {
+			yaml_node_t *pk = yaml_document_get_node(d, pp->key);
+			yaml_node_t *pv = yaml_document_get_node(d, pp->value);
+
+			if (pk->type != YAML_SCALAR_NODE)
+				return bad(err, path, pk, "a mapping cannot be "
+				    "a key");
+			if (pv->type == YAML_MAPPING_NODE)
+				return bad(err, path, pv, "'%s' wants a number",
+				    (const char *)pk->data.scalar.value);
+			if (pv->type != YAML_SCALAR_NODE)
+				return bad(err, path, pv, "%s", shape);
+			if ((st = set_param(r, i, (const char *)
+			    pk->data.scalar.value, pv, path, err)) != IST_OK)
+				return st;
+		}
+	}
+	return IST_OK;
+}
+
 enum ist_status
 ist_rules_load(struct ist_rules *r, const char *path, bool optional,
     const char *under_key, struct ist_error *err)
 {
-	yaml_parser_t p;
-	yaml_event_t ev;
-	FILE *f = fopen(path, "r");
-	enum ist_status st = IST_OK;
-	int depth = 0, base = under_key ? 1 : 0, rule = -1, skip = 0;
-	bool done = false, want_key[8] = { true, true, true, true, true, true,
-	    true, true }, inside = under_key == NULL;
-	char key[8][128] = { "" };
+	yaml_document_t *d;
+	yaml_node_t *root, *n = NULL;
+	yaml_node_pair_t *pr;
+	enum ist_status st;
 
-	if (f == NULL) {
-		if (optional && errno == ENOENT)
-			return IST_OK;
-		ist_seterr(err, IST_EIO, "cannot open '%s': %s", path,
-		    strerror(errno));
-		return IST_EIO;
+	if ((st = ist_yaml_load(path, optional, &d, err)) != IST_OK ||
+	    d == NULL)
+		return st;
+	root = yaml_document_get_root_node(d);
+	if (root && under_key && root->type == YAML_MAPPING_NODE) {
+		for (pr = root->data.mapping.pairs.start;
+		    pr < root->data.mapping.pairs.top; pr++) {
+			yaml_node_t *k = yaml_document_get_node(d, pr->key);
+			if (k->type == YAML_SCALAR_NODE && strcmp((const char *)
+			    k->data.scalar.value, under_key) == 0)
+				n = yaml_document_get_node(d, pr->value);
+		}
+	} else if (root && under_key) {
+		st = bad(err, path, root, "expected a mapping");
+	} else {
+		n = root;
 	}
-	yaml_parser_initialize(&p);
-	yaml_parser_set_input_file(&p, f);
-#define FAIL(mark, ...) do { \
-	char m_[256]; \
-	snprintf(m_, sizeof(m_), __VA_ARGS__); \
-	ist_seterr(err, IST_EINVAL, "'%s':%zu:%zu: %s", path, \
-	    (mark).line + 1, (mark).column + 1, m_); \
-	st = IST_EINVAL; \
-	done = true; \
-} while (0)
-	while (!done) {
-		if (!yaml_parser_parse(&p, &ev)) {
-			ist_seterr(err, IST_EINVAL, "'%s':%zu:%zu: %s", path,
-			    p.problem_mark.line + 1, p.problem_mark.column + 1,
-			    p.problem ? p.problem : "invalid YAML");
-			st = IST_EINVAL;
-			break;
-		}
-		if (skip) {
-			/* the value of a top-level key we do not read */
-			if ((skip = ist_yaml_skip(skip, ev.type)) == 0)
-				want_key[depth] = true;
-			yaml_event_delete(&ev);
-			continue;
-		}
-		switch (ev.type) {
-		case YAML_STREAM_END_EVENT:
-			done = true;
-			break;
-		case YAML_MAPPING_START_EVENT:
-			if (depth >= 7 || (depth > 0 && want_key[depth])) {
-				FAIL(ev.start_mark, "a mapping cannot be a key");
-				break;
-			}
-			if (inside && depth - base >= 2) {
-				FAIL(ev.start_mark, "'%s' wants a number",
-				    key[depth]);
-				break;
-			}
-			depth++;
-			want_key[depth] = true;
-			if (depth - base == 2 && inside)
-				rule = rule_index(key[depth - 1]);
-			break;
-		case YAML_MAPPING_END_EVENT:
-			if (depth - base == 1 && under_key && depth == 2)
-				inside = false;
-			depth--;
-			if (depth >= 0)
-				want_key[depth] = true;
-			break;
-		case YAML_SEQUENCE_START_EVENT:
-			FAIL(ev.start_mark, "%s", inside ?
-			    "rules must be a mapping of rule names to "
-			    "mappings of thresholds" : "expected a mapping");
-			break;
-		case YAML_SCALAR_EVENT: {
-			const char *v = (const char *)ev.data.scalar.value;
-			int rel = depth - base;
-			if (depth == 0) {
-				FAIL(ev.start_mark, "rules must be a mapping of "
-				    "rule names to mappings of thresholds");
-				break;
-			}
-			if (want_key[depth]) {
-				snprintf(key[depth], sizeof(key[depth]), "%s", v);
-				want_key[depth] = false;
-				if (under_key && depth == 1) {
-					inside = strcmp(v, under_key) == 0;
-					if (!inside)
-						skip = -1;
-				} else if (inside && rel == 1 &&
-				    rule_index(v) < 0) {
-					FAIL(ev.start_mark, "unknown rule '%s'",
-					    v);
-				}
-				break;
-			}
-			want_key[depth] = true;
-			if (!inside || rel != 2 || rule < 0) {
-				FAIL(ev.start_mark, "'%s' wants a mapping of "
-				    "thresholds", key[depth]);
-				break;
-			}
-			if (strcmp(key[depth], "enabled") == 0) {
-				if (!strcmp(v, "true") || !strcmp(v, "yes") ||
-				    !strcmp(v, "on"))
-					r->enabled[rule] = true;
-				else if (!strcmp(v, "false") ||
-				    !strcmp(v, "no") || !strcmp(v, "off"))
-					r->enabled[rule] = false;
-				else
-					FAIL(ev.start_mark, "enabled must be "
-					    "true or false, not '%s'", v);
-			} else {
-				int k = param_index(rule, key[depth]);
-				char *end;
-				double d;
-				errno = 0;
-				d = strtod(v, &end);
-				if (k < 0)
-					FAIL(ev.start_mark, "rule %s has no "
-					    "threshold '%s'",
-					    ist_rule_table[rule]->name,
-					    key[depth]);
-				else if (errno || *end || end == v ||
-				    !isfinite(d) || d < 0 || d > 1e12)
-					FAIL(ev.start_mark, "%s.%s must be a "
-					    "number from 0 to 1e12, not '%s'",
-					    ist_rule_table[rule]->name,
-					    key[depth], v);
-				else
-					r->p[rule][k] = d;
-			}
-			break;
-		}
-		default:
-			break;
-		}
-		yaml_event_delete(&ev);
-	}
-#undef FAIL
-	yaml_parser_delete(&p);
-	fclose(f);
+	if (st == IST_OK && n)
+		st = apply(r, d, n, under_key, path, err);
+	ist_yaml_free(d);
 	return st;
 }
 
@@ -250,7 +234,8 @@ ist_rules_configure(struct ist_rules *r, const struct ist_config *cfg,
 {
 	enum ist_status st;
 
-	if ((st = ist_rules_load(r, ".inferscope.yaml", true, "rules", err)) !=
+	if (cfg->yaml && (st = apply(r, cfg->yaml, yaml_document_get_node(
+	    cfg->yaml, cfg->rules_node), "rules", cfg->yaml_path, err)) !=
 	    IST_OK)
 		return st;
 	if (rules_file == NULL && *ist_config_str(cfg, IST_K_RULES_FILE))

@@ -139,11 +139,6 @@ void ist_fmt_double(double d, char *out, size_t cap);
  * leave them out, so that no difference of two overflows. */
 #define IST_TIME_MAX ((int64_t)1 << 61)
 
-/* Skipping a YAML value event by event (libyaml's yaml_event_type_t as
- * type): skip starts at -1 on the key whose value is to be skipped; the
- * result is the next state, 0 once the value is behind (lib/config/config.c). */
-int ist_yaml_skip(int skip, int type);
-
 /* CBOR arrays for headers and process records, appended to out (0 or
  * ENOMEM): integers; and NUL-terminated arguments as in /proc/PID/cmdline,
  * as text. */
