@@ -81,7 +81,8 @@ inferscope: no trace was written; no report"
 }
 
 @test "every tool takes the settings alike: a bad one in the environment or the file stops each, named" {
-	is-cat --encode examples/trace.jsonl | is-merge > t.ist
+	cd "$T"
+	is-cat --encode "$BATS_TEST_DIRNAME/../examples/trace.jsonl" | is-merge > t.ist
 	for tool in is-merge is-analyze is-report; do
 		run -2 --separate-stderr env INFERSCOPE_SAMPLE_HZ=lots $tool t.ist
 		assert_equal "$stderr" "$tool: INFERSCOPE_SAMPLE_HZ: sample_hz must be an integer from 0 to 10000, not 'lots'"

@@ -557,7 +557,6 @@ processes_json(struct ist_analyzer *a, json_t **command)
 	return arr;
 }
 
-json_t *ist_rules_run(const struct ist_rules *r, json_t *an);
 
 /* A data-quality note, and what it costs the confidence (a factor). */
 static void __attribute__((format(printf, 4, 5)))

@@ -346,9 +346,6 @@ out:
 
 /* ---- lifecycle ---- */
 
-double ist_rules_param(const struct ist_rules *r, const char *rule,
-    const char *param);
-
 enum ist_status
 ist_analyzer_new(struct ist_analyzer **out, const struct ist_rules *rules,
     struct ist_error *err)
@@ -366,12 +363,12 @@ ist_analyzer_new(struct ist_analyzer **out, const struct ist_rules *rules,
 	}
 	a->rules = rules;
 	a->last_key = INT64_MIN;
-	a->slow_launch_ns = ist_rules_param(rules, "launch_bound",
-	    "slow_launch_us") * 1000;
-	a->launch_delay_ns = ist_rules_param(rules, "launch_bound",
-	    "launch_delay_us") * 1000;
-	a->kernel_wait_ns = ist_rules_param(rules, "gpu_idle",
-	    "kernel_wait_us") * 1000;
+	a->slow_launch_ns = ist_rules_params(rules, IST_RULE_LAUNCH_BOUND)->
+	    launch_bound.slow_launch_us * 1000;
+	a->launch_delay_ns = ist_rules_params(rules, IST_RULE_LAUNCH_BOUND)->
+	    launch_bound.launch_delay_us * 1000;
+	a->kernel_wait_ns = ist_rules_params(rules, IST_RULE_GPU_IDLE)->
+	    gpu_idle.kernel_wait_us * 1000;
 	*out = a;
 	return IST_OK;
 }

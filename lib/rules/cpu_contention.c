@@ -6,7 +6,8 @@
 #include "rules.h"
 
 static void
-gil(const json_t *an, const double *p, json_t *out)
+gil(const json_t *an, const struct ist_cpu_contention_params *p,
+    json_t *out)
 {
 	const json_t *threads = json_object_get(an, "threads"), *t, *u;
 	double cores = ist_jnum(json_object_get(an, "system"), "cpu_cores");
@@ -22,7 +23,7 @@ gil(const json_t *an, const double *p, json_t *out)
 		bool first = true;
 
 		if (py == NULL || ist_jnum(py, "last_ns") - ist_jnum(py,
-		    "first_ns") < p[3] * 1e6)
+		    "first_ns") < p->gil_min_ms * 1e6)
 			continue;
 		s0 = ist_jnum(py, "first_ns");
 		e0 = ist_jnum(py, "last_ns");
@@ -33,10 +34,11 @@ gil(const json_t *an, const double *p, json_t *out)
 			if (j >= i)
 				break;
 			q = json_object_get(u, "python");
+			double qw = ist_jnum(q, "last_ns") -
+			    ist_jnum(q, "first_ns");
 			if (q && ist_jnum(u, "pid") == ist_jnum(t, "pid") &&
-			    ist_jnum(q, "last_ns") - ist_jnum(q, "first_ns") >=
-			    p[3] * 1e6 && ist_jnum(q, "self_ns") >= 0.5 *
-			    (ist_jnum(q, "last_ns") - ist_jnum(q, "first_ns")))
+			    qw >= p->gil_min_ms * 1e6 &&
+			    ist_jnum(q, "self_ns") >= 0.5 * qw)
 				first = false;
 		}
 		if (!first)
@@ -57,8 +59,9 @@ gil(const json_t *an, const double *p, json_t *out)
 			s1 = ist_jnum(q, "first_ns");
 			e1 = ist_jnum(q, "last_ns");
 			ov = (e1 < e0 ? e1 : e0) - (s1 > s0 ? s1 : s0);
-			if (e1 - s1 < p[3] * 1e6 || ist_jnum(q, "self_ns") <
-			    0.5 * (e1 - s1) || ov < 0.5 * (e1 - s1))
+			if (e1 - s1 < p->gil_min_ms * 1e6 ||
+			    ist_jnum(q, "self_ns") < 0.5 * (e1 - s1) ||
+			    ov < 0.5 * (e1 - s1))
 				continue;
 			n++;
 			util += ist_jnum(q, "cpu_util");
@@ -71,7 +74,7 @@ gil(const json_t *an, const double *p, json_t *out)
 			    ist_jstr(u, "name"), "cpu_util", ist_jnum(q,
 			    "cpu_util")));
 		}
-		if (n < 2 || util > p[2] || (cores > 0 && cores < 2)) {
+		if (n < 2 || util > p->gil_cores || (cores > 0 && cores < 2)) {
 			json_decref(list);
 			continue;
 		}
@@ -80,7 +83,7 @@ gil(const json_t *an, const double *p, json_t *out)
 		    "GIL)", n, (long long)ist_jint(t, "pid"), util);
 		f = ist_finding(out, "cpu_contention", "gil", n >= 4 ? "high" :
 		    "medium", 0.6 + 0.3 * (1 - (util - 1 > 0 ? util - 1 : 0) /
-		    (p[2] - 1 > 0.01 ? p[2] - 1 : 0.01)), title,
+		    (p->gil_cores - 1 > 0.01 ? p->gil_cores - 1 : 0.01)), title,
 		    "Python threads serialise on the GIL: move CPU-heavy Python "
 		    "work to processes (multiprocessing, DataLoader "
 		    "num_workers), into code that releases the GIL (numpy, "
@@ -99,11 +102,12 @@ gil(const json_t *an, const double *p, json_t *out)
 }
 
 static const char *
-run(const json_t *an, const double *p, json_t *out)
+run(const json_t *an, const union ist_rule_params *u, json_t *out)
 {
+	const struct ist_cpu_contention_params *p = &u->cpu_contention;
 	const json_t *sys = json_object_get(an, "system"), *t;
 	double cpu = 0, wait = 0, inv = 0, share, over = 0, samples;
-	double cores, demand;
+	double cores, demand, lim;
 	bool others;
 	double wall = ist_jnum(json_object_get(an, "run"), "wall_ns");
 	size_t i, n = 0;
@@ -131,19 +135,21 @@ run(const json_t *an, const double *p, json_t *out)
 	/* procs_running counts every process of the machine: oversubscribed
 	 * samples alone say little when the threads measured hardly wait
 	 * (schedstat); they stand alone only where no wait was measured */
-	if (wait > 0 && share < p[4])
+	if (wait > 0 && share < p->min_wait_pct)
 		over = 0;
-	if (share >= p[0] || over >= p[1]) {
+	if (share >= p->wait_pct || over >= p->oversubscribed_pct) {
 		/* the program alone fits the cores: others' load queued it */
 		others = cores > 0 && demand <= cores - 0.5;
 		snprintf(title, sizeof(title), "threads wait for a CPU: %.1f%% "
 		    "of their runnable time was spent in the run queue "
 		    "(%.0f cores, %s)", share, cores, others ? "busy with "
 		    "other processes" : "the program's own threads");
+		lim = share >= p->wait_pct ? p->wait_pct :
+		    p->oversubscribed_pct;
 		f = ist_finding(out, "cpu_contention", "runqueue",
-		    ist_severity(share > over ? share : over, share >= p[0] ?
-		    p[0] : p[1]), ist_margin_confidence(share >= p[0] ? share :
-		    over, share >= p[0] ? p[0] : p[1]), title, others ?
+		    ist_severity(share > over ? share : over, lim),
+		    ist_margin_confidence(share >= p->wait_pct ? share : over,
+		    lim), title, others ?
 		    "the program's own threads wanted fewer CPUs than the "
 		    "machine has: the wait comes from other processes, and "
 		    "there is nothing to tune in the program; measure on an "
@@ -187,17 +193,20 @@ const struct ist_rule ist_rule_cpu_contention = {
 	"cpu_contention",
 	"threads wait for CPUs, or Python threads share one core (GIL)",
 	{
-		{ "wait_pct", 20, "fire when threads spend this share of "
-		    "their runnable time waiting for a CPU, percent" },
-		{ "oversubscribed_pct", 25, "or when this share of samples "
-		    "sees more runnable threads than cores, percent" },
-		{ "gil_cores", 1.3, "Python threads together using at most "
-		    "this many cores are serialised" },
-		{ "gil_min_ms", 200, "Python threads active at least this "
-		    "long are considered" },
-		{ "min_wait_pct", 5, "oversubscribed samples count only when "
-		    "threads wait at least this share, percent (unless no "
-		    "wait was measured)" },
+		IST_PARAM(cpu_contention, wait_pct, 20,
+		    "fire when threads spend this share of their runnable "
+		    "time waiting for a CPU, percent"),
+		IST_PARAM(cpu_contention, oversubscribed_pct, 25,
+		    "or when this share of samples sees more runnable "
+		    "threads than cores, percent"),
+		IST_PARAM(cpu_contention, gil_cores, 1.3,
+		    "Python threads together using at most this many cores "
+		    "are serialised"),
+		IST_PARAM(cpu_contention, gil_min_ms, 200,
+		    "Python threads active at least this long are considered"),
+		IST_PARAM(cpu_contention, min_wait_pct, 5,
+		    "oversubscribed samples count only when threads wait at "
+		    "least this share, percent (unless no wait was measured)"),
 	},
 	run,
 };

@@ -4,8 +4,9 @@
 #include "rules.h"
 
 static const char *
-run(const json_t *an, const double *p, json_t *out)
+run(const json_t *an, const union ist_rule_params *u, json_t *out)
 {
+	const struct ist_gpu_bound_params *p = &u->gpu_bound;
 	const json_t *d, *k;
 	size_t i, j;
 	bool any = false;
@@ -21,11 +22,11 @@ run(const json_t *an, const double *p, json_t *out)
 		if (ist_jnum(d, "ops") == 0)
 			continue;
 		any = true;
-		if (busy < p[0])
+		if (busy < p->busy_pct)
 			continue;
 		top = json_array();
 		json_array_foreach(json_object_get(an, "kernels"), j, k) {
-			if (j >= (size_t)p[1])
+			if (j >= (size_t)p->top)
 				break;
 			json_array_append_new(top, json_pack("{s:s,s:I,s:f}",
 			    "name", ist_jstr(k, "name"), "total_ns",
@@ -64,8 +65,10 @@ const struct ist_rule ist_rule_gpu_bound = {
 	"gpu_bound",
 	"the GPU is busy almost all of its active window",
 	{
-		{ "busy_pct", 90, "fire at or above this busy share, percent" },
-		{ "top", 3, "kernels listed" },
+		IST_PARAM(gpu_bound, busy_pct, 90,
+		    "fire at or above this busy share, percent"),
+		IST_PARAM(gpu_bound, top, 3,
+		    "kernels listed"),
 	},
 	run,
 };

@@ -6,8 +6,9 @@
 #include "rules.h"
 
 static const char *
-run(const json_t *an, const double *p, json_t *out)
+run(const json_t *an, const union ist_rule_params *u, json_t *out)
 {
+	const struct ist_gpu_idle_params *p = &u->gpu_idle;
 	const json_t *d;
 	size_t i;
 	bool any = false;
@@ -22,7 +23,8 @@ run(const json_t *an, const double *p, json_t *out)
 		if (ist_jnum(d, "ops") == 0)
 			continue;
 		any = true;
-		if (idle <= p[0] || ist_jnum(d, "active_ns") < p[1] * 1e6)
+		if (idle <= p->idle_pct ||
+		    ist_jnum(d, "active_ns") < p->min_active_ms * 1e6)
 			continue;
 		top = json_object_get(att, "top");
 		t0 = json_array_get(top, 0);
@@ -54,8 +56,9 @@ run(const json_t *an, const double *p, json_t *out)
 			    "GPU: profile the code between launches (add "
 			    "inferscope.scope() around steps) and overlap "
 			    "host work with GPU work, or batch requests");
-		f = ist_finding(out, "gpu_idle", "idle", ist_severity(idle,
-		    p[0]), ist_margin_confidence(idle, p[0]), title, sug);
+		f = ist_finding(out, "gpu_idle", "idle",
+		    ist_severity(idle, p->idle_pct),
+		    ist_margin_confidence(idle, p->idle_pct), title, sug);
 		ev = json_object_get(f, "evidence");
 		json_object_set_new(ev, "device", json_integer(ist_jint(d, "device")));
 		json_object_set(ev, "active_ns", json_object_get(d,
@@ -75,7 +78,7 @@ run(const json_t *an, const double *p, json_t *out)
 			const json_t *x;
 			size_t k;
 			json_array_foreach(top, k, x)
-				if (k < (size_t)p[2])
+				if (k < (size_t)p->top)
 					json_array_append(t, (json_t *)x);
 			json_object_set_new(ev, "thread", json_string(
 			    ist_jstr(att, "thread")));
@@ -92,11 +95,15 @@ const struct ist_rule ist_rule_gpu_idle = {
 	"gpu_idle",
 	"the GPU is idle for a share of its active window",
 	{
-		{ "idle_pct", 10, "fire above this idle share, percent" },
-		{ "min_active_ms", 1, "ignore devices active less than this" },
-		{ "top", 5, "contributors listed" },
-		{ "kernel_wait_us", 30, "gaps up to this long between queued "
-		    "operations count as kernel wait" },
+		IST_PARAM(gpu_idle, idle_pct, 10,
+		    "fire above this idle share, percent"),
+		IST_PARAM(gpu_idle, min_active_ms, 1,
+		    "ignore devices active less than this"),
+		IST_PARAM(gpu_idle, top, 5,
+		    "contributors listed"),
+		IST_PARAM(gpu_idle, kernel_wait_us, 30,
+		    "gaps up to this long between queued operations count as "
+		    "kernel wait"),
 	},
 	run,
 };

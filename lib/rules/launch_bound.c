@@ -5,8 +5,9 @@
 #include "rules.h"
 
 static const char *
-run(const json_t *an, const double *p, json_t *out)
+run(const json_t *an, const union ist_rule_params *u, json_t *out)
 {
+	const struct ist_launch_bound_params *p = &u->launch_bound;
 	const json_t *d, *l = json_object_get(an, "launches");
 	double launches = ist_jnum(l, "count"), slow = ist_jnum(l,
 	    "slow_count");
@@ -21,15 +22,16 @@ run(const json_t *an, const double *p, json_t *out)
 		if (k == 0)
 			continue;
 		any = true;
-		if (k < p[1] || med >= p[0] || idle < p[4])
+		if (k < p->min_kernels || med >= p->kernel_median_us ||
+		    idle < p->min_idle_pct)
 			continue;
 		snprintf(title, sizeof(title), "GPU %d runs %.0f short kernels "
 		    "(median %.1f us) with launch gaps: idle %.1f%%",
 		    (int)ist_jint(d, "device"), k, med, idle);
 		f = ist_finding(out, "launch_bound", "short_kernels",
-		    ist_severity(p[0] / (med > 0.001 ? med : 0.001), 1),
-		    ist_margin_confidence(p[0], med > 0.001 ? med : 0.001),
-		    title, "each kernel costs less than launching it: capture "
+		    ist_severity(p->kernel_median_us / (med > 0.001 ? med :
+		    0.001), 1), ist_margin_confidence(p->kernel_median_us,
+		    med > 0.001 ? med : 0.001), title, "each kernel costs less than launching it: capture "
 		    "the loop in a CUDA graph (torch.cuda.CUDAGraph, "
 		    "torch.compile(mode=\"reduce-overhead\")), fuse elementwise "
 		    "ops (torch.compile), or give each launch more work "
@@ -50,10 +52,11 @@ run(const json_t *an, const double *p, json_t *out)
 		json_object_set(ev, "slow_launches", json_object_get(l,
 		    "slow_count"));
 	}
-	if (launches > 0 && slow >= 1 && 100 * slow / launches >= p[5]) {
+	if (launches > 0 && slow >= 1 &&
+	    100 * slow / launches >= p->slow_launch_pct) {
 		snprintf(title, sizeof(title), "%.0f of %.0f launch calls took "
 		    "longer than %.0f us (longest %.1f us)", slow, launches,
-		    p[3], ist_jnum(l, "max_ns") / 1e3);
+		    p->slow_launch_us, ist_jnum(l, "max_ns") / 1e3);
 		f = ist_finding(out, "launch_bound", "slow_launch", "low", 0.7,
 		    title, "slow launch calls point at host-side work inside "
 		    "the launch (lazy module loading, argument packing, "
@@ -72,17 +75,20 @@ const struct ist_rule ist_rule_launch_bound = {
 	"launch_bound",
 	"many short kernels separated by launch gaps; slow launches",
 	{
-		{ "kernel_median_us", 10, "kernels shorter than this (median) "
-		    "are short" },
-		{ "min_kernels", 100, "at least this many kernels" },
-		{ "launch_delay_us", 100, "a kernel starting this long after "
-		    "its launch on an idle GPU is a launch-delay outlier" },
-		{ "slow_launch_us", 50, "a launch call longer than this is "
-		    "slow" },
-		{ "min_idle_pct", 10, "and the GPU idle at least this share, "
-		    "percent" },
-		{ "slow_launch_pct", 5, "report slow launches above this "
-		    "share of launches, percent" },
+		IST_PARAM(launch_bound, kernel_median_us, 10,
+		    "kernels shorter than this (median) are short"),
+		IST_PARAM(launch_bound, min_kernels, 100,
+		    "at least this many kernels"),
+		IST_PARAM(launch_bound, launch_delay_us, 100,
+		    "a kernel starting this long after its launch on an idle "
+		    "GPU is a launch-delay outlier"),
+		IST_PARAM(launch_bound, slow_launch_us, 50,
+		    "a launch call longer than this is slow"),
+		IST_PARAM(launch_bound, min_idle_pct, 10,
+		    "and the GPU idle at least this share, percent"),
+		IST_PARAM(launch_bound, slow_launch_pct, 5,
+		    "report slow launches above this share of launches, "
+		    "percent"),
 	},
 	run,
 };

@@ -6,8 +6,9 @@
 #include "rules.h"
 
 static const char *
-run(const json_t *an, const double *p, json_t *out)
+run(const json_t *an, const union ist_rule_params *u, json_t *out)
 {
+	const struct ist_memory_pressure_params *p = &u->memory_pressure;
 	const json_t *pr, *d;
 	double phys = ist_jnum(json_object_get(an, "system"), "memory_bytes");
 	bool any = false;
@@ -31,7 +32,8 @@ run(const json_t *an, const double *p, json_t *out)
 		double mid = ist_jnum(pr, "rss_steady_mid_bytes");
 		bool creep = mid - first >= 0.25 * growth &&
 		    last - mid >= 0.25 * growth;
-		if (growth >= p[1] * 1048576 && pct >= p[0] && creep) {
+		if (growth >= p->growth_min_mb * 1048576 &&
+		    pct >= p->growth_pct && creep) {
 			snprintf(title, sizeof(title), "process %lld grew in "
 			    "steady state from "
 			    "%.1f MiB to %.1f MiB (+%.0f%%, %.1f MiB/s)",
@@ -39,8 +41,8 @@ run(const json_t *an, const double *p, json_t *out)
 			    last / 1048576, pct, secs > 0 ? growth / 1048576 /
 			    secs : 0);
 			f = ist_finding(out, "memory_pressure", "growth",
-			    ist_severity(growth, p[1] * 1048576),
-			    ist_margin_confidence(pct, p[0]), title,
+			    ist_severity(growth, p->growth_min_mb * 1048576),
+			    ist_margin_confidence(pct, p->growth_pct), title,
 			    "resident memory keeps growing: look for "
 			    "per-request state that is kept (outputs appended "
 			    "to lists, caches without a bound, tensors that "
@@ -69,7 +71,7 @@ run(const json_t *an, const double *p, json_t *out)
 			    "rss_steady_from_ns"), json_object_get(pr,
 			    "rss_steady_to_ns")));
 		}
-		if (phys > 0 && 100 * peak / phys >= p[2]) {
+		if (phys > 0 && 100 * peak / phys >= p->peak_pct) {
 			snprintf(title, sizeof(title), "process %lld peaked at "
 			    "%.0f%% of physical memory (%.1f of %.1f GiB)",
 			    (long long)ist_jint(pr, "pid"), 100 * peak / phys,
@@ -85,12 +87,13 @@ run(const json_t *an, const double *p, json_t *out)
 			json_object_set_new(ev, "memory_bytes", json_integer(
 			    ist_d2i(phys)));
 		}
-		if (faults >= p[3] && p[3] > 0) {
+		if (faults >= p->major_faults && p->major_faults > 0) {
 			snprintf(title, sizeof(title), "process %lld took %.0f "
 			    "major page faults", (long long)ist_jint(pr, "pid"),
 			    faults);
 			f = ist_finding(out, "memory_pressure", "faults",
-			    ist_severity(faults, p[3]), 0.8, title, "major "
+			    ist_severity(faults, p->major_faults), 0.8, title,
+			    "major "
 			    "faults read pages from disk: memory is short or "
 			    "weights are paged in lazily (mmap): preload them "
 			    "or add memory");
@@ -106,7 +109,7 @@ run(const json_t *an, const double *p, json_t *out)
 		if (peak <= 0)
 			continue;
 		any = true;
-		if (mem <= 0 || 100 * peak / mem < p[4])
+		if (mem <= 0 || 100 * peak / mem < p->gpu_peak_pct)
 			continue;
 		snprintf(title, sizeof(title), "GPU %d memory peaked at %.0f%% "
 		    "of its %.1f GiB", (int)ist_jint(d, "device"), 100 * peak /
@@ -130,14 +133,17 @@ const struct ist_rule ist_rule_memory_pressure = {
 	"memory_pressure",
 	"host memory grows or nears physical memory; GPU memory nears full",
 	{
-		{ "growth_pct", 50, "RSS growth between a quarter and nine "
-		    "tenths of the process's life, percent" },
-		{ "growth_min_mb", 16, "and at least this many MiB" },
-		{ "peak_pct", 80, "RSS peak as a share of physical memory, "
-		    "percent" },
-		{ "major_faults", 1000, "major page faults" },
-		{ "gpu_peak_pct", 90, "GPU memory peak as a share of the "
-		    "device's, percent" },
+		IST_PARAM(memory_pressure, growth_pct, 50,
+		    "RSS growth between a quarter and nine tenths of the "
+		    "process's life, percent"),
+		IST_PARAM(memory_pressure, growth_min_mb, 16,
+		    "and at least this many MiB"),
+		IST_PARAM(memory_pressure, peak_pct, 80,
+		    "RSS peak as a share of physical memory, percent"),
+		IST_PARAM(memory_pressure, major_faults, 1000,
+		    "major page faults"),
+		IST_PARAM(memory_pressure, gpu_peak_pct, 90,
+		    "GPU memory peak as a share of the device's, percent"),
 	},
 	run,
 };

@@ -16,18 +16,29 @@
 #include "internal.h"
 #include "rules/rules.h"
 
-const struct ist_rule *const ist_rule_table[] = {
-	&ist_rule_gpu_idle, &ist_rule_transfer, &ist_rule_sync,
-	&ist_rule_launch_bound, &ist_rule_cpu_contention,
-	&ist_rule_memory_pressure, &ist_rule_gpu_bound, &ist_rule_gc_pause,
-	&ist_rule_startup,
+const struct ist_rule *const ist_rule_table[IST_NRULES] = {
+	[IST_RULE_GPU_IDLE] = &ist_rule_gpu_idle,
+	[IST_RULE_TRANSFER] = &ist_rule_transfer,
+	[IST_RULE_SYNC] = &ist_rule_sync,
+	[IST_RULE_LAUNCH_BOUND] = &ist_rule_launch_bound,
+	[IST_RULE_CPU_CONTENTION] = &ist_rule_cpu_contention,
+	[IST_RULE_MEMORY_PRESSURE] = &ist_rule_memory_pressure,
+	[IST_RULE_GPU_BOUND] = &ist_rule_gpu_bound,
+	[IST_RULE_GC_PAUSE] = &ist_rule_gc_pause,
+	[IST_RULE_STARTUP] = &ist_rule_startup,
 };
-const size_t ist_nrules = sizeof(ist_rule_table) / sizeof(ist_rule_table[0]);
 
 struct ist_rules {
-	bool enabled[16];
-	double p[16][IST_RULE_MAXP];
+	bool enabled[IST_NRULES];
+	union ist_rule_params p[IST_NRULES];
 };
+
+/* Threshold k of rule i, where the rule reads it. */
+static double *
+slot(struct ist_rules *r, size_t i, int k)
+{
+	return (double *)((char *)&r->p[i] + ist_rule_table[i]->params[k].off);
+}
 
 struct ist_rules *
 ist_rules_new(void)
@@ -35,10 +46,10 @@ ist_rules_new(void)
 	struct ist_rules *r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		return NULL;
-	for (size_t i = 0; i < ist_nrules; i++) {
+	for (size_t i = 0; i < IST_NRULES; i++) {
 		r->enabled[i] = true;
 		for (int k = 0; ist_rule_table[i]->params[k].name; k++)
-			r->p[i][k] = ist_rule_table[i]->params[k].def;
+			*slot(r, i, k) = ist_rule_table[i]->params[k].def;
 	}
 	return r;
 }
@@ -52,7 +63,7 @@ ist_rules_free(struct ist_rules *r)
 static int
 rule_index(const char *name)
 {
-	for (size_t i = 0; i < ist_nrules; i++)
+	for (size_t i = 0; i < IST_NRULES; i++)
 		if (strcmp(ist_rule_table[i]->name, name) == 0)
 			return (int)i;
 	return -1;
@@ -67,26 +78,22 @@ param_index(int rule, const char *name)
 	return -1;
 }
 
-double ist_rules_param(const struct ist_rules *r, const char *rule,
-    const char *param);
-
-double
-ist_rules_param(const struct ist_rules *r, const char *rule,
-    const char *param)
+const union ist_rule_params *
+ist_rules_params(const struct ist_rules *r, enum ist_rule_id id)
 {
-	int i = rule_index(rule), k = i < 0 ? -1 : param_index(i, param);
-	return k < 0 ? 0 : r->p[i][k];
+	return &r->p[id];
 }
 
 json_t *
 ist_rules_json(const struct ist_rules *r)
 {
 	json_t *o = json_object();
-	for (size_t i = 0; i < ist_nrules; i++) {
+	for (size_t i = 0; i < IST_NRULES; i++) {
 		json_t *p = json_pack("{s:b}", "enabled", r->enabled[i]);
 		for (int k = 0; ist_rule_table[i]->params[k].name; k++)
-			json_object_set_new(p, ist_rule_table[i]->params[k].name,
-			    json_real(r->p[i][k]));
+			json_object_set_new(p,
+			    ist_rule_table[i]->params[k].name,
+			    json_real(*slot((struct ist_rules *)r, i, k)));
 		json_object_set_new(o, ist_rule_table[i]->name, p);
 	}
 	return o;
@@ -137,7 +144,7 @@ set_param(struct ist_rules *r, int i, const char *name, const yaml_node_t *v,
 	if (errno || *end || end == s || !isfinite(d) || d < 0 || d > 1e12)
 		return bad(err, path, v, "%s.%s must be a number from 0 to "
 		    "1e12, not '%s'", ist_rule_table[i]->name, name, s);
-	r->p[i][k] = d;
+	*slot(r, (size_t)i, k) = d;
 	return IST_OK;
 }
 
@@ -435,20 +442,25 @@ verdict(const json_t *an, const json_t *findings, double factor)
 		} else if (b >= 0.9) {
 			cls = "GPU-bound";
 			conf = 0.6 + 3.5 * (b - 0.9);
-			snprintf(reason, sizeof(reason), "the GPU is busy %.1f%% "
-			    "of the active window", 100 * b);
+			snprintf(reason, sizeof(reason),
+			    "the GPU is busy %.1f%% "
+			    "of the active window",
+			    100 * b);
 		} else if (idle) {
 			cls = "CPU-bound";
 			conf = 0.6 + 0.35 * (1 - b);
-			snprintf(reason, sizeof(reason), "the GPU is idle %.1f%% "
+			snprintf(reason, sizeof(reason),
+			    "the GPU is idle %.1f%% "
 			    "of the active window, waiting for the host",
 			    100 * (1 - b));
 		} else {
 			cls = "balanced";
 			conf = 0.6;
-			snprintf(reason, sizeof(reason), "the GPU is busy %.1f%% "
+			snprintf(reason, sizeof(reason),
+			    "the GPU is busy %.1f%% "
 			    "of the active window and no rule points at one "
-			    "side", 100 * b);
+			    "side",
+			    100 * b);
 		}
 	} else if (gil) {
 		/* threads that wait for the GIL sleep: neither CPU nor queue */
@@ -488,8 +500,10 @@ verdict(const json_t *an, const json_t *findings, double factor)
 		conf = 0.3;
 		/* 0.4%, not "0%": a figure the reader can check */
 		if (best_util > 0)
-			snprintf(reason, sizeof(reason), "no GPU activity, and "
-			    "the busiest thread used only %.*f%% of a core: the "
+			snprintf(reason, sizeof(reason),
+			    "no GPU activity, and "
+			    "the busiest thread used only %.*f%% of a core: "
+			    "the "
 			    "run mostly waited (I/O, sleep, locks)",
 			    best_util < 0.1 ? 1 : 0, 100 * best_util);
 		else
@@ -499,16 +513,16 @@ verdict(const json_t *an, const json_t *findings, double factor)
 	if (wall > 0 && imp >= wall / 2) {
 		/* whatever the class, the run is mostly its own start-up */
 		size_t n = strlen(reason);
-		snprintf(reason + n, sizeof(reason) - n, "; start-up dominates: "
-		    "Python imports took %.0f%% of the run", 100 * imp / wall);
+		snprintf(reason + n, sizeof(reason) - n,
+		    "; start-up dominates: "
+		    "Python imports took %.0f%% of the run",
+		    100 * imp / wall);
 	}
 	if (conf > 0.95)
 		conf = 0.95;
 	return json_pack("{s:s,s:f,s:s}", "classification", cls,
 	    "confidence", ist_round(conf * factor, 2), "reason", reason);
 }
-
-json_t *ist_rules_run(const struct ist_rules *r, json_t *an);
 
 json_t *
 ist_rules_run(const struct ist_rules *r, json_t *an)
@@ -521,12 +535,12 @@ ist_rules_run(const struct ist_rules *r, json_t *an)
 
 	if (findings == NULL || ran == NULL)
 		return NULL;
-	for (i = 0; i < ist_nrules; i++) {
+	for (i = 0; i < IST_NRULES; i++) {
 		const struct ist_rule *rule = ist_rule_table[i];
 		size_t before = json_array_size(findings);
 		const char *skipped = NULL;
 		if (r->enabled[i])
-			skipped = rule->run(an, r->p[i], findings);
+			skipped = rule->run(an, &r->p[i], findings);
 		json_array_append_new(ran, json_pack("{s:s,s:b,s:I,s:s?}",
 		    "rule", rule->name, "enabled", r->enabled[i], "findings",
 		    (json_int_t)(json_array_size(findings) - before),

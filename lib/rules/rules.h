@@ -7,16 +7,77 @@
 #define IST_RULES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <jansson.h>
 
 #define IST_RULE_MAXP 8
 
+/* The rules, in the order they run and are listed. */
+enum ist_rule_id {
+	IST_RULE_GPU_IDLE, IST_RULE_TRANSFER, IST_RULE_SYNC,
+	IST_RULE_LAUNCH_BOUND, IST_RULE_CPU_CONTENTION,
+	IST_RULE_MEMORY_PRESSURE, IST_RULE_GPU_BOUND, IST_RULE_GC_PAUSE,
+	IST_RULE_STARTUP,
+	IST_NRULES
+};
+
+/* Each rule's thresholds, by name (formats/analysis.md, `thresholds`). */
+struct ist_gpu_idle_params {
+	double idle_pct, min_active_ms, top, kernel_wait_us;
+};
+struct ist_transfer_params {
+	double copy_pct, saturation_pct, pageable_min_bytes, sync_copies_min;
+};
+struct ist_sync_params {
+	double blocked_pct, min_count;
+};
+struct ist_launch_bound_params {
+	double kernel_median_us, min_kernels, launch_delay_us, slow_launch_us,
+	    min_idle_pct, slow_launch_pct;
+};
+struct ist_cpu_contention_params {
+	double wait_pct, oversubscribed_pct, gil_cores, gil_min_ms,
+	    min_wait_pct;
+};
+struct ist_memory_pressure_params {
+	double growth_pct, growth_min_mb, peak_pct, major_faults, gpu_peak_pct;
+};
+struct ist_gpu_bound_params {
+	double busy_pct, top;
+};
+struct ist_gc_pause_params {
+	double time_pct, min_ms, pause_ms;
+};
+struct ist_startup_params {
+	double import_pct, import_min_ms;
+};
+
+union ist_rule_params {
+	struct ist_gpu_idle_params gpu_idle;
+	struct ist_transfer_params transfer;
+	struct ist_sync_params sync;
+	struct ist_launch_bound_params launch_bound;
+	struct ist_cpu_contention_params cpu_contention;
+	struct ist_memory_pressure_params memory_pressure;
+	struct ist_gpu_bound_params gpu_bound;
+	struct ist_gc_pause_params gc_pause;
+	struct ist_startup_params startup;
+	double slot[IST_RULE_MAXP];
+};
+_Static_assert(sizeof(union ist_rule_params) == IST_RULE_MAXP *
+    sizeof(double), "a rule has more than IST_RULE_MAXP thresholds");
+
 struct ist_param {
 	const char *name;
+	size_t off;              /* in union ist_rule_params */
 	double def;
 	const char *doc;
 };
+/* One threshold: its name is its member's, so that a rule reads it typed
+ * (p->idle_pct) and a misspelling does not compile. */
+#define IST_PARAM(rule, member, def, doc) \
+	{ #member, offsetof(union ist_rule_params, rule.member), def, doc }
 
 struct ist_rule {
 	const char *name;
@@ -24,15 +85,23 @@ struct ist_rule {
 	const struct ist_param params[IST_RULE_MAXP];   /* name NULL ends */
 	/* Returns NULL when the rule fired or did not, else why it was
 	 * skipped ("no GPU activity"). */
-	const char *(*run)(const json_t *an, const double *p, json_t *findings);
+	const char *(*run)(const json_t *an, const union ist_rule_params *p,
+	    json_t *findings);
 };
 
 extern const struct ist_rule ist_rule_gpu_idle, ist_rule_transfer,
     ist_rule_sync, ist_rule_launch_bound, ist_rule_cpu_contention,
     ist_rule_memory_pressure, ist_rule_gpu_bound, ist_rule_gc_pause,
     ist_rule_startup;
-extern const struct ist_rule *const ist_rule_table[];
-extern const size_t ist_nrules;
+extern const struct ist_rule *const ist_rule_table[IST_NRULES];
+
+struct ist_rules;
+/* The thresholds of rule id in r. */
+const union ist_rule_params *ist_rules_params(const struct ist_rules *r,
+    enum ist_rule_id id);
+/* Runs every enabled rule over the analysis an and adds thresholds, rules,
+ * verdict and findings to it; NULL when out of memory. */
+json_t *ist_rules_run(const struct ist_rules *r, json_t *an);
 
 /* ---- helpers for rules ---- */
 double ist_jnum(const json_t *o, const char *key);     /* 0 if absent */

@@ -5,8 +5,9 @@
 #include "rules.h"
 
 static const char *
-run(const json_t *an, const double *p, json_t *out)
+run(const json_t *an, const union ist_rule_params *u, json_t *out)
 {
+	const struct ist_startup_params *p = &u->startup;
 	const json_t *best = ist_python_thread_max(an, "import_ns"), *py, *m;
 	double wall = ist_jnum(json_object_get(an, "run"), "wall_ns");
 	double ns, pct;
@@ -19,14 +20,16 @@ run(const json_t *an, const double *p, json_t *out)
 	py = json_object_get(best, "python");
 	ns = ist_jnum(py, "import_ns");
 	pct = wall > 0 ? 100 * ns / wall : 0;
-	if (ns < p[1] * 1e6 || pct < p[0])
+	if (ns < p->import_min_ms * 1e6 || pct < p->import_pct)
 		return NULL;
 	snprintf(title, sizeof(title), "Python imports took %.1f ms, %.0f%% "
 	    "of the run, on thread %s (%lld/%lld)", ns / 1e6, pct,
 	    ist_jstr(best, "name"), (long long)ist_jint(best, "pid"),
 	    (long long)ist_jint(best, "tid"));
-	f = ist_finding(out, "startup", "imports", ist_severity(pct, p[0]),
-	    ist_margin_confidence(pct, p[0]), title, "imports are paid once "
+	f = ist_finding(out, "startup", "imports",
+	    ist_severity(pct, p->import_pct),
+	    ist_margin_confidence(pct, p->import_pct), title,
+	    "imports are paid once "
 	    "per process: serve many requests from one long-lived process "
 	    "or a warm worker pool rather than a Python start per request; "
 	    "import what the hot path does not need lazily; when "
@@ -62,9 +65,11 @@ const struct ist_rule ist_rule_startup = {
 	"startup",
 	"Python imports take a large share of the run",
 	{
-		{ "import_pct", 20, "a thread's import time as a share of the "
-		    "run's wall time, percent" },
-		{ "import_min_ms", 100, "and at least this many milliseconds" },
+		IST_PARAM(startup, import_pct, 20,
+		    "a thread's import time as a share of the run's wall "
+		    "time, percent"),
+		IST_PARAM(startup, import_min_ms, 100,
+		    "and at least this many milliseconds"),
 	},
 	run,
 };

@@ -6,8 +6,9 @@
 #include "rules.h"
 
 static const char *
-run(const json_t *an, const double *p, json_t *out)
+run(const json_t *an, const union ist_rule_params *u, json_t *out)
 {
+	const struct ist_sync_params *p = &u->sync;
 	const json_t *s, *x, *syncs = json_object_get(an, "syncs");
 	double wall = ist_jnum(json_object_get(an, "run"), "wall_ns");
 	double count = 0, blocked = 0, pct;
@@ -41,7 +42,7 @@ run(const json_t *an, const double *p, json_t *out)
 		}
 	}
 	pct = wall > 0 ? 100 * blocked / wall : 0;
-	if (pct <= p[0] || count < p[1]) {
+	if (pct <= p->blocked_pct || count < p->min_count) {
 		json_decref(kinds);
 		json_decref(sites);
 		return NULL;
@@ -61,8 +62,9 @@ run(const json_t *an, const double *p, json_t *out)
 		    "need, copy with non_blocking=True, and read results on the "
 		    "host less often", site ? " (most blocked time: '" : "",
 		    site ? site : "", site ? "')" : "");
-	f = ist_finding(out, "sync", "blocked", ist_severity(pct, p[0]),
-	    ist_margin_confidence(pct, p[0]), title, sug);
+	f = ist_finding(out, "sync", "blocked",
+	    ist_severity(pct, p->blocked_pct),
+	    ist_margin_confidence(pct, p->blocked_pct), title, sug);
 	ev = json_object_get(f, "evidence");
 	json_object_set_new(ev, "count", json_integer(ist_d2i(count)));
 	json_object_set_new(ev, "blocked_ns", json_integer(ist_d2i(
@@ -82,9 +84,10 @@ const struct ist_rule ist_rule_sync = {
 	"sync",
 	"the host spends time blocked in synchronisation",
 	{
-		{ "blocked_pct", 5, "fire above this share of the run, "
-		    "percent" },
-		{ "min_count", 1, "and at least this many syncs" },
+		IST_PARAM(sync, blocked_pct, 5,
+		    "fire above this share of the run, percent"),
+		IST_PARAM(sync, min_count, 1,
+		    "and at least this many syncs"),
 	},
 	run,
 };

@@ -26,8 +26,9 @@ ranges(json_t *f, const json_t *c)
 }
 
 static const char *
-run(const json_t *an, const double *p, json_t *out)
+run(const json_t *an, const union ist_rule_params *u, json_t *out)
 {
+	const struct ist_transfer_params *p = &u->transfer;
 	const json_t *h = dir(an, "h2d"), *d2 = dir(an, "d2h"), *dv;
 	const json_t *sides[2] = { h, d2 };
 	const char *names[2] = { "host-to-device", "device-to-host" };
@@ -45,12 +46,14 @@ run(const json_t *an, const double *p, json_t *out)
 	}
 	copy = ist_jnum(h, "ns") + ist_jnum(d2, "ns");
 	pct = busy > 0 ? 100 * copy / busy : 0;
-	if (pct > p[0]) {
+	if (pct > p->copy_pct) {
 		snprintf(title, sizeof(title), "host-device copies take %.1f%% "
 		    "of GPU busy time (%.3f ms of %.3f ms)", pct, copy / 1e6,
 		    busy / 1e6);
-		f = ist_finding(out, "transfer", "time", ist_severity(pct, p[0]),
-		    ist_margin_confidence(pct, p[0]), title, "move less data "
+		f = ist_finding(out, "transfer", "time",
+		    ist_severity(pct, p->copy_pct),
+		    ist_margin_confidence(pct, p->copy_pct), title,
+		    "move less data "
 		    "between host and GPU: keep tensors on the GPU across "
 		    "steps, send compact types (uint8 images, fp16), and "
 		    "overlap copies with compute (pinned memory, "
@@ -74,7 +77,7 @@ run(const json_t *an, const double *p, json_t *out)
 	for (int s = 0; s < 2; s++) {
 		double gbps = ist_jnum(sides[s], "gbps");
 		if (sides[s] == NULL || link <= 0 ||
-		    100 * gbps / link < p[1])
+		    100 * gbps / link < p->saturation_pct)
 			continue;
 		snprintf(title, sizeof(title), "%s copies run at %.1f GB/s, "
 		    "%.0f%% of the link's %.1f GB/s", names[s], gbps,
@@ -96,7 +99,7 @@ run(const json_t *an, const double *p, json_t *out)
 		pbytes += ist_jnum(sides[s], "pageable_bytes");
 		sync += ist_jnum(sides[s], "sync_calls");
 	}
-	if (pcount > 0 && pbytes > p[2]) {
+	if (pcount > 0 && pbytes > p->pageable_min_bytes) {
 		snprintf(title, sizeof(title), "%.0f copies (%.1f MiB) use "
 		    "pageable host memory", pcount, pbytes / 1048576);
 		f = ist_finding(out, "transfer", "pageable", pbytes >= 64e6 ?
@@ -110,7 +113,7 @@ run(const json_t *an, const double *p, json_t *out)
 		json_object_set_new(ev, "bytes", json_integer(ist_d2i(
 		    pbytes)));
 	}
-	if (sync >= p[3] && sync > 0) {
+	if (sync >= p->sync_copies_min && sync > 0) {
 		snprintf(title, sizeof(title), "%.0f synchronous copy calls "
 		    "block the host", sync);
 		f = ist_finding(out, "transfer", "sync_copy", "low", 0.85,
@@ -130,14 +133,16 @@ const struct ist_rule ist_rule_transfer = {
 	"host-device copies cost GPU time, saturate the link, or use "
 	"pageable memory",
 	{
-		{ "copy_pct", 20, "fire when H2D+D2H time exceeds this share "
-		    "of GPU busy time, percent" },
-		{ "saturation_pct", 80, "bandwidth at or above this share of "
-		    "the link's peak is saturation, percent" },
-		{ "pageable_min_bytes", 0, "report pageable copies above "
-		    "this many bytes" },
-		{ "sync_copies_min", 1, "report this many synchronous copy "
-		    "calls or more" },
+		IST_PARAM(transfer, copy_pct, 20,
+		    "fire when H2D+D2H time exceeds this share of GPU busy "
+		    "time, percent"),
+		IST_PARAM(transfer, saturation_pct, 80,
+		    "bandwidth at or above this share of the link's peak is "
+		    "saturation, percent"),
+		IST_PARAM(transfer, pageable_min_bytes, 0,
+		    "report pageable copies above this many bytes"),
+		IST_PARAM(transfer, sync_copies_min, 1,
+		    "report this many synchronous copy calls or more"),
 	},
 	run,
 };
