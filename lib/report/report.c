@@ -64,17 +64,34 @@ frange(char *b, size_t n, double s, double e, double t0)
 
 /* ---- Markdown text ---- */
 
+/*
+ * A control character in a name from a trace: a newline reads as a space;
+ * any other (a carriage return ends a Markdown line as a newline does, and
+ * would let a name write links and images into the report) as U+FFFD.
+ * False for other characters.
+ */
+static bool
+control(struct ist_buf *o, char c)
+{
+	if ((unsigned char)c >= 0x20 && c != 0x7f)
+		return false;
+	if (c == '\n')
+		ist_buf_append(o, " ", 1);
+	else
+		ist_buf_append(o, "\xef\xbf\xbd", 3);
+	return true;
+}
+
 /* Text in a table cell or a paragraph: Markdown's punctuation escaped. */
 static void
 text(struct ist_buf *o, const char *s)
 {
 	for (; *s; s++) {
+		if (control(o, *s))
+			continue;
 		if (strchr("\\`*_[]<>|#!&~", *s))
 			ist_buf_append(o, "\\", 1);
-		if (*s == '\n')
-			ist_buf_append(o, " ", 1);
-		else
-			ist_buf_append(o, s, 1);
+		ist_buf_append(o, s, 1);
 	}
 }
 
@@ -109,9 +126,7 @@ code(struct ist_buf *o, const char *s)
 	for (; *s; s++) {
 		if (*s == '|')
 			ist_buf_append(o, "\\|", 2);
-		else if (*s == '\n')
-			ist_buf_append(o, " ", 1);
-		else
+		else if (!control(o, *s))
 			ist_buf_append(o, s, 1);
 	}
 	if (fence > 1)
