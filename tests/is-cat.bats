@@ -117,3 +117,19 @@ setup() {
 	assert_equal "$stderr" ""
 	assert_output '{"type":"header","format":"inferscope-trace","version":[1,0],"producer":"vectors"}'
 }
+
+@test "a record too large for any frame is refused with its line; the trace written reads whole" {
+	/usr/bin/python3 -c '
+import json
+print(json.dumps({"type": "instant", "pid": 1, "tid": 1, "name": "a", "ts_ns": 1}))
+print(json.dumps({"type": "instant", "pid": 1, "tid": 1, "name": "big", "ts_ns": 2,
+                  "metadata": {"x": "y" * (70 << 20)}}))
+print(json.dumps({"type": "instant", "pid": 1, "tid": 1, "name": "b", "ts_ns": 3}))
+' > "$T/big.jsonl"
+	run -1 --separate-stderr is-cat --encode -o "$T/big.ist" "$T/big.jsonl"
+	assert_equal "$stderr" "is-cat: '$T/big.jsonl':2: the instant record holds 73400360 bytes, over the 16 MiB a record may hold"
+	run -0 is-cat "$T/big.ist"
+	assert_equal "${#lines[@]}" 3
+	assert_line --index 2 '{"type":"instant","pid":1,"tid":1,"name":"b","ts_ns":3}'
+}
+

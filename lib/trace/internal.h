@@ -17,6 +17,10 @@ enum {
 
 /* Limits (formats/trace-format.md, "Limits"). */
 #define IST_MAX_FRAME (64u << 20)
+/* a record's blobs: a frame closes past IST_MAX_FRAME / 2 of CBOR, so a
+ * frame holding a record this large, and its strings, stays under the
+ * limit */
+#define IST_MAX_RECORD (IST_MAX_FRAME / 4)
 #define IST_MAX_STRING (1u << 20)
 #define IST_MAX_STRINGS (16u << 20)
 #define IST_MAX_TRACKS (1u << 20)

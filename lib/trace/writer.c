@@ -747,6 +747,14 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
 			need += b.n;
 		}
 	}
+	if (need > IST_MAX_RECORD) {
+		/* with the frame it joins and its strings, it would make a
+		 * frame that no reader takes */
+		ist_seterr(err, IST_ELIMIT, "the %s record holds %zu bytes, over "
+		    "the %u MiB a record may hold", ts->name, need,
+		    IST_MAX_RECORD >> 20);
+		return IST_ELIMIT;
+	}
 	tmask = (uint32_t)(ev->has & pl->tmask);
 	if (ts->has_track) {
 		int64_t key[4] = {
