@@ -216,7 +216,8 @@ ist_config_load_file(struct ist_config *c, const char *path, bool optional,
 		if (strcmp(key, "rules") == 0) {
 			/* the rules' thresholds: ist_rules_configure reads
 			 * them from this document */
-			ist_yaml_free(c->yaml);
+			if (c->yaml != d)       /* a file loaded before */
+				ist_yaml_free(c->yaml);
 			free(c->yaml_path);
 			c->yaml = d;
 			c->rules_node = pr->value;
