@@ -1,7 +1,6 @@
 /* is-analyze - bottleneck rules with evidence, a verdict, a CI gate. */
 #include <err.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,9 +141,7 @@ main(int argc, char **argv)
 	if (base)
 		warn_unordered(base, "baseline ", baseline);
 
-	fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY);
-	if (fd < 0)
-		err(1, "cannot open '%s'", path);
+	fd = tool_open_input(path);
 	if (ist_output_open(&out, outpath, !json, &e) != IST_OK)
 		errx(1, "%s", e.msg);
 	if (ist_reader_new(&r, ist_fd_source, &fd, path, &e) != IST_OK ||

@@ -67,9 +67,8 @@ static int
 spool_open(void)
 {
 	const char *dir = getenv("TMPDIR");
-	int fd = open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR, 0600);
 
-	return fd;
+	return open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR, 0600);
 }
 
 int
@@ -147,7 +146,10 @@ main(int argc, char **argv)
 	if (ist_output_open(&out, outpath, false, &e) != IST_OK)
 		errx(1, "%s", e.msg);
 	sp.in = fd;
-	sp.keep = lseek(fd, 0, SEEK_CUR) < 0 ? spool_open() : -1;
+	/* kept from a pipe only where a second reading could serve: the
+	 * Perfetto export never reads its input again */
+	sp.keep = fmt != IST_REPORT_PERFETTO && lseek(fd, 0, SEEK_CUR) < 0 ?
+	    spool_open() : -1;
 	if (ist_reader_new(&r, spool_source, &sp, path, &e) != IST_OK)
 		errx(1, "%s", e.msg);
 	ro = (struct ist_report_opts){ .format = fmt, .rules = rules };

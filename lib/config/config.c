@@ -1,5 +1,6 @@
 /* config.c - settings with their sources; .inferscope.yaml via libyaml. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,13 +171,18 @@ ist_yaml_free(struct yaml_document_s *d)
 	}
 }
 
-/* "'path':line:col: what" at node n. */
-static enum ist_status
-bad(struct ist_error *err, const char *path, const yaml_node_t *n,
-    const char *what)
+enum ist_status
+ist_yaml_error(struct ist_error *err, const char *path,
+    const struct yaml_node_s *n, const char *fmt, ...)
 {
+	char m[IST_ERROR_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof(m), fmt, ap);
+	va_end(ap);
 	ist_seterr(err, IST_EINVAL, "'%s':%zu:%zu: %s", path,
-	    n->start_mark.line + 1, n->start_mark.column + 1, what);
+	    n->start_mark.line + 1, n->start_mark.column + 1, m);
 	return IST_EINVAL;
 }
 
@@ -198,7 +204,7 @@ ist_config_load_file(struct ist_config *c, const char *path, bool optional,
 	if ((root = yaml_document_get_root_node(d)) == NULL)
 		goto out;                       /* an empty file */
 	if (root->type != YAML_MAPPING_NODE) {
-		st = bad(err, path, root, not_map);
+		st = ist_yaml_error(err, path, root, "%s", not_map);
 		goto out;
 	}
 	for (pr = root->data.mapping.pairs.start;
@@ -209,7 +215,7 @@ ist_config_load_file(struct ist_config *c, const char *path, bool optional,
 		struct ist_error e;
 
 		if (k->type != YAML_SCALAR_NODE) {
-			st = bad(err, path, k, not_map);
+			st = ist_yaml_error(err, path, k, "%s", not_map);
 			goto out;
 		}
 		key = (const char *)k->data.scalar.value;
@@ -230,15 +236,15 @@ ist_config_load_file(struct ist_config *c, const char *path, bool optional,
 			continue;
 		}
 		if (v->type != YAML_SCALAR_NODE) {
-			st = bad(err, path, v, "a setting's value must be a "
-			    "scalar");
+			st = ist_yaml_error(err, path, v, "a setting's value "
+			    "must be a scalar");
 			goto out;
 		}
 		snprintf(where, sizeof(where), "%s:%zu", path,
 		    v->start_mark.line + 1);
 		if (ist_config_set(c, key, (const char *)v->data.scalar.value,
 		    IST_SRC_FILE, where, &e) != IST_OK) {
-			st = bad(err, path, v, e.msg);
+			st = ist_yaml_error(err, path, v, "%s", e.msg);
 			goto out;
 		}
 	}

@@ -56,5 +56,11 @@ const char *ist_config_str(const struct ist_config *c, enum ist_key k);
 enum ist_status ist_yaml_load(const char *path, bool optional,
     struct yaml_document_s **out, struct ist_error *err);
 void ist_yaml_free(struct yaml_document_s *d);
+/* "'path':line:col: what" at node n of a document from ist_yaml_load, in
+ * err; returns IST_EINVAL. */
+struct yaml_node_s;
+enum ist_status ist_yaml_error(struct ist_error *err, const char *path,
+    const struct yaml_node_s *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

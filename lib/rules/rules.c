@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,22 +98,6 @@ ist_rules_json(const struct ist_rules *r)
 	return o;
 }
 
-/* "'path':line:col: what" at node n. */
-static enum ist_status
-bad(struct ist_error *err, const char *path, const yaml_node_t *n,
-    const char *fmt, ...)
-{
-	char m[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(m, sizeof(m), fmt, ap);
-	va_end(ap);
-	ist_seterr(err, IST_EINVAL, "'%s':%zu:%zu: %s", path,
-	    n->start_mark.line + 1, n->start_mark.column + 1, m);
-	return IST_EINVAL;
-}
-
 /* One threshold or `enabled` of rule i, from scalar node v. */
 static enum ist_status
 set_param(struct ist_rules *r, int i, const char *name, const yaml_node_t *v,
@@ -132,18 +115,19 @@ set_param(struct ist_rules *r, int i, const char *name, const yaml_node_t *v,
 		    !strcmp(s, "off"))
 			r->enabled[i] = false;
 		else
-			return bad(err, path, v, "enabled must be true or "
-			    "false, not '%s'", s);
+			return ist_yaml_error(err, path, v, "enabled must be "
+			    "true or false, not '%s'", s);
 		return IST_OK;
 	}
 	if ((k = param_index(i, name)) < 0)
-		return bad(err, path, v, "rule %s has no threshold '%s'",
-		    ist_rule_table[i]->name, name);
+		return ist_yaml_error(err, path, v, "rule %s has no "
+		    "threshold '%s'", ist_rule_table[i]->name, name);
 	errno = 0;
 	d = strtod(s, &end);
 	if (errno || *end || end == s || !isfinite(d) || d < 0 || d > 1e12)
-		return bad(err, path, v, "%s.%s must be a number from 0 to "
-		    "1e12, not '%s'", ist_rule_table[i]->name, name, s);
+		return ist_yaml_error(err, path, v, "%s.%s must be a number "
+		    "from 0 to 1e12, not '%s'", ist_rule_table[i]->name, name,
+		    s);
 	*slot(r, (size_t)i, k) = d;
 	return IST_OK;
 }
@@ -163,9 +147,10 @@ apply(struct ist_rules *r, yaml_document_t *d, yaml_node_t *n,
 	enum ist_status st;
 
 	if (n->type != YAML_MAPPING_NODE)
-		return what && n->type == YAML_SCALAR_NODE ? bad(err, path, n,
-		    "'%s' wants a mapping of thresholds", what) :
-		    bad(err, path, n, "%s", shape);
+		return what && n->type == YAML_SCALAR_NODE ?
+		    ist_yaml_error(err, path, n, "'%s' wants a mapping of "
+		    "thresholds", what) : ist_yaml_error(err, path, n, "%s",
+		    shape);
 	for (rp = n->data.mapping.pairs.start; rp < n->data.mapping.pairs.top;
 	    rp++) {
 		yaml_node_t *k = yaml_document_get_node(d, rp->key);
@@ -174,27 +159,31 @@ apply(struct ist_rules *r, yaml_document_t *d, yaml_node_t *n,
 		int i;
 
 		if (k->type != YAML_SCALAR_NODE)
-			return bad(err, path, k, "a mapping cannot be a key");
+			return ist_yaml_error(err, path, k, "a mapping cannot "
+			    "be a key");
 		if ((i = rule_index(name)) < 0)
-			return bad(err, path, k, "unknown rule '%s'", name);
+			return ist_yaml_error(err, path, k, "unknown rule "
+			    "'%s'", name);
 		if (v->type == YAML_SCALAR_NODE)
-			return bad(err, path, v, "'%s' wants a mapping of "
-			    "thresholds", name);
+			return ist_yaml_error(err, path, v, "'%s' wants a "
+			    "mapping of thresholds", name);
 		if (v->type != YAML_MAPPING_NODE)
-			return bad(err, path, v, "%s", shape);
+			return ist_yaml_error(err, path, v, "%s", shape);
 		for (pp = v->data.mapping.pairs.start;
 		    pp < v->data.mapping.pairs.top; pp++) {
 			yaml_node_t *pk = yaml_document_get_node(d, pp->key);
 			yaml_node_t *pv = yaml_document_get_node(d, pp->value);
 
 			if (pk->type != YAML_SCALAR_NODE)
-				return bad(err, path, pk, "a mapping cannot be "
-				    "a key");
+				return ist_yaml_error(err, path, pk,
+				    "a mapping cannot be a key");
 			if (pv->type == YAML_MAPPING_NODE)
-				return bad(err, path, pv, "'%s' wants a number",
+				return ist_yaml_error(err, path, pv,
+				    "'%s' wants a number",
 				    (const char *)pk->data.scalar.value);
 			if (pv->type != YAML_SCALAR_NODE)
-				return bad(err, path, pv, "%s", shape);
+				return ist_yaml_error(err, path, pv, "%s",
+				    shape);
 			if ((st = set_param(r, i, (const char *)
 			    pk->data.scalar.value, pv, path, err)) != IST_OK)
 				return st;
@@ -225,7 +214,7 @@ ist_rules_load(struct ist_rules *r, const char *path, bool optional,
 				n = yaml_document_get_node(d, pr->value);
 		}
 	} else if (root && under_key) {
-		st = bad(err, path, root, "expected a mapping");
+		st = ist_yaml_error(err, path, root, "expected a mapping");
 	} else {
 		n = root;
 	}
