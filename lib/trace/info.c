@@ -18,6 +18,8 @@ struct ent {
 struct list {
 	struct ent *v;
 	size_t n, cap;
+	size_t *slot;           /* open addressing: index + 1, or 0 */
+	size_t nslot;           /* a power of two, at least 2 n */
 };
 
 struct ist_info {
@@ -45,6 +47,7 @@ list_free(struct list *l)
 	for (size_t i = 0; i < l->n; i++)
 		free(l->v[i].name);
 	free(l->v);
+	free(l->slot);
 }
 
 void
@@ -67,18 +70,59 @@ dupstr(struct ist_str s)
 	return strndup(s.p ? s.p : "", s.n);
 }
 
-/* Adds or renames (a later record with a name wins) an entity. */
+static size_t
+hash2(int64_t a, int64_t b)
+{
+	uint64_t h = (uint64_t)a * 0x9e3779b97f4a7c15u ^
+	    ((uint64_t)b + 0x632be59bd9b4e019u) * 0xbf58476d1ce4e5b9u;
+
+	return (size_t)(h ^ h >> 31);
+}
+
+/* The slot of (a, b): its entity's, or the empty one it would take. */
+static size_t *
+find(const struct list *l, int64_t a, int64_t b)
+{
+	size_t m = l->nslot - 1, i = hash2(a, b) & m;
+
+	while (l->slot[i] && (l->v[l->slot[i] - 1].a != a ||
+	    l->v[l->slot[i] - 1].b != b))
+		i = (i + 1) & m;
+	return &l->slot[i];
+}
+
+static bool
+grow(struct list *l)
+{
+	size_t ns = 64;
+	size_t *slot;
+
+	while (ns < 2 * (l->n + 1))
+		ns *= 2;
+	if ((slot = calloc(ns, sizeof(*slot))) == NULL)
+		return false;
+	free(l->slot);
+	l->slot = slot;
+	l->nslot = ns;
+	for (size_t i = 0; i < l->n; i++)
+		*find(l, l->v[i].a, l->v[i].b) = i + 1;
+	return true;
+}
+
+/* Adds or renames (a later record with a name wins) an entity: a hash
+ * lookup, so that 200,000 threads take as long as their records. */
 static void
 list_put(struct list *l, int64_t a, int64_t b, const struct ist_event *ev)
 {
-	struct ent *e = NULL;
+	struct ent *e;
+	size_t *slot;
 
-	for (size_t i = l->n; i-- > 0; )
-		if (l->v[i].a == a && l->v[i].b == b) {
-			e = &l->v[i];
-			break;
-		}
-	if (e == NULL) {
+	if (2 * (l->n + 1) > l->nslot && !grow(l))
+		return;
+	slot = find(l, a, b);
+	if (*slot) {
+		e = &l->v[*slot - 1];
+	} else {
 		if (l->n == l->cap) {
 			size_t cap = l->cap ? l->cap * 2 : 16;
 			struct ent *nv = realloc(l->v, cap * sizeof(*nv));
@@ -89,6 +133,7 @@ list_put(struct list *l, int64_t a, int64_t b, const struct ist_event *ev)
 		}
 		e = &l->v[l->n++];
 		*e = (struct ent){ a, b, NULL };
+		*slot = l->n;
 	}
 	if (ev && IST_HAS(ev, IST_F_NAME)) {
 		free(e->name);
@@ -175,9 +220,18 @@ void
 ist_info_finish(struct ist_info *in, const struct ist_reader_stats *st,
     const char *name)
 {
+	struct list *ls[] = { &in->procs, &in->threads, &in->devices };
+
 	in->st = *st;
 	free(in->file);
 	in->file = strdup(strcmp(name, "-") == 0 ? "<stdin>" : name);
+	/* sorted, the entities leave their slots: a later list_put
+	 * indexes them afresh */
+	for (size_t i = 0; i < 3; i++) {
+		free(ls[i]->slot);
+		ls[i]->slot = NULL;
+		ls[i]->nslot = 0;
+	}
 	if (in->procs.n > 1)
 		qsort(in->procs.v, in->procs.n, sizeof(struct ent), ent_cmp);
 	if (in->threads.n > 1)
@@ -277,6 +331,18 @@ render_json(const struct ist_info *in, struct ist_buf *out)
 	return e ? IST_ENOMEM : IST_OK;
 }
 
+/* Text from the trace (or a file name) with no terminal escapes in it. */
+static int
+put_safe(struct ist_buf *out, const char *s)
+{
+	size_t at = out->n;
+	int e = ist_buf_puts(out, s);
+
+	if (!e)
+		ist_terminal_safe_n(out->p + at, out->n - at);
+	return e;
+}
+
 static int
 render_list(struct ist_buf *out, const char *title, const struct list *l,
     bool pair)
@@ -290,8 +356,11 @@ render_list(struct ist_buf *out, const char *title, const struct list *l,
 		else
 			e = ist_buf_printf(out, "  %" PRId64, l->v[i].a);
 		if (!e)
-			e = ist_buf_printf(out, "  %s\n", l->v[i].name ?
-			    l->v[i].name : "-");
+			e = ist_buf_puts(out, "  ");
+		if (!e)
+			e = put_safe(out, l->v[i].name ? l->v[i].name : "-");
+		if (!e)
+			e = ist_buf_puts(out, "\n");
 	}
 	if (!e && l->n > LIST_SHOWN)
 		e = ist_buf_printf(out, "  ... and %zu more\n",
@@ -307,13 +376,22 @@ ist_info_render(const struct ist_info *in, bool json, struct ist_buf *out)
 
 	if (json)
 		return render_json(in, out);
-	e = ist_buf_printf(out, "%-12s %s\n", "trace:", in->file);
+	e = ist_buf_printf(out, "%-12s ", "trace:");
 	if (!e)
-		e = ist_buf_printf(out, "%-12s %s %" PRId64 ".%" PRId64
-		    "%s%s%s%s\n", "format:", IST_FORMAT_NAME, in->vmaj,
-		    in->vmin, in->producer ? ", producer " : "",
-		    in->producer ? in->producer : "", in->host ? ", host " : "",
-		    in->host ? in->host : "");
+		e = put_safe(out, in->file);
+	if (!e)
+		e = ist_buf_printf(out, "\n%-12s %s %" PRId64 ".%" PRId64,
+		    "format:", IST_FORMAT_NAME, in->vmaj, in->vmin);
+	if (!e && in->producer)
+		e = ist_buf_puts(out, ", producer ");
+	if (!e && in->producer)
+		e = put_safe(out, in->producer);
+	if (!e && in->host)
+		e = ist_buf_puts(out, ", host ");
+	if (!e && in->host)
+		e = put_safe(out, in->host);
+	if (!e)
+		e = ist_buf_puts(out, "\n");
 	if (!e)
 		e = ist_buf_printf(out, "%-12s %" PRIu64 "\n", "segments:",
 		    in->st.segments);

@@ -122,9 +122,10 @@ enum ist_status ist_writer_timed(struct ist_writer *w, enum ist_type type,
     struct ist_wdef *d, struct ist_error *err);
 
 
-/* Text from a trace, made fit for a terminal: control characters become
- * '?'. */
+/* Text from a trace, made fit for a terminal: control characters (C0,
+ * DEL, and C1 in UTF-8, whose U+009B a terminal takes as CSI) become '?'. */
 void ist_terminal_safe(char *s);
+void ist_terminal_safe_n(char *s, size_t n);
 
 /* An input is-merge could not read whole, as said by every later stage
  * (formats/trace-format.md, sources): "merged from a damaged input: ERROR"

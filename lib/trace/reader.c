@@ -933,11 +933,22 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 }
 
 void
+ist_terminal_safe_n(char *s, size_t n)
+{
+	unsigned char *u = (unsigned char *)s;
+
+	for (size_t i = 0; i < n; i++)
+		if (u[i] < 0x20 || u[i] == 0x7f)
+			u[i] = '?';
+		else if (u[i] == 0xc2 && i + 1 < n && u[i + 1] >= 0x80 &&
+		    u[i + 1] <= 0x9f)
+			u[i] = u[i + 1] = '?';
+}
+
+void
 ist_terminal_safe(char *s)
 {
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			*s = '?';
+	ist_terminal_safe_n(s, strlen(s));
 }
 
 void
