@@ -68,14 +68,14 @@ is-report: warning: '<stdin>' ends without the analysis its header promises: the
 @test "control characters in names cannot write Markdown: no link or image from a name reaches the md or the HTML" {
 	# a carriage return ends a Markdown line: a name could start a new
 	# paragraph with a link and a tracking image
-	sed 's/"name":"inference"/"name":"inference\\r[click](https:\/\/evil.example\/x)\\r![t](https:\/\/evil.example\/t.png)\\u001b[31m"/' \
+	sed 's/"name":"inference"/"name":"inference\\r[click](https:\/\/evil.example\/x)\\r![t](https:\/\/evil.example\/t.png)\\u001b[31m\\u009b2J"/' \
 	    examples/trace.jsonl | is-cat --encode | is-merge | is-analyze -o "$T/evil.ist"
 	is-report -o "$T/evil.md" "$T/evil.ist"
 	is-report -f html -o "$T/evil.html" "$T/evil.ist"
-	# each control character became U+FFFD; the name stays inside its
-	# code span or escaped text
-	run -1 grep -c $'\r\|\e' "$T/evil.md"
-	assert_equal "$(grep -c 'inference�\[click\](https://evil.example/x)�!\[t\](https://evil.example/t.png)�\[31m' "$T/evil.md")" 5
+	# each control character (the C1 CSI, U+009B, too) became U+FFFD;
+	# the name stays inside its code span or escaped text
+	run -1 grep -c $'\r\|\e\|\xc2\x9b' "$T/evil.md"
+	assert_equal "$(grep -c 'inference�\[click\](https://evil.example/x)�!\[t\](https://evil.example/t.png)�\[31m�2J' "$T/evil.md")" 5
 	run -1 grep -E '<a [^>]*evil|<img [^>]*evil' "$T/evil.html"
 	# the rest of the report is the example's
 	grep -q '^\*\*Verdict: CPU-bound\*\*' "$T/evil.md"

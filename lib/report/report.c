@@ -67,28 +67,36 @@ frange(char *b, size_t n, double s, double e, double t0)
 /*
  * A control character in a name from a trace: a newline reads as a space;
  * any other (a carriage return ends a Markdown line as a newline does, and
- * would let a name write links and images into the report) as U+FFFD.
- * False for other characters.
+ * would let a name write links and images into the report; a C1 control,
+ * U+0080 to U+009F, is an escape to some terminals) as U+FFFD.  Returns
+ * the bytes of s it took, 0 when s starts with no control character.
  */
-static bool
-control(struct ist_buf *o, char c)
+static size_t
+control(struct ist_buf *o, const char *s)
 {
-	if ((unsigned char)c >= 0x20 && c != 0x7f)
-		return false;
-	if (c == '\n')
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = 1;
+
+	if (u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f)
+		n = 2;
+	else if (u[0] >= 0x20 && u[0] != 0x7f)
+		return 0;
+	if (u[0] == '\n')
 		ist_buf_append(o, " ", 1);
 	else
 		ist_buf_append(o, "\xef\xbf\xbd", 3);
-	return true;
+	return n;
 }
 
 /* Text in a table cell or a paragraph: Markdown's punctuation escaped. */
 static void
 text(struct ist_buf *o, const char *s)
 {
-	for (; *s; s++) {
-		if (control(o, *s))
+	for (size_t k; *s; s++) {
+		if ((k = control(o, s)) > 0) {
+			s += k - 1;
 			continue;
+		}
 		if (strchr("\\`*_[]<>|#!&~", *s))
 			ist_buf_append(o, "\\", 1);
 		ist_buf_append(o, s, 1);
@@ -123,10 +131,12 @@ code(struct ist_buf *o, const char *s)
 		ist_buf_append(o, "`", 1);
 	if (fence > 1)
 		ist_buf_append(o, " ", 1);
-	for (; *s; s++) {
+	for (size_t k; *s; s++) {
 		if (*s == '|')
 			ist_buf_append(o, "\\|", 2);
-		else if (!control(o, *s))
+		else if ((k = control(o, s)) > 0)
+			s += k - 1;
+		else
 			ist_buf_append(o, s, 1);
 	}
 	if (fence > 1)
