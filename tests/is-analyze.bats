@@ -269,6 +269,17 @@ fired() {
 	[[ $stderr == "is-analyze: bad --fail-on condition 'speed>3' (want "* ]]
 	run -2 --separate-stderr is-analyze --fail-on 'regression>5%' -o /dev/null "$T/g.ist"
 	assert_equal "$stderr" "is-analyze: --fail-on 'regression>5%' needs --baseline"
+	# a gate that cannot mean what it says is refused, not left open
+	# (an empty spec disabled it; a negative share held for every run)
+	for spec in '' ' ' 'severity>=high,' ',rule:sync'; do
+		run -2 --separate-stderr is-analyze --fail-on "$spec" -o /dev/null "$T/g.ist"
+		assert_equal "$stderr" "is-analyze: --fail-on '$spec' has an empty condition"
+	done
+	for spec in 'regression>-5%' 'gpu_busy<101' 'gpu_busy<-1'; do
+		run -2 --separate-stderr is-analyze --baseline "$T/g.ist" --fail-on "$spec" -o /dev/null "$T/g.ist"
+		[[ $stderr == "is-analyze: bad --fail-on condition '$spec' (want "*"; P is 0 or more, at most 100 for gpu_busy)" ]]
+	done
+	run -3 is-analyze --fail-on 'gpu_busy<100' -o /dev/null "$T/g.ist"
 }
 
 @test "thresholds come from a rules file and from .inferscope.yaml, the file winning" {
@@ -302,6 +313,20 @@ fired() {
 	printf 'sync: [1, 2\n' > "$T/r.yaml"
 	run -2 --separate-stderr is-analyze --rules-file "$T/r.yaml" "$T/s.ist"
 	assert_equal "$stderr" "is-analyze: '$T/r.yaml':2:1: did not find expected ',' or ']' (while parsing a flow sequence started at 1:7)"
+	# aliases were silently taken (or dropped): refused where they stand
+	printf 'sync:\n  blocked_pct: &x 5\ngpu_idle:\n  idle_pct: *x\n' > "$T/r.yaml"
+	run -2 --separate-stderr is-analyze --rules-file "$T/r.yaml" "$T/s.ist"
+	assert_equal "$stderr" "is-analyze: '$T/r.yaml':4:13: a YAML alias (*x) is not accepted here: write the value out"
+	printf 'x: &a idle_pct\ngpu_idle:\n  *a : 5\n' > "$T/r.yaml"
+	run -2 --separate-stderr is-analyze --rules-file "$T/r.yaml" "$T/s.ist"
+	assert_equal "$stderr" "is-analyze: '$T/r.yaml':3:3: a YAML alias (*a) is not accepted here: write the value out"
+	# a FIFO blocked for good; a directory is no file either
+	mkfifo "$T/fifo"
+	run -2 --separate-stderr timeout 10 is-analyze --rules-file "$T/fifo" "$T/s.ist"
+	assert_equal "$stderr" "is-analyze: '$T/fifo' is not a regular file"
+	cd "$T" && mkdir .inferscope.yaml
+	run -2 --separate-stderr is-analyze "$T/s.ist"
+	assert_equal "$stderr" "is-analyze: '.inferscope.yaml' is not a regular file"
 }
 
 @test "data quality: loss, truncation and unmerged input lower confidence and are stated" {

@@ -153,8 +153,11 @@ check_one(const char *c, const json_t *an, bool *failed, struct ist_buf *why,
 			}
 		return IST_OK;
 	}
+	/* a share below zero (regression>-5%) holds for nearly every run,
+	 * and a GPU busy share outside 0..100 for every run or none: a gate
+	 * that cannot mean what it says */
 	if (op == NULL || (kn = (size_t)(op - c)) >= sizeof(key) ||
-	    !parse_pct(op + 1, &lim))
+	    !parse_pct(op + 1, &lim) || lim < 0 || (*op == '<' && lim > 100))
 		goto bad;
 	memcpy(key, c, kn);
 	key[kn] = '\0';
@@ -200,7 +203,8 @@ check_one(const char *c, const json_t *an, bool *failed, struct ist_buf *why,
 bad:
 	ist_seterr(err, IST_EINVAL, "bad --fail-on condition '%s' (want "
 	    "regression>P%%, wall>P%%, scope:NAME>P%%, kernel:NAME>P%%, "
-	    "gpu_busy<P%%, severity>=low|medium|high or rule:NAME)", c);
+	    "gpu_busy<P%%, severity>=low|medium|high or rule:NAME; P is 0 "
+	    "or more, at most 100 for gpu_busy)", c);
 	return IST_EINVAL;
 }
 
@@ -208,7 +212,7 @@ enum ist_status
 ist_failon_check(const char *spec, const json_t *an, bool *failed,
     struct ist_buf *why, struct ist_error *err)
 {
-	char *copy = strdup(spec), *save = NULL, *tok;
+	char *copy = strdup(spec), *tok;
 	enum ist_status st = IST_OK;
 
 	*failed = false;
@@ -216,14 +220,21 @@ ist_failon_check(const char *spec, const json_t *an, bool *failed,
 		ist_seterr(err, IST_ENOMEM, "out of memory");
 		return IST_ENOMEM;
 	}
-	for (tok = strtok_r(copy, ",", &save); tok && st == IST_OK;
-	    tok = strtok_r(NULL, ",", &save)) {
+	/* strsep, not strtok: an empty condition ("", "a,,b", "a,") is an
+	 * error, not a gate silently left open */
+	for (char *rest = copy; (tok = strsep(&rest, ",")) != NULL &&
+	    st == IST_OK; ) {
 		while (*tok == ' ')
 			tok++;
 		for (char *e = tok + strlen(tok); e > tok && e[-1] == ' ';)
 			*--e = '\0';
-		if (*tok)
+		if (*tok == '\0') {
+			ist_seterr(err, IST_EINVAL, "--fail-on '%s' has an "
+			    "empty condition", spec);
+			st = IST_EINVAL;
+		} else {
 			st = check_one(tok, an, failed, why, err);
+		}
 	}
 	free(copy);
 	return st;

@@ -1,9 +1,12 @@
 /* config.c - settings with their sources; .inferscope.yaml via libyaml. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <yaml.h>
 
@@ -121,21 +124,77 @@ ist_config_str(const struct ist_config *c, enum ist_key k)
 	return c->value[k];
 }
 
+/*
+ * A YAML alias (*name) is refused where it stands: the settings are few
+ * and flat, and an alias as a key, or a rule's thresholds by reference,
+ * read as something other than what the file seems to say.  A pass over
+ * the events (the document loader resolves aliases without a trace),
+ * then the file is read again from its start.  Syntax errors are left to
+ * the loader, which names them.
+ */
+static enum ist_status
+no_alias(FILE *f, const char *path, struct ist_error *err)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	enum ist_status st = IST_OK;
+	bool done = false;
+
+	yaml_parser_initialize(&p);
+	yaml_parser_set_input_file(&p, f);
+	while (!done && yaml_parser_parse(&p, &ev)) {
+		if (ev.type == YAML_ALIAS_EVENT) {
+			ist_seterr(err, IST_EINVAL, "'%s':%zu:%zu: a YAML "
+			    "alias (*%.64s) is not accepted here: write the "
+			    "value out", path, ev.start_mark.line + 1,
+			    ev.start_mark.column + 1,
+			    (const char *)ev.data.alias.anchor);
+			st = IST_EINVAL;
+			done = true;
+		}
+		done = done || ev.type == YAML_STREAM_END_EVENT;
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&p);
+	rewind(f);
+	return st;
+}
+
 enum ist_status
 ist_yaml_load(const char *path, bool optional, struct yaml_document_s **out,
     struct ist_error *err)
 {
 	yaml_parser_t p;
 	yaml_document_t *d;
-	FILE *f = fopen(path, "r");
+	FILE *f;
+	struct stat st;
+	int fd;
 
 	*out = NULL;
-	if (f == NULL) {
+	/* O_NONBLOCK: a FIFO with no writer would block the open for good;
+	 * what is not a regular file is refused below */
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
 		if (optional && errno == ENOENT)
 			return IST_OK;
 		ist_seterr(err, IST_EIO, "cannot open '%s': %s", path,
 		    strerror(errno));
 		return IST_EIO;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		ist_seterr(err, IST_EINVAL, "'%s' is not a regular file",
+		    path);
+		return IST_EINVAL;
+	}
+	fcntl(fd, F_SETFL, 0);
+	if ((f = fdopen(fd, "r")) == NULL) {
+		close(fd);
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
+	if (no_alias(f, path, err) != IST_OK) {
+		fclose(f);
+		return IST_EINVAL;
 	}
 	if ((d = malloc(sizeof(*d))) == NULL) {
 		fclose(f);
