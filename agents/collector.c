@@ -814,7 +814,7 @@ open_stream(const char *path, struct ist_error *err)
 	snprintf(C.path, sizeof(C.path), "%s", path);
 	/* appended to: after an exec the new program's stream follows the
 	 * old one's (the same pid), which it must not wipe */
-	C.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	C.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (C.fd < 0) {
 		ist_seterr(err, IST_EIO, "cannot create '%s': %s", path,
 		    strerror(errno));

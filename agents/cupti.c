@@ -308,7 +308,7 @@ open_stream(void)
 		return -1;
 	snprintf(S.path, sizeof(S.path), "%s/%ld-cupti.ist", dir, (long)S.pid);
 	if ((S.fd = open(S.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-	    0644)) < 0)
+	    0600)) < 0)
 		return -1;
 	if (ist_writer_new(&S.w, ist_fd_sink, &S.fd, &wo, &e) != IST_OK)
 		return -1;

@@ -833,3 +833,25 @@ PY
 	done
 	[ "$n" -ge 3 ]
 }
+
+@test "traces are created 0600, as perf.data: they hold every command line" {
+	# a token passed as an argument is in the trace; under umask 022 the
+	# traces were 0644, readable by every user of the machine
+	umask 022
+	is-record -o "$T/r.ist" -- /usr/bin/python3 -c 'pass' --token=s3cret
+	is-cat "$T/r.ist" | grep -q 's3cret'
+	is-merge -o "$T/m.ist" "$T/r.ist"
+	is-analyze -o "$T/a.ist" "$T/m.ist"
+	is-cat -e -o "$T/c.ist" < <(is-cat "$T/a.ist")
+	for f in r m a c; do
+		assert_equal "$f $(stat -c %a "$T/$f.ist")" "$f 600"
+	done
+	# over an existing file too
+	: > "$T/old.ist"; chmod 644 "$T/old.ist"
+	is-merge -o "$T/old.ist" "$T/r.ist"
+	assert_equal "$(stat -c %a "$T/old.ist")" 600
+	# text the user asked for takes the umask's mode
+	is-report -o "$T/r.md" "$T/a.ist"
+	is-cat -o "$T/r.jsonl" "$T/r.ist"
+	assert_equal "$(stat -c %a "$T/r.md") $(stat -c %a "$T/r.jsonl")" "644 644"
+}

@@ -24,7 +24,9 @@ enum ist_status ist_cat_encode(FILE *in, const char *name,
 /*
  * Output files: written to a temporary file beside the target and renamed
  * over it by ist_output_commit(), so that a failed run never leaves a
- * half-written file that looks good.  path NULL or "-" means stdout.
+ * half-written file that looks good.  path NULL or "-" means stdout.  A
+ * binary output (a trace) is created 0600, a text output as the umask
+ * says.
  */
 struct ist_output {
 	int fd;

@@ -67,7 +67,10 @@ ist_output_open(struct ist_output *o, const char *path, bool binary,
 		ist_output_abort(o);
 		return IST_EIO;
 	}
-	{
+	/* a trace holds every process's command line (tokens, passwords
+	 * given as arguments): only its owner reads it, as perf.data; text
+	 * takes the umask's mode */
+	if (!binary) {
 		mode_t mask = umask(0);
 		umask(mask);
 		fchmod(o->fd, 0666 & ~mask);
