@@ -127,6 +127,17 @@ def main():
                                enc([2, 1, 1, 1, None, None]) +
                                b"\x85" + enc(8) + enc(1) + enc(0) + enc(1) +
                                b"\x81" * 200 + b"\x01")
+    # values JSON cannot say (one rule for every reader): a metadata map
+    # with an integer key, and one holding a byte string; then a good
+    # instant, which no reader may take as if nothing had happened
+    after = enc([8, 1, 5, 1])
+    inv["metadata-int-key"] = zstd(header() + s(1, "x") +
+                                   enc([2, 1, 1, 1, None, None]) +
+                                   enc([8, 1, 0, 1, {42: 1}]) + after)
+    inv["metadata-bytes"] = zstd(header() + s(1, "x") +
+                                 enc([2, 1, 1, 1, None, None]) +
+                                 enc([8, 1, 0, 1, {"k": [b"\x1b[2J"]}]) +
+                                 after)
     good = open(os.path.join(valid, "all-types.ist"), "rb").read()
     flip = bytearray(good)
     flip[len(flip) // 2] ^= 0x20

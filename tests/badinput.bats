@@ -77,3 +77,24 @@ PY
 	run is-cat "$T/h.ist"
 	assert_line '{"type":"thread","pid":1,"tid":1,"name":"ok"}'
 }
+
+@test "a value JSON cannot say: every reader refuses it alike, naming the file and the record" {
+	# is-cat stopped with "map key is not a string" (no file, no
+	# record); the other tools exited 0 and is-merge copied it through
+	for v in metadata-int-key metadata-bytes; do
+		f=$VEC/invalid/$v.ist
+		what="a map key that is not text"
+		[ $v = metadata-bytes ] && what="a byte string"
+		msg="cannot decode record 4 in '$f': instant record's 'metadata' holds $what, which JSON cannot"
+		for tool in is-cat is-info is-analyze is-report; do
+			run -1 --separate-stderr $tool "$f"
+			assert_equal "$stderr" "$tool: $msg"
+		done
+		run -1 --separate-stderr is-merge -o "$T/m.ist" "$f"
+		assert_equal "$stderr" "is-merge: $msg; merging what was read"
+		# the merged trace holds none of it, and says it is damaged
+		run -0 is-cat "$T/m.ist"
+		refute_output --partial '"type":"instant"'
+	done
+	# (the writer refuses to write one: tests/unit/test_trace.c)
+}

@@ -150,7 +150,8 @@ void ist_fmt_double(double d, char *out, size_t cap);
 int ist_cbor_ints(const int64_t *v, size_t n, struct ist_buf *out);
 int ist_cbor_args(const char *args, size_t n, struct ist_buf *out);
 
-/* Validates that [p, p+n) is exactly one well-formed CBOR item. */
+/* Validates that [p, p+n) starts with one well-formed CBOR item (*used
+ * its length) that JSON can say (ist_tok_json_shaped). */
 enum ist_status ist_cbor_check(const uint8_t *p, size_t n, size_t *used,
     struct ist_error *err);
 
@@ -175,6 +176,10 @@ struct tokenizer {
 	struct tok cur;
 	struct tok *slot;       /* where the callbacks write: toks[ntok] or cur */
 };
+
+/* NULL when the value at tk[i] is one JSON can say (text map keys, no
+ * byte strings), else what it holds that JSON cannot. */
+const char *ist_tok_json_shaped(const struct tok *tk, uint32_t i);
 
 /*
  * Splits the one CBOR item at p into tokens (tz->toks when store) with

@@ -207,10 +207,40 @@ ist_cbor_check(const uint8_t *p, size_t n, size_t *used,
 		ist_seterr(err, IST_EINVAL, "empty CBOR item");
 		return IST_EINVAL;
 	}
-	st = ist_tokenize(&tz, false, p, n, used, &why);
-	if (st != IST_OK)
+	st = ist_tokenize(&tz, true, p, n, used, &why);
+	if (st == IST_OK && (why = ist_tok_json_shaped(tz.toks, 0)) != NULL) {
+		ist_seterr(err, IST_EINVAL, "it holds %s, which JSON cannot",
+		    why);
+		st = IST_EINVAL;
+	} else if (st != IST_OK) {
 		ist_seterr(err, st, "%s", why);
+	}
+	free(tz.toks);
 	return st;
+}
+
+/*
+ * A value a record holds (metadata, the analysis, the header's lists) is
+ * one that JSON can say, so that every reader and is-cat's JSON Lines
+ * agree on it: maps with text keys at every depth, and no byte strings.
+ * NULL when the subtree at tk[i] is, else what it holds that JSON cannot.
+ */
+const char *
+ist_tok_json_shaped(const struct tok *tk, uint32_t i)
+{
+	for (uint32_t j = i, end = tk[i].next; j < end; j++) {
+		if (tk[j].t == TK_BYTES)
+			return "a byte string";
+		if (tk[j].t == TK_MAP) {
+			uint32_t k = j + 1;
+			for (uint64_t m = 0; m < tk[j].v; m++) {
+				if (tk[k].t != TK_TEXT)
+					return "a map key that is not text";
+				k = tk[tk[k].next].next;
+			}
+		}
+	}
+	return NULL;
 }
 
 /* ---- reader ---- */
@@ -807,11 +837,19 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
 			break;
 		}
 		case FT_VALUE:
-		case FT_OBJECT:
+		case FT_OBJECT: {
+			const char *no;
 			if (fs->ft == FT_OBJECT && !(ok = t->t == TK_MAP))
 				break;
+			if ((no = ist_tok_json_shaped(tk, i)) != NULL) {
+				snprintf(why, sizeof(why), "%s record's '%s' "
+				    "holds %s, which JSON cannot", ts->name,
+				    fs->json, no);
+				return bad_record(r, err, IST_ECORRUPT, why);
+			}
 			*ist_field_blob(ev, fs->id) = tok_blob(r, t);
 			break;
+		}
 		}
 		if (!ok) {
 			snprintf(why, sizeof(why), "%s record has a bad '%s'",

@@ -526,9 +526,16 @@ track_slow(struct ist_writer *w, const int64_t key[4], uint32_t mask)
 static enum ist_status
 check_blob(struct ist_blob b, const char *what, struct ist_error *err)
 {
-	size_t used;
+	size_t used = SIZE_MAX;
 	enum ist_status st = ist_cbor_check(b.p, b.n, &used, err);
 
+	if (st == IST_EINVAL && used == b.n && err) {
+		/* well-formed, but not what JSON can say: say what */
+		char m[sizeof(err->msg)];
+		snprintf(m, sizeof(m), "%s", err->msg);
+		ist_seterr(err, IST_EINVAL, "field '%s': %s", what, m);
+		return IST_EINVAL;
+	}
 	if (st == IST_OK && used != b.n)
 		st = IST_EINVAL;
 	if (st != IST_OK) {

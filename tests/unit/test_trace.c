@@ -299,6 +299,9 @@ test_writer_errors(void)
 	struct ist_error e = { 0 };
 	struct ist_event ev, h;
 	static const uint8_t notmap[] = { 0x01 }, broken[] = { 0x82, 0x01 };
+	/* {"a": [{7: 1}]} and {"a": h'00'} */
+	static const uint8_t intkey[] = { 0xa1, 0x61, 'a', 0x81, 0xa1, 0x07,
+	    0x01 }, bytes[] = { 0xa1, 0x61, 'a', 0x41, 0x00 };
 	char *big;
 
 	ist_writer_new(&w, sink, &m, NULL, &e);
@@ -325,6 +328,16 @@ test_writer_errors(void)
 	ev.metadata = (struct ist_blob){ broken, 2 };
 	ok(ist_writer_write(w, &ev, &e) == IST_EINVAL,
 	    "metadata that is not whole CBOR is refused: %s", e.msg);
+	/* what JSON cannot say, which every reader refuses: never written */
+	ev.metadata = (struct ist_blob){ intkey, sizeof(intkey) };
+	ok(ist_writer_write(w, &ev, &e) == IST_EINVAL && strcmp(e.msg,
+	    "field 'metadata': it holds a map key that is not text, which "
+	    "JSON cannot") == 0, "metadata with an integer key (nested) is "
+	    "refused: %s", e.msg);
+	ev.metadata = (struct ist_blob){ bytes, sizeof(bytes) };
+	ok(ist_writer_write(w, &ev, &e) == IST_EINVAL && strstr(e.msg,
+	    "a byte string"), "metadata with a byte string is refused: %s",
+	    e.msg);
 	big = malloc((2u << 20) + 1);
 	memset(big, 'a', 2u << 20);
 	ev.has &= ~((uint64_t)1 << IST_F_METADATA);
