@@ -51,6 +51,8 @@ LIB_H = $(wildcard lib/*/*.h)
 # what the agents (agents/: injected into the recorded programs) link:
 # the trace format's reader, writer and schema, nothing else
 TRACE_CORE = lib/trace/schema.c lib/trace/reader.c lib/trace/writer.c
+# and every agent's own: its output file, kept by path (agents/stream.h)
+AGENT_CORE = agents/stream.c $(TRACE_CORE)
 AGENT_CFLAGS = -shared -fPIC -fvisibility=hidden -std=c11 -D_GNU_SOURCE \
     -fwrapv $(WARN) $(CFLAGS) -Ilib/trace -Iagents
 TOOLS = is-cat is-info is-merge is-record is-analyze is-report inferscope
@@ -99,10 +101,10 @@ all: $(B)/.deps $(TOOL_BIN) $(B)/bench/bench $(B)/tests/replay_reader pyext \
 
 # never sanitized: the CUDA driver loads it into other programs
 $(B)/lib/libinferscope-cupti.so: agents/cupti.c agents/cupti_convert.c \
-    $(TRACE_CORE) agents/*.h lib/trace/*.h | $(B)/.deps
+    $(AGENT_CORE) agents/*.h lib/trace/*.h | $(B)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(AGENT_CFLAGS) $(CUPTI_INC) -o $@ agents/cupti.c \
-	    agents/cupti_convert.c $(TRACE_CORE) -L$(CUPTI_LIBDIR) -lcupti \
+	    agents/cupti_convert.c $(AGENT_CORE) -L$(CUPTI_LIBDIR) -lcupti \
 	    -Wl,-rpath,$(CUPTI_LIBDIR) -lcbor -lzstd -lpthread -ldl
 
 # the record conversion, on activity records built in memory
@@ -120,15 +122,15 @@ $(B)/examples/nvtx_pipeline: examples/nvtx_pipeline.c | $(B)/.deps
 
 # never sanitized: it is loaded into other programs
 $(B)/lib/libinferscope-nvtx.so: agents/nvtx.c agents/collector.c \
-    $(TRACE_CORE) agents/*.h lib/trace/*.h | $(B)/.deps
+    $(AGENT_CORE) agents/*.h lib/trace/*.h | $(B)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(AGENT_CFLAGS) -I$(CUDA_HOME)/include -o $@ agents/nvtx.c \
-	    agents/collector.c $(TRACE_CORE) -lcbor -lzstd -lpthread
+	    agents/collector.c $(AGENT_CORE) -lcbor -lzstd -lpthread
 
 # the extension is never built with sanitizers: Python is not instrumented
 pyext: $(B)/.deps
 	@for p in $(PYTHONS); do sh scripts/build-pyext.sh "$$p" $(B)/python \
-	    "$(CC)" "$(CFLAGS)" "agents/collector.c $(TRACE_CORE)" \
+	    "$(CC)" "$(CFLAGS)" "agents/collector.c $(AGENT_CORE)" \
 	    "-lcbor -lzstd" || exit 1; done
 
 # Plain make only checks for the Debian packages it needs; make deps (and

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "stream.h"
 #include "internal.h"
 
 #define RING_MIN (64u << 10)
@@ -30,7 +31,7 @@ static struct {
 	bool running, stopping, thread_started;
 	bool paused;                 /* writer stopped across a fork */
 	uint64_t flush_req, flush_done;  /* ist_coll_flush() handshake */
-	int fd;
+	struct ist_stream out;       /* the stream, by fd and by path */
 	struct ist_writer *w;
 	struct ist_ring *rings;
 	uint64_t budget, used, used_big;
@@ -40,7 +41,8 @@ static struct {
 	char *producer;
 	pid_t pid;
 	struct ist_error werr;       /* first writer error */
-	char path[4096];             /* the stream */
+	uint64_t events_ok;          /* events in frames written */
+	uint64_t dropped;            /* events after the writer failed */
 	bool failed;
 	/* flight recorder */
 	uint64_t ring_bytes, ring_total, ring_lost, events_seen;
@@ -48,7 +50,7 @@ static struct {
 	size_t nframes, capframes, first;
 	bool ring;
 } C = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
-    .flushed = PTHREAD_COND_INITIALIZER, .fd = -1 };
+    .flushed = PTHREAD_COND_INITIALIZER, .out.fd = -1 };
 
 int ist_coll_use_tsc;
 
@@ -305,7 +307,9 @@ emit(const struct ist_event *ev)
 {
 	struct ist_error e;
 
-	if (!C.failed && ist_writer_write(C.w, ev, &e) != IST_OK)
+	if (C.failed)
+		C.dropped++;
+	else if (ist_writer_write(C.w, ev, &e) != IST_OK)
 		wfail(&e);
 }
 
@@ -369,9 +373,11 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 		case IST_REC_CALL:
 		case IST_REC_SCOPE:
 		case IST_REC_NVTX:
-			if (!C.failed && ist_writer_timed(C.w, timed[h.kind],
-			    C.pid, r->tid, to_ns(t[0]), to_ns(t[1]), &d->wd,
-			    &e) != IST_OK)
+			if (C.failed)
+				C.dropped++;
+			else if (ist_writer_timed(C.w, timed[h.kind], C.pid,
+			    r->tid, to_ns(t[0]), to_ns(t[1]), &d->wd, &e) !=
+			    IST_OK)
 				wfail(&e);
 			break;
 		case IST_REC_MARK:
@@ -729,8 +735,14 @@ ring_sink(void *ctx, const void *buf, size_t n)
 	struct ist_writer_stats st;
 	struct rframe *f;
 
-	if (!C.ring)
-		return ist_fd_sink(ctx, buf, n);
+	if (!C.ring) {
+		int e = ist_stream_sink(ctx, buf, n);
+		if (e == 0) {
+			ist_writer_stats(C.w, &st);
+			C.events_ok = st.events;
+		}
+		return e;
+	}
 	ist_writer_stats(C.w, &st);
 	if ((f = malloc(sizeof(*f) + n)) == NULL)
 		return ENOMEM;
@@ -778,7 +790,7 @@ ring_finish(struct ist_error *err)
 	for (size_t i = 0; i < C.nframes; i++) {
 		struct rframe *f = C.frames[C.first + i];
 		if (e == 0)
-			e = ist_fd_sink(&C.fd, f->data, f->n);
+			e = ist_stream_sink(&C.out, f->data, f->n);
 		free(f);
 	}
 	free(C.frames);
@@ -786,7 +798,7 @@ ring_finish(struct ist_error *err)
 	C.nframes = C.first = C.capframes = 0;
 	if (e) {
 		ist_seterr(err, IST_EIO, "cannot write '%s': %s; the flight "
-		    "recorder's events are lost", C.path, strerror(e));
+		    "recorder's events are lost", C.out.path, strerror(e));
 		return IST_EIO;
 	}
 	if (C.ring_lost)
@@ -808,21 +820,19 @@ open_stream(const char *path, struct ist_error *err)
 	char host[256] = "", cmd[4096];
 	enum ist_status st;
 	ssize_t n = 0;
-	int fd;
+	int fd, e;
 
 	C.pid = getpid();
-	snprintf(C.path, sizeof(C.path), "%s", path);
 	/* appended to: after an exec the new program's stream follows the
 	 * old one's (the same pid), which it must not wipe */
-	C.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	if (C.fd < 0) {
+	if ((e = ist_stream_open(&C.out, path, true)) != 0) {
 		ist_seterr(err, IST_EIO, "cannot create '%s': %s", path,
-		    strerror(errno));
+		    strerror(e));
 		return IST_EIO;
 	}
 	C.ring = C.ring_bytes > 0;
 	C.ring_total = C.ring_lost = C.events_seen = 0;
-	if ((st = ist_writer_new(&C.w, ring_sink, &C.fd, &wo, err)) !=
+	if ((st = ist_writer_new(&C.w, ring_sink, &C.out, &wo, err)) !=
 	    IST_OK)
 		return st;
 	gethostname(host, sizeof(host) - 1);
@@ -937,12 +947,11 @@ ist_coll_start(const struct ist_coll_opts *o, struct ist_error *err)
 	free(C.producer);
 	C.producer = strdup(o->producer ? o->producer : "inferscope");
 	C.failed = false;
+	C.events_ok = C.dropped = 0;
 	if ((st = open_stream(o->path, err)) != IST_OK) {
 		ist_writer_free(C.w);
 		C.w = NULL;
-		if (C.fd >= 0)
-			close(C.fd);
-		C.fd = -1;
+		ist_stream_close(&C.out);
 		return st;
 	}
 	ist_coll_use_tsc = tsc_invariant();
@@ -1007,34 +1016,77 @@ ist_coll_stop(struct ist_error *err)
 	return st;
 }
 
+/*
+ * Events that could not be written, said where is-record looks: a line
+ * "EVENTS REASON" in <pid>.lost beside the stream, which it turns into a
+ * loss record and a warning, so that the loss is stated even when the
+ * program closed its stderr too.
+ */
+static void
+lost_note(uint64_t n, const char *why)
+{
+	char path[sizeof(C.out.path) + 8], line[600];
+	size_t k = strlen(C.out.path);
+	int fd, len;
+
+	if (k < 4 || strcmp(C.out.path + k - 4, ".ist") != 0)
+		return;
+	snprintf(path, sizeof(path), "%.*s.lost", (int)(k - 4), C.out.path);
+	len = snprintf(line, sizeof(line), "%llu %s\n", (unsigned long long)n,
+	    why);
+	if (len >= (int)sizeof(line)) {
+		len = (int)sizeof(line) - 1;
+		line[len - 1] = '\n';
+	}
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+	    0600)) >= 0) {
+		ist_fd_sink(&fd, line, (size_t)len);
+		close(fd);
+	}
+}
+
 /* Drains every ring and closes the stream (the writer thread stopped, or
  * is the caller). */
 static enum ist_status
 finish(struct ist_error *err)
 {
 	enum ist_status st = IST_OK;
+	struct ist_writer_stats ws;
+	int e;
 
 	drain_all();
 	if (C.ring)
 		flush_now();     /* the kept frames */
+	ist_writer_stats(C.w, &ws);
 	if (C.failed) {
 		if (err)
 			*err = C.werr;
 		st = C.werr.status;
 		ist_writer_free(C.w);
 	} else {
-		st = ist_writer_close(C.w, err);
+		st = ist_writer_close(C.w, err);       /* frees it */
 	}
-	if (st == IST_EIO && err && err->sys_errno)
-		ist_seterr(err, st, "cannot write '%s': %s; the events from "
-		    "then on are lost", C.path, strerror(err->sys_errno));
 	C.w = NULL;
-	if (C.fd >= 0 && close(C.fd) != 0 && st == IST_OK) {
+	if (st != IST_OK) {
+		/* what never reached the file: the events of the frames
+		 * that failed, and those after */
+		uint64_t lost = ws.events - C.events_ok + C.dropped;
+		char cause[sizeof(err->msg)], why[sizeof(cause) + 40];
+		snprintf(cause, sizeof(cause), "%s", err && err->sys_errno ?
+		    strerror(err->sys_errno) : err ? err->msg : "error");
+		snprintf(why, sizeof(why), "the stream could not be written: "
+		    "%s", cause);
+		if (err)
+			ist_seterr(err, st, "cannot write '%s': %s; %llu events "
+			    "are lost", C.out.path, cause,
+			    (unsigned long long)lost);
+		lost_note(lost, why);
+	}
+	if ((e = ist_stream_close(&C.out)) != 0 && st == IST_OK) {
 		ist_seterr(err, IST_EIO, "cannot close the trace: %s",
-		    strerror(errno));
+		    strerror(e));
 		st = IST_EIO;
 	}
-	C.fd = -1;
 	return st;
 }
 
@@ -1074,9 +1126,7 @@ ist_coll_after_fork(const char *path, struct ist_error *err)
 	}
 	ist_writer_free(C.w);
 	C.w = NULL;
-	if (C.fd >= 0)
-		close(C.fd);
-	C.fd = -1;
+	ist_stream_close(&C.out);
 	C.running = false;
 	C.thread_started = false;
 	for (size_t i = 0; i < C.nframes; i++)

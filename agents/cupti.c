@@ -30,6 +30,7 @@
 
 #include "cupti_convert.h"
 #include "internal.h"
+#include "stream.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define NBUF 8
@@ -39,7 +40,7 @@
 static struct {
 	pthread_mutex_t lock;        /* the writer and the converter */
 	struct ist_writer *w;
-	int fd;
+	struct ist_stream out;       /* the stream, by fd and by path */
 	int64_t pid;
 	struct ist_cupti_conv conv;
 	uint8_t *pool[NBUF];
@@ -47,8 +48,7 @@ static struct {
 	pthread_t thread;
 	_Atomic int stopping;
 	bool started;
-	char path[4200];
-} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .out.fd = -1 };
 
 static void
 say(const char *what, CUptiResult r)
@@ -276,9 +276,7 @@ finish(void)
 	if (S.w)
 		ist_writer_close(S.w, &e);
 	S.w = NULL;
-	if (S.fd >= 0)
-		close(S.fd);
-	S.fd = -1;
+	ist_stream_close(&S.out);
 	pthread_mutex_unlock(&S.lock);
 }
 
@@ -288,9 +286,7 @@ after_fork_child(void)
 	/* CUPTI does not follow a fork; the child records without it */
 	S.started = false;
 	S.w = NULL;
-	if (S.fd >= 0)
-		close(S.fd);
-	S.fd = -1;
+	ist_stream_close(&S.out);
 }
 
 static int
@@ -302,15 +298,14 @@ open_stream(void)
 	struct timespec rt, mt;
 	struct ist_buf pids = { 0 };
 	struct ist_error e;
-	char host[256] = "";
+	char host[256] = "", path[4200];
 
 	if (dir == NULL)
 		return -1;
-	snprintf(S.path, sizeof(S.path), "%s/%ld-cupti.ist", dir, (long)S.pid);
-	if ((S.fd = open(S.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-	    0600)) < 0)
+	snprintf(path, sizeof(path), "%s/%ld-cupti.ist", dir, (long)S.pid);
+	if (ist_stream_open(&S.out, path, false) != 0)
 		return -1;
-	if (ist_writer_new(&S.w, ist_fd_sink, &S.fd, &wo, &e) != IST_OK)
+	if (ist_writer_new(&S.w, ist_stream_sink, &S.out, &wo, &e) != IST_OK)
 		return -1;
 	gethostname(host, sizeof(host) - 1);
 	clock_gettime(CLOCK_REALTIME, &rt);
@@ -384,10 +379,9 @@ InitializeInjection(void)
 		}
 	/* the stream only once CUPTI works: no empty files */
 	if (open_stream() != 0) {
-		if (S.fd >= 0) {
-			close(S.fd);
-			unlink(S.path);
-			S.fd = -1;
+		if (S.out.fd >= 0) {
+			ist_stream_close(&S.out);
+			unlink(S.out.path);
 		}
 		ist_writer_free(S.w);
 		S.w = NULL;

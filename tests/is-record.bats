@@ -855,3 +855,69 @@ PY
 	is-cat -o "$T/r.jsonl" "$T/r.ist"
 	assert_equal "$(stat -c %a "$T/r.md") $(stat -c %a "$T/r.jsonl")" "644 644"
 }
+
+@test "a program that closes or takes the fds it inherited keeps what it recorded" {
+	# os.closerange(3, N) lost both scopes, the one before the close
+	# too, with exit 0 and no loss said; closerange(0, N) even the
+	# warning. The stream is opened again by its path, appended to.
+	cat > "$T/fds.py" <<'PY'
+import os, sys
+from inferscope import scope
+with scope("a"):
+    pass
+how = sys.argv[1]
+if how == "close3":
+    os.closerange(3, 100000)
+elif how == "close0":
+    # a daemon: every fd closed, then /dev/null as 0, 1 and 2, which
+    # must be the numbers it gets (the stream must not take them)
+    os.closerange(0, 100000)
+    assert os.open("/dev/null", os.O_RDWR) == 0
+    os.dup2(0, 1)
+    os.dup2(0, 2)
+elif how == "take":
+    # a file of the program's own put at the stream's number: the
+    # trace must not be written into it
+    stream = "%s/%d.ist" % (os.environ["INFERSCOPE_DIR"], os.getpid())
+    fd = next(int(f) for f in os.listdir("/proc/self/fd")
+              if os.path.realpath("/proc/self/fd/" + f) == stream)
+    mine = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT, 0o600)
+    os.dup2(mine, fd)
+    os.write(fd, b"mine\n")
+with scope("b"):
+    pass
+PY
+	for how in close3 close0 take; do
+		run -0 --separate-stderr is-record -o "$T/$how.ist" -- $PY "$T/fds.py" $how "$T/mine"
+		assert_equal "$stderr" ""
+		run -0 sh -c "is-cat '$T/$how.ist' | jq -r 'select(.type == \"scope\") | .name'"
+		assert_output $'a\nb'
+		grep -qx 'loss:        0 records, 0 events lost' <(is-info "$T/$how.ist")
+	done
+	# the program's own file holds what it wrote, and nothing of ours
+	assert_equal "$(cat "$T/mine")" "mine"
+}
+
+@test "a stream that cannot be written is a counted loss that is-record and the report state" {
+	# the program deletes its own stream: nothing of it can reach the
+	# trace, and is-record says how much, even if the program's stderr
+	# is gone (a note beside the stream, not the program's stderr)
+	cat > "$T/del.py" <<'PY'
+import os
+from inferscope import scope
+os.unlink("%s/%d.ist" % (os.environ["INFERSCOPE_DIR"], os.getpid()))
+os.closerange(2, 3)
+for i in range(100):
+    with scope("s"):
+        pass
+PY
+	run -0 --separate-stderr is-record --no-python-calls -o "$T/d.ist" -- $PY "$T/del.py"
+	pid=$(is-cat "$T/d.ist" | jq -r 'select(.type == "loss") | .pid')
+	n=$(is-cat "$T/d.ist" | jq -r 'select(.type == "loss") | .events')
+	# the 100 scopes, the process record and its thread names
+	(( n >= 100 && n <= 103 ))
+	assert_equal "$stderr" "is-record: warning: process $pid: $n events are lost: the stream could not be written: No such file or directory"
+	is-analyze -o "$T/a.ist" <(is-merge "$T/d.ist")
+	is-report -o "$T/r.md" "$T/a.ist"
+	grep -q "$n events.* were lost while recording" "$T/r.md"
+}

@@ -629,8 +629,12 @@ warn_silent_pythons(struct sampler *s, const char *dir,
 		for (int k = 0; k < n && !found; k++)
 			found = strcmp(names[k]->d_name, want) == 0;
 		/* <pid>.nopy: its bootstrap has warned already (no collector
-		 * for that Python) */
+		 * for that Python); <pid>.lost: its stream could not be
+		 * written, which add_lost said */
 		snprintf(want, sizeof(want), "%s/%lld.nopy", dir,
+		    (long long)p->pid);
+		found = found || access(want, F_OK) == 0;
+		snprintf(want, sizeof(want), "%s/%lld.lost", dir,
 		    (long long)p->pid);
 		if (!found && access(want, F_OK) != 0)
 			note(s, IST_NOTE_WARN, "Python process %lld "
@@ -639,6 +643,58 @@ warn_silent_pythons(struct sampler *s, const char *dir,
 			    "PYTHONPATH cleared for it)", (long long)p->pid,
 			    p->cmd);
 	}
+}
+
+static int
+is_lost(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name);
+	return n > 5 && strcmp(d->d_name + n - 5, ".lost") == 0;
+}
+
+/*
+ * A process whose stream could not be written (its file deleted under it,
+ * a full disk) left "EVENTS REASON" lines in <pid>.lost: each becomes a
+ * loss record of that process in the sampler's stream, and a warning.
+ */
+static void
+add_lost(struct sampler *s, const char *dir)
+{
+	struct dirent **names = NULL;
+	int n = scandir(dir, &names, is_lost, by_name);
+
+	for (int i = 0; i < n; i++) {
+		char path[4400], line[640];
+		long long pid = atoll(names[i]->d_name);
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+		if ((f = fopen(path, "re")) != NULL) {
+			while (fgets(line, sizeof(line), f)) {
+				struct ist_event ev;
+				char *why = NULL;
+				unsigned long long k = strtoull(line, &why,
+				    10);
+				line[strcspn(line, "\n")] = '\0';
+				why += *why == ' ';
+				ist_event_init(&ev, IST_LOSS);
+				ev.pid = pid;
+				ev.events = (int64_t)(k > INT64_MAX ?
+				    INT64_MAX : k);
+				ev.reason = (struct ist_str){ why,
+				    strlen(why) };
+				IST_SET(&ev, IST_F_PID);
+				IST_SET(&ev, IST_F_EVENTS);
+				IST_SET(&ev, IST_F_REASON);
+				swrite(s, &ev);
+				note(s, IST_NOTE_WARN, "process %lld: %llu "
+				    "events are lost: %s", pid, k, why);
+			}
+			fclose(f);
+		}
+		free(names[i]);
+	}
+	free(names);
 }
 
 static int
@@ -881,6 +937,7 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 	/* grandchildren may still run; their streams end where they are */
 unmask:
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	add_lost(&s, dir);
 	{
 		struct ist_error ce;
 		if (ist_writer_close(s.w, &ce) != IST_OK && st == IST_OK) {

@@ -1,0 +1,129 @@
+/* stream.c - an agent's output file, kept whatever the program does to
+ * its file descriptors (stream.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ist.h"
+#include "stream.h"
+
+/*
+ * Our descriptor is put high, away from 0..2 and the low numbers a
+ * program opens and expects (a daemon that closed everything and opens
+ * /dev/null as its stdin); where the limit is lower, anywhere above 2.
+ */
+static int
+move_high(int fd)
+{
+	static const int floor[] = { 512, 3 };
+
+	if (fd >= floor[0])
+		return fd;
+	for (size_t i = 0; i < sizeof(floor) / sizeof(floor[0]); i++) {
+		int h = fcntl(fd, F_DUPFD_CLOEXEC, floor[i]);
+		if (h >= 0) {
+			close(fd);
+			return h;
+		}
+	}
+	return fd;
+}
+
+static bool
+same_file(int fd, const struct ist_stream *s)
+{
+	struct stat st;
+
+	/* unlinked, it is no longer where is-record reads */
+	return fstat(fd, &st) == 0 && st.st_dev == s->dev &&
+	    st.st_ino == s->ino && st.st_nlink > 0;
+}
+
+int
+ist_stream_open(struct ist_stream *s, const char *path, bool append)
+{
+	struct stat st;
+	int fd;
+
+	s->fd = -1;
+	s->reopened = 0;
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC |
+	    (append ? O_APPEND : O_TRUNC), 0600);
+	if (fd < 0)
+		return errno;
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		return e;
+	}
+	s->dev = st.st_dev;
+	s->ino = st.st_ino;
+	s->fd = move_high(fd);
+	return 0;
+}
+
+/* The stream's descriptor, opened again by its path when the program
+ * took ours; -1 (errno set) when the file is gone or was replaced. */
+static int
+stream_fd(struct ist_stream *s)
+{
+	int fd;
+
+	if (s->fd >= 0 && same_file(s->fd, s))
+		return s->fd;
+	s->fd = -1;             /* closed, or someone else's now */
+	/* appended to: what was written stays, later frames follow it; no
+	 * O_CREAT, a stream deleted under us is not started headless */
+	if ((fd = open(s->path, O_WRONLY | O_APPEND | O_CLOEXEC)) < 0)
+		return -1;
+	if (!same_file(fd, s)) {
+		close(fd);
+		errno = ESTALE;
+		return -1;
+	}
+	s->fd = move_high(fd);
+	s->reopened++;
+	return s->fd;
+}
+
+int
+ist_stream_sink(void *ctx, const void *buf, size_t n)
+{
+	struct ist_stream *s = ctx;
+	const char *p = buf;
+	int fd = stream_fd(s), again = 0;
+
+	while (n > 0) {
+		ssize_t k;
+		if (fd < 0)
+			return errno ? errno : EBADF;
+		if ((k = write(fd, p, n)) < 0) {
+			if (errno == EINTR)
+				continue;
+			/* taken between the check and the write: once
+			 * more, from where it stopped */
+			if (errno != EBADF || again++)
+				return errno;
+			fd = stream_fd(s);
+			continue;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+int
+ist_stream_close(struct ist_stream *s)
+{
+	int e = 0;
+
+	if (s->fd >= 0 && same_file(s->fd, s) && close(s->fd) != 0)
+		e = errno;
+	s->fd = -1;
+	return e;
+}

@@ -1,0 +1,36 @@
+/* stream.h - an agent's output file, kept whatever the program does to
+ * its file descriptors. */
+#ifndef IST_STREAM_H
+#define IST_STREAM_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/*
+ * A recorded program may close every descriptor it inherited
+ * (os.closerange(3, N), a daemon closing 0..N, a sandbox), or put a file
+ * of its own at our number (dup2, or an open that reuses it).  Before each
+ * write the descriptor is checked to still be the stream's file (device
+ * and inode); if it is not, it is left alone, not ours to close, and the
+ * stream is opened again by its path and appended to.  What was written
+ * stays; what the writer holds goes on.  A close and reuse between the
+ * check and the write (microseconds, in another thread of the program)
+ * is the one window left.
+ */
+struct ist_stream {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	unsigned reopened;      /* times the program took the fd from us */
+	char path[4096];
+};
+
+/* Creates path (or appends to it, with append) 0600; 0 or an errno. */
+int ist_stream_open(struct ist_stream *s, const char *path, bool append);
+/* An ist_sink_fn with ctx a struct ist_stream. */
+int ist_stream_sink(void *ctx, const void *buf, size_t n);
+/* Closes the stream's descriptor if it is still the stream's; 0 or an
+ * errno from close(). */
+int ist_stream_close(struct ist_stream *s);
+
+#endif
