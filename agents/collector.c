@@ -789,16 +789,19 @@ ring_finish(struct ist_error *err)
 	C.ring = false;         /* from here the sink writes to the file */
 	for (size_t i = 0; i < C.nframes; i++) {
 		struct rframe *f = C.frames[C.first + i];
-		if (e == 0)
-			e = ist_stream_sink(&C.out, f->data, f->n);
+		if (e == 0 && (e = ist_stream_sink(&C.out, f->data, f->n)) ==
+		    0)
+			C.events_ok += f->events;
 		free(f);
 	}
 	free(C.frames);
 	C.frames = NULL;
 	C.nframes = C.first = C.capframes = 0;
 	if (e) {
-		ist_seterr(err, IST_EIO, "cannot write '%s': %s; the flight "
-		    "recorder's events are lost", C.out.path, strerror(e));
+		ist_seterr(err, IST_EIO, "cannot write '%s': %s", C.out.path,
+		    strerror(e));
+		if (err)
+			err->sys_errno = e;
 		return IST_EIO;
 	}
 	if (C.ring_lost)

@@ -33,13 +33,16 @@ move_high(int fd)
 }
 
 static bool
-same_file(int fd, const struct ist_stream *s)
+same_file(int fd, struct ist_stream *s)
 {
 	struct stat st;
 
 	/* unlinked, it is no longer where is-record reads */
-	return fstat(fd, &st) == 0 && st.st_dev == s->dev &&
-	    st.st_ino == s->ino && st.st_nlink > 0;
+	if (fstat(fd, &st) != 0 || st.st_dev != s->dev ||
+	    st.st_ino != s->ino || st.st_nlink == 0)
+		return false;
+	s->size = st.st_size;
+	return true;
 }
 
 int
@@ -97,22 +100,29 @@ ist_stream_sink(void *ctx, const void *buf, size_t n)
 	const char *p = buf;
 	int fd = stream_fd(s), again = 0;
 
+	off_t was = s->size;
+
 	while (n > 0) {
 		ssize_t k;
+		int e;
 		if (fd < 0)
 			return errno ? errno : EBADF;
-		if ((k = write(fd, p, n)) < 0) {
-			if (errno == EINTR)
-				continue;
-			/* taken between the check and the write: once
-			 * more, from where it stopped */
-			if (errno != EBADF || again++)
-				return errno;
+		if ((k = write(fd, p, n)) >= 0) {
+			p += k;
+			n -= (size_t)k;
+			continue;
+		}
+		if ((e = errno) == EINTR)
+			continue;
+		/* taken between the check and the write: once more, from
+		 * where it stopped */
+		if (e == EBADF && !again++) {
 			fd = stream_fd(s);
 			continue;
 		}
-		p += k;
-		n -= (size_t)k;
+		if (p != buf && fd >= 0)
+			(void)!ftruncate(fd, was);   /* no half frame */
+		return e;
 	}
 	return 0;
 }

@@ -22,12 +22,15 @@ struct ist_stream {
 	dev_t dev;
 	ino_t ino;
 	unsigned reopened;      /* times the program took the fd from us */
+	off_t size;             /* the file's size at the last check */
 	char path[4096];
 };
 
 /* Creates path (or appends to it, with append) 0600; 0 or an errno. */
 int ist_stream_open(struct ist_stream *s, const char *path, bool append);
-/* An ist_sink_fn with ctx a struct ist_stream. */
+/* An ist_sink_fn with ctx a struct ist_stream.  A write that fails half
+ * way (a full disk, a file-size limit) is cut back, so that the file ends
+ * with its last whole frame. */
 int ist_stream_sink(void *ctx, const void *buf, size_t n);
 /* Closes the stream's descriptor if it is still the stream's; 0 or an
  * errno from close(). */

@@ -70,14 +70,17 @@ f(25)'
 	run --separate-stderr is-record -o /dev/null -- python3 -c '
 def f(n): return n if n < 2 else f(n - 1) + f(n - 2)
 f(25)'
-	[[ ${stderr_lines[0]} == "inferscope: error: cannot write '"*".ist': File too large; the events from then on are lost" ]] ||
+	# how many: fib(25)'s 242,785 calls and the few records around them,
+	# none written (the stream ends at its last whole frame), so the
+	# loss is stated in the trace too
+	[[ ${stderr_lines[0]} =~ ^"inferscope: error: cannot write '"[^\']*".ist': File too large; "(24[0-9]{4})" events are lost"$ ]] ||
 	    fail "${stderr_lines[0]}"
 	[[ $stderr != *Traceback* && $stderr != *Exception* ]] || fail "$stderr"
 	# the flight recorder writes its stream at exit: the same, one line
 	run --separate-stderr is-record --ring -o /dev/null -- python3 -c '
 def f(n): return n if n < 2 else f(n - 1) + f(n - 2)
 f(25)'
-	[[ ${stderr_lines[0]} == "inferscope: error: cannot write '"*".ist': File too large; the flight recorder's events are lost" ]] ||
+	[[ ${stderr_lines[0]} =~ ^"inferscope: error: cannot write '"[^\']*".ist': File too large; "(24[0-9]{4})" events are lost"$ ]] ||
 	    fail "${stderr_lines[0]}"
 	[[ $stderr != *Traceback* && $stderr != *Exception* ]] || fail "$stderr"
 	# a report is about 10 KiB

@@ -324,6 +324,10 @@ fired() {
 	mkfifo "$T/fifo"
 	run -2 --separate-stderr timeout 10 is-analyze --rules-file "$T/fifo" "$T/s.ist"
 	assert_equal "$stderr" "is-analyze: '$T/fifo' is not a regular file"
+	# a pipe with its writer, as <(...) makes, is read
+	run -2 --separate-stderr sh -c "printf 'sync:\n  blocked: 3\n' |
+	    is-analyze --rules-file /dev/stdin -o /dev/null '$T/s.ist'"
+	assert_equal "$stderr" "is-analyze: '/dev/stdin':2:12: rule sync has no threshold 'blocked'"
 	cd "$T" && mkdir .inferscope.yaml
 	run -2 --separate-stderr is-analyze "$T/s.ist"
 	assert_equal "$stderr" "is-analyze: '.inferscope.yaml' is not a regular file"

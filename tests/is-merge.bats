@@ -206,14 +206,14 @@ PY
 	[ "$cut" -gt 0 ]
 	run bash -c "is-merge < '$T/cut.ist' | is-analyze --json -o '$T/piped.json'; echo \${PIPESTATUS[*]}"
 	assert_line "1 1"
-	assert_line "is-analyze: warning: '<stdin>' was merged from a truncated input: the last $cut bytes of '<stdin>' were dropped"
+	assert_line "is-analyze: warning: '<stdin>' was merged from a truncated input: the last $cut bytes of '<stdin>' were not read whole"
 	# the same bytes dropped, the same events read, confidence x 0.9
 	assert_equal "$(dq "$T/piped.json")" "$cut 0.9 $events <stdin>:$cut:"
 	# is-report states it and fails too
 	run bash -c "is-merge < '$T/cut.ist' | is-analyze | is-report > '$T/r.md'; echo \${PIPESTATUS[*]}"
 	assert_line "1 1 1"
-	assert_line "is-report: warning: '<stdin>' was merged from a truncated input: the last $cut bytes of '<stdin>' were dropped"
-	grep -qF "input '\\<stdin\\>' of is-merge was truncated: its last $cut bytes were dropped" "$T/r.md"
+	assert_line "is-report: warning: '<stdin>' was merged from a truncated input: the last $cut bytes of '<stdin>' were not read whole"
+	grep -qF "input '\\<stdin\\>' of is-merge was truncated: its last $cut bytes were not read whole" "$T/r.md"
 
 	# a corrupt frame in the middle: what precedes it, at confidence 0.7
 	python3 -c '

@@ -24,7 +24,7 @@ ist_analysis_damage_line(const json_t *an, size_t i, bool own, char *m,
 		i -= json_array_size(dmg);
 		if (own && cut > 0 && i-- == 0)
 			snprintf(m, n, "analysed from a truncated trace: its "
-			    "last %lld bytes were dropped", cut);
+			    "last %lld bytes were not read whole", cut);
 		else if (own && *ist_jstr(q, "read_error") && i == 0)
 			snprintf(m, n, "analysed from a damaged trace: %s",
 			    ist_jstr(q, "read_error"));

@@ -605,9 +605,9 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 		    "recording", (unsigned long long)a->lost,
 		    100 * lost_share);
 	if (st && st->truncated_bytes)
-		dq_note(notes, &factor, 0.9, "the trace is truncated: the last "
-		    "%llu bytes were dropped", (unsigned long long)
-		    st->truncated_bytes);
+		dq_note(notes, &factor, 0.9, "the trace is truncated: its last "
+		    "%llu bytes, a frame cut short, were not read whole",
+		    (unsigned long long)st->truncated_bytes);
 	if (*a->read_error)
 		dq_note(notes, &factor, 0.7, "the trace could not be read to "
 		    "its end (%.300s): what came before is analysed",
@@ -620,7 +620,7 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 		else
 			dq_note(notes, &factor, 0.9, "input '%.160s' of "
 			    "is-merge was truncated: its last %lld bytes were "
-			    "dropped", ist_jstr(d, "input"),
+			    "not read whole", ist_jstr(d, "input"),
 			    (long long)ist_jint(d, "truncated_bytes"));
 	}
 	if (a->out_of_order)

@@ -124,16 +124,29 @@ ist_config_str(const struct ist_config *c, enum ist_key k)
 	return c->value[k];
 }
 
+/* A pipe made with its writer, as the shell's <(...) is, not a named
+ * FIFO that may never get one. */
+static bool
+anonymous_pipe(int fd)
+{
+	char link[64], to[16];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, to, sizeof(to));
+	return n >= 5 && memcmp(to, "pipe:", 5) == 0;
+}
+
 /*
  * A YAML alias (*name) is refused where it stands: the settings are few
  * and flat, and an alias as a key, or a rule's thresholds by reference,
  * read as something other than what the file seems to say.  A pass over
- * the events (the document loader resolves aliases without a trace),
- * then the file is read again from its start.  Syntax errors are left to
- * the loader, which names them.
+ * the events (the document loader resolves aliases without a trace);
+ * syntax errors are left to the loader, which names them.
  */
 static enum ist_status
-no_alias(FILE *f, const char *path, struct ist_error *err)
+no_alias(const char *buf, size_t len, const char *path,
+    struct ist_error *err)
 {
 	yaml_parser_t p;
 	yaml_event_t ev;
@@ -141,7 +154,7 @@ no_alias(FILE *f, const char *path, struct ist_error *err)
 	bool done = false;
 
 	yaml_parser_initialize(&p);
-	yaml_parser_set_input_file(&p, f);
+	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
 	while (!done && yaml_parser_parse(&p, &ev)) {
 		if (ev.type == YAML_ALIAS_EVENT) {
 			ist_seterr(err, IST_EINVAL, "'%s':%zu:%zu: a YAML "
@@ -156,8 +169,57 @@ no_alias(FILE *f, const char *path, struct ist_error *err)
 		yaml_event_delete(&ev);
 	}
 	yaml_parser_delete(&p);
-	rewind(f);
 	return st;
+}
+
+/* Settings files are small: read whole (a pipe cannot be read twice). */
+#define SETTINGS_MAX (1u << 20)
+
+static enum ist_status
+slurp(int fd, const char *path, char **buf, size_t *len,
+    struct ist_error *err)
+{
+	size_t n = 0, cap = 4096;
+	char *b = malloc(cap);
+
+	for (;;) {
+		ssize_t k;
+		if (b == NULL) {
+			ist_seterr(err, IST_ENOMEM, "out of memory");
+			return IST_ENOMEM;
+		}
+		if (n == cap) {
+			char *nb;
+			if (cap >= SETTINGS_MAX) {
+				free(b);
+				ist_seterr(err, IST_ELIMIT, "'%s' is over the "
+				    "%u MiB a settings file may take", path,
+				    SETTINGS_MAX >> 20);
+				return IST_ELIMIT;
+			}
+			nb = realloc(b, cap * 2);
+			if (nb == NULL)
+				free(b);
+			b = nb;
+			cap *= 2;
+			continue;
+		}
+		if ((k = read(fd, b + n, cap - n)) < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			int e = errno;
+			free(b);
+			ist_seterr(err, IST_EIO, "cannot read '%s': %s", path,
+			    strerror(e));
+			return IST_EIO;
+		}
+		if (k == 0)
+			break;
+		n += (size_t)k;
+	}
+	*buf = b;
+	*len = n;
+	return IST_OK;
 }
 
 enum ist_status
@@ -166,13 +228,16 @@ ist_yaml_load(const char *path, bool optional, struct yaml_document_s **out,
 {
 	yaml_parser_t p;
 	yaml_document_t *d;
-	FILE *f;
-	struct stat st;
+	enum ist_status st;
+	struct stat sb;
+	char *buf;
+	size_t len;
 	int fd;
 
 	*out = NULL;
 	/* O_NONBLOCK: a FIFO with no writer would block the open for good;
-	 * what is not a regular file is refused below */
+	 * what is not a regular file (or the pipe of a <(...)) is refused
+	 * below */
 	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
 		if (optional && errno == ENOENT)
 			return IST_OK;
@@ -180,29 +245,29 @@ ist_yaml_load(const char *path, bool optional, struct yaml_document_s **out,
 		    strerror(errno));
 		return IST_EIO;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &sb) != 0 || !(S_ISREG(sb.st_mode) ||
+	    (S_ISFIFO(sb.st_mode) && anonymous_pipe(fd)))) {
 		close(fd);
 		ist_seterr(err, IST_EINVAL, "'%s' is not a regular file",
 		    path);
 		return IST_EINVAL;
 	}
 	fcntl(fd, F_SETFL, 0);
-	if ((f = fdopen(fd, "r")) == NULL) {
-		close(fd);
-		ist_seterr(err, IST_ENOMEM, "out of memory");
-		return IST_ENOMEM;
-	}
-	if (no_alias(f, path, err) != IST_OK) {
-		fclose(f);
+	st = slurp(fd, path, &buf, &len, err);
+	close(fd);
+	if (st != IST_OK)
+		return st;
+	if (no_alias(buf, len, path, err) != IST_OK) {
+		free(buf);
 		return IST_EINVAL;
 	}
 	if ((d = malloc(sizeof(*d))) == NULL) {
-		fclose(f);
+		free(buf);
 		ist_seterr(err, IST_ENOMEM, "out of memory");
 		return IST_ENOMEM;
 	}
 	yaml_parser_initialize(&p);
-	yaml_parser_set_input_file(&p, f);
+	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
 	if (!yaml_parser_load(&p, d)) {
 		char ctx[160] = "";
 		if (p.context)
@@ -216,7 +281,7 @@ ist_yaml_load(const char *path, bool optional, struct yaml_document_s **out,
 		d = NULL;
 	}
 	yaml_parser_delete(&p);
-	fclose(f);
+	free(buf);
 	*out = d;
 	return d ? IST_OK : IST_EINVAL;
 }

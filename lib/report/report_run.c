@@ -88,9 +88,9 @@ ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
 		/* the report's own input was cut short: say so */
 		json_t *q = json_object_get(an, "data_quality");
 		char m[160];
-		snprintf(m, sizeof(m), "the trace is truncated: the last %llu "
-		    "bytes were dropped", (unsigned long long)
-		    rs.truncated_bytes);
+		snprintf(m, sizeof(m), "the trace is truncated: its last %llu "
+		    "bytes, a frame cut short, were not read whole",
+		    (unsigned long long)rs.truncated_bytes);
 		if (q && json_integer_value(json_object_get(q,
 		    "truncated_bytes")) == 0) {
 			json_object_set_new(q, "truncated_bytes",

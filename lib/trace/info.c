@@ -322,6 +322,8 @@ render_json(const struct ist_info *in, struct ist_buf *out)
 	    (json_int_t)in->st.skipped));
 	json_object_set_new(o, "truncated_bytes", json_integer(
 	    (json_int_t)in->st.truncated_bytes));
+	json_object_set_new(o, "truncated_kept", json_integer(
+	    (json_int_t)in->st.truncated_kept));
 	s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
 	json_decref(o);
 	if (s == NULL)
@@ -424,7 +426,12 @@ ist_info_render(const struct ist_info *in, bool json, struct ist_buf *out)
 	if (!e && in->st.skipped)
 		e = ist_buf_printf(out, "%-12s %" PRIu64 " records of unknown "
 		    "kinds\n", "skipped:", in->st.skipped);
-	if (!e && in->st.truncated_bytes)
+	if (!e && in->st.truncated_kept)
+		e = ist_buf_printf(out, "%-12s yes, its last frame (%" PRIu64
+		    " bytes) is cut, its first %" PRIu64 " records kept\n",
+		    "truncated:", in->st.truncated_bytes,
+		    in->st.truncated_kept);
+	else if (!e && in->st.truncated_bytes)
 		e = ist_buf_printf(out, "%-12s yes, last %" PRIu64
 		    " bytes dropped\n", "truncated:", in->st.truncated_bytes);
 	else if (!e)

@@ -130,7 +130,7 @@ void ist_terminal_safe_n(char *s, size_t n);
 /* An input is-merge could not read whole, as said by every later stage
  * (formats/trace-format.md, sources): "merged from a damaged input: ERROR"
  * or, with no error, "merged from a truncated input: the last CUT bytes of
- * 'INPUT' were dropped"; terminal-safe. */
+ * 'INPUT' were not read whole"; terminal-safe. */
 void ist_damage_text(char *m, size_t n, const char *input, const char *error,
     long long cut);
 

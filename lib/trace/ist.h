@@ -225,7 +225,10 @@ struct ist_reader_stats {
 	uint64_t in_bytes;       /* compressed bytes read */
 	uint64_t raw_bytes;      /* decompressed CBOR bytes */
 	uint64_t skipped;        /* records of unknown kinds, skipped */
-	uint64_t truncated_bytes;
+	uint64_t truncated_bytes;  /* bytes of the frame the input stopped
+				    * inside */
+	uint64_t truncated_kept;   /* records read from that frame's
+				    * complete blocks */
 };
 void ist_reader_stats(const struct ist_reader *r, struct ist_reader_stats *st);
 

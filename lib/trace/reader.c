@@ -29,6 +29,10 @@ struct ist_reader {
 	uint8_t *fbuf;
 	size_t fn, fcap, fpos;
 	bool frame_start;       /* next record is the first of its frame */
+	bool cut;               /* fbuf is the complete blocks of a frame the
+				 * input stopped inside */
+	uint64_t cut_in, cut_off;    /* that frame's bytes read, its offset */
+	uint64_t frame_records; /* records read from fbuf */
 	uint64_t gen;
 	enum ist_status sticky;
 	struct ist_error sticky_err;
@@ -104,6 +108,9 @@ static const struct cbor_callbacks callbacks = {
 	.indef_break = cb_indef,
 };
 
+static const char past_end[] =
+    "a declared length runs past the end of the frame";
+
 /*
  * Splits the one CBOR item at p into tokens (tz->toks, when store) and
  * returns its length in *used.  Errors: IST_ECORRUPT with a reason in why.
@@ -122,7 +129,7 @@ ist_tokenize(struct tokenizer *tz, bool store, const uint8_t *p, size_t n,
 		struct tok *t;
 
 		if (pos >= n) {
-			*why = "a declared length runs past the end of the frame";
+			*why = past_end;
 			goto fail;
 		}
 		if (!store) {
@@ -145,8 +152,7 @@ ist_tokenize(struct tokenizer *tz, bool store, const uint8_t *p, size_t n,
 		tz->slot = t;
 		r = cbor_stream_decode(p + pos, n - pos, &callbacks, tz);
 		if (r.status != CBOR_DECODER_FINISHED) {
-			*why = r.status == CBOR_DECODER_NEDATA ? "a declared "
-			    "length runs past the end of the frame" :
+			*why = r.status == CBOR_DECODER_NEDATA ? past_end :
 			    "malformed CBOR";
 			goto fail;
 		}
@@ -438,6 +444,15 @@ read_frame(struct ist_reader *r, struct ist_error *err)
 			if (k == 0) {
 				if (frame_in == 0)
 					return IST_END;
+				if (r->fn > 0) {
+					/* its complete blocks decoded: their
+					 * whole records are read, then the
+					 * cut is said (cut_frame) */
+					r->cut = true;
+					r->cut_in = frame_in;
+					r->cut_off = frame_off;
+					break;
+				}
 				r->st.truncated_bytes = frame_in;
 				ist_seterr(err, IST_TRUNCATED, "trace '%s' is "
 				    "truncated: last %llu bytes dropped",
@@ -494,7 +509,27 @@ read_frame(struct ist_reader *r, struct ist_error *err)
 	r->st.raw_bytes += r->fn;
 	r->gen++;
 	r->frame_start = true;
+	r->frame_records = 0;
 	return IST_OK;
+}
+
+/* The end of a frame the input stopped inside: what it lost is said, what
+ * its complete blocks held was read. */
+static enum ist_status
+cut_frame(struct ist_reader *r, struct ist_error *err)
+{
+	r->st.truncated_bytes = r->cut_in;
+	r->st.truncated_kept = r->frame_records;
+	ist_seterr(err, IST_TRUNCATED, "trace '%s' is truncated: its last "
+	    "frame (%llu bytes) is cut; its first %llu records are kept, "
+	    "the rest is lost", r->name, (unsigned long long)r->cut_in,
+	    (unsigned long long)r->frame_records);
+	if (err)
+		err->offset = r->cut_off;
+	r->cut = false;
+	r->fn = r->fpos = 0;
+	r->sticky = IST_END;
+	return IST_TRUNCATED;
 }
 
 /* ---- record decoding ---- */
@@ -896,6 +931,8 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 		bool first;
 		int type;
 
+		if (r->fpos >= r->fn && r->cut)
+			return cut_frame(r, err);
 		if (r->fpos >= r->fn) {
 			if (r->st.frames == 0 && r->st.in_bytes == 0 &&
 			    (st = sniff(r, err)) != IST_OK)
@@ -916,6 +953,10 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 		r->frame_start = false;
 		st = ist_tokenize(&r->tz, true, r->fbuf + r->fpos, r->fn - r->fpos,
 		    &used, &why);
+		if (st != IST_OK && r->cut && why == past_end) {
+			r->st.records--;     /* the record the cut split */
+			return cut_frame(r, err);
+		}
 		if (st != IST_OK) {
 			if (r->st.frames == 1 && first && st == IST_ECORRUPT) {
 				ist_seterr(err, IST_ENOTTRACE, "'%s' is not an "
@@ -924,6 +965,7 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 			}
 			return bad_record(r, err, st, why);
 		}
+		r->frame_records++;
 		tk = r->tz.toks;
 		nt = r->tz.ntok;
 		if (tk[0].t == TK_TAG && tk[0].v == IST_SELF_DESCRIBE_TAG) {
@@ -999,7 +1041,8 @@ ist_damage_text(char *m, size_t n, const char *input, const char *error,
 		snprintf(m, n, "merged from a damaged input: %s", error);
 	else
 		snprintf(m, n, "merged from a truncated input: the last %lld "
-		    "bytes of '%s' were dropped", cut, input ? input : "?");
+		    "bytes of '%s' were not read whole", cut, input ? input :
+		    "?");
 	ist_terminal_safe(m);
 }
 
