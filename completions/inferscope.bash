@@ -106,10 +106,11 @@ _inferscope_tool()
 			fi
 		done
 		opts="--help --log-level --no-gpu --no-python --no-python-calls
-		    --no-sample --output --py-min-us --ring --sample-hz
-		    --trace-size-mb --version"
+		    --no-sample --output --py-min-us --recover --ring
+		    --sample-hz --trace-size-mb --version"
 		case $prev in
 		-o|--output) _filedir; return ;;
+		--recover) _filedir -d; return ;;
 		--log-level)
 			COMPREPLY=($(compgen -W "debug info warn error" -- "$cur"))
 			return ;;

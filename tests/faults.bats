@@ -51,9 +51,20 @@ every_writer() {
 # is-record writes its output after the program ends; under a file-size
 # limit the program's own streams would hit it first
 record_writer() {
-	must_fail_whole is-record is-record -o "$out" -- python3 -c '
+	mkdir -p "$T/rtmp"
+	TMPDIR=$T/rtmp run --separate-stderr is-record -o "$out" -- python3 -c '
 def f(n): return n if n < 2 else f(n - 1) + f(n - 2)
 f(25)'
+	[ "$status" -eq 1 ] || fail "is-record: exit $status on a full disk"
+	# the output cannot be written, the recording can still be: it is
+	# kept and named
+	dir=$(echo "$T"/rtmp/inferscope.*)
+	assert_equal "${stderr_lines[-1]}" "is-record: cannot write '$out': $why; the recording is kept: is-record --recover $dir -o FILE writes it"
+	[ -z "$(ls -A "$(dirname "$out")")" ] ||
+	    fail "is-record: left $(ls -A "$(dirname "$out")")"
+	is-record --recover "$dir" -o "$T/recovered.ist"
+	# whole: fib(25) makes 242,785 calls of f
+	assert_equal "$(is-cat "$T/recovered.ist" | grep -c '"name":"__main__.f"')" 242785
 }
 
 @test "a file-size limit mid-write: an error, no output file" {

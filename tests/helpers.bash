@@ -4,6 +4,12 @@ load /usr/lib/bats/bats-support/load
 load /usr/lib/bats/bats-assert/load
 
 export LC_ALL=C TZ=UTC
+# each test its own TMPDIR: is-record's recordings (and what a killed one
+# leaves, which the next names), is-report's spools, are the test's alone
+if [ -n "${BATS_TEST_TMPDIR:-}" ]; then
+	export TMPDIR=$BATS_TEST_TMPDIR/.tmp
+	mkdir -p "$TMPDIR"
+fi
 ROOT=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 VEC=formats/vectors
 cd "$ROOT"

@@ -921,3 +921,56 @@ PY
 	is-report -o "$T/r.md" "$T/a.ist"
 	grep -q "$n events.* were lost while recording" "$T/r.md"
 }
+
+@test "is-record SIGKILLed: the command dies with it, no empty output is left, and the recording is named and recovered" {
+	# it left a 0-byte out.ist.tmp.*, the recording in a directory
+	# nobody was told of, and the program running as an orphan
+	mkdir "$T/tmp"
+	cat > "$T/steps.py" <<'PY'
+import sys, time
+from inferscope import scope
+with open(sys.argv[1], "w", buffering=1) as done:
+    for i in range(100000):
+        with scope("step"):
+            time.sleep(0.005)
+        print(i, file=done)
+PY
+	TMPDIR=$T/tmp is-record -o "$T/out.ist" -- $PY "$T/steps.py" "$T/done" &
+	rec=$!
+	for _ in $(seq 200); do [ -s "$T/done" ] && break; sleep 0.05; done
+	sleep 0.5
+	prog=$(pgrep -P $rec)
+	kill -KILL $rec
+	wait $rec || true
+	# the program got SIGTERM as its recorder died, and ended
+	for _ in $(seq 200); do
+		state=$(awk '{ print $3 }' "/proc/$prog/stat" 2>/dev/null || echo gone)
+		[[ $state == Z || $state == gone ]] && break
+		sleep 0.05
+	done
+	[[ $state == Z || $state == gone ]] || fail "the program still runs ($state)"
+	# no output, not even an empty one
+	run ls "$T"
+	refute_output --partial out.ist
+	dir=$(echo "$T"/tmp/inferscope.*)
+	[ -d "$dir" ]
+	# the next is-record names it, with the command that writes it
+	run -0 --separate-stderr env TMPDIR=$T/tmp is-record -o "$T/other.ist" -- true
+	assert_equal "$stderr" "is-record: warning: an is-record that was killed (pid $rec) left its recording in $dir: is-record --recover $dir -o FILE writes it as a trace"
+	run -0 --separate-stderr is-record --recover "$dir" -o "$T/out.ist"
+	[ ! -e "$dir" ]
+	# every step the program finished is there (and the one it was in,
+	# if its scope closed before its line was written)
+	n=$(is-cat "$T/out.ist" | grep -c '"name":"step"')
+	d=$(wc -l < "$T/done")
+	(( n >= d && n <= d + 1 )) || fail "$n steps recovered, $d done"
+	assert_equal "$(stat -c %a "$T/out.ist")" 600
+	# only is-record's own, and not while it runs
+	run -1 --separate-stderr is-record --recover "$T/tmp" -o "$T/x.ist"
+	assert_equal "$stderr" "is-record: '$T/tmp' is not a recording left by is-record"
+	mkdir "$T/live" && echo $$ > "$T/live/is-record.pid"
+	run -1 --separate-stderr is-record --recover "$T/live" -o "$T/x.ist"
+	assert_equal "$stderr" "is-record: '$T/live' is the recording of an is-record still running (pid $$)"
+	run -2 --separate-stderr is-record --recover "$T/live" -- true
+	assert_equal "${stderr_lines[0]}" "is-record: --recover takes no command"
+}

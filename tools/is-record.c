@@ -20,7 +20,8 @@ static const char usage[] =
     "usage: is-record [--no-gpu] [--no-python] [--no-python-calls] "
     "[--no-sample] [--ring] [--log-level level] [--py-min-us n] "
     "[--sample-hz n] [--trace-size-mb n] [-o file] -- command "
-    "[argument ...]\n";
+    "[argument ...]\n"
+    "       is-record --recover dir [-o file]\n";
 
 static int log_level = 1; /* 0 debug, 1 info, 2 warn, 3 error */
 
@@ -41,6 +42,8 @@ help(void)
 	    "      --no-sample         do not sample /proc\n"
 	    "  -o, --output=FILE       write the trace to FILE (default stdout)\n"
 	    "      --py-min-us=N       drop Python calls shorter than N us (0)\n"
+	    "      --recover=DIR       write the trace an is-record that was\n"
+	    "                          killed left in DIR (it names DIR)\n"
 	    "      --ring              flight recorder: keep only the newest\n"
 	    "                          trace-size-mb of each process, written\n"
 	    "                          when it exits\n"
@@ -113,6 +116,21 @@ cupti_lib(void)
 	return find_ours(NULL, rel, "");
 }
 
+struct later {
+	struct ist_output *out;
+	const char *path;
+};
+
+static int
+open_out(void *ctx, struct ist_error *err)
+{
+	struct later *l = ctx;
+
+	if (ist_output_open(l->out, l->path, true, err) != IST_OK)
+		return -1;
+	return l->out->fd;
+}
+
 static void
 set(struct ist_config *c, const char *key, const char *val,
     enum ist_source src, const char *what)
@@ -137,6 +155,7 @@ main(int argc, char **argv)
 		{ "no-sample", no_argument, NULL, 'S' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "py-min-us", required_argument, NULL, 'm' },
+		{ "recover", required_argument, NULL, 'r' },
 		{ "ring", no_argument, NULL, 'R' },
 		{ "sample-hz", required_argument, NULL, 'z' },
 		{ "trace-size-mb", required_argument, NULL, 't' },
@@ -146,8 +165,9 @@ main(int argc, char **argv)
 	static struct ist_config cfg;   /* static: alive until exit */
 	static struct ist_record_opts ro;
 	struct ist_output out;
+	struct later lat;
 	struct ist_error e = { 0 };
-	const char *outpath = NULL, *lv;
+	const char *outpath = NULL, *lv, *recover = NULL;
 	bool no_python = false, no_sample = false, no_calls = false;
 	bool no_gpu = false;
 	int c, status;
@@ -182,6 +202,9 @@ main(int argc, char **argv)
 		case 'o':
 			outpath = optarg;
 			break;
+		case 'r':
+			recover = optarg;
+			break;
 		case 'm':
 			set(&cfg, "py_min_us", optarg, IST_SRC_CLI,
 			    "--py-min-us");
@@ -201,6 +224,21 @@ main(int argc, char **argv)
 			fprintf(stderr, "%s", usage);
 			return 2;
 		}
+	}
+	if (recover && optind < argc) {
+		warnx("--recover takes no command");
+		fprintf(stderr, "%s", usage);
+		return 2;
+	}
+	if (recover) {
+		if (ist_output_open(&out, outpath, true, &e) != IST_OK)
+			errx(1, "%s", e.msg);
+		if (ist_record_recover(recover, out.fd, note, NULL, &e) !=
+		    IST_OK)
+			errx(1, "%s", ist_output_fail(&out, &e));
+		if (ist_output_commit(&out, &e) != IST_OK)
+			errx(1, "%s", e.msg);
+		return 0;
 	}
 	if (optind == argc) {
 		warnx("no command to run");
@@ -251,9 +289,19 @@ main(int argc, char **argv)
 		    "installed (built without CUPTI); recording without GPU "
 		    "activity");
 
+	/* a file is created once the command has ended (a recorder killed
+	 * before leaves no empty one); that it can be is checked now */
 	if (ist_output_open(&out, outpath, true, &e) != IST_OK)
 		errx(1, "%s", e.msg);
-	st = ist_record_run(&ro, out.fd, &status, note, NULL, &e);
+	ro.out_name = outpath && strcmp(outpath, "-") != 0 ? outpath : NULL;
+	if (out.tmp) {
+		ist_output_abort(&out);
+		ro.open_out = open_out;
+		lat = (struct later){ &out, outpath };
+		ro.open_ctx = &lat;
+	}
+	st = ist_record_run(&ro, ro.open_out ? -1 : out.fd, &status, note,
+	    NULL, &e);
 	if (st != IST_OK) {
 		warnx("%s", ist_output_fail(&out, &e));
 		status = status ? status : 1;

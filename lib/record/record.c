@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -550,6 +551,12 @@ sample(struct sampler *s, bool rescan)
 
 /* ---- gathering the streams ---- */
 
+#define OWNER "is-record.pid"   /* in the directory: whose recording */
+
+static void left_behind(struct sampler *s, const char *tmp);
+static enum ist_status gather_all(struct sampler *s, const char *dir,
+    int out_fd, struct dirent ***names, int *nnames, struct ist_error *err);
+
 /* Copies the whole zstd frames of path to out; warns about a cut tail. */
 static enum ist_status
 gather(const char *path, int out, struct sampler *s, struct ist_error *err)
@@ -754,10 +761,16 @@ trace_is_stdout(int out_fd)
 
 static void
 child(const struct ist_record_opts *o, const char *dir, int errfd,
-    int out_fd, const sigset_t *oldmask)
+    int out_fd, const sigset_t *oldmask, pid_t parent)
 {
 	char buf[64];
 	int e;
+
+	/* the command dies with its recorder (SIGTERM, which the collectors
+	 * catch to write what they hold), not on as an orphan; a recorder
+	 * gone before this line is caught by the check after it */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+		_exit(126);
 
 	/* the command's stdout goes to our stderr, which the user sees */
 	if (trace_is_stdout(out_fd) && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
@@ -814,15 +827,28 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 	struct ist_event h;
 	struct timespec rt, mt;
 	uint64_t ticks = 0;
-	bool done = false;
+	bool done = false, keep = false;
+	pid_t self;
 
 	*exit_status = 1;
-	snprintf(dir, sizeof(dir), "%s/inferscope.XXXXXX", tmp && *tmp ? tmp :
-	    "/tmp");
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	left_behind(&s, tmp);
+	snprintf(dir, sizeof(dir), "%s/inferscope.XXXXXX", tmp);
 	if (mkdtemp(dir) == NULL) {
 		ist_seterr(err, IST_EIO, "cannot create a directory in '%s': %s",
-		    tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		    tmp, strerror(errno));
 		return IST_EIO;
+	}
+	/* whose it is: a recorder killed before its end is found by the
+	 * next one (left_behind) */
+	snprintf(path, sizeof(path), "%s/" OWNER, dir);
+	{
+		FILE *f = fopen(path, "we");
+		if (f) {
+			fprintf(f, "%ld\n", (long)getpid());
+			fclose(f);
+		}
 	}
 	s.page = sysconf(_SC_PAGESIZE);
 	s.ticks = sysconf(_SC_CLK_TCK);
@@ -867,6 +893,7 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 		st = IST_EIO;
 		goto unmask;
 	}
+	self = getpid();
 	if ((pid = fork()) < 0) {
 		ist_seterr(err, IST_EIO, "cannot fork: %s", strerror(errno));
 		close(pfd[0]);
@@ -878,7 +905,7 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 		close(pfd[0]);
 		if (s.fd >= 0)
 			close(s.fd);
-		child(o, dir, pfd[1], out_fd, &old);
+		child(o, dir, pfd[1], out_fd, &old, self);
 	}
 	close(pfd[1]);
 	s.root = pid;
@@ -954,24 +981,17 @@ unmask:
 	s.fd = -1;
 	if (st != IST_OK)
 		goto out;
-	/* the trace: the sampler's stream, then each process's, by pid */
-	{
-		enum ist_status gs;
-		snprintf(path, sizeof(path), "%s/sampler.ist", dir);
-		gs = gather(path, out_fd, &s, err);
-		nnames = scandir(dir, &names, is_stream, by_name);
-		for (int i = 0; i < nnames; i++) {
-			if (gs == IST_OK) {
-				snprintf(path, sizeof(path), "%s/%s", dir,
-				    names[i]->d_name);
-				gs = gather(path, out_fd, &s, err);
-			}
-		}
-		if (gs != IST_OK)
-			st = gs;
-		if (o->pydir)    /* --no-python: none expected */
-			warn_silent_pythons(&s, dir, names, nnames);
+	if (out_fd < 0 && (out_fd = o->open_out(o->open_ctx, err)) < 0) {
+		st = err->status;
+		keep = true;
+		goto out;
 	}
+	/* the trace: the sampler's stream, then each process's, by pid */
+	st = gather_all(&s, dir, out_fd, &names, &nnames, err);
+	if (st != IST_OK && err->where == IST_AT_OUTPUT)
+		keep = true;
+	if (o->pydir)    /* --no-python: none expected */
+		warn_silent_pythons(&s, dir, names, nnames);
 out:
 	ist_writer_free(s.w);
 	if (s.fd >= 0)
@@ -982,6 +1002,126 @@ out:
 	for (int i = 0; i < nnames; i++)
 		free(names[i]);
 	free(names);
+	if (keep) {
+		/* the output could not be written: what was recorded stays,
+		 * named */
+		char m[sizeof(err->msg) + 512], what[300];
+		if (err->sys_errno && err->where == IST_AT_OUTPUT)
+			snprintf(what, sizeof(what), "cannot write %s%.200s%s: "
+			    "%s", o->out_name ? "'" : "", o->out_name ?
+			    o->out_name : "standard output", o->out_name ?
+			    "'" : "", strerror(err->sys_errno));
+		else
+			snprintf(what, sizeof(what), "%.250s", err->msg);
+		snprintf(m, sizeof(m), "%s; the recording is kept: "
+		    "is-record --recover %.180s -o FILE writes it", what, dir);
+		ist_seterr(err, st, "%s", m);
+		err->where = IST_AT_OUTPUT;
+		err->sys_errno = 0;     /* the message is whole */
+		return st;
+	}
 	remove_dir(dir);
+	return st;
+}
+
+/* The sampler's stream, then each process's, by pid, to out_fd. */
+static enum ist_status
+gather_all(struct sampler *s, const char *dir, int out_fd,
+    struct dirent ***names, int *nnames, struct ist_error *err)
+{
+	enum ist_status st;
+	char path[4400];
+
+	snprintf(path, sizeof(path), "%s/sampler.ist", dir);
+	st = gather(path, out_fd, s, err);
+	*nnames = scandir(dir, names, is_stream, by_name);
+	for (int i = 0; i < *nnames && st == IST_OK; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, (*names)[i]->d_name);
+		st = gather(path, out_fd, s, err);
+	}
+	if (*nnames < 0)
+		*nnames = 0;
+	return st;
+}
+
+/* The pid of the is-record that made dir, or 0 when it is none of its. */
+static long
+owner_of(const char *dir)
+{
+	char path[4400];
+	long pid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/" OWNER, dir);
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	if (fscanf(f, "%ld", &pid) != 1 || pid <= 0)
+		pid = 0;
+	fclose(f);
+	return pid;
+}
+
+static bool
+alive(long pid)
+{
+	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+/*
+ * A recording an is-record killed before its end left in tmp (SIGKILL,
+ * the OOM killer): named, with the command that writes it, once per run.
+ */
+static void
+left_behind(struct sampler *s, const char *tmp)
+{
+	DIR *d = opendir(tmp);
+	struct dirent *de;
+	char dir[4400];
+	struct stat st;
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		long pid;
+		if (strncmp(de->d_name, "inferscope.", 11) != 0)
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", tmp, de->d_name);
+		if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
+		    st.st_uid != getuid() || (pid = owner_of(dir)) == 0 ||
+		    alive(pid))
+			continue;
+		note(s, IST_NOTE_WARN, "an is-record that was killed (pid %ld) "
+		    "left its recording in %s: is-record --recover %s -o FILE "
+		    "writes it as a trace", pid, dir, dir);
+	}
+	closedir(d);
+}
+
+enum ist_status
+ist_record_recover(const char *dir, int out_fd, ist_note_fn notefn,
+    void *ctx, struct ist_error *err)
+{
+	struct sampler s = { .fd = -1, .note = notefn, .ctx = ctx };
+	struct dirent **names = NULL;
+	int nnames = 0;
+	enum ist_status st;
+	long pid = owner_of(dir);
+
+	if (pid == 0) {
+		ist_seterr(err, IST_EINVAL, "'%s' is not a recording left by "
+		    "is-record", dir);
+		return IST_EINVAL;
+	}
+	if (alive(pid)) {
+		ist_seterr(err, IST_EINVAL, "'%s' is the recording of an "
+		    "is-record still running (pid %ld)", dir, pid);
+		return IST_EINVAL;
+	}
+	st = gather_all(&s, dir, out_fd, &names, &nnames, err);
+	for (int i = 0; i < nnames; i++)
+		free(names[i]);
+	free(names);
+	if (st == IST_OK)
+		remove_dir(dir);
 	return st;
 }

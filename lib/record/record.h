@@ -22,6 +22,11 @@ struct ist_record_opts {
 	const char *log_level;
 	const char *tmpdir;         /* where streams wait; NULL: $TMPDIR or /tmp */
 	const char *sysfs;          /* where NUMA nodes are read; NULL: /sys */
+	/* with out_fd -1: opens the output once the command has ended, so
+	 * that a recorder killed before leaves no empty output behind */
+	int (*open_out)(void *ctx, struct ist_error *err);
+	void *open_ctx;
+	const char *out_name;       /* the output, in messages; NULL: stdout */
 };
 
 /* Warnings and notes on the way (the tool prints them). */
@@ -36,5 +41,13 @@ enum { IST_NOTE_DEBUG, IST_NOTE_INFO, IST_NOTE_WARN };
  */
 enum ist_status ist_record_run(const struct ist_record_opts *o, int out_fd,
     int *exit_status, ist_note_fn note, void *ctx, struct ist_error *err);
+
+/*
+ * Writes to out_fd the trace a killed is-record left in dir (its streams,
+ * as far as they go), then removes dir.  Refuses a dir that is not one of
+ * is-record's, or whose is-record still runs.
+ */
+enum ist_status ist_record_recover(const char *dir, int out_fd,
+    ist_note_fn note, void *ctx, struct ist_error *err);
 
 #endif
