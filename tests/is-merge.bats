@@ -252,3 +252,26 @@ open(sys.argv[2], "wb").write(d)' "$T/run.ist" "$T/bad.ist"
 	run python3 -c 'import json,sys; q=json.load(open(sys.argv[1]))["data_quality"]; print(q["lost_events"], q["confidence_factor"])' "$T/a.json"
 	assert_output "30 0.5"
 }
+
+@test "--memory-mb bounds the merge whatever the trace's size, in a few open files" {
+	# 3 M events in 4 MiB: every spilled run was read back at once, a
+	# zstd reader and an open file each (592 MB and 672 files on 50 M
+	# events; "Too many open files" under ulimit -n 64)
+	"$IST_BUILD/bench/bench" -J -m realistic -n 300000 -o "$T/small.ist" > /dev/null
+	"$IST_BUILD/bench/bench" -J -m realistic -n 3000000 -o "$T/big.ist" > /dev/null
+	is-merge -o "$T/whole.ist" "$T/big.ist"          # in memory
+	/usr/bin/time -f %M -o "$T/small.rss" \
+	    is-merge --memory-mb 4 -o /dev/null "$T/small.ist"
+	/usr/bin/time -f %M -o "$T/big.rss" \
+	    is-merge --memory-mb 4 -o "$T/runs.ist" "$T/big.ist"
+	# the same bytes as merged in memory
+	cmp "$T/whole.ist" "$T/runs.ist"
+	# ten times the events, the same memory (within 8 MiB; it was 37 MiB
+	# more here)
+	small=$(cat "$T/small.rss") big=$(cat "$T/big.rss")
+	echo "peak RSS: 0.3 M events $small KiB, 3 M events $big KiB"
+	(( big <= small + 8192 ))
+	# with 16 files to open at most (bats holds 8)
+	run -0 sh -c "ulimit -n 16 && is-merge --memory-mb 4 -o '$T/fds.ist' '$T/big.ist'"
+	cmp "$T/whole.ist" "$T/fds.ist"
+}

@@ -1,4 +1,5 @@
 /* merge.c - clock alignment and a bounded-memory global sort (is-merge). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cbor.h>
@@ -733,6 +735,8 @@ emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 	free(m->tmp);
 	m->arena = NULL;
 	m->ents = m->tmp = NULL;
+	if ((st = mg_runs_final(m, err)) != IST_OK)
+		return st;
 	{
 		size_t *heap = calloc(m->nruns, sizeof(*heap)), n = 0;
 		if (heap == NULL) {
@@ -764,6 +768,21 @@ emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 	return st;
 }
 
+/* Files this process has open now. */
+static long
+open_files(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	long n = 0;
+
+	if (d == NULL)
+		return 16;
+	while (readdir(d) != NULL)
+		n++;
+	closedir(d);
+	return n - 3;           /* ., .. and the directory's own */
+}
+
 enum ist_status
 ist_merge(char *const *paths, int n, int out_fd,
     const struct ist_merge_opts *o, ist_note_fn notefn, void *ctx,
@@ -778,13 +797,31 @@ ist_merge(char *const *paths, int n, int out_fd,
 	if (in == NULL)
 		goto nomem;
 	mg_pays_init();
-	/* the sort buffer takes 30% of the budget and its index (twice, for
-	 * the radix sort) 60%: about as many events each; readers, zstd
-	 * contexts, the strings and the writer live in the rest */
-	m.acap = o->memory_bytes / 10 * 3;
+	/* the sort buffer takes 20% of the budget and its index (twice, for
+	 * the radix sort) 40%: about as many events each; the merge of the
+	 * spilled runs a third (fan-in readers at a time, as the open files
+	 * allow), the inputs' readers, the strings and the writer the rest */
+	m.acap = o->memory_bytes / 10 * 2;
 	if (m.acap > UINT32_MAX)
 		m.acap = UINT32_MAX;
-	m.cape = o->memory_bytes / 10 * 3 / sizeof(struct ent);
+	m.cape = o->memory_bytes / 10 * 2 / sizeof(struct ent);
+	m.fanin = o->memory_bytes / 3 / mg_run_reader_bytes();
+	{
+		/* the runs left open are about fan-in - 1 per level, a few
+		 * levels: a quarter of the files this process may still
+		 * open (inputs, the output and a spool take a few) */
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		    rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 4096) {
+			long left = (long)rl.rlim_cur - open_files() - 8;
+			if (m.fanin > (size_t)(left > 8 ? left / 4 : 2))
+				m.fanin = (size_t)(left > 8 ? left / 4 : 2);
+		}
+	}
+	if (m.fanin > 64)
+		m.fanin = 64;
+	if (m.fanin < 2)
+		m.fanin = 2;
 	if (m.acap < (1u << 20))
 		m.acap = 1u << 20;
 	if (m.cape < 1024)

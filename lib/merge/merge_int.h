@@ -81,6 +81,7 @@ struct run {
 	size_t rec_n;
 	size_t idx;
 	bool done;
+	int level;               /* 0 spilled; n+1 merged from level n */
 };
 
 struct merger {
@@ -97,6 +98,7 @@ struct merger {
 	size_t ne, cape;
 	struct run *runs;
 	size_t nruns;
+	size_t fanin;            /* runs read at once (tiers in runs.c) */
 	bool damaged;            /* some input was not read whole */
 	struct damage *dmg;
 	size_t ndmg;
@@ -133,6 +135,8 @@ bool mg_run_next(struct run *r);
 int mg_run_open(struct run *r);
 void mg_sift(struct run *runs, size_t *h, size_t n, size_t i);
 enum ist_status mg_spill(struct merger *m, struct ist_error *err);
+enum ist_status mg_runs_final(struct merger *m, struct ist_error *err);
+size_t mg_run_reader_bytes(void);
 int mg_write_all(int fd, const void *p, size_t n);
 
 #endif

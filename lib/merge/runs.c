@@ -19,6 +19,10 @@
 
 /* ---- runs: sorted, [u32 len][i64 key][packed] records, zstd ---- */
 
+/* a run reader's buffers: small, fan-in of them are read at once */
+#define RUN_IN (32u << 10)
+#define RUN_OUT (64u << 10)
+
 int
 mg_write_all(int fd, const void *p, size_t n)
 {
@@ -47,24 +51,30 @@ zflush(ZSTD_CCtx *z, int fd, const uint8_t *stage, size_t *sn, uint8_t *zout,
 	return 0;
 }
 
-enum ist_status
-mg_spill(struct merger *m, struct ist_error *err)
+/* A run being written: records staged, then compressed into its file. */
+struct rwriter {
+	ZSTD_CCtx *z;
+	uint8_t *stage, *zout;
+	size_t sn, scap, zcap;
+	int fd, e;
+};
+
+#define STAGE (256u << 10)
+
+/* Appends a new run to m->runs and opens it for writing. */
+static enum ist_status
+rw_open(struct merger *m, struct rwriter *w, int level, struct ist_error *err)
 {
 	struct run *r, *nr;
-	ZSTD_CCtx *z = NULL;
-	uint8_t *stage = NULL, *zout = NULL;
-	size_t sn = 0, scap = 1u << 20, zcap = ZSTD_CStreamOutSize();
-	enum ist_status st = IST_OK;
-	int e = 0;
 
-	if (m->ne == 0)
-		return IST_OK;
-	mg_sort_ents(m);
+	memset(w, 0, sizeof(*w));
+	w->fd = -1;
 	if ((nr = realloc(m->runs, (m->nruns + 1) * sizeof(*nr))) == NULL)
 		goto nomem;
 	m->runs = nr;
 	r = &m->runs[m->nruns];
 	memset(r, 0, sizeof(*r));
+	r->level = level;
 	snprintf(r->path, sizeof(r->path), "%s/is-merge-run.XXXXXX",
 	    m->o->tmpdir);
 	if ((r->fd = mkstemp(r->path)) < 0) {
@@ -74,52 +84,186 @@ mg_spill(struct merger *m, struct ist_error *err)
 	}
 	unlink(r->path);     /* gone when closed, whatever happens */
 	m->nruns++;
-	if ((z = ZSTD_createCCtx()) == NULL || (stage = malloc(scap)) == NULL ||
-	    (zout = malloc(zcap)) == NULL)
+	w->fd = r->fd;
+	w->scap = STAGE;
+	w->zcap = ZSTD_CStreamOutSize();
+	if ((w->z = ZSTD_createCCtx()) == NULL ||
+	    (w->stage = malloc(w->scap)) == NULL ||
+	    (w->zout = malloc(w->zcap)) == NULL)
 		goto nomem;
 	/* fast: a run is read once, soon */
-	ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, -5);
-	/* a small window: every run is read back at once at merge time */
-	ZSTD_CCtx_setParameter(z, ZSTD_c_windowLog, 17);
-	for (size_t i = 0; i < m->ne && e == 0; i++) {
-		struct ent *en = &m->ents[i];
-		uint32_t len = (uint32_t)en->len;
-		size_t need = 12 + (size_t)len;
+	ZSTD_CCtx_setParameter(w->z, ZSTD_c_compressionLevel, -5);
+	/* a small window: every run of a merge pass is read back at once */
+	ZSTD_CCtx_setParameter(w->z, ZSTD_c_windowLog, 17);
+	return IST_OK;
+nomem:
+	ist_seterr(err, IST_ENOMEM, "out of memory");
+	return IST_ENOMEM;
+}
 
-		if (sn + need > scap && sn > 0 &&
-		    (e = zflush(z, r->fd, stage, &sn, zout, zcap, false)) != 0)
-			break;
-		if (need > scap) {
-			uint8_t *ns = realloc(stage, need);
-			if (ns == NULL)
-				goto nomem;
-			stage = ns;
-			scap = need;
-		}
-		memcpy(stage + sn, &len, 4);
-		memcpy(stage + sn + 4, &en->key, 8);
-		memcpy(stage + sn + 12, m->arena + en->off, len);
-		sn += need;
+static int
+rw_put(struct rwriter *w, int64_t key, const uint8_t *rec, uint32_t len)
+{
+	size_t need = 12 + (size_t)len;
+
+	if (w->e)
+		return w->e;
+	if (w->sn + need > w->scap && w->sn > 0 && (w->e = zflush(w->z, w->fd,
+	    w->stage, &w->sn, w->zout, w->zcap, false)) != 0)
+		return w->e;
+	if (need > w->scap) {
+		uint8_t *ns = realloc(w->stage, need);
+		if (ns == NULL)
+			return w->e = ENOMEM;
+		w->stage = ns;
+		w->scap = need;
 	}
-	if (e == 0)
-		e = zflush(z, r->fd, stage, &sn, zout, zcap, true);
-	if (e) {
+	memcpy(w->stage + w->sn, &len, 4);
+	memcpy(w->stage + w->sn + 4, &key, 8);
+	memcpy(w->stage + w->sn + 12, rec, len);
+	w->sn += need;
+	return 0;
+}
+
+/* Ends the run's zstd frame and frees the writer (the run keeps its fd). */
+static enum ist_status
+rw_close(struct merger *m, struct rwriter *w, struct ist_error *err)
+{
+	enum ist_status st = IST_OK;
+
+	if (w->e == 0 && w->z)
+		w->e = zflush(w->z, w->fd, w->stage, &w->sn, w->zout, w->zcap,
+		    true);
+	if (w->e == ENOMEM) {
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		st = IST_ENOMEM;
+	} else if (w->e) {
 		ist_seterr(err, IST_EIO, "cannot write a temporary file in "
-		    "'%s': %s", m->o->tmpdir, strerror(e));
+		    "'%s': %s", m->o->tmpdir, strerror(w->e));
 		st = IST_EIO;
+	}
+	ZSTD_freeCCtx(w->z);
+	free(w->stage);
+	free(w->zout);
+	memset(w, 0, sizeof(*w));
+	return st;
+}
+
+/*
+ * Merges the last k runs into one, a level above theirs, in its place:
+ * their order (the inputs') is kept for equal keys, as the final merge
+ * keeps it.
+ */
+static enum ist_status
+merge_tail(struct merger *m, size_t k, struct ist_error *err)
+{
+	size_t first = m->nruns - k, *heap, n = 0;
+	struct rwriter w;
+	enum ist_status st;
+	int level = m->runs[first].level + 1;
+	struct run *in;
+
+	if ((heap = calloc(k, sizeof(*heap))) == NULL ||
+	    (in = malloc(k * sizeof(*in))) == NULL) {
+		free(heap);
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
+	/* the inputs leave the array: the output takes their place */
+	memcpy(in, m->runs + first, k * sizeof(*in));
+	m->nruns = first;
+	st = rw_open(m, &w, level, err);
+	for (size_t i = 0; i < k && st == IST_OK; i++) {
+		if (mg_run_open(&in[i]) != 0) {
+			ist_seterr(err, IST_EIO, "cannot read back a "
+			    "temporary file");
+			st = IST_EIO;
+		} else if (!in[i].done) {
+			heap[n++] = i;
+		}
+	}
+	for (size_t i = n / 2; i-- > 0 && st == IST_OK; )
+		mg_sift(in, heap, n, i);
+	while (n > 0 && st == IST_OK) {
+		struct run *r = &in[heap[0]];
+		if (rw_put(&w, r->key, r->rec, (uint32_t)r->rec_n) != 0)
+			break;
+		if (!mg_run_next(r))
+			heap[0] = heap[--n];
+		mg_sift(in, heap, n, 0);
+	}
+	for (size_t i = 0; i < k; i++)
+		mg_run_close(&in[i]);
+	free(in);
+	free(heap);
+	if (st == IST_OK)
+		st = rw_close(m, &w, err);
+	else
+		rw_close(m, &w, NULL);
+	return st;
+}
+
+/*
+ * At most fan-in runs are read at once, each with a zstd reader: after a
+ * spill, fan-in runs of one level become one of the next, so that the
+ * runs (and the files held open) stay about fan-in per level, a few
+ * levels for any size; before the last merge, the tail is merged until
+ * fan-in runs are left.
+ */
+static enum ist_status
+tiers(struct merger *m, bool last, struct ist_error *err)
+{
+	size_t f = m->fanin;
+	enum ist_status st = IST_OK;
+
+	while (st == IST_OK && m->nruns >= f &&
+	    m->runs[m->nruns - f].level == m->runs[m->nruns - 1].level)
+		st = merge_tail(m, f, err);
+	while (st == IST_OK && last && m->nruns > f) {
+		size_t k = m->nruns - f + 1;
+		st = merge_tail(m, k < f ? k : f, err);
+	}
+	return st;
+}
+
+enum ist_status
+mg_spill(struct merger *m, struct ist_error *err)
+{
+	struct rwriter w;
+	enum ist_status st;
+
+	if (m->ne == 0)
+		return IST_OK;
+	mg_sort_ents(m);
+	if ((st = rw_open(m, &w, 0, err)) != IST_OK) {
+		rw_close(m, &w, NULL);
+		return st;
+	}
+	for (size_t i = 0; i < m->ne; i++) {
+		struct ent *en = &m->ents[i];
+		if (rw_put(&w, en->key, m->arena + en->off,
+		    (uint32_t)en->len) != 0)
+			break;
 	}
 	m->ne = 0;
 	m->an = 0;
-	ZSTD_freeCCtx(z);
-	free(stage);
-	free(zout);
-	return st;
-nomem:
-	ZSTD_freeCCtx(z);
-	free(stage);
-	free(zout);
-	ist_seterr(err, IST_ENOMEM, "out of memory");
-	return IST_ENOMEM;
+	if ((st = rw_close(m, &w, err)) != IST_OK)
+		return st;
+	return tiers(m, false, err);
+}
+
+enum ist_status
+mg_runs_final(struct merger *m, struct ist_error *err)
+{
+	return tiers(m, true, err);
+}
+
+/* A run reader's memory: zstd's context (about 40 KiB) and window (the
+ * runs are written with a 128 KiB one), and the buffers. */
+size_t
+mg_run_reader_bytes(void)
+{
+	return (40u << 10) + (1u << 17) + RUN_IN + RUN_OUT;
 }
 
 /* Makes the next record of run r current; false at its end. */
@@ -140,8 +284,8 @@ mg_run_next(struct run *r)
 				r->idx++;
 				return true;
 			}
-			if (12 + (size_t)len + (64u << 10) > r->out_cap) {
-				size_t cap = 12 + (size_t)len + (128u << 10);
+			if (12 + (size_t)len + (16u << 10) > r->out_cap) {
+				size_t cap = 12 + (size_t)len + (32u << 10);
 				uint8_t *no = realloc(r->out, cap);
 				if (no == NULL)
 					return false;
@@ -157,7 +301,7 @@ mg_run_next(struct run *r)
 			ssize_t k;
 			if (r->eof)
 				return false;
-			k = read(r->fd, r->in, ZSTD_DStreamInSize());
+			k = read(r->fd, r->in, RUN_IN);
 			if (k <= 0) {
 				r->eof = true;
 				if (k < 0)
@@ -185,8 +329,8 @@ mg_run_open(struct run *r)
 	if (lseek(r->fd, 0, SEEK_SET) != 0)
 		return -1;
 	r->z = ZSTD_createDCtx();
-	r->in = malloc(ZSTD_DStreamInSize());
-	r->out_cap = 256u << 10;
+	r->in = malloc(RUN_IN);
+	r->out_cap = RUN_OUT;
 	r->out = malloc(r->out_cap);
 	if (r->z == NULL || r->in == NULL || r->out == NULL)
 		return -1;
