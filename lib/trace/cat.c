@@ -42,6 +42,34 @@ blank(const char *p, size_t n)
 	return true;
 }
 
+/*
+ * The next line of in into b (its newline kept, NUL bytes too): 0, -1 at
+ * the end, -2 out of memory.  A line over IST_MAX_JSON_LINE is read to
+ * its end but not kept: *toolong.
+ */
+static int
+next_line(FILE *in, struct ist_buf *b, bool *toolong)
+{
+	int c = EOF;
+
+	b->n = 0;
+	*toolong = false;
+	while ((c = getc_unlocked(in)) != EOF) {
+		if (b->n == b->cap && !*toolong &&
+		    ist_buf_reserve(b, b->cap ? b->cap : 4096) != 0)
+			return -2;
+		if (!*toolong)
+			b->p[b->n++] = (char)c;
+		if (b->n >= IST_MAX_JSON_LINE && !*toolong) {
+			*toolong = true;
+			b->n = 0;
+		}
+		if (c == '\n')
+			break;
+	}
+	return c == EOF && b->n == 0 && !*toolong ? -1 : 0;
+}
+
 enum ist_status
 ist_cat_encode(FILE *in, const char *name, struct ist_writer *w,
     bool *have_header, ist_report_fn report, void *ctx,
@@ -49,23 +77,29 @@ ist_cat_encode(FILE *in, const char *name, struct ist_writer *w,
 {
 	struct ist_json_scratch *s = ist_json_scratch_new();
 	enum ist_status st = IST_OK, worst = IST_OK;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
+	struct ist_buf lb = { 0 };
+	bool toolong;
+	int k;
 	unsigned long lineno = 0;
 
 	if (s == NULL) {
 		ist_seterr(err, IST_ENOMEM, "out of memory");
 		return IST_ENOMEM;
 	}
-	while ((n = getline(&line, &cap, in)) >= 0) {
+	while ((k = next_line(in, &lb, &toolong)) == 0) {
 		struct ist_event ev;
 		struct ist_error e = { 0 };
 
 		lineno++;
-		if (blank(line, (size_t)n))
+		if (toolong) {
+			ist_seterr(&e, IST_ELIMIT, "the line is over the %u MiB "
+			    "a line may take", IST_MAX_JSON_LINE >> 20);
+			st = IST_ELIMIT;
+		} else if (blank(lb.p, lb.n)) {
 			continue;
-		st = ist_event_from_json(line, (size_t)n, &ev, s, &e);
+		} else {
+			st = ist_event_from_json(lb.p, lb.n, &ev, s, &e);
+		}
 		if (st == IST_OK && ev.type != IST_HEADER && !*have_header) {
 			struct ist_event hdr;
 			ist_event_init(&hdr, IST_HEADER);
@@ -94,6 +128,11 @@ ist_cat_encode(FILE *in, const char *name, struct ist_writer *w,
 			st = IST_OK;
 		}
 	}
+	if (k == -2) {
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		st = IST_ENOMEM;
+		goto out;
+	}
 	if (ferror(in)) {
 		ist_seterr(err, IST_EIO, "cannot read '%s': %s", name,
 		    strerror(errno));
@@ -107,7 +146,7 @@ ist_cat_encode(FILE *in, const char *name, struct ist_writer *w,
 		ist_at(err, IST_AT_INPUT);
 	}
 out:
-	free(line);
+	ist_buf_release(&lb);
 	ist_json_scratch_free(s);
 	return st;
 }

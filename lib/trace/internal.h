@@ -25,6 +25,11 @@ enum {
 #define IST_MAX_STRINGS (16u << 20)
 #define IST_MAX_TRACKS (1u << 20)
 #define IST_MAX_DEPTH 64
+/* JSON Lines: a line, and the values in it (each costs jansson about 50
+ * bytes: 2 Mi of them about 100 MiB), so that encoding one line costs
+ * memory in proportion to these limits, not to the line */
+#define IST_MAX_JSON_LINE IST_MAX_FRAME
+#define IST_MAX_JSON_VALUES (2u << 20)
 
 enum ist_ftype {
 	FT_INT,     /* int64 */

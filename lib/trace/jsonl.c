@@ -400,6 +400,29 @@ jtype(json_t *j)
 	return "?";
 }
 
+/* An upper bound on the values in JSON text, without parsing it: one
+ * more than its separators (',' and ':') outside strings. */
+static size_t
+json_values(const char *p, size_t n)
+{
+	size_t k = 1;
+	bool in_str = false;
+
+	for (size_t i = 0; i < n; i++) {
+		if (in_str) {
+			if (p[i] == '\\')
+				i++;
+			else if (p[i] == '"')
+				in_str = false;
+		} else if (p[i] == '"') {
+			in_str = true;
+		} else if (p[i] == ',' || p[i] == ':') {
+			k++;
+		}
+	}
+	return k;
+}
+
 enum ist_status
 ist_event_from_json(const char *line, size_t n, struct ist_event *ev,
     struct ist_json_scratch *s, struct ist_error *err)
@@ -412,7 +435,13 @@ ist_event_from_json(const char *line, size_t n, struct ist_event *ev,
 	const char *key;
 
 	json_decref(s->root);
+	s->root = NULL;
 	s->cbor.n = 0;
+	if (json_values(line, n) > IST_MAX_JSON_VALUES) {
+		ist_seterr(err, IST_ELIMIT, "the line holds over %u JSON "
+		    "values, more than a record may", IST_MAX_JSON_VALUES);
+		return IST_ELIMIT;
+	}
 	s->root = json_loadb(line, n, JSON_REJECT_DUPLICATES, &jerr);
 	if (s->root == NULL) {
 		ist_seterr(err, IST_EINVAL, "invalid JSON at column %d: %s",
