@@ -572,11 +572,20 @@ dq_note(json_t *notes, double *factor, double cost, const char *fmt, ...)
 	*factor *= cost;
 }
 
+/* Sets key k of o to v (taken); false when v or the setting failed, for
+ * lack of memory. */
+static bool
+put(json_t *o, const char *k, json_t *v)
+{
+	return v != NULL && json_object_set_new(o, k, v) == 0;
+}
+
 enum ist_status
 ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
     json_t **out, struct ist_error *err)
 {
 	json_t *an, *run, *dq, *notes, *command = NULL, *procs, *threads, *d;
+	bool ok;
 	double lost_share, factor = 1;
 	size_t k;
 
@@ -643,38 +652,37 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	    "out_of_order", JI(a->out_of_order), "clock_uncertainty_ns",
 	    JI(a->clock_unc), "unaligned_sources", JI(a->unaligned),
 	    "confidence_factor", jreal(factor, 3), "notes", notes);
-	json_object_set_new(dq, "profiler_cpu_ns", json_integer(
-	    a->profiler_cpu));
-	json_object_set(dq, "damaged_inputs", a->damaged);
-	json_object_set_new(dq, "read_error", *a->read_error ?
+	ok = put(dq, "profiler_cpu_ns", json_integer(a->profiler_cpu));
+	ok &= put(dq, "damaged_inputs", json_incref(a->damaged));
+	ok &= put(dq, "read_error", *a->read_error ?
 	    json_string(a->read_error) : json_null());
-	an = json_pack("{s:i,s:s,s:o,s:o}", "analysis_version",
+	ok &= (an = json_pack("{s:i,s:s,s:o,s:o}", "analysis_version",
 	    IST_ANALYSIS_VERSION, "producer", "is-analyze " IST_PACKAGE_VERSION,
-	    "run", run, "data_quality", dq);
-	json_object_set_new(an, "system", json_pack(
+	    "run", run, "data_quality", dq)) != NULL;
+	ok &= put(an, "system", json_pack(
 	    "{s:I,s:I,s:I,s:I,s:o}", "cpu_cores", JI(a->cores),
 	    "memory_bytes", JI(a->memory), "runnable_samples",
 	    JI(a->run_samples), "oversubscribed_samples", JI(a->oversub),
 	    "cpu_utilization_mean", jreal(a->util_n ? a->util_sum /
 	    (double)a->util_n : 0, 4)));
-	json_object_set_new(an, "devices", devices_json(a));
-	json_object_set_new(an, "launches", json_pack(
+	ok &= put(an, "devices", devices_json(a));
+	ok &= put(an, "launches", json_pack(
 	    "{s:I,s:I,s:I,s:I}", "count", JI(a->launches), "p50_ns",
 	    JI(an_dist_pct(&a->launch_d, 50)), "max_ns", JI(a->launch_max),
 	    "slow_count", JI(a->slow_launches)));
-	json_object_set_new(an, "scopes", scopes_json(a));
-	json_object_set_new(an, "imports", imports_json(a));
-	json_object_set_new(an, "gc", gc_json(a));
-	json_object_set_new(an, "functions", functions_json(a));
-	json_object_set_new(an, "functions_distinct", json_integer(a->nfn));
-	json_object_set_new(an, "kernels", kernels_json(a));
-	json_object_set_new(an, "kernels_distinct", json_integer(a->nkn));
-	json_object_set_new(an, "copies", copies_json(a));
-	json_object_set_new(an, "syncs", syncs_json(a));
-	json_object_set_new(an, "threads", threads);
-	json_object_set_new(an, "processes", procs);
-	json_object_set_new(an, "instants", json_integer(JI(a->instants)));
-	if (json_object_size(an) < 10 || ist_rules_run(a->rules, an) == NULL) {
+	ok &= put(an, "scopes", scopes_json(a));
+	ok &= put(an, "imports", imports_json(a));
+	ok &= put(an, "gc", gc_json(a));
+	ok &= put(an, "functions", functions_json(a));
+	ok &= put(an, "functions_distinct", json_integer(a->nfn));
+	ok &= put(an, "kernels", kernels_json(a));
+	ok &= put(an, "kernels_distinct", json_integer(a->nkn));
+	ok &= put(an, "copies", copies_json(a));
+	ok &= put(an, "syncs", syncs_json(a));
+	ok &= put(an, "threads", threads);
+	ok &= put(an, "processes", procs);
+	ok &= put(an, "instants", json_integer(JI(a->instants)));
+	if (!ok || ist_rules_run(a->rules, an) == NULL) {
 		json_decref(an);
 		ist_seterr(err, IST_ENOMEM, "out of memory");
 		return IST_ENOMEM;
