@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "analyze.h"
-#include "cat.h"
+#include "output.h"
 #include "common.h"
 #include "config.h"
 #include "ist.h"

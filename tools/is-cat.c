@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cat.h"
+#include "output.h"
 #include "common.h"
 #include "ist.h"
 
@@ -36,10 +37,11 @@ help(void)
 }
 
 static void
-report(void *ctx, const struct ist_error *e)
+report(void *ctx, int level, const char *msg)
 {
 	(void)ctx;
-	warnx("%s", e->msg);
+	(void)level;
+	warnx("%s", msg);
 }
 
 static struct ist_writer_opts wopts;

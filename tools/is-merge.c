@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cat.h"
+#include "output.h"
 #include "common.h"
 #include "config.h"
 #include "ist.h"

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cat.h"
+#include "output.h"
 #include "common.h"
 #include "config.h"
 #include "ist.h"

@@ -6,7 +6,6 @@
 #define IST_MERGE_H
 
 #include "ist.h"
-#include "record.h"     /* ist_note_fn */
 
 struct ist_merge_opts {
 	size_t memory_bytes;     /* sort buffer; beyond it, sorted runs spill */

@@ -29,9 +29,6 @@ struct ist_record_opts {
 	const char *out_name;       /* the output, in messages; NULL: stdout */
 };
 
-/* Warnings and notes on the way (the tool prints them). */
-typedef void (*ist_note_fn)(void *ctx, int level, const char *msg);
-enum { IST_NOTE_DEBUG, IST_NOTE_INFO, IST_NOTE_WARN };
 
 /*
  * Runs the command and writes the trace to out_fd.  *exit_status is the

@@ -72,7 +72,7 @@ next_line(FILE *in, struct ist_buf *b, bool *toolong)
 
 enum ist_status
 ist_cat_encode(FILE *in, const char *name, struct ist_writer *w,
-    bool *have_header, ist_report_fn report, void *ctx,
+    bool *have_header, ist_note_fn note, void *ctx,
     struct ist_error *err)
 {
 	struct ist_json_scratch *s = ist_json_scratch_new();
@@ -119,11 +119,10 @@ ist_cat_encode(FILE *in, const char *name, struct ist_writer *w,
 			}
 		}
 		if (st != IST_OK) {
-			struct ist_error shown = e;
-			snprintf(shown.msg, sizeof(shown.msg), "'%.200s':%lu: %.280s",
+			char shown[IST_ERROR_MAX];
+			snprintf(shown, sizeof(shown), "'%.200s':%lu: %.280s",
 			    name, lineno, e.msg);
-			shown.record = lineno;
-			report(ctx, &shown);
+			note(ctx, IST_NOTE_ERROR, shown);
 			worst = IST_EINVAL;
 			st = IST_OK;
 		}

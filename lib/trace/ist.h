@@ -61,6 +61,12 @@ struct ist_error {
 
 const char *ist_strerror(enum ist_status status);
 
+/* What a long task says on the way (the tool prints it): one callback for
+ * every layer; IST_NOTE_ERROR is a part of the input left out (a bad
+ * line), the run going on. */
+enum { IST_NOTE_DEBUG, IST_NOTE_INFO, IST_NOTE_WARN, IST_NOTE_ERROR };
+typedef void (*ist_note_fn)(void *ctx, int level, const char *msg);
+
 /* A string that is not NUL-terminated. */
 struct ist_str {
 	const char *p;

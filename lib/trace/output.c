@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "cat.h"
+#include "output.h"
 
 enum ist_status
 ist_output_open(struct ist_output *o, const char *path, bool binary,
