@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analyze.h"
+#include "rules.h"
 #include "common.h"
 #include "ist.h"
 

@@ -14,11 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyze.h"
 #include "common.h"
 #include "config.h"
 #include "ist.h"
 #include "pipeline.h"
+#include "rules.h"
 
 static const char usage[] =
     "usage: inferscope run [--format fmt] [--log-level level] [--report file] "

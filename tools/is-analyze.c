@@ -7,7 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analyze.h"
+#include "analysis_io.h"
+#include "baseline.h"
+#include "rules.h"
 #include "output.h"
 #include "common.h"
 #include "config.h"

@@ -8,7 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analyze.h"
+#include "analysis_io.h"
+#include "rules.h"
 #include "output.h"
 #include "common.h"
 #include "config.h"

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "analyze.h"
+#include "analysis_io.h"
+#include "rules.h"
 #include "internal.h"
 #include "rules/rules.h"
 

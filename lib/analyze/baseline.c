@@ -11,6 +11,9 @@
 #include <unistd.h>
 
 #include "analyze.h"
+#include "analysis_io.h"
+#include "baseline.h"
+#include "rules.h"
 #include "internal.h"
 #include "rules/rules.h"
 

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "analyze.h"
+#include "analysis_io.h"
+#include "rules.h"
 #include "internal.h"
 #include "report.h"
 

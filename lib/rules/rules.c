@@ -11,7 +11,6 @@
 
 #include <yaml.h>
 
-#include "analyze.h"
 #include "internal.h"
 #include "rules/rules.h"
 

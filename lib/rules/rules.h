@@ -11,6 +11,9 @@
 
 #include <jansson.h>
 
+#include "config.h"
+#include "ist.h"
+
 #define IST_RULE_MAXP 8
 
 /* The rules, in the order they run and are listed. */
@@ -96,6 +99,32 @@ extern const struct ist_rule ist_rule_gpu_idle, ist_rule_transfer,
 extern const struct ist_rule *const ist_rule_table[IST_NRULES];
 
 struct ist_rules;
+
+/* ---- the thresholds in effect ---- */
+
+struct ist_rules *ist_rules_new(void);          /* the defaults */
+void ist_rules_free(struct ist_rules *r);
+/*
+ * Loads thresholds from YAML: a mapping of rule names to mappings of
+ * parameter names to numbers (`gpu_idle: {idle_pct: 5}`), or `enabled:
+ * false`.  With under_key, the mapping is the value of that top-level key
+ * (`rules:` in .inferscope.yaml) and other keys are ignored.  A missing
+ * file is not an error when optional.  Errors name file, line and column.
+ */
+enum ist_status ist_rules_load(struct ist_rules *r, const char *path,
+    bool optional, const char *under_key, struct ist_error *err);
+/*
+ * The thresholds in effect, as every tool takes them: defaults, then the
+ * rules: section of the settings file cfg loaded (ist_config_load_file
+ * keeps it: the file is parsed once), then the rules file (rules_file if
+ * not NULL, else cfg's rules_file setting), each over the one before.
+ */
+enum ist_status ist_rules_configure(struct ist_rules *r,
+    const struct ist_config *cfg, const char *rules_file,
+    struct ist_error *err);
+/* {"gpu_idle": {"enabled": true, "idle_pct": 10, ...}, ...} */
+json_t *ist_rules_json(const struct ist_rules *r);
+
 /* The thresholds of rule id in r. */
 const union ist_rule_params *ist_rules_params(const struct ist_rules *r,
     enum ist_rule_id id);

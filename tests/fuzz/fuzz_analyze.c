@@ -11,7 +11,8 @@
 
 #include <zstd.h>
 
-#include "analyze.h"
+#include "analysis_io.h"
+#include "rules.h"
 #include "memsrc.h"
 #include "report.h"
 

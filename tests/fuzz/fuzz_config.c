@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "analyze.h"
+#include "rules.h"
 #include "config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

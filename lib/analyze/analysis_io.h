@@ -1,0 +1,40 @@
+/* analysis_io.h - analyses in and out of traces. */
+#ifndef IST_ANALYSIS_IO_H
+#define IST_ANALYSIS_IO_H
+
+#include <jansson.h>
+#include "ist.h"
+
+struct ist_rules;
+
+/*
+ * Reads r to its end, analysing every record and, when w is given, copying
+ * them to w (only headers, processes, threads, devices and loss records
+ * with summary; earlier analysis records are dropped); the caller appends
+ * the new one with ist_write_analysis().  Returns IST_OK, IST_TRUNCATED (a warning in err),
+ * or the reader's error; in all three cases *out is the analysis of what
+ * was read.  Other errors (writer, memory) leave *out NULL.
+ */
+enum ist_status ist_analyze_trace(struct ist_reader *r, struct ist_writer *w,
+    bool summary, const struct ist_rules *rules, json_t **out,
+    struct ist_error *err);
+/* The analysis an analysis record holds; NULL if it is not JSON-able. */
+json_t *ist_analysis_of_event(const struct ist_event *ev);
+/* Writes an analysis record holding an. */
+enum ist_status ist_write_analysis(struct ist_writer *w, const json_t *an,
+    struct ist_error *err);
+/* The analysis as JSON text (two-space indent, keys in a fixed order). */
+char *ist_analysis_dumps(const json_t *an);
+
+/*
+ * The i-th damage behind analysis an, as one line for a terminal in m
+ * (control characters shown as '?'); false past the last.  The damage is
+ * every input that is-merge could not read whole (data_quality's
+ * damaged_inputs) and, with own, the analysed trace's own (an analysis
+ * read from a trace, made by an is-analyze that read a damaged one).  A
+ * tool warns with each and exits 1, as if it had read the damage itself.
+ */
+bool ist_analysis_damage_line(const json_t *an, size_t i, bool own, char *m,
+    size_t n);
+
+#endif
