@@ -38,6 +38,16 @@ slot(struct ist_rules *r, size_t i, int k)
 	return (double *)((char *)&r->p[i] + ist_rule_table[i]->params[k].off);
 }
 
+static double
+value(const struct ist_rules *r, size_t i, int k)
+{
+	double v;
+
+	memcpy(&v, (const char *)&r->p[i] + ist_rule_table[i]->params[k].off,
+	    sizeof(v));
+	return v;
+}
+
 struct ist_rules *
 ist_rules_new(void)
 {
@@ -91,7 +101,7 @@ ist_rules_json(const struct ist_rules *r)
 		for (int k = 0; ist_rule_table[i]->params[k].name; k++)
 			json_object_set_new(p,
 			    ist_rule_table[i]->params[k].name,
-			    json_real(*slot((struct ist_rules *)r, i, k)));
+			    json_real(value(r, i, k)));
 		json_object_set_new(o, ist_rule_table[i]->name, p);
 	}
 	return o;
