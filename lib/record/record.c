@@ -809,67 +809,53 @@ child(const struct ist_record_opts *o, const char *dir, int errfd,
 	_exit(127);
 }
 
-enum ist_status
-ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
-    ist_note_fn notefn, void *ctx, struct ist_error *err)
+/*
+ * The recording's directory in tmp (dir; empty when none could be made),
+ * named for its is-record (a recorder killed before its end is found by
+ * the next one, left_behind), and the sampler's stream in it, its header
+ * written.
+ */
+static enum ist_status
+start_dir(struct sampler *s, const char *tmp, char *dir, size_t n,
+    struct ist_error *err)
 {
-	struct sampler s = { .fd = -1, .note = notefn, .ctx = ctx,
-	    .sysfs = o->sysfs ? o->sysfs : "/sys" };
-	char dir[4096], path[4400];
-	const char *tmp = o->tmpdir ? o->tmpdir : getenv("TMPDIR");
-	sigset_t set, old;
-	int pfd[2], e = 0, status = 0;
-	pid_t pid;
-	ssize_t k;
-	enum ist_status st = IST_OK;
-	struct dirent **names = NULL;
-	int nnames = 0;
+	char path[4400];
 	struct ist_event h;
 	struct timespec rt, mt;
-	uint64_t ticks = 0;
-	bool done = false, keep = false;
-	pid_t self;
+	FILE *f;
 
-	*exit_status = 1;
-	if (!tmp || !*tmp)
-		tmp = "/tmp";
-	left_behind(&s, tmp);
-	snprintf(dir, sizeof(dir), "%s/inferscope.XXXXXX", tmp);
+	snprintf(dir, n, "%s/inferscope.XXXXXX", tmp);
 	if (mkdtemp(dir) == NULL) {
 		ist_seterr(err, IST_EIO, "cannot create a directory in '%s': %s",
 		    tmp, strerror(errno));
+		*dir = '\0';           /* none made */
 		return IST_EIO;
 	}
-	/* whose it is: a recorder killed before its end is found by the
-	 * next one (left_behind) */
 	snprintf(path, sizeof(path), "%s/" OWNER, dir);
-	{
-		FILE *f = fopen(path, "we");
-		if (f) {
-			fprintf(f, "%ld\n", (long)getpid());
-			fclose(f);
-		}
+	if ((f = fopen(path, "we")) != NULL) {
+		fprintf(f, "%ld\n", (long)getpid());
+		fclose(f);
 	}
-	s.page = sysconf(_SC_PAGESIZE);
-	s.ticks = sysconf(_SC_CLK_TCK);
-	gethostname(s.host, sizeof(s.host) - 1);
+	s->page = sysconf(_SC_PAGESIZE);
+	s->ticks = sysconf(_SC_CLK_TCK);
+	gethostname(s->host, sizeof(s->host) - 1);
 	snprintf(path, sizeof(path), "%s/sampler.ist", dir);
-	s.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (s.fd < 0 || ist_writer_new(&s.w, ist_fd_sink, &s.fd,
-	    &(struct ist_writer_opts){ .flush_interval_ms = 1000 }, err) !=
-	    IST_OK) {
-		if (s.fd < 0)
-			ist_seterr(err, IST_EIO, "cannot create '%s': %s", path,
-			    strerror(errno));
-		st = IST_EIO;
-		goto out;
+	s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (s->fd < 0) {
+		ist_seterr(err, IST_EIO, "cannot create '%s': %s", path,
+		    strerror(errno));
+		return IST_EIO;
 	}
+	if (ist_writer_new(&s->w, ist_fd_sink, &s->fd,
+	    &(struct ist_writer_opts){ .flush_interval_ms = 1000 }, err) !=
+	    IST_OK)
+		return IST_EIO;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_MONOTONIC, &mt);
 	ist_event_init(&h, IST_HEADER);
 	h.producer = (struct ist_str){ "is-record " IST_PACKAGE_VERSION,
 	    strlen("is-record " IST_PACKAGE_VERSION) };
-	h.host = (struct ist_str){ s.host, strlen(s.host) };
+	h.host = (struct ist_str){ s->host, strlen(s->host) };
 	h.realtime_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
 	h.monotonic_ns = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
 	h.clocks = (struct ist_blob){ (const uint8_t *)"\x81\x69monotonic", 11 };
@@ -878,37 +864,109 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 	IST_SET(&h, IST_F_REALTIME_NS);
 	IST_SET(&h, IST_F_MONOTONIC_NS);
 	IST_SET(&h, IST_F_CLOCKS);
-	if ((st = ist_writer_header(s.w, &h, err)) != IST_OK)
-		goto out;
+	return ist_writer_header(s->w, &h, err);
+}
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &set, &old);
+/*
+ * Samples /proc at its rate until the command (pid) exits, passing on the
+ * signals sent to us alone; the signals in set are blocked.  Returns the
+ * command's wait status.
+ */
+static int
+watch(struct sampler *s, const struct ist_record_opts *o, pid_t pid,
+    const sigset_t *set)
+{
+	uint64_t ticks = 0;
+	int status = 0;
+
+	if (o->sample_hz > 0)
+		sample(s, true);
+	for (;;) {
+		struct timespec period = { 1, 0 };
+		siginfo_t si;
+		int sig;
+		bool done = false;
+
+		if (o->sample_hz > 0) {
+			long ns = 1000000000L / o->sample_hz;
+			period.tv_sec = ns / 1000000000L;
+			period.tv_nsec = ns % 1000000000L;
+		}
+		sig = sigtimedwait(set, &si, &period);
+		if (sig == SIGCHLD || sig < 0) {
+			pid_t w;
+			int ws;
+			while ((w = waitpid(-1, &ws, WNOHANG)) > 0)
+				if (w == pid) {
+					status = ws;
+					done = true;
+				}
+			if (done)
+				return status;
+		} else if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+			/* a signal from the terminal reached the child too;
+			 * one sent to us alone is passed on */
+			if (si.si_code == SI_USER || si.si_code == SI_QUEUE)
+				kill(pid, sig);
+			note(s, IST_NOTE_INFO, "%s: finishing the trace",
+			    strsignal(sig));
+		}
+		if (o->sample_hz > 0 && (sig < 0 || sig == SIGCHLD))
+			sample(s, ticks++ % 10 == 0);
+	}
+}
+
+/* The output could not be written: what was recorded stays in dir, named
+ * in err. */
+static void
+kept(const struct ist_record_opts *o, const char *dir, enum ist_status st,
+    struct ist_error *err)
+{
+	char m[sizeof(err->msg) + 512], what[300];
+
+	if (err->sys_errno && err->where == IST_AT_OUTPUT)
+		snprintf(what, sizeof(what), "cannot write %s%.200s%s: %s",
+		    o->out_name ? "'" : "", o->out_name ? o->out_name :
+		    "standard output", o->out_name ? "'" : "",
+		    strerror(err->sys_errno));
+	else
+		snprintf(what, sizeof(what), "%.250s", err->msg);
+	snprintf(m, sizeof(m), "%s; the recording is kept: is-record --recover "
+	    "%.180s -o FILE writes it", what, dir);
+	ist_seterr(err, st, "%s", m);
+	err->where = IST_AT_OUTPUT;
+	err->sys_errno = 0;     /* the message is whole */
+}
+
+/* Starts the command with the collectors' environment; its pid, or -1 with
+ * err and *exit_status set as a shell would. */
+static pid_t
+launch(const struct ist_record_opts *o, const char *dir, int out_fd,
+    struct sampler *s, const sigset_t *old, int *exit_status,
+    struct ist_error *err)
+{
+	pid_t self = getpid(), pid;
+	int pfd[2], e = 0;
+	ssize_t k;
+
 	if (pipe2(pfd, O_CLOEXEC) != 0) {
 		ist_seterr(err, IST_EIO, "cannot make a pipe: %s",
 		    strerror(errno));
-		st = IST_EIO;
-		goto unmask;
+		return -1;
 	}
-	self = getpid();
 	if ((pid = fork()) < 0) {
 		ist_seterr(err, IST_EIO, "cannot fork: %s", strerror(errno));
 		close(pfd[0]);
 		close(pfd[1]);
-		st = IST_EIO;
-		goto unmask;
+		return -1;
 	}
 	if (pid == 0) {
 		close(pfd[0]);
-		if (s.fd >= 0)
-			close(s.fd);
-		child(o, dir, pfd[1], out_fd, &old, self);
+		if (s->fd >= 0)
+			close(s->fd);
+		child(o, dir, pfd[1], out_fd, old, self);
 	}
 	close(pfd[1]);
-	s.root = pid;
 	do
 		k = read(pfd[0], &e, sizeof(e));
 	while (k < 0 && errno == EINTR);
@@ -919,50 +977,56 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 		ist_seterr(err, IST_EINVAL, "cannot run '%s': %s", o->argv[0],
 		    strerror(e));
 		*exit_status = e == ENOENT ? 127 : 126;
-		st = IST_EINVAL;
-		goto unmask;
+		return -1;
 	}
-	note(&s, IST_NOTE_DEBUG, "recording pid %ld into %s", (long)pid, dir);
-	if (o->sample_hz > 0)
-		sample(&s, true);
+	return pid;
+}
 
-	while (!done) {
-		struct timespec period = { 0, 0 };
-		siginfo_t si;
-		int sig;
+enum ist_status
+ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
+    ist_note_fn notefn, void *ctx, struct ist_error *err)
+{
+	struct sampler s = { .fd = -1, .note = notefn, .ctx = ctx,
+	    .sysfs = o->sysfs ? o->sysfs : "/sys" };
+	char dir[4096];
+	const char *tmp = o->tmpdir ? o->tmpdir : getenv("TMPDIR");
+	sigset_t set, old;
+	pid_t pid;
+	enum ist_status st;
+	struct dirent **names = NULL;
+	int nnames = 0;
+	bool keep = false;
 
-		if (o->sample_hz > 0) {
-			long ns = 1000000000L / o->sample_hz;
-			period.tv_sec = ns / 1000000000L;
-			period.tv_nsec = ns % 1000000000L;
-		} else {
-			period.tv_sec = 1;
-		}
-		sig = sigtimedwait(&set, &si, &period);
-		if (sig == SIGCHLD || sig < 0) {
-			pid_t w;
-			while ((w = waitpid(-1, &status, WNOHANG)) > 0)
-				if (w == pid)
-					done = true;
-			if (done)
-				break;
-		} else if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
-			/* a signal from the terminal reached the child too;
-			 * one sent to us alone is passed on */
-			if (si.si_code == SI_USER || si.si_code == SI_QUEUE)
-				kill(pid, sig);
-			note(&s, IST_NOTE_INFO, "%s: finishing the trace",
-			    strsignal(sig));
-		}
-		if (o->sample_hz > 0 && (sig < 0 || sig == SIGCHLD))
-			sample(&s, ticks++ % 10 == 0);
+	*exit_status = 1;
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	left_behind(&s, tmp);
+	if ((st = start_dir(&s, tmp, dir, sizeof(dir), err)) != IST_OK) {
+		if (*dir == '\0')
+			return st;
+		goto out;
 	}
-	if (WIFEXITED(status))
-		*exit_status = WEXITSTATUS(status);
-	else if (WIFSIGNALED(status))
-		*exit_status = 128 + WTERMSIG(status);
-	/* grandchildren may still run; their streams end where they are */
-unmask:
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	if ((pid = launch(o, dir, out_fd, &s, &old, exit_status, err)) < 0) {
+		st = err->status;
+	} else {
+		int status;
+		s.root = pid;
+		note(&s, IST_NOTE_DEBUG, "recording pid %ld into %s",
+		    (long)pid, dir);
+		status = watch(&s, o, pid, &set);
+		if (WIFEXITED(status))
+			*exit_status = WEXITSTATUS(status);
+		else if (WIFSIGNALED(status))
+			*exit_status = 128 + WTERMSIG(status);
+		/* grandchildren may still run; their streams end where
+		 * they are */
+	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	add_lost(&s, dir);
 	{
@@ -988,8 +1052,7 @@ unmask:
 	}
 	/* the trace: the sampler's stream, then each process's, by pid */
 	st = gather_all(&s, dir, out_fd, &names, &nnames, err);
-	if (st != IST_OK && err->where == IST_AT_OUTPUT)
-		keep = true;
+	keep = st != IST_OK && err->where == IST_AT_OUTPUT;
 	if (o->pydir)    /* --no-python: none expected */
 		warn_silent_pythons(&s, dir, names, nnames);
 out:
@@ -1002,25 +1065,10 @@ out:
 	for (int i = 0; i < nnames; i++)
 		free(names[i]);
 	free(names);
-	if (keep) {
-		/* the output could not be written: what was recorded stays,
-		 * named */
-		char m[sizeof(err->msg) + 512], what[300];
-		if (err->sys_errno && err->where == IST_AT_OUTPUT)
-			snprintf(what, sizeof(what), "cannot write %s%.200s%s: "
-			    "%s", o->out_name ? "'" : "", o->out_name ?
-			    o->out_name : "standard output", o->out_name ?
-			    "'" : "", strerror(err->sys_errno));
-		else
-			snprintf(what, sizeof(what), "%.250s", err->msg);
-		snprintf(m, sizeof(m), "%s; the recording is kept: "
-		    "is-record --recover %.180s -o FILE writes it", what, dir);
-		ist_seterr(err, st, "%s", m);
-		err->where = IST_AT_OUTPUT;
-		err->sys_errno = 0;     /* the message is whole */
-		return st;
-	}
-	remove_dir(dir);
+	if (keep)
+		kept(o, dir, st, err);
+	else
+		remove_dir(dir);
 	return st;
 }
 
