@@ -116,6 +116,62 @@ cupti_lib(void)
 	return find_ours(NULL, rel, "");
 }
 
+/* At debug level: each setting, its value and where it came from. */
+static void
+say_settings(const struct ist_config *cfg)
+{
+	for (int k = 0; k < IST_NKEYS; k++) {
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%s = %s (%s%s%s)",
+		    ist_config_key_name(k), ist_config_str(cfg, k),
+		    ist_source_name(cfg->source[k]), cfg->where[k] ? " " : "",
+		    cfg->where[k] ? cfg->where[k] : "");
+		note(NULL, IST_NOTE_DEBUG, msg);
+	}
+}
+
+/* The collectors to inject, each left out with a word when it is not
+ * installed or another tool holds its hook. */
+static void
+find_collectors(struct ist_record_opts *ro, bool no_python, bool no_gpu)
+{
+	if (!no_python && (ro->pydir = python_dir()) == NULL)
+		note(NULL, IST_NOTE_WARN, "the Python collector is not "
+		    "installed; recording without it");
+	if (getenv("NVTX_INJECTION64_PATH") && *getenv("NVTX_INJECTION64_PATH"))
+		note(NULL, IST_NOTE_WARN, "NVTX_INJECTION64_PATH is set "
+		    "already: leaving it, NVTX ranges go to that tool");
+	else if ((ro->nvtx_lib = nvtx_lib()) == NULL)
+		note(NULL, IST_NOTE_INFO, "the NVTX collector is not "
+		    "installed; recording without NVTX ranges");
+	if (no_gpu)
+		return;
+	if (getenv("CUDA_INJECTION64_PATH") && *getenv("CUDA_INJECTION64_PATH"))
+		note(NULL, IST_NOTE_WARN, "CUDA_INJECTION64_PATH is set "
+		    "already (nsys, compute-sanitizer?): leaving it, no GPU "
+		    "activity is recorded");
+	else if ((ro->cupti_lib = cupti_lib()) == NULL)
+		note(NULL, IST_NOTE_DEBUG, "the CUDA collector is not "
+		    "installed (built without CUPTI); recording without GPU "
+		    "activity");
+}
+
+/* is-record --recover DIR [-o FILE] */
+static int
+recover_to(const char *dir, const char *outpath)
+{
+	struct ist_output out;
+	struct ist_error e = { 0 };
+
+	if (ist_output_open(&out, outpath, true, &e) != IST_OK)
+		errx(1, "%s", e.msg);
+	if (ist_record_recover(dir, out.fd, note, NULL, &e) != IST_OK)
+		errx(1, "%s", ist_output_fail(&out, &e));
+	if (ist_output_commit(&out, &e) != IST_OK)
+		errx(1, "%s", e.msg);
+	return 0;
+}
+
 struct later {
 	struct ist_output *out;
 	const char *path;
@@ -230,16 +286,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s", usage);
 		return 2;
 	}
-	if (recover) {
-		if (ist_output_open(&out, outpath, true, &e) != IST_OK)
-			errx(1, "%s", e.msg);
-		if (ist_record_recover(recover, out.fd, note, NULL, &e) !=
-		    IST_OK)
-			errx(1, "%s", ist_output_fail(&out, &e));
-		if (ist_output_commit(&out, &e) != IST_OK)
-			errx(1, "%s", e.msg);
-		return 0;
-	}
+	if (recover)
+		return recover_to(recover, outpath);
 	if (optind == argc) {
 		warnx("no command to run");
 		fprintf(stderr, "%s", usage);
@@ -250,14 +298,7 @@ main(int argc, char **argv)
 	log_level = !strcmp(lv, "debug") ? 0 : !strcmp(lv, "info") ? 1 :
 	    !strcmp(lv, "warn") ? 2 : 3;
 
-	for (int k = 0; k < IST_NKEYS; k++) {
-		char msg[512];
-		snprintf(msg, sizeof(msg), "%s = %s (%s%s%s)",
-		    ist_config_key_name(k), ist_config_str(&cfg, k),
-		    ist_source_name(cfg.source[k]), cfg.where[k] ? " " : "",
-		    cfg.where[k] ? cfg.where[k] : "");
-		note(NULL, IST_NOTE_DEBUG, msg);
-	}
+	say_settings(&cfg);
 	ro.argv = argv + optind;
 	ro.trace_size_mb = ist_config_int(&cfg, IST_K_TRACE_SIZE_MB);
 	ro.py_min_us = ist_config_int(&cfg, IST_K_PY_MIN_US);
@@ -267,27 +308,7 @@ main(int argc, char **argv)
 	ro.py_calls = !no_calls;
 	/* a machine's /sys stand-in, for the tests of NUMA sampling */
 	ro.sysfs = getenv("INFERSCOPE_SYSFS_ROOT");
-	if (!no_python && (ro.pydir = python_dir()) == NULL)
-		note(NULL, IST_NOTE_WARN, "the Python collector is not "
-		    "installed; recording without it");
-	if (getenv("NVTX_INJECTION64_PATH") && *getenv("NVTX_INJECTION64_PATH"))
-		note(NULL, IST_NOTE_WARN, "NVTX_INJECTION64_PATH is set "
-		    "already: leaving it, NVTX ranges go to that tool");
-	else if ((ro.nvtx_lib = nvtx_lib()) == NULL)
-		note(NULL, IST_NOTE_INFO, "the NVTX collector is not "
-		    "installed; recording without NVTX ranges");
-
-	if (no_gpu)
-		;
-	else if (getenv("CUDA_INJECTION64_PATH") &&
-	    *getenv("CUDA_INJECTION64_PATH"))
-		note(NULL, IST_NOTE_WARN, "CUDA_INJECTION64_PATH is set "
-		    "already (nsys, compute-sanitizer?): leaving it, no GPU "
-		    "activity is recorded");
-	else if ((ro.cupti_lib = cupti_lib()) == NULL)
-		note(NULL, IST_NOTE_DEBUG, "the CUDA collector is not "
-		    "installed (built without CUPTI); recording without GPU "
-		    "activity");
+	find_collectors(&ro, no_python, no_gpu);
 
 	/* a file is created once the command has ended (a recorder killed
 	 * before leaves no empty one); that it can be is checked now */
