@@ -16,6 +16,23 @@ load helpers
 	assert_line "1..9"
 }
 
+@test "unit: every key a rule reads is one the analyzer writes, over every scenario" {
+	# the scenarios that make each rule fire and stay quiet
+	n=0
+	for s in gpu_idle gpu_bound transfer transfer_ok sync sync_ok launch \
+	    launch_ok contention contention_ok gil gil_ok memory memory_ok \
+	    nested steps steps_slow startup startup_small gc recursion; do
+		python3 tests/py/scenarios.py $s |
+		    is-cat -e -o "$BATS_TEST_TMPDIR/$s.ist"
+		n=$((n + 1))
+	done
+	run "$IST_BUILD/tests/test_rules" "$BATS_TEST_TMPDIR"/*.ist \
+	    examples/archive/*.ist
+	assert_success
+	assert_line "ok 1 - $((n + 4)) of $((n + 4)) scenarios analysed"
+	assert_line "ok 3 - every key a rule reads is in the analysis: 0 absent"
+}
+
 @test "unit: CUPTI activity records to trace events" {
 	[ -x "$IST_BUILD/tests/test_cupti" ] ||
 	    skip "built without CUPTI (HAVE_CUPTI=0 or no CUPTI in CUDA_HOME)"

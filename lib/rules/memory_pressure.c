@@ -17,14 +17,18 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	size_t i;
 
 	json_array_foreach(json_object_get(an, "processes"), i, pr) {
-		double first = ist_jnum(pr, "rss_steady_from_bytes"), peak =
-		    ist_jnum(pr, "rss_peak_bytes"), last = ist_jnum(pr,
-		    "rss_steady_to_bytes"), growth = last - first, secs =
-		    (ist_jnum(pr, "rss_steady_to_ns") - ist_jnum(pr,
-		    "rss_steady_from_ns")) / 1e9, pct, faults = ist_jnum(pr,
-		    "major_faults");
+		double first, peak, last, growth, secs, pct, faults;
+
+		/* the RSS figures are there when it was sampled */
 		if (json_object_get(pr, "rss_peak_bytes") == NULL)
 			continue;
+		first = ist_jnum(pr, "rss_steady_from_bytes");
+		peak = ist_jnum(pr, "rss_peak_bytes");
+		last = ist_jnum(pr, "rss_steady_to_bytes");
+		growth = last - first;
+		secs = (ist_jnum(pr, "rss_steady_to_ns") - ist_jnum(pr,
+		    "rss_steady_from_ns")) / 1e9;
+		faults = ist_jnum(pr, "major_faults");
 		any = true;
 		pct = first > 0 ? 100 * growth / first : 0;
 		/* creeping: both halves of the window grow, not one step

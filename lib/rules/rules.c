@@ -251,10 +251,24 @@ ist_rules_configure(struct ist_rules *r, const struct ist_config *cfg,
 
 /* ---- helpers ---- */
 
+void (*ist_rules_absent)(const char *key);
+
+/* A key a rule reads that the analysis lacks: told to the hook (a test's),
+ * which catches a rule reading a key the analyzer does not write. */
+static json_t *
+get(const json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (v == NULL && o != NULL && ist_rules_absent)
+		ist_rules_absent(key);
+	return v;
+}
+
 double
 ist_jnum(const json_t *o, const char *key)
 {
-	json_t *v = json_object_get(o, key);
+	json_t *v = get(o, key);
 	return json_is_number(v) ? json_number_value(v) : 0;
 }
 
@@ -273,7 +287,7 @@ ist_d2i(double d)
 long long
 ist_jint(const json_t *o, const char *key)
 {
-	json_t *v = json_object_get(o, key);
+	json_t *v = get(o, key);
 	if (json_is_integer(v))
 		return json_integer_value(v);
 	return json_is_real(v) ? ist_d2i(json_real_value(v)) : 0;
@@ -282,7 +296,7 @@ ist_jint(const json_t *o, const char *key)
 const char *
 ist_jstr(const json_t *o, const char *key)
 {
-	const char *s = json_string_value(json_object_get(o, key));
+	const char *s = json_string_value(get(o, key));
 	return s ? s : "";
 }
 

@@ -133,6 +133,9 @@ const union ist_rule_params *ist_rules_params(const struct ist_rules *r,
 json_t *ist_rules_run(const struct ist_rules *r, json_t *an);
 
 /* ---- helpers for rules ---- */
+/* When set (by a test), called with each key ist_jnum, ist_jint or
+ * ist_jstr found absent from an object. */
+extern void (*ist_rules_absent)(const char *key);
 double ist_jnum(const json_t *o, const char *key);     /* 0 if absent */
 /* An integer: exact for JSON integers, reals clamped to the int64 range
  * (a cast of an out-of-range double is undefined), 0 if absent. */
