@@ -443,12 +443,13 @@ breakdown(struct ist_buf *o, const json_t *an)
 	}
 }
 
+/* Scopes and NVTX ranges: count, total and percentiles, GPU time. */
 static void
-tables(struct ist_buf *o, const json_t *an)
+scopes_table(struct ist_buf *o, const json_t *an)
 {
 	const json_t *x, *arr;
 	char t1[64], t2[64], t3[64], t4[64], t5[64], t6[64];
-	size_t i, n;
+	size_t i;
 
 	arr = json_object_get(an, "scopes");
 	ist_buf_printf(o, "## Scopes and NVTX ranges\n\n");
@@ -471,6 +472,15 @@ tables(struct ist_buf *o, const json_t *an)
 	}
 	if (json_array_size(arr))
 		ist_buf_printf(o, "\n");
+}
+
+/* Python functions by self time, and the runtime lines under them. */
+static void
+functions_table(struct ist_buf *o, const json_t *an)
+{
+	const json_t *x, *arr;
+	char t1[64], t2[64];
+	size_t i, n;
 
 	arr = json_object_get(an, "functions");
 	n = (size_t)ist_jint(an, "functions_distinct");
@@ -501,6 +511,15 @@ tables(struct ist_buf *o, const json_t *an)
 		ist_buf_printf(o, "\n");
 	}
 	runtime_lines(o, an);
+}
+
+/* Kernels by total time. */
+static void
+kernels_table(struct ist_buf *o, const json_t *an)
+{
+	const json_t *x, *arr;
+	char t1[64], t2[64], t3[64];
+	size_t i;
 
 	arr = json_object_get(an, "kernels");
 	if (json_array_size(arr)) {
@@ -518,6 +537,15 @@ tables(struct ist_buf *o, const json_t *an)
 		}
 		ist_buf_printf(o, "\n");
 	}
+}
+
+/* Copies by direction: bytes, bandwidth, pageable, synchronous. */
+static void
+copies_table(struct ist_buf *o, const json_t *an)
+{
+	const json_t *x, *arr;
+	char t1[64], t2[64], t3[64];
+	size_t i;
 
 	arr = json_object_get(an, "copies");
 	if (json_array_size(arr)) {
@@ -535,6 +563,15 @@ tables(struct ist_buf *o, const json_t *an)
 			    "sync_calls"));
 		ist_buf_printf(o, "\n");
 	}
+}
+
+/* Synchronisation by kind, with its top call site. */
+static void
+syncs_table(struct ist_buf *o, const json_t *an)
+{
+	const json_t *x, *arr;
+	char t1[64];
+	size_t i;
 
 	arr = json_object_get(an, "syncs");
 	if (json_array_size(arr)) {
@@ -552,6 +589,15 @@ tables(struct ist_buf *o, const json_t *an)
 		}
 		ist_buf_printf(o, "\n");
 	}
+}
+
+/* Threads: CPU, utilisation, run-queue wait, switches, launches. */
+static void
+threads_table(struct ist_buf *o, const json_t *an)
+{
+	const json_t *x, *arr;
+	char t1[64], t2[64];
+	size_t i;
 
 	arr = json_object_get(an, "threads");
 	if (json_array_size(arr)) {
@@ -578,6 +624,15 @@ tables(struct ist_buf *o, const json_t *an)
 		}
 		ist_buf_printf(o, "\n");
 	}
+}
+
+/* Memory: RSS per sampled process, GPU memory peaks. */
+static void
+memory_table(struct ist_buf *o, const json_t *an)
+{
+	const json_t *x, *arr;
+	char t1[64], t2[64], t3[64];
+	size_t i, n;
 
 	ist_buf_printf(o, "## Memory\n\n");
 	arr = json_object_get(an, "processes");
@@ -613,9 +668,19 @@ tables(struct ist_buf *o, const json_t *an)
 		}
 	if (n == 0)
 		ist_buf_printf(o, "No memory samples.\n\n");
-	(void)t4;
-	(void)t5;
-	(void)t6;
+}
+
+/* The tables, one section each. */
+static void
+tables(struct ist_buf *o, const json_t *an)
+{
+	scopes_table(o, an);
+	functions_table(o, an);
+	kernels_table(o, an);
+	copies_table(o, an);
+	syncs_table(o, an);
+	threads_table(o, an);
+	memory_table(o, an);
 }
 
 static void
