@@ -783,6 +783,28 @@ open_files(void)
 	return n - 3;           /* ., .. and the directory's own */
 }
 
+/*
+ * How many spilled runs are read at once: a third of the budget in
+ * readers, and as the files this process may still open allow (the runs
+ * left open are about fan-in - 1 per level, a few levels: a quarter of
+ * them; inputs, the output and a spool take a few), 2 to 64.
+ */
+static size_t
+fan_in(size_t budget)
+{
+	size_t f = budget / 3 / mg_run_reader_bytes();
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 4096) {
+		long left = (long)rl.rlim_cur - open_files() - 8;
+		size_t by_fd = left > 8 ? (size_t)left / 4 : 2;
+		if (f > by_fd)
+			f = by_fd;
+	}
+	return f > 64 ? 64 : f < 2 ? 2 : f;
+}
+
 enum ist_status
 ist_merge(char *const *paths, int n, int out_fd,
     const struct ist_merge_opts *o, ist_note_fn notefn, void *ctx,
@@ -799,29 +821,13 @@ ist_merge(char *const *paths, int n, int out_fd,
 	mg_pays_init();
 	/* the sort buffer takes 20% of the budget and its index (twice, for
 	 * the radix sort) 40%: about as many events each; the merge of the
-	 * spilled runs a third (fan-in readers at a time, as the open files
-	 * allow), the inputs' readers, the strings and the writer the rest */
+	 * spilled runs a third (fan_in), the inputs' readers, the strings
+	 * and the writer the rest */
 	m.acap = o->memory_bytes / 10 * 2;
 	if (m.acap > UINT32_MAX)
 		m.acap = UINT32_MAX;
 	m.cape = o->memory_bytes / 10 * 2 / sizeof(struct ent);
-	m.fanin = o->memory_bytes / 3 / mg_run_reader_bytes();
-	{
-		/* the runs left open are about fan-in - 1 per level, a few
-		 * levels: a quarter of the files this process may still
-		 * open (inputs, the output and a spool take a few) */
-		struct rlimit rl;
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
-		    rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 4096) {
-			long left = (long)rl.rlim_cur - open_files() - 8;
-			if (m.fanin > (size_t)(left > 8 ? left / 4 : 2))
-				m.fanin = (size_t)(left > 8 ? left / 4 : 2);
-		}
-	}
-	if (m.fanin > 64)
-		m.fanin = 64;
-	if (m.fanin < 2)
-		m.fanin = 2;
+	m.fanin = fan_in(o->memory_bytes);
 	if (m.acap < (1u << 20))
 		m.acap = 1u << 20;
 	if (m.cape < 1024)
