@@ -1145,6 +1145,46 @@ left_behind(struct sampler *s, const char *tmp)
 	closedir(d);
 }
 
+/* The losses the processes noted (add_lost), in a segment of their own
+ * after the streams: the sampler that would have written them is gone. */
+static enum ist_status
+recover_lost(struct sampler *s, const char *dir, int out_fd,
+    struct ist_error *err)
+{
+	struct dirent **names = NULL;
+	int n = scandir(dir, &names, is_lost, by_name);
+	struct ist_event h;
+	enum ist_status st;
+
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	if (n <= 0)
+		return IST_OK;
+	if ((st = ist_writer_new(&s->w, ist_fd_sink, &out_fd, NULL, err)) !=
+	    IST_OK)
+		return st;
+	gethostname(s->host, sizeof(s->host) - 1);
+	ist_event_init(&h, IST_HEADER);
+	h.producer = (struct ist_str){ "is-record --recover",
+	    strlen("is-record --recover") };
+	h.host = (struct ist_str){ s->host, strlen(s->host) };
+	IST_SET(&h, IST_F_PRODUCER);
+	IST_SET(&h, IST_F_HOST);
+	if ((st = ist_writer_header(s->w, &h, err)) == IST_OK) {
+		add_lost(s, dir);
+		st = s->failed ? s->err.status : IST_OK;
+		if (s->failed)
+			*err = s->err;
+	}
+	if (st == IST_OK)
+		st = ist_writer_close(s->w, err);
+	else
+		ist_writer_free(s->w);
+	s->w = NULL;
+	return st;
+}
+
 enum ist_status
 ist_record_recover(const char *dir, int out_fd, ist_note_fn notefn,
     void *ctx, struct ist_error *err)
@@ -1169,6 +1209,8 @@ ist_record_recover(const char *dir, int out_fd, ist_note_fn notefn,
 	for (int i = 0; i < nnames; i++)
 		free(names[i]);
 	free(names);
+	if (st == IST_OK)
+		st = recover_lost(&s, dir, out_fd, err);
 	if (st == IST_OK)
 		remove_dir(dir);
 	return st;
