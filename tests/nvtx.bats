@@ -13,20 +13,27 @@ setup() {
 	    -lpthread -Wl,-rpath,"$T"
 }
 
-@test "NVTX ranges: names, nesting, domains, threads, durations within 2%" {
-	run --separate-stderr is-record --no-sample -o "$T/t.ist" -- "$T/app"
-	assert_equal "$status" 3
+@test "NVTX ranges: names, nesting, domains, threads, each duration between the program's own measures inside and around it" {
+	is-record --no-sample -o "$T/t.ist" -- "$T/app" > "$T/own.txt" || [ $? -eq 3 ]
 	is-cat "$T/t.ist" > "$T/t.jsonl"
-	run python3 - "$T/t.jsonl" <<'PY'
+	run python3 - "$T/t.jsonl" "$T/own.txt" <<'PY'
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 r = {e["name"]: e for e in ev if e["type"] == "nvtx_range"}
-def ms(e): return (e["end_ns"] - e["start_ns"]) / 1e6
-def near(e, want):
-    assert abs(ms(e) - want) <= max(0.02 * want, 2.0), (e["name"], ms(e), want)
-near(r["outer"], 70); near(r["inner"], 20); near(r["start-end"], 30)
-near(r["registered"], 10); near(r["in-thread"], 40)
-near(r["from-library"], 25)
+own = {l.split()[0]: (int(l.split()[1]), int(l.split()[2]))
+       for l in open(sys.argv[2])}
+def ns(e): return e["end_ns"] - e["start_ns"]
+# ours holds what the program measured inside the range, and no more than
+# it measured around it (20 us for the two clocks' conversion), whatever
+# the load stretched; a fixed 2% of the nominal sleep did not hold beside
+# two busy loops (33.5 ms for 30)
+for name, nominal in [("outer", 70), ("inner", 20), ("start-end", 30),
+                      ("registered", 10), ("in-thread", 40),
+                      ("from-library", 25)]:
+    inside, around = own[name]
+    assert inside - 20000 <= ns(r[name]) <= around + 20000, \
+        (name, ns(r[name]), inside, around)
+    assert ns(r[name]) >= nominal * 1000000, (name, ns(r[name]))
 # nesting: inner inside outer, on one thread
 assert r["outer"]["start_ns"] <= r["inner"]["start_ns"] <= r["inner"]["end_ns"] <= r["outer"]["end_ns"]
 assert r["registered"]["domain"] == "my.domain"
