@@ -270,7 +270,8 @@ open(sys.argv[2], "wb").write(d)' "$T/run.ist" "$T/bad.ist"
 	# more here)
 	small=$(cat "$T/small.rss") big=$(cat "$T/big.rss")
 	echo "peak RSS: 0.3 M events $small KiB, 3 M events $big KiB"
-	(( big <= small + 8192 ))
+	# (not under ASan, whose quarantine and shadow are not the merge's)
+	[ -n "${IST_SANITIZE:-}" ] || (( big <= small + 8192 ))
 	# with 16 files to open at most (bats holds 8)
 	run -0 sh -c "ulimit -n 16 && is-merge --memory-mb 4 -o '$T/fds.ist' '$T/big.ist'"
 	cmp "$T/whole.ist" "$T/fds.ist"
