@@ -710,6 +710,22 @@ write_header(struct merger *m, struct ist_writer *w, struct ist_error *err)
 	return st;
 }
 
+struct emit {
+	struct merger *m;
+	struct ist_writer *w;
+	struct ist_event *ev;
+};
+
+/* The final merge's put: the record, unpacked, into the output. */
+static enum ist_status
+put_event(void *ctx, const struct run *r, struct ist_error *err)
+{
+	struct emit *e = ctx;
+
+	mg_unpack(e->m, r->rec, r->key, e->ev);
+	return ist_writer_write(e->w, e->ev, err);
+}
+
 static enum ist_status
 emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 {
@@ -738,32 +754,8 @@ emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 	if ((st = mg_runs_final(m, err)) != IST_OK)
 		return st;
 	{
-		size_t *heap = calloc(m->nruns, sizeof(*heap)), n = 0;
-		if (heap == NULL) {
-			ist_seterr(err, IST_ENOMEM, "out of memory");
-			return IST_ENOMEM;
-		}
-		for (size_t i = 0; i < m->nruns; i++) {
-			if (mg_run_open(&m->runs[i]) != 0) {
-				free(heap);
-				ist_seterr(err, IST_EIO, "cannot read back a "
-				    "temporary file");
-				return IST_EIO;
-			}
-			if (!m->runs[i].done)
-				heap[n++] = i;
-		}
-		for (size_t i = n / 2; i-- > 0; )
-			mg_sift(m->runs, heap, n, i);
-		while (n > 0 && st == IST_OK) {
-			struct run *r = &m->runs[heap[0]];
-			mg_unpack(m, r->rec, r->key, &ev);
-			st = ist_writer_write(w, &ev, err);
-			if (!mg_run_next(r))
-				heap[0] = heap[--n];
-			mg_sift(m->runs, heap, n, 0);
-		}
-		free(heap);
+		struct emit e = { m, w, &ev };
+		st = mg_runs_merge(m->runs, m->nruns, put_event, &e, err);
 	}
 	return st;
 }

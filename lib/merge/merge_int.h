@@ -136,6 +136,11 @@ int mg_run_open(struct run *r);
 void mg_sift(struct run *runs, size_t *h, size_t n, size_t i);
 enum ist_status mg_spill(struct merger *m, struct ist_error *err);
 enum ist_status mg_runs_final(struct merger *m, struct ist_error *err);
+/* One record of a merge of runs, handed on (mg_runs_merge). */
+typedef enum ist_status (*mg_put_fn)(void *ctx, const struct run *r,
+    struct ist_error *err);
+enum ist_status mg_runs_merge(struct run *runs, size_t k, mg_put_fn put,
+    void *ctx, struct ist_error *err);
 size_t mg_run_reader_bytes(void);
 int mg_write_all(int fd, const void *p, size_t n);
 

@@ -150,6 +150,55 @@ rw_close(struct merger *m, struct rwriter *w, struct ist_error *err)
 }
 
 /*
+ * Reads runs[0..k) back in one order, by key and then by run (the inputs'
+ * order, for equal keys), handing each record to put; stops at put's
+ * first error.  The caller closes the runs.
+ */
+enum ist_status
+mg_runs_merge(struct run *runs, size_t k, mg_put_fn put, void *ctx,
+    struct ist_error *err)
+{
+	size_t *heap = calloc(k ? k : 1, sizeof(*heap)), n = 0;
+	enum ist_status st = IST_OK;
+
+	if (heap == NULL) {
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
+	for (size_t i = 0; i < k; i++) {
+		if (mg_run_open(&runs[i]) != 0) {
+			free(heap);
+			ist_seterr(err, IST_EIO, "cannot read back a "
+			    "temporary file");
+			return IST_EIO;
+		}
+		if (!runs[i].done)
+			heap[n++] = i;
+	}
+	for (size_t i = n / 2; i-- > 0; )
+		mg_sift(runs, heap, n, i);
+	while (n > 0 && st == IST_OK) {
+		struct run *r = &runs[heap[0]];
+		st = put(ctx, r, err);
+		if (!mg_run_next(r))
+			heap[0] = heap[--n];
+		mg_sift(runs, heap, n, 0);
+	}
+	free(heap);
+	return st;
+}
+
+/* A merge pass's put: the record, as it is, into the new run. */
+static enum ist_status
+put_run(void *ctx, const struct run *r, struct ist_error *err)
+{
+	(void)err;
+	/* a writer's error stays in it, for rw_close to say */
+	rw_put(ctx, r->key, r->rec, (uint32_t)r->rec_n);
+	return ((struct rwriter *)ctx)->e ? IST_EIO : IST_OK;
+}
+
+/*
  * Merges the last k runs into one, a level above theirs, in its place:
  * their order (the inputs') is kept for equal keys, as the final merge
  * keeps it.
@@ -157,49 +206,27 @@ rw_close(struct merger *m, struct rwriter *w, struct ist_error *err)
 static enum ist_status
 merge_tail(struct merger *m, size_t k, struct ist_error *err)
 {
-	size_t first = m->nruns - k, *heap, n = 0;
+	size_t first = m->nruns - k;
 	struct rwriter w;
 	enum ist_status st;
 	int level = m->runs[first].level + 1;
 	struct run *in;
 
-	if ((heap = calloc(k, sizeof(*heap))) == NULL ||
-	    (in = malloc(k * sizeof(*in))) == NULL) {
-		free(heap);
+	if ((in = malloc(k * sizeof(*in))) == NULL) {
 		ist_seterr(err, IST_ENOMEM, "out of memory");
 		return IST_ENOMEM;
 	}
 	/* the inputs leave the array: the output takes their place */
 	memcpy(in, m->runs + first, k * sizeof(*in));
 	m->nruns = first;
-	st = rw_open(m, &w, level, err);
-	for (size_t i = 0; i < k && st == IST_OK; i++) {
-		if (mg_run_open(&in[i]) != 0) {
-			ist_seterr(err, IST_EIO, "cannot read back a "
-			    "temporary file");
-			st = IST_EIO;
-		} else if (!in[i].done) {
-			heap[n++] = i;
-		}
-	}
-	for (size_t i = n / 2; i-- > 0 && st == IST_OK; )
-		mg_sift(in, heap, n, i);
-	while (n > 0 && st == IST_OK) {
-		struct run *r = &in[heap[0]];
-		if (rw_put(&w, r->key, r->rec, (uint32_t)r->rec_n) != 0)
-			break;
-		if (!mg_run_next(r))
-			heap[0] = heap[--n];
-		mg_sift(in, heap, n, 0);
-	}
+	if ((st = rw_open(m, &w, level, err)) == IST_OK)
+		st = mg_runs_merge(in, k, put_run, &w, err);
 	for (size_t i = 0; i < k; i++)
 		mg_run_close(&in[i]);
 	free(in);
-	free(heap);
-	if (st == IST_OK)
-		st = rw_close(m, &w, err);
-	else
-		rw_close(m, &w, NULL);
+	if (st == IST_OK || w.e)
+		return rw_close(m, &w, err);    /* says a writer's error */
+	rw_close(m, &w, NULL);
 	return st;
 }
 
