@@ -176,50 +176,31 @@ no_alias(const char *buf, size_t len, const char *path,
 #define SETTINGS_MAX (1u << 20)
 
 static enum ist_status
-slurp(int fd, const char *path, char **buf, size_t *len,
-    struct ist_error *err)
+slurp(int fd, const char *path, struct ist_buf *b, struct ist_error *err)
 {
-	size_t n = 0, cap = 4096;
-	char *b = malloc(cap);
-
 	for (;;) {
 		ssize_t k;
-		if (b == NULL) {
+		if (b->n > SETTINGS_MAX) {
+			ist_seterr(err, IST_ELIMIT, "'%s' is over the %u MiB a "
+			    "settings file may take", path, SETTINGS_MAX >> 20);
+			return IST_ELIMIT;
+		}
+		if (ist_buf_reserve(b, 4096) != 0) {
 			ist_seterr(err, IST_ENOMEM, "out of memory");
 			return IST_ENOMEM;
 		}
-		if (n == cap) {
-			char *nb;
-			if (cap >= SETTINGS_MAX) {
-				free(b);
-				ist_seterr(err, IST_ELIMIT, "'%s' is over the "
-				    "%u MiB a settings file may take", path,
-				    SETTINGS_MAX >> 20);
-				return IST_ELIMIT;
-			}
-			nb = realloc(b, cap * 2);
-			if (nb == NULL)
-				free(b);
-			b = nb;
-			cap *= 2;
-			continue;
-		}
-		if ((k = read(fd, b + n, cap - n)) < 0 && errno == EINTR)
+		if ((k = read(fd, b->p + b->n, b->cap - b->n)) < 0 &&
+		    errno == EINTR)
 			continue;
 		if (k < 0) {
-			int e = errno;
-			free(b);
 			ist_seterr(err, IST_EIO, "cannot read '%s': %s", path,
-			    strerror(e));
+			    strerror(errno));
 			return IST_EIO;
 		}
 		if (k == 0)
-			break;
-		n += (size_t)k;
+			return IST_OK;
+		b->n += (size_t)k;
 	}
-	*buf = b;
-	*len = n;
-	return IST_OK;
 }
 
 enum ist_status
@@ -230,8 +211,7 @@ ist_yaml_load(const char *path, bool optional, struct yaml_document_s **out,
 	yaml_document_t *d;
 	enum ist_status st;
 	struct stat sb;
-	char *buf;
-	size_t len;
+	struct ist_buf buf = { 0 };
 	int fd;
 
 	*out = NULL;
@@ -253,21 +233,20 @@ ist_yaml_load(const char *path, bool optional, struct yaml_document_s **out,
 		return IST_EINVAL;
 	}
 	fcntl(fd, F_SETFL, 0);
-	st = slurp(fd, path, &buf, &len, err);
+	st = slurp(fd, path, &buf, err);
 	close(fd);
-	if (st != IST_OK)
-		return st;
-	if (no_alias(buf, len, path, err) != IST_OK) {
-		free(buf);
-		return IST_EINVAL;
-	}
-	if ((d = malloc(sizeof(*d))) == NULL) {
-		free(buf);
+	if (st == IST_OK && no_alias(buf.p, buf.n, path, err) != IST_OK)
+		st = IST_EINVAL;
+	if (st == IST_OK && (d = malloc(sizeof(*d))) == NULL) {
 		ist_seterr(err, IST_ENOMEM, "out of memory");
-		return IST_ENOMEM;
+		st = IST_ENOMEM;
+	}
+	if (st != IST_OK) {
+		ist_buf_release(&buf);
+		return st;
 	}
 	yaml_parser_initialize(&p);
-	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
+	yaml_parser_set_input_string(&p, (const unsigned char *)buf.p, buf.n);
 	if (!yaml_parser_load(&p, d)) {
 		char ctx[160] = "";
 		if (p.context)
@@ -281,7 +260,7 @@ ist_yaml_load(const char *path, bool optional, struct yaml_document_s **out,
 		d = NULL;
 	}
 	yaml_parser_delete(&p);
-	free(buf);
+	ist_buf_release(&buf);
 	*out = d;
 	return d ? IST_OK : IST_EINVAL;
 }
