@@ -74,14 +74,11 @@ frange(char *b, size_t n, double s, double e, double t0)
 static size_t
 control(struct ist_buf *o, const char *s)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	size_t n = 1;
+	size_t n = ist_control_len(s, strnlen(s, 2));
 
-	if (u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f)
-		n = 2;
-	else if (u[0] >= 0x20 && u[0] != 0x7f)
+	if (n == 0)
 		return 0;
-	if (u[0] == '\n')
+	if (*s == '\n')
 		ist_buf_append(o, " ", 1);
 	else
 		ist_buf_append(o, "\xef\xbf\xbd", 3);

@@ -131,6 +131,9 @@ enum ist_status ist_writer_timed(struct ist_writer *w, enum ist_type type,
  * DEL, and C1 in UTF-8, whose U+009B a terminal takes as CSI) become '?'. */
 void ist_terminal_safe(char *s);
 void ist_terminal_safe_n(char *s, size_t n);
+/* The bytes of the control character s starts with (1 for C0 and DEL, 2
+ * for a C1 in UTF-8), 0 when it starts with none; n bounds s. */
+size_t ist_control_len(const char *s, size_t n);
 
 /* An input is-merge could not read whole, as said by every later stage
  * (formats/trace-format.md, sources): "merged from a damaged input: ERROR"

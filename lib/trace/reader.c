@@ -1012,17 +1012,24 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 	}
 }
 
+size_t
+ist_control_len(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	if (n == 0)
+		return 0;
+	if (u[0] < 0x20 || u[0] == 0x7f)
+		return 1;
+	return u[0] == 0xc2 && n > 1 && u[1] >= 0x80 && u[1] <= 0x9f ? 2 : 0;
+}
+
 void
 ist_terminal_safe_n(char *s, size_t n)
 {
-	unsigned char *u = (unsigned char *)s;
-
 	for (size_t i = 0; i < n; i++)
-		if (u[i] < 0x20 || u[i] == 0x7f)
-			u[i] = '?';
-		else if (u[i] == 0xc2 && i + 1 < n && u[i + 1] >= 0x80 &&
-		    u[i + 1] <= 0x9f)
-			u[i] = u[i + 1] = '?';
+		for (size_t k = ist_control_len(s + i, n - i); k > 0; k--)
+			s[i + k - 1] = '?';
 }
 
 void
