@@ -299,27 +299,29 @@ fired() {
 	assert_equal "$(fired gpu_idle)" 1
 }
 
+# refused YAML MESSAGE: a rules file holding YAML stops is-analyze with
+# "is-analyze: 'FILE':MESSAGE", exit 2
+refused() {
+	printf "$1" > "$T/r.yaml"
+	run -2 --separate-stderr is-analyze --rules-file "$T/r.yaml" "$T/s.ist"
+	assert_equal "$stderr" "is-analyze: '$T/r.yaml':$2"
+}
+
 @test "bad rules files get the file, line and column" {
 	python3 tests/py/scenarios.py steps | is-cat --encode -o "$T/s.ist"
-	printf 'gpu_idle:\n  idle_pct: 80\ngpu_idel:\n  idle_pct: 1\n' > "$T/r.yaml"
-	run -2 --separate-stderr is-analyze --rules-file "$T/r.yaml" "$T/s.ist"
-	assert_equal "$stderr" "is-analyze: '$T/r.yaml':3:1: unknown rule 'gpu_idel'"
-	printf 'sync:\n  blocked_pct: lots\n' > "$T/r.yaml"
-	run -2 --separate-stderr is-analyze --rules-file "$T/r.yaml" "$T/s.ist"
-	assert_equal "$stderr" "is-analyze: '$T/r.yaml':2:16: sync.blocked_pct must be a number from 0 to 1e12, not 'lots'"
-	printf 'sync:\n  blocked: 3\n' > "$T/r.yaml"
-	run -2 --separate-stderr is-analyze --rules-file "$T/r.yaml" "$T/s.ist"
-	assert_equal "$stderr" "is-analyze: '$T/r.yaml':2:12: rule sync has no threshold 'blocked'"
-	printf 'sync: [1, 2\n' > "$T/r.yaml"
-	run -2 --separate-stderr is-analyze --rules-file "$T/r.yaml" "$T/s.ist"
-	assert_equal "$stderr" "is-analyze: '$T/r.yaml':2:1: did not find expected ',' or ']' (while parsing a flow sequence started at 1:7)"
+	refused 'gpu_idle:\n  idle_pct: 80\ngpu_idel:\n  idle_pct: 1\n' \
+	    "3:1: unknown rule 'gpu_idel'"
+	refused 'sync:\n  blocked_pct: lots\n' \
+	    "2:16: sync.blocked_pct must be a number from 0 to 1e12, not 'lots'"
+	refused 'sync:\n  blocked: 3\n' \
+	    "2:12: rule sync has no threshold 'blocked'"
+	refused 'sync: [1, 2\n' \
+	    "2:1: did not find expected ',' or ']' (while parsing a flow sequence started at 1:7)"
 	# aliases were silently taken (or dropped): refused where they stand
-	printf 'sync:\n  blocked_pct: &x 5\ngpu_idle:\n  idle_pct: *x\n' > "$T/r.yaml"
-	run -2 --separate-stderr is-analyze --rules-file "$T/r.yaml" "$T/s.ist"
-	assert_equal "$stderr" "is-analyze: '$T/r.yaml':4:13: a YAML alias (*x) is not accepted here: write the value out"
-	printf 'x: &a idle_pct\ngpu_idle:\n  *a : 5\n' > "$T/r.yaml"
-	run -2 --separate-stderr is-analyze --rules-file "$T/r.yaml" "$T/s.ist"
-	assert_equal "$stderr" "is-analyze: '$T/r.yaml':3:3: a YAML alias (*a) is not accepted here: write the value out"
+	refused 'sync:\n  blocked_pct: &x 5\ngpu_idle:\n  idle_pct: *x\n' \
+	    "4:13: a YAML alias (*x) is not accepted here: write the value out"
+	refused 'x: &a idle_pct\ngpu_idle:\n  *a : 5\n' \
+	    "3:3: a YAML alias (*a) is not accepted here: write the value out"
 	# a FIFO blocked for good; a directory is no file either
 	mkfifo "$T/fifo"
 	run -2 --separate-stderr timeout 10 is-analyze --rules-file "$T/fifo" "$T/s.ist"
