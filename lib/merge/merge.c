@@ -18,8 +18,8 @@
 
 #include "merge_int.h"
 
-static void
-note(struct merger *m, int level, const char *fmt, ...)
+void
+mg_note(struct merger *m, int level, const char *fmt, ...)
 {
 	char msg[600];
 	va_list ap;
@@ -288,89 +288,59 @@ add_event(struct merger *m, const struct ist_reader *r,
 	return IST_OK;
 }
 
-static const char *
-shown(const struct input *in)
+/* A segment for the header ev of input in: what its header says. */
+static struct segment *
+new_segment(struct merger *m, struct input *in, const struct ist_event *ev)
 {
-	return in->name;
-}
+	struct segment *ns = realloc(m->seg, (m->nseg + 1) * sizeof(*ns)), *s;
 
-static int
-add_damage(struct merger *m, const struct input *in, const char *error,
-    int64_t truncated, long seg)
-{
-	struct damage *nd = realloc(m->dmg, (m->ndmg + 1) * sizeof(*nd));
-
-	if (nd == NULL)
-		return -1;
-	m->dmg = nd;
-	nd[m->ndmg] = (struct damage){ in->name, NULL, truncated, seg };
-	if (error && (nd[m->ndmg].error = strdup(error)) == NULL)
-		return -1;
-	m->ndmg++;
-	return 0;
-}
-
-/* The keys of damage i, appended to the JSON object text in js. */
-static void
-damage_keys(const struct merger *m, size_t i, struct ist_buf *js)
-{
-	const struct damage *d = &m->dmg[i];
-
-	ist_buf_printf(js, ",\"input\":");
-	ist_buf_json_string(js, d->input, strlen(d->input));
-	if (d->truncated)
-		ist_buf_printf(js, ",\"truncated_bytes\":%" PRId64,
-		    d->truncated);
-	if (d->error) {
-		ist_buf_printf(js, ",\"error\":");
-		ist_buf_json_string(js, d->error, strlen(d->error));
+	if (ns == NULL)
+		return NULL;
+	m->seg = ns;
+	s = &m->seg[m->nseg++];
+	memset(s, 0, sizeof(*s));
+	s->producer = IST_HAS(ev, IST_F_PRODUCER) ? dupn(ev->producer) : NULL;
+	s->host = IST_HAS(ev, IST_F_HOST) ? dupn(ev->host) : NULL;
+	if (IST_HAS(ev, IST_F_PIDS))
+		s->pids = dupblob(ev->pids);
+	if (IST_HAS(ev, IST_F_SOURCES)) {
+		s->sources = dupblob(ev->sources);
+		mg_carried_damage(m, in, ev->sources);
 	}
+	s->all_cupti = IST_HAS(ev, IST_F_CLOCKS) && ev->clocks.n == 7 &&
+	    memcmp(ev->clocks.p, "\x81\x65" "cupti", 7) == 0;
+	s->have_snap = IST_HAS(ev, IST_F_REALTIME_NS) &&
+	    IST_HAS(ev, IST_F_MONOTONIC_NS);
+	s->realtime = ev->realtime_ns;
+	s->monotonic = ev->monotonic_ns;
+	return s;
 }
 
-/* Appends JSON object text js, as CBOR, to the array items. */
-static void
-add_source(struct ist_buf *items, size_t *nitems, const struct ist_buf *js)
+/*
+ * Pass 2: an event's times onto the reference clock, in place (the
+ * reader's own event: the next record overwrites it anyway).
+ */
+static inline void
+move_times(const struct segment *s, struct ist_event *c)
 {
-	struct ist_buf cb = { 0 };
-	struct ist_error e;
+	const struct ist_clock_fit *p = domain_of(s, c);
 
-	if (ist_json_text_to_cbor(js->p, js->n, &cb, &e) == IST_OK &&
-	    ist_buf_append(items, cb.p, cb.n) == 0)
-		(*nitems)++;
-	ist_buf_release(&cb);
-}
-
-/* A merged input made from damaged ones: said again, and the merge fails
- * as if it had met the damage itself (the sources carry it on). */
-static void
-carried_damage(struct merger *m, const struct input *in,
-    struct ist_blob sources)
-{
-	struct ist_buf b = { 0 };
-	struct ist_error e;
-	json_t *src, *s;
-	size_t i;
-
-	if (ist_cbor_to_json(sources, &b, &e) != IST_OK ||
-	    (src = json_loadb(b.p, b.n, 0, NULL)) == NULL) {
-		ist_buf_release(&b);
-		return;
+	if (p) {
+		if (IST_HAS(c, IST_F_START)) {
+			c->start_ns = ist_clock_map(p, c->start_ns);
+			c->end_ns = ist_clock_map(p, c->end_ns);
+		}
+		if (IST_HAS(c, IST_F_TS))
+			c->ts_ns = ist_clock_map(p, c->ts_ns);
 	}
-	json_array_foreach(src, i, s) {
-		const char *why = json_string_value(json_object_get(s,
-		    "error"));
-		json_int_t cut = json_integer_value(json_object_get(s,
-		    "truncated_bytes"));
-		char msg[400];
-		if (why == NULL && cut <= 0)
-			continue;
-		ist_damage_text(msg, sizeof(msg), json_string_value(
-		    json_object_get(s, "input")), why, (long long)cut);
-		note(m, IST_NOTE_WARN, "warning: '%s' was %s", shown(in), msg);
-		m->damaged = true;
+	if (s->shift) {
+		if (IST_HAS(c, IST_F_START)) {
+			c->start_ns += s->shift;
+			c->end_ns += s->shift;
+		}
+		if (IST_HAS(c, IST_F_TS))
+			c->ts_ns += s->shift;
 	}
-	json_decref(src);
-	ist_buf_release(&b);
 }
 
 /* Reads one input; pass 1 collects headers and clocks, pass 2 events. */
@@ -389,9 +359,9 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 		if (pass == 1) {
 			char why[600];
 			snprintf(why, sizeof(why), "cannot open '%s': %s",
-			    shown(in), strerror(errno));
-			note(m, IST_NOTE_WARN, "%s", why);
-			if (add_damage(m, in, why, 0, -1) != 0) {
+			    in->name, strerror(errno));
+			mg_note(m, IST_NOTE_WARN, "%s", why);
+			if (mg_add_damage(m, in, why, 0, -1) != 0) {
 				ist_seterr(err, IST_ENOMEM, "out of memory");
 				return IST_ENOMEM;
 			}
@@ -406,30 +376,8 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 	while ((st = ist_reader_next(r, &ev, &e)) == IST_OK) {
 		if (ev->type == IST_HEADER) {
 			if (pass == 1) {
-				struct segment *ns = realloc(m->seg,
-				    (m->nseg + 1) * sizeof(*ns));
-				if (ns == NULL)
+				if ((s = new_segment(m, in, ev)) == NULL)
 					goto nomem;
-				m->seg = ns;
-				s = &m->seg[m->nseg++];
-				memset(s, 0, sizeof(*s));
-				s->producer = IST_HAS(ev, IST_F_PRODUCER) ?
-				    dupn(ev->producer) : NULL;
-				s->host = IST_HAS(ev, IST_F_HOST) ?
-				    dupn(ev->host) : NULL;
-				if (IST_HAS(ev, IST_F_PIDS))
-					s->pids = dupblob(ev->pids);
-				if (IST_HAS(ev, IST_F_SOURCES)) {
-					s->sources = dupblob(ev->sources);
-					carried_damage(m, in, ev->sources);
-				}
-				s->all_cupti = IST_HAS(ev, IST_F_CLOCKS) &&
-				    ev->clocks.n == 7 && memcmp(ev->clocks.p,
-				    "\x81\x65" "cupti", 7) == 0;
-				s->have_snap = IST_HAS(ev, IST_F_REALTIME_NS) &&
-				    IST_HAS(ev, IST_F_MONOTONIC_NS);
-				s->realtime = ev->realtime_ns;
-				s->monotonic = ev->monotonic_ns;
 			} else {
 				s = &m->seg[(*segi)++];
 			}
@@ -451,44 +399,23 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 		}
 		if (pass == 1 && m->moving)
 			continue;    /* a GPU trace: sorted in pass 2 alone */
-		{
-			/* the reader's own event: its times may be moved in
-			 * place, the next record overwrites them anyway */
-			struct ist_event *c = (struct ist_event *)ev;
-			const struct ist_clock_fit *p = pass == 2 ? domain_of(s, ev) :
-			    NULL;
-			if (p) {
-				if (IST_HAS(c, IST_F_START)) {
-					c->start_ns = ist_clock_map(p, c->start_ns);
-					c->end_ns = ist_clock_map(p, c->end_ns);
-				}
-				if (IST_HAS(c, IST_F_TS))
-					c->ts_ns = ist_clock_map(p, c->ts_ns);
-			}
-			if (pass == 2 && s->shift) {
-				if (IST_HAS(c, IST_F_START)) {
-					c->start_ns += s->shift;
-					c->end_ns += s->shift;
-				}
-				if (IST_HAS(c, IST_F_TS))
-					c->ts_ns += s->shift;
-			}
-			/* pass 1 sorts too, in case nothing needs moving
-			 * (until a clock record says something does) */
-			if ((st = add_event(m, r, c, err)) != IST_OK) {
-				ist_reader_free(r);
-				close(fd);
-				return st;
-			}
+		/* pass 1 sorts too, in case nothing needs moving (until a
+		 * clock record says something does) */
+		if (pass == 2)
+			move_times(s, (struct ist_event *)ev);
+		if ((st = add_event(m, r, ev, err)) != IST_OK) {
+			ist_reader_free(r);
+			close(fd);
+			return st;
 		}
 	}
 	if (st != IST_END && pass == 1) {
 		struct ist_reader_stats rs;
-		note(m, IST_NOTE_WARN, "%s%s; merging what was read",
+		mg_note(m, IST_NOTE_WARN, "%s%s; merging what was read",
 		    st == IST_TRUNCATED ? "warning: " : "", e.msg);
 		m->damaged = true;
 		ist_reader_stats(r, &rs);
-		if (add_damage(m, in, st == IST_TRUNCATED ? NULL : e.msg,
+		if (mg_add_damage(m, in, st == IST_TRUNCATED ? NULL : e.msg,
 		    (int64_t)rs.truncated_bytes, s ? (long)(s - m->seg) :
 		    -1) != 0)
 			goto nomem;
@@ -540,174 +467,6 @@ align(struct merger *m)
 		for (size_t d = 0; d < s->ndom; d++)
 			ist_clock_fit(&s->dom[d]);
 	}
-}
-
-/* Appends the CBOR items of array blob b (without its head) to out. */
-static size_t
-array_items(struct ist_blob b, struct ist_buf *out)
-{
-	struct tokenizer tz = { 0 };
-	const char *why;
-	size_t used, n = 0;
-
-	if (b.n && ist_tokenize(&tz, true, b.p, b.n, &used, &why) == IST_OK &&
-	    tz.toks[0].t == TK_ARRAY && tz.ntok > 0) {
-		size_t head = tz.ntok > 1 ? tz.toks[1].off : used;
-		n = (size_t)tz.toks[0].v;
-		ist_buf_append(out, b.p + head, used - head);
-	}
-	free(tz.toks);
-	return n;
-}
-
-/* The merged header: every source, its alignment and its clock fits. */
-static enum ist_status
-write_header(struct merger *m, struct ist_writer *w, struct ist_error *err)
-{
-	struct ist_buf items = { 0 }, js = { 0 }, src = { 0 }, pids = { 0 };
-	struct ist_event h;
-	struct segment *ref = m->ref >= 0 ? &m->seg[m->ref] : NULL;
-	size_t nitems = 0;
-	enum ist_status st;
-	uint8_t head[9];
-	int64_t *allp = NULL;
-	size_t np = 0;
-
-	ist_event_init(&h, IST_HEADER);
-	h.producer = (struct ist_str){ "is-merge " IST_PACKAGE_VERSION,
-	    strlen("is-merge " IST_PACKAGE_VERSION) };
-	IST_SET(&h, IST_F_PRODUCER);
-	if (ref && ref->host) {
-		h.host = (struct ist_str){ ref->host, strlen(ref->host) };
-		IST_SET(&h, IST_F_HOST);
-	}
-	if (ref) {
-		h.realtime_ns = ref->realtime;
-		h.monotonic_ns = ref->monotonic;
-		IST_SET(&h, IST_F_REALTIME_NS);
-		IST_SET(&h, IST_F_MONOTONIC_NS);
-	}
-	h.clocks = (struct ist_blob){ (const uint8_t *)"\x81\x69monotonic",
-	    11 };
-	IST_SET(&h, IST_F_CLOCKS);
-	for (size_t i = 0; i < m->nseg; i++) {
-		struct segment *s = &m->seg[i];
-		char num[40];
-
-		/* pids: the union, sorted */
-		if (s->pids.n) {
-			struct tokenizer tz = { 0 };
-			const char *why;
-			size_t used;
-			if (ist_tokenize(&tz, true, s->pids.p, s->pids.n, &used,
-			    &why) == IST_OK) {
-				/* the array's own items that are pids:
-				 * integers from 0 to INT64_MAX */
-				for (size_t k = 1; tz.toks[0].t == TK_ARRAY &&
-				    k < tz.ntok; k = tz.toks[k].next) {
-					int64_t v;
-					if (tz.toks[k].t == TK_UINT &&
-					    tz.toks[k].v <= INT64_MAX)
-						v = (int64_t)tz.toks[k].v;
-					else
-						continue;
-					int64_t *na = realloc(allp,
-					    (np + 1) * sizeof(*na));
-					if (na == NULL)
-						break;
-					allp = na;
-					allp[np++] = v;
-				}
-			}
-			free(tz.toks);
-		}
-		if (s->sources.n) {
-			nitems += array_items(s->sources, &items);
-			continue;
-		}
-		js.n = 0;
-		ist_buf_printf(&js, "{\"producer\":");
-		if (s->producer)
-			ist_buf_json_string(&js, s->producer,
-			    strlen(s->producer));
-		else
-			ist_buf_printf(&js, "null");
-		ist_buf_printf(&js, ",\"host\":");
-		if (s->host)
-			ist_buf_json_string(&js, s->host, strlen(s->host));
-		else
-			ist_buf_printf(&js, "null");
-		ist_buf_printf(&js, ",\"offset_ns\":%" PRId64 ",\"aligned\":%s,"
-		    "\"uncertainty_ns\":%" PRId64 ",\"domains\":[", s->shift,
-		    s->aligned ? "true" : "false", s->uncertainty);
-		for (size_t d = 0; d < s->ndom; d++) {
-			struct ist_clock_fit *p = &s->dom[d];
-			int64_t unc = p->n >= 2 ? (int64_t)llround(p->resid) :
-			    m->o->margin_ns;
-			ist_fmt_double((p->b - 1.0) * 1e6, num, sizeof(num));
-			ist_buf_printf(&js, "%s{\"domain\":", d ? "," : "");
-			ist_buf_json_string(&js, p->domain, strlen(p->domain));
-			ist_buf_printf(&js, ",\"pairs\":%zu,"
-			    "\"offset_ns\":%" PRId64 ",\"drift_ppm\":%s,"
-			    "\"residual_ns\":%" PRId64 ",\"uncertainty_ns\":%"
-			    PRId64 "}", p->n,
-			    ist_clock_offset(p), num,
-			    (int64_t)llround(p->resid), unc);
-		}
-		ist_buf_printf(&js, "]");
-		for (size_t k = 0; k < m->ndmg; k++)
-			if (m->dmg[k].seg == (long)i)
-				damage_keys(m, k, &js);
-		ist_buf_printf(&js, "}");
-		add_source(&items, &nitems, &js);
-	}
-	/* inputs cut short with no segment of their own to carry it (or
-	 * an already merged one, whose sources are copied): a source of
-	 * their own, holding nothing */
-	for (size_t k = 0; k < m->ndmg; k++) {
-		long sg = m->dmg[k].seg;
-		if (sg >= 0 && !m->seg[sg].sources.n)
-			continue;
-		js.n = 0;
-		ist_buf_printf(&js, "{\"producer\":null,\"host\":null,"
-		    "\"offset_ns\":0,\"aligned\":true,\"uncertainty_ns\":0,"
-		    "\"domains\":[]");
-		damage_keys(m, k, &js);
-		ist_buf_printf(&js, "}");
-		add_source(&items, &nitems, &js);
-	}
-	/* sorted unique pids */
-	for (size_t i = 1; i < np; i++)
-		for (size_t j = i; j > 0 && allp[j - 1] > allp[j]; j--) {
-			int64_t t = allp[j];
-			allp[j] = allp[j - 1];
-			allp[j - 1] = t;
-		}
-	{
-		size_t u = 0;
-		for (size_t i = 0; i < np; i++)
-			if (i == 0 || allp[i] != allp[i - 1])
-				allp[u++] = allp[i];
-		if (u && ist_cbor_ints(allp, u, &pids) == 0) {
-			h.pids = (struct ist_blob){ (uint8_t *)pids.p, pids.n };
-			IST_SET(&h, IST_F_PIDS);
-		}
-	}
-	{
-		size_t k = cbor_encode_array_start(nitems, head, sizeof(head));
-		src.n = 0;
-		ist_buf_append(&src, head, k);
-		ist_buf_append(&src, items.p ? items.p : "", items.n);
-		h.sources = (struct ist_blob){ (uint8_t *)src.p, src.n };
-		IST_SET(&h, IST_F_SOURCES);
-	}
-	st = ist_writer_header(w, &h, err);
-	ist_buf_release(&items);
-	ist_buf_release(&js);
-	ist_buf_release(&src);
-	ist_buf_release(&pids);
-	free(allp);
-	return st;
 }
 
 struct emit {
@@ -797,138 +556,103 @@ fan_in(size_t budget)
 	return f > 64 ? 64 : f < 2 ? 2 : f;
 }
 
-enum ist_status
-ist_merge(char *const *paths, int n, int out_fd,
-    const struct ist_merge_opts *o, ist_note_fn notefn, void *ctx,
-    struct ist_error *err)
+/* Standard input, read twice, copied to a file of its own (in->path). */
+static enum ist_status
+spool_stdin(struct input *in, const char *tmpdir, struct ist_error *err)
 {
-	struct merger m = { .o = o, .note = notefn, .ctx = ctx };
-	struct input *in = calloc((size_t)n, sizeof(*in));
-	struct ist_writer *w = NULL;
-	enum ist_status st = IST_OK;
-	size_t segi = 0;
+	char tmpl[4200], buf[65536];
+	ssize_t k;
+	int fd;
 
-	if (in == NULL)
-		goto nomem;
-	mg_pays_init();
-	/* the sort buffer takes 20% of the budget and its index (twice, for
-	 * the radix sort) 40%: about as many events each; the merge of the
-	 * spilled runs a third (fan_in), the inputs' readers, the strings
-	 * and the writer the rest */
-	m.acap = o->memory_bytes / 10 * 2;
-	if (m.acap > UINT32_MAX)
-		m.acap = UINT32_MAX;
-	m.cape = o->memory_bytes / 10 * 2 / sizeof(struct ent);
-	m.fanin = fan_in(o->memory_bytes);
-	if (m.acap < (1u << 20))
-		m.acap = 1u << 20;
-	if (m.cape < 1024)
-		m.cape = 1024;
-	if ((m.arena = malloc(m.acap)) == NULL ||
-	    (m.ents = malloc(m.cape * sizeof(*m.ents))) == NULL ||
-	    (m.tmp = malloc(m.cape * sizeof(*m.tmp))) == NULL)
-		goto nomem;
-	/* standard input is read twice: keep a copy */
-	for (int i = 0; i < n; i++) {
-		in[i].name = paths[i];
-		in[i].path = strdup(paths[i]);
-		if (strcmp(paths[i], "-") == 0) {
-			char tmpl[4200];
-			int fd;
-			snprintf(tmpl, sizeof(tmpl), "%s/is-merge-stdin.XXXXXX",
-			    o->tmpdir);
-			if ((fd = mkstemp(tmpl)) < 0) {
-				ist_seterr(err, IST_EIO, "cannot create a "
-				    "temporary file in '%s': %s", o->tmpdir,
-				    strerror(errno));
-				st = IST_EIO;
-				goto out;
-			}
-			free(in[i].path);
-			in[i].path = strdup(tmpl);
-			in[i].name = "<stdin>";
-			in[i].spooled = true;
-			for (;;) {
-				char buf[65536];
-				ssize_t k = read(STDIN_FILENO, buf, sizeof(buf));
-				if (k < 0 && errno == EINTR)
-					continue;
-				if (k <= 0)
-					break;
-				if (mg_write_all(fd, buf, (size_t)k) != 0) {
-					close(fd);
-					ist_seterr(err, IST_EIO, "cannot copy "
-					    "standard input to '%s': %s", tmpl,
-					    strerror(errno));
-					st = IST_EIO;
-					goto out;
-				}
-			}
+	snprintf(tmpl, sizeof(tmpl), "%s/is-merge-stdin.XXXXXX", tmpdir);
+	if ((fd = mkstemp(tmpl)) < 0) {
+		ist_seterr(err, IST_EIO, "cannot create a temporary file in "
+		    "'%s': %s", tmpdir, strerror(errno));
+		return IST_EIO;
+	}
+	free(in->path);
+	in->path = strdup(tmpl);
+	in->name = "<stdin>";
+	in->spooled = true;
+	for (;;) {
+		k = read(STDIN_FILENO, buf, sizeof(buf));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		if (mg_write_all(fd, buf, (size_t)k) != 0) {
 			close(fd);
+			ist_seterr(err, IST_EIO, "cannot copy standard input "
+			    "to '%s': %s", tmpl, strerror(errno));
+			return IST_EIO;
 		}
 	}
-	for (int i = 0; i < n; i++)
-		if ((st = read_input(&m, &in[i], 1, &segi, err)) != IST_OK)
-			goto out;
-	align(&m);
-	{
-		/* nothing to move: the events sorted in pass 1 are final */
-		bool remap = false;
-		for (size_t i = 0; i < m.nseg; i++)
-			if (m.seg[i].shift != 0 || m.seg[i].ndom > 0)
-				remap = true;
-		if (!remap)
-			goto write;
-		for (size_t i = 0; i < m.nruns; i++)
-			mg_run_close(&m.runs[i]);
-		free(m.runs);
-		m.runs = NULL;
-		m.nruns = 0;
-		m.ne = m.an = 0;
-	}
-	for (size_t i = 0; i < m.nseg; i++) {
-		struct segment *s = &m.seg[i];
+	close(fd);
+	return IST_OK;
+}
+
+/*
+ * The sort buffer takes 20% of the budget and its index (twice, for the
+ * radix sort) 40%: about as many events each; the merge of the spilled
+ * runs a third (fan_in), the inputs' readers, the strings and the writer
+ * the rest.  -1 when out of memory.
+ */
+static int
+budget(struct merger *m, size_t memory_bytes)
+{
+	m->acap = memory_bytes / 10 * 2;
+	if (m->acap > UINT32_MAX)
+		m->acap = UINT32_MAX;
+	m->cape = memory_bytes / 10 * 2 / sizeof(struct ent);
+	m->fanin = fan_in(memory_bytes);
+	if (m->acap < (1u << 20))
+		m->acap = 1u << 20;
+	if (m->cape < 1024)
+		m->cape = 1024;
+	if ((m->arena = malloc(m->acap)) == NULL ||
+	    (m->ents = malloc(m->cape * sizeof(*m->ents))) == NULL ||
+	    (m->tmp = malloc(m->cape * sizeof(*m->tmp))) == NULL)
+		return -1;
+	return 0;
+}
+
+/* Pass 1 sorted what it read: true when pass 2 must move and re-sort. */
+static bool
+must_remap(struct merger *m)
+{
+	bool remap = false;
+
+	for (size_t i = 0; i < m->nseg; i++)
+		if (m->seg[i].shift != 0 || m->seg[i].ndom > 0)
+			remap = true;
+	if (!remap)
+		return false;
+	for (size_t i = 0; i < m->nruns; i++)
+		mg_run_close(&m->runs[i]);
+	free(m->runs);
+	m->runs = NULL;
+	m->nruns = 0;
+	m->ne = m->an = 0;
+	for (size_t i = 0; i < m->nseg; i++) {
+		struct segment *s = &m->seg[i];
 		if (!s->aligned && !s->sources.n)
-			note(&m, IST_NOTE_WARN, "warning: segment %zu (%s on "
+			mg_note(m, IST_NOTE_WARN, "warning: segment %zu (%s on "
 			    "%s) could not be aligned exactly: its times carry "
 			    "+-%" PRId64 " us", i + 1, s->producer ? s->producer :
 			    "?", s->host ? s->host : "?",
 			    s->uncertainty / 1000);
 	}
-	segi = 0;
-	for (int i = 0; i < n; i++)
-		if ((st = read_input(&m, &in[i], 2, &segi, err)) != IST_OK)
-			goto out;
-write:
-	/* every string written lives in the merge's blocks to the end */
-	if ((st = ist_writer_new(&w, ist_fd_sink, &out_fd,
-	    &(struct ist_writer_opts){ .stable_strings = true }, err)) !=
-	    IST_OK)
-		goto out;
-	if ((st = write_header(&m, w, err)) != IST_OK)
-		goto out;
-	if ((st = emit_sorted(&m, w, err)) != IST_OK)
-		goto out;
-	st = ist_writer_close(w, err);
-	w = NULL;
-	if (st == IST_OK && m.damaged) {
-		st = IST_EPARTIAL;
-		ist_seterr(err, st, "some inputs could not be read whole");
-		err->where = IST_AT_INPUT;
-	}
-out:
-	ist_writer_free(w);
-	for (int i = 0; i < n && in; i++) {
-		if (in[i].spooled && in[i].path)
-			unlink(in[i].path);
-		free(in[i].path);
-	}
-	free(in);
-	for (size_t i = 0; i < m.nruns; i++)
-		mg_run_close(&m.runs[i]);
-	free(m.runs);
-	for (size_t i = 0; i < m.nseg; i++) {
-		struct segment *s = &m.seg[i];
+	return true;
+}
+
+static void
+merger_release(struct merger *m)
+{
+	for (size_t i = 0; i < m->nruns; i++)
+		mg_run_close(&m->runs[i]);
+	free(m->runs);
+	for (size_t i = 0; i < m->nseg; i++) {
+		struct segment *s = &m->seg[i];
 		free(s->producer);
 		free(s->host);
 		free((void *)s->pids.p);
@@ -937,25 +661,92 @@ out:
 			ist_clock_release(&s->dom[d]);
 		free(s->dom);
 	}
-	free(m.seg);
-	for (size_t i = 0; i < m.ndmg; i++)
-		free(m.dmg[i].error);
-	free(m.dmg);
-	for (size_t i = 0; i < m.nblocks; i++)
-		free(m.blocks[i]);
-	free(m.blocks);
-	free(m.strs);
-	free(m.stab);
-	free(m.tracks);
-	free(m.ttab);
-	free(m.map.str);
-	free(m.map.trk);
-	free(m.arena);
-	free(m.ents);
-	free(m.tmp);
+	free(m->seg);
+	for (size_t i = 0; i < m->ndmg; i++)
+		free(m->dmg[i].error);
+	free(m->dmg);
+	for (size_t i = 0; i < m->nblocks; i++)
+		free(m->blocks[i]);
+	free(m->blocks);
+	free(m->strs);
+	free(m->stab);
+	free(m->tracks);
+	free(m->ttab);
+	free(m->map.str);
+	free(m->map.trk);
+	free(m->arena);
+	free(m->ents);
+	free(m->tmp);
+}
+
+/* The merged trace to out_fd, once everything is sorted. */
+static enum ist_status
+write_out(struct merger *m, int out_fd, struct ist_error *err)
+{
+	struct ist_writer *w = NULL;
+	enum ist_status st;
+
+	/* every string written lives in the merge's blocks to the end */
+	if ((st = ist_writer_new(&w, ist_fd_sink, &out_fd,
+	    &(struct ist_writer_opts){ .stable_strings = true }, err)) !=
+	    IST_OK)
+		return st;
+	if ((st = mg_write_header(m, w, err)) == IST_OK &&
+	    (st = emit_sorted(m, w, err)) == IST_OK) {
+		st = ist_writer_close(w, err);
+		w = NULL;
+	}
+	ist_writer_free(w);
+	if (st == IST_OK && m->damaged) {
+		st = IST_EPARTIAL;
+		ist_seterr(err, st, "some inputs could not be read whole");
+		err->where = IST_AT_INPUT;
+	}
 	return st;
-nomem:
-	ist_seterr(err, IST_ENOMEM, "out of memory");
-	st = IST_ENOMEM;
-	goto out;
+}
+
+enum ist_status
+ist_merge(char *const *paths, int n, int out_fd,
+    const struct ist_merge_opts *o, ist_note_fn notefn, void *ctx,
+    struct ist_error *err)
+{
+	struct merger m = { .o = o, .note = notefn, .ctx = ctx };
+	struct input *in = calloc((size_t)n, sizeof(*in));
+	enum ist_status st = IST_OK;
+	size_t segi = 0;
+
+	mg_pays_init();
+	if (in == NULL || budget(&m, o->memory_bytes) != 0) {
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		st = IST_ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		in[i].name = paths[i];
+		in[i].path = strdup(paths[i]);
+		if (strcmp(paths[i], "-") == 0 &&
+		    (st = spool_stdin(&in[i], o->tmpdir, err)) != IST_OK)
+			goto out;
+	}
+	for (int i = 0; i < n; i++)
+		if ((st = read_input(&m, &in[i], 1, &segi, err)) != IST_OK)
+			goto out;
+	align(&m);
+	if (must_remap(&m)) {
+		segi = 0;
+		for (int i = 0; i < n; i++)
+			if ((st = read_input(&m, &in[i], 2, &segi, err)) !=
+			    IST_OK)
+				goto out;
+	}
+	st = write_out(&m, out_fd, err);
+out:
+	for (int i = 0; i < n && in; i++) {
+		if (in[i].spooled && in[i].path)
+			unlink(in[i].path);
+		free(in[i].path);
+	}
+	free(in);
+	merger_release(&m);
+	return st;
 }

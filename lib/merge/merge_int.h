@@ -143,5 +143,15 @@ enum ist_status mg_runs_merge(struct run *runs, size_t k, mg_put_fn put,
     void *ctx, struct ist_error *err);
 size_t mg_run_reader_bytes(void);
 int mg_write_all(int fd, const void *p, size_t n);
+/* a note to the tool's callback, formatted */
+void mg_note(struct merger *m, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* sources.c: the merged header and the damage it carries on */
+int mg_add_damage(struct merger *m, const struct input *in,
+    const char *error, int64_t truncated, long seg);
+void mg_carried_damage(struct merger *m, const struct input *in,
+    struct ist_blob sources);
+enum ist_status mg_write_header(struct merger *m, struct ist_writer *w,
+    struct ist_error *err);
 
 #endif

@@ -195,5 +195,7 @@ const char *ist_tok_json_shaped(const struct tok *tk, uint32_t i);
  */
 enum ist_status ist_tokenize(struct tokenizer *tz, bool store,
     const uint8_t *p, size_t n, size_t *used, const char **why);
+/* the *why of an item that runs past n: a frame cut short may hold it */
+extern const char ist_past_end[];
 
 #endif

@@ -423,16 +423,125 @@ json_values(const char *p, size_t n)
 	return k;
 }
 
-enum ist_status
-ist_event_from_json(const char *line, size_t n, struct ist_event *ev,
-    struct ist_json_scratch *s, struct ist_error *err)
+struct pending_blob {
+	size_t off, n;
+	struct ist_blob *dst;
+};
+
+/*
+ * One field's JSON value into the event.  Returns NULL when it fitted, or
+ * what the field must be; a value that cannot become CBOR sets *st and err.
+ * Blob fields are kept as offsets into s->cbor, which may still move.
+ */
+static const char *
+json_field(const struct ist_fieldspec *fs, json_t *v, struct ist_event *ev,
+    struct ist_json_scratch *s, struct pending_blob *blob, int *st,
+    struct ist_error *err)
 {
-	const struct ist_typespec *ts;
-	struct { size_t off, n; struct ist_blob *dst; } blobs[8];
-	int nblobs = 0, type;
+	if (fs->id == IST_F_VERSION) {
+		json_t *a = json_array_get(v, 0), *b = json_array_get(v, 1);
+
+		if (!json_is_array(v) || json_array_size(v) != 2 ||
+		    !json_is_integer(a) || !json_is_integer(b))
+			return "[major, minor]";
+		ev->version_major = json_integer_value(a);
+		ev->version_minor = json_integer_value(b);
+		return NULL;
+	}
+	switch (fs->ft) {
+	case FT_INT:
+		if (!json_is_integer(v))
+			return "an integer";
+		*ist_field_int(ev, fs->id) = json_integer_value(v);
+		return NULL;
+	case FT_STR:
+		if (!json_is_string(v))
+			return "a string";
+		*ist_field_str(ev, fs->id) = (struct ist_str){
+		    json_string_value(v), json_string_length(v) };
+		return NULL;
+	case FT_BOOL:
+		if (!json_is_boolean(v))
+			return "a boolean";
+		ev->pageable = json_is_true(v);
+		return NULL;
+	case FT_DOUBLE:
+		if (!json_is_number(v))
+			return "a number";
+		ev->pcie_gbps = json_number_value(v);
+		return NULL;
+	case FT_NUMBER:
+		if (json_is_integer(v)) {
+			ev->value_is_int = true;
+			ev->ivalue = json_integer_value(v);
+			ev->value = (double)ev->ivalue;
+		} else if (json_is_real(v)) {
+			ev->value = json_real_value(v);
+		} else {
+			return "a number";
+		}
+		return NULL;
+	case FT_IVEC3: {
+		int64_t *dst = fs->id == IST_F_GRID ? ev->grid : ev->block;
+
+		if (!json_is_array(v) || json_array_size(v) != 3)
+			return "an array of 3 integers";
+		for (size_t k = 0; k < 3; k++) {
+			json_t *x = json_array_get(v, k);
+			if (!json_is_integer(x))
+				return "an array of 3 integers";
+			dst[k] = json_integer_value(x);
+		}
+		return NULL;
+	}
+	case FT_OBJECT:
+	case FT_VALUE: {
+		size_t off = s->cbor.n;
+		int e;
+
+		if (fs->ft == FT_OBJECT && !json_is_object(v))
+			return "an object";
+		if ((e = json_to_cbor(v, &s->cbor, 0))) {
+			*st = e == ELOOP ? IST_ELIMIT : IST_ENOMEM;
+			ist_seterr(err, *st, "field '%s' %s", fs->json,
+			    e == ELOOP ? "is nested too deeply" :
+			    "is too large");
+			return NULL;
+		}
+		*blob = (struct pending_blob){ off, s->cbor.n - off,
+		    ist_field_blob(ev, fs->id) };
+		return NULL;
+	}
+	}
+	return NULL;
+}
+
+/* What a header must say beyond its fields' types. */
+static enum ist_status
+check_header(const struct ist_event *ev, struct ist_error *err)
+{
+	if (ev->format.n != strlen(IST_FORMAT_NAME) ||
+	    memcmp(ev->format.p, IST_FORMAT_NAME, ev->format.n)) {
+		ist_seterr(err, IST_EINVAL, "header format must be '%s'",
+		    IST_FORMAT_NAME);
+		return IST_EINVAL;
+	}
+	if (ev->version_major != IST_VERSION_MAJOR ||
+	    ev->version_minor < 0) {
+		ist_seterr(err, IST_EVERSION, "header version %lld.%lld is "
+		    "not %d.x", (long long)ev->version_major,
+		    (long long)ev->version_minor, IST_VERSION_MAJOR);
+		return IST_EVERSION;
+	}
+	return IST_OK;
+}
+
+/* The root object of a line, or an error; s->root owns it. */
+static enum ist_status
+parse_root(const char *line, size_t n, struct ist_json_scratch *s,
+    struct ist_error *err)
+{
 	json_error_t jerr;
-	json_t *t, *v;
-	const char *key;
 
 	json_decref(s->root);
 	s->root = NULL;
@@ -453,6 +562,21 @@ ist_event_from_json(const char *line, size_t n, struct ist_event *ev,
 		    "not %s", jtype(s->root));
 		return IST_EINVAL;
 	}
+	return IST_OK;
+}
+
+enum ist_status
+ist_event_from_json(const char *line, size_t n, struct ist_event *ev,
+    struct ist_json_scratch *s, struct ist_error *err)
+{
+	const struct ist_typespec *ts;
+	struct pending_blob blobs[8];
+	int nblobs = 0, type, st;
+	json_t *t, *v;
+	const char *key;
+
+	if ((st = parse_root(line, n, s, err)) != IST_OK)
+		return st;
 	t = json_object_get(s->root, "type");
 	if (t == NULL || !json_is_string(t)) {
 		ist_seterr(err, IST_EINVAL, "record lacks a string 'type'");
@@ -468,7 +592,7 @@ ist_event_from_json(const char *line, size_t n, struct ist_event *ev,
 	ist_event_init(ev, (enum ist_type)type);
 	json_object_foreach(s->root, key, v) {
 		const struct ist_fieldspec *fs = NULL;
-		const char *want = NULL;
+		const char *want;
 
 		if (strcmp(key, "type") == 0)
 			continue;
@@ -482,103 +606,18 @@ ist_event_from_json(const char *line, size_t n, struct ist_event *ev,
 		}
 		if (json_is_null(v) && !fs->required)
 			continue;
-		if (fs->id == IST_F_VERSION) {
-			json_t *a = json_array_get(v, 0), *b2 =
-			    json_array_get(v, 1);
-			if (!json_is_array(v) || json_array_size(v) != 2 ||
-			    !json_is_integer(a) || !json_is_integer(b2)) {
-				want = "[major, minor]";
-			} else {
-				ev->version_major = json_integer_value(a);
-				ev->version_minor = json_integer_value(b2);
-			}
-		} else {
-			switch (fs->ft) {
-			case FT_INT:
-				if (!json_is_integer(v))
-					want = "an integer";
-				else
-					*ist_field_int(ev, fs->id) =
-					    json_integer_value(v);
-				break;
-			case FT_STR: {
-				struct ist_str str = { json_string_value(v),
-				    json_string_length(v) };
-				if (!json_is_string(v)) {
-					want = "a string";
-					break;
-				}
-				*ist_field_str(ev, fs->id) = str;
-				break;
-			}
-			case FT_BOOL:
-				if (!json_is_boolean(v))
-					want = "a boolean";
-				else
-					ev->pageable = json_is_true(v);
-				break;
-			case FT_DOUBLE:
-				if (!json_is_number(v))
-					want = "a number";
-				else
-					ev->pcie_gbps = json_number_value(v);
-				break;
-			case FT_NUMBER:
-				if (json_is_integer(v)) {
-					ev->value_is_int = true;
-					ev->ivalue = json_integer_value(v);
-					ev->value = (double)ev->ivalue;
-				} else if (json_is_real(v)) {
-					ev->value = json_real_value(v);
-				} else {
-					want = "a number";
-				}
-				break;
-			case FT_IVEC3: {
-				int64_t *dst = fs->id == IST_F_GRID ? ev->grid :
-				    ev->block;
-				if (!json_is_array(v) ||
-				    json_array_size(v) != 3) {
-					want = "an array of 3 integers";
-					break;
-				}
-				for (size_t k = 0; k < 3; k++) {
-					json_t *x = json_array_get(v, k);
-					if (!json_is_integer(x))
-						want = "an array of 3 integers";
-					else
-						dst[k] = json_integer_value(x);
-				}
-				break;
-			}
-			case FT_OBJECT:
-			case FT_VALUE: {
-				size_t off = s->cbor.n;
-				int e;
-				if (fs->ft == FT_OBJECT && !json_is_object(v)) {
-					want = "an object";
-					break;
-				}
-				if ((e = json_to_cbor(v, &s->cbor, 0))) {
-					ist_seterr(err, e == ELOOP ? IST_ELIMIT :
-					    IST_ENOMEM, "field '%s' %s", key,
-					    e == ELOOP ? "is nested too deeply" :
-					    "is too large");
-					return e == ELOOP ? IST_ELIMIT :
-					    IST_ENOMEM;
-				}
-				blobs[nblobs].off = off;
-				blobs[nblobs].n = s->cbor.n - off;
-				blobs[nblobs++].dst = ist_field_blob(ev, fs->id);
-				break;
-			}
-			}
-		}
+		blobs[nblobs].dst = NULL;
+		st = IST_OK;
+		want = json_field(fs, v, ev, s, &blobs[nblobs], &st, err);
+		if (st != IST_OK)
+			return st;
 		if (want) {
 			ist_seterr(err, IST_EINVAL, "field '%s' must be %s, "
 			    "not %s", key, want, jtype(v));
 			return IST_EINVAL;
 		}
+		if (blobs[nblobs].dst != NULL)
+			nblobs++;
 		IST_SET(ev, fs->id);
 	}
 	for (int i = 0; i < nblobs; i++)
@@ -590,22 +629,7 @@ ist_event_from_json(const char *line, size_t n, struct ist_event *ev,
 			    "'%s' for type '%s'", ts->fields[i].json, ts->name);
 			return IST_EINVAL;
 		}
-	if (type == IST_HEADER) {
-		if (ev->format.n != strlen(IST_FORMAT_NAME) ||
-		    memcmp(ev->format.p, IST_FORMAT_NAME, ev->format.n)) {
-			ist_seterr(err, IST_EINVAL, "header format must be "
-			    "'%s'", IST_FORMAT_NAME);
-			return IST_EINVAL;
-		}
-		if (ev->version_major != IST_VERSION_MAJOR ||
-		    ev->version_minor < 0) {
-			ist_seterr(err, IST_EVERSION, "header version %lld.%lld "
-			    "is not %d.x", (long long)ev->version_major,
-			    (long long)ev->version_minor, IST_VERSION_MAJOR);
-			return IST_EVERSION;
-		}
-	}
-	return IST_OK;
+	return type == IST_HEADER ? check_header(ev, err) : IST_OK;
 }
 
 enum ist_status

@@ -64,191 +64,6 @@ ist_fd_source(void *ctx, void *buf, size_t n)
 	return (long)k;
 }
 
-/* ---- tokenizer over libcbor's streaming decoder ---- */
-
-#define TZ(ctx) (((struct tokenizer *)(ctx))->slot)
-static void cb_u8(void *c, uint8_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
-static void cb_u16(void *c, uint16_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
-static void cb_u32(void *c, uint32_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
-static void cb_u64(void *c, uint64_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
-static void cb_n8(void *c, uint8_t v) { TZ(c)->t = TK_NEG; TZ(c)->v = v; }
-static void cb_n16(void *c, uint16_t v) { TZ(c)->t = TK_NEG; TZ(c)->v = v; }
-static void cb_n32(void *c, uint32_t v) { TZ(c)->t = TK_NEG; TZ(c)->v = v; }
-static void cb_n64(void *c, uint64_t v) { TZ(c)->t = TK_NEG; TZ(c)->v = v; }
-static void cb_indef(void *c) { TZ(c)->t = TK_INDEF; }
-static void
-cb_bytes(void *c, cbor_data p, size_t n)
-{
-	TZ(c)->t = TK_BYTES; TZ(c)->p = p; TZ(c)->v = n;
-}
-static void
-cb_text(void *c, cbor_data p, size_t n)
-{
-	TZ(c)->t = TK_TEXT; TZ(c)->p = p; TZ(c)->v = n;
-}
-static void cb_array(void *c, size_t n) { TZ(c)->t = TK_ARRAY; TZ(c)->v = n; }
-static void cb_map(void *c, size_t n) { TZ(c)->t = TK_MAP; TZ(c)->v = n; }
-static void cb_tag(void *c, uint64_t v) { TZ(c)->t = TK_TAG; TZ(c)->v = v; }
-static void cb_f4(void *c, float d) { TZ(c)->t = TK_FLOAT; TZ(c)->d = d; }
-static void cb_f8(void *c, double d) { TZ(c)->t = TK_FLOAT; TZ(c)->d = d; }
-static void cb_null(void *c) { TZ(c)->t = TK_NULL; }
-static void cb_undef(void *c) { TZ(c)->t = TK_UNDEF; }
-static void cb_bool(void *c, bool b) { TZ(c)->t = TK_BOOL; TZ(c)->b = b; }
-
-static const struct cbor_callbacks callbacks = {
-	.uint8 = cb_u8, .uint16 = cb_u16, .uint32 = cb_u32, .uint64 = cb_u64,
-	.negint8 = cb_n8, .negint16 = cb_n16, .negint32 = cb_n32,
-	.negint64 = cb_n64,
-	.byte_string_start = cb_indef, .byte_string = cb_bytes,
-	.string = cb_text, .string_start = cb_indef,
-	.indef_array_start = cb_indef, .array_start = cb_array,
-	.indef_map_start = cb_indef, .map_start = cb_map,
-	.tag = cb_tag, .float2 = cb_f4, .float4 = cb_f4, .float8 = cb_f8,
-	.undefined = cb_undef, .null = cb_null, .boolean = cb_bool,
-	.indef_break = cb_indef,
-};
-
-static const char past_end[] =
-    "a declared length runs past the end of the frame";
-
-/*
- * Splits the one CBOR item at p into tokens (tz->toks, when store) and
- * returns its length in *used.  Errors: IST_ECORRUPT with a reason in why.
- */
-enum ist_status
-ist_tokenize(struct tokenizer *tz, bool store, const uint8_t *p, size_t n,
-    size_t *used, const char **why)
-{
-	struct { uint64_t left; size_t idx; } stack[IST_MAX_DEPTH];
-	int depth = 0;
-	size_t pos = 0, ntok = 0;
-
-	/* ntok and pos live in registers: the callbacks see only tz->slot */
-	for (;;) {
-		struct cbor_decoder_result r;
-		struct tok *t;
-
-		if (pos >= n) {
-			*why = past_end;
-			goto fail;
-		}
-		if (!store) {
-			t = &tz->cur;
-		} else {
-			if (ntok == tz->cap) {
-				size_t cap = tz->cap ? tz->cap * 2 : 64;
-				struct tok *nt = realloc(tz->toks,
-				    cap * sizeof(*nt));
-				if (nt == NULL) {
-					*why = "out of memory";
-					tz->ntok = ntok;
-					return IST_ENOMEM;
-				}
-				tz->toks = nt;
-				tz->cap = cap;
-			}
-			t = &tz->toks[ntok];
-		}
-		tz->slot = t;
-		r = cbor_stream_decode(p + pos, n - pos, &callbacks, tz);
-		if (r.status != CBOR_DECODER_FINISHED) {
-			*why = r.status == CBOR_DECODER_NEDATA ? past_end :
-			    "malformed CBOR";
-			goto fail;
-		}
-		if (t->t == TK_INDEF) {
-			*why = "indefinite-length item";
-			goto fail;
-		}
-		t->off = pos;
-		pos += r.read;
-		ntok++;
-		/* arrays and maps with items, and tags, open a level */
-		if ((t->t == TK_ARRAY || t->t == TK_MAP) ? t->v != 0 :
-		    t->t == TK_TAG) {
-			if (depth == IST_MAX_DEPTH) {
-				*why = "nesting too deep";
-				tz->ntok = ntok;
-				return IST_ELIMIT;
-			}
-			if (t->t == TK_MAP && t->v > UINT64_MAX / 2) {
-				*why = "absurd map length";
-				goto fail;
-			}
-			stack[depth].left = t->t == TK_MAP ? t->v * 2 :
-			    t->t == TK_TAG ? 1 : t->v;
-			stack[depth].idx = ntok - 1;
-			depth++;
-			continue;
-		}
-		t->next = (uint32_t)ntok;
-		t->end = pos;
-		while (depth > 0 && --stack[depth - 1].left == 0) {
-			depth--;
-			if (store) {
-				tz->toks[stack[depth].idx].next = (uint32_t)ntok;
-				tz->toks[stack[depth].idx].end = pos;
-			}
-		}
-		if (depth == 0)
-			break;
-	}
-	tz->ntok = ntok;
-	*used = pos;
-	return IST_OK;
-fail:
-	tz->ntok = ntok;
-	return IST_ECORRUPT;
-}
-
-enum ist_status
-ist_cbor_check(const uint8_t *p, size_t n, size_t *used,
-    struct ist_error *err)
-{
-	struct tokenizer tz = { 0 };
-	const char *why = NULL;
-	enum ist_status st;
-
-	if (p == NULL || n == 0) {
-		ist_seterr(err, IST_EINVAL, "empty CBOR item");
-		return IST_EINVAL;
-	}
-	st = ist_tokenize(&tz, true, p, n, used, &why);
-	if (st == IST_OK && (why = ist_tok_json_shaped(tz.toks, 0)) != NULL) {
-		ist_seterr(err, IST_EINVAL, "it holds %s, which JSON cannot",
-		    why);
-		st = IST_EINVAL;
-	} else if (st != IST_OK) {
-		ist_seterr(err, st, "%s", why);
-	}
-	free(tz.toks);
-	return st;
-}
-
-/*
- * A value a record holds (metadata, the analysis, the header's lists) is
- * one that JSON can say, so that every reader and is-cat's JSON Lines
- * agree on it: maps with text keys at every depth, and no byte strings.
- * NULL when the subtree at tk[i] is, else what it holds that JSON cannot.
- */
-const char *
-ist_tok_json_shaped(const struct tok *tk, uint32_t i)
-{
-	for (uint32_t j = i, end = tk[i].next; j < end; j++) {
-		if (tk[j].t == TK_BYTES)
-			return "a byte string";
-		if (tk[j].t == TK_MAP) {
-			uint32_t k = j + 1;
-			for (uint64_t m = 0; m < tk[j].v; m++) {
-				if (tk[k].t != TK_TEXT)
-					return "a map key that is not text";
-				k = tk[tk[k].next].next;
-			}
-		}
-	}
-	return NULL;
-}
-
 /* ---- reader ---- */
 
 enum ist_status
@@ -734,6 +549,136 @@ def_track(struct ist_reader *r, struct tok *tk, size_t nt,
 	return IST_OK;
 }
 
+/*
+ * The track, timestamp and duration that open a record of a type with a
+ * track; *i and *left advance past them.
+ */
+static inline enum ist_status
+decode_track(struct ist_reader *r, const struct ist_typespec *ts, int type,
+    const struct tok *tk, uint32_t *i, uint64_t *left, struct ist_error *err)
+{
+	struct ist_event *ev = &r->ev;
+	struct rtrack *tr;
+	char why[160];
+	int64_t v, dur;
+
+	if (*left == 0 || !tok_int(&tk[*i], &v) || v < 1 ||
+	    (uint64_t)v > r->ntrack)
+		return bad_record(r, err, IST_ECORRUPT, "undefined track");
+	tr = &r->tracks[v - 1];
+	r->ev_track = (uint32_t)v;
+	ev->has |= tr->mask;
+	ev->pid = tr->key[0];
+	ev->tid = tr->key[1];
+	ev->device = tr->key[2];
+	ev->stream = tr->key[3];
+	*i = tk[*i].next;
+	--*left;
+	if (ts->time != TS_NONE) {
+		int64_t base = tr->gen == r->gen ? tr->last : 0;
+
+		if (*left == 0 || !tok_int(&tk[*i], &v))
+			return bad_record(r, err, IST_ECORRUPT,
+			    "missing timestamp");
+		v = (int64_t)((uint64_t)base + (uint64_t)v);
+		tr->gen = r->gen;
+		tr->last = v;
+		*i = tk[*i].next;
+		--*left;
+		if (ts->time == TS_RANGE) {
+			if (*left == 0 || !tok_int(&tk[*i], &dur))
+				return bad_record(r, err, IST_ECORRUPT,
+				    "missing duration");
+			*i = tk[*i].next;
+			--*left;
+			ev->start_ns = v;
+			ev->end_ns = (int64_t)((uint64_t)v + (uint64_t)dur);
+			IST_SET(ev, IST_F_START);
+			IST_SET(ev, IST_F_END);
+		} else {
+			ev->ts_ns = v;
+			IST_SET(ev, IST_F_TS);
+		}
+	}
+	/* a track that lacks a field this type requires: name it */
+	if ((tr->mask & r->treq[type]) != r->treq[type])
+		for (int f = 0; f < ts->nfields; f++)
+			if (ts->fields[f].role == R_TRACK &&
+			    (r->treq[type] & ~tr->mask &
+			    1u << ts->fields[f].id)) {
+				snprintf(why, sizeof(why), "%s record on a "
+				    "track without '%s'", ts->name,
+				    ts->fields[f].json);
+				return bad_record(r, err, IST_ECORRUPT, why);
+			}
+	return IST_OK;
+}
+
+/* One payload field's token tk[i] into the event: false when it is bad. */
+static inline bool
+decode_field(struct ist_reader *r, const struct ist_fieldspec *fs,
+    const struct tok *tk, uint32_t i)
+{
+	const struct tok *t = &tk[i];
+	struct ist_event *ev = &r->ev;
+	int64_t v;
+
+	switch (fs->ft) {
+	case FT_STR:
+		if (!tok_int(t, &v) || v < 1 || (uint64_t)v > r->nstr)
+			return false;
+		*ist_field_str(ev, fs->id) = (struct ist_str){
+		    r->sdata.p + r->soff[v - 1], r->slen[v - 1] };
+		r->ev_sid[fs->id] = (uint32_t)v;
+		return true;
+	case FT_INT:
+		return tok_int(t, ist_field_int(ev, fs->id));
+	case FT_BOOL:
+		if (t->t != TK_BOOL)
+			return false;
+		ev->pageable = t->b;
+		return true;
+	case FT_DOUBLE:
+		if (t->t == TK_FLOAT) {
+			ev->pcie_gbps = t->d;
+			return true;
+		}
+		if (!tok_int(t, &v))
+			return false;
+		ev->pcie_gbps = (double)v;
+		return true;
+	case FT_NUMBER:
+		if (t->t == TK_FLOAT) {
+			ev->value = t->d;
+			return true;
+		}
+		if (!tok_int(t, &v))
+			return false;
+		ev->value_is_int = true;
+		ev->ivalue = v;
+		ev->value = (double)v;
+		return true;
+	case FT_IVEC3: {
+		int64_t *dst = fs->id == IST_F_GRID ? ev->grid : ev->block;
+		uint32_t j = i + 1;
+
+		if (t->t != TK_ARRAY || t->v != 3)
+			return false;
+		for (int k = 0; k < 3; k++, j = tk[j].next)
+			if (!tok_int(&tk[j], &dst[k]))
+				return false;
+		return true;
+	}
+	case FT_VALUE:
+	case FT_OBJECT:
+		if (fs->ft == FT_OBJECT && t->t != TK_MAP)
+			return false;
+		*ist_field_blob(ev, fs->id) = tok_blob(r, t);
+		return true;
+	}
+	return true;
+}
+
 static enum ist_status
 decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
     struct ist_error *err)
@@ -743,71 +688,19 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
 	uint32_t i = tk[1].next;     /* element after the kind */
 	uint64_t left = tk[0].v - 1; /* elements after the kind */
 	char why[160];
-	int64_t v, dur = 0;
+	enum ist_status st;
 
 	/* members whose `has` bit is clear are unspecified (ist.h): resetting
 	 * the whole event costs more than decoding it */
 	ev->type = (enum ist_type)type;
 	ev->has = 0;
 	ev->value_is_int = false;
-	if (ts->has_track) {
-		struct rtrack *tr;
-		if (left == 0 || !tok_int(&tk[i], &v) || v < 1 ||
-		    (uint64_t)v > r->ntrack)
-			return bad_record(r, err, IST_ECORRUPT,
-			    "undefined track");
-		tr = &r->tracks[v - 1];
-		r->ev_track = (uint32_t)v;
-		ev->has |= tr->mask;
-		ev->pid = tr->key[0];
-		ev->tid = tr->key[1];
-		ev->device = tr->key[2];
-		ev->stream = tr->key[3];
-		i = tk[i].next;
-		left--;
-		if (ts->time != TS_NONE) {
-			int64_t base = tr->gen == r->gen ? tr->last : 0;
-			if (left == 0 || !tok_int(&tk[i], &v))
-				return bad_record(r, err, IST_ECORRUPT,
-				    "missing timestamp");
-			v = (int64_t)((uint64_t)base + (uint64_t)v);
-			tr->gen = r->gen;
-			tr->last = v;
-			i = tk[i].next;
-			left--;
-			if (ts->time == TS_RANGE) {
-				if (left == 0 || !tok_int(&tk[i], &dur))
-					return bad_record(r, err, IST_ECORRUPT,
-					    "missing duration");
-				i = tk[i].next;
-				left--;
-				ev->start_ns = v;
-				ev->end_ns = (int64_t)((uint64_t)v +
-				    (uint64_t)dur);
-				IST_SET(ev, IST_F_START);
-				IST_SET(ev, IST_F_END);
-			} else {
-				ev->ts_ns = v;
-				IST_SET(ev, IST_F_TS);
-			}
-		}
-		/* a track that lacks a field this type requires: name it */
-		if ((tr->mask & r->treq[type]) != r->treq[type])
-			for (int f = 0; f < ts->nfields; f++)
-				if (ts->fields[f].role == R_TRACK &&
-				    (r->treq[type] & ~tr->mask &
-				    1u << ts->fields[f].id)) {
-					snprintf(why, sizeof(why), "%s record "
-					    "on a track without '%s'", ts->name,
-					    ts->fields[f].json);
-					return bad_record(r, err,
-					    IST_ECORRUPT, why);
-				}
-	}
+	if (ts->has_track &&
+	    (st = decode_track(r, ts, type, tk, &i, &left, err)) != IST_OK)
+		return st;
 	for (int f = 0; f < ts->nfields; f++) {
 		const struct ist_fieldspec *fs = &ts->fields[f];
-		struct tok *t;
-		bool ok = true;
+		const char *no;
 
 		if (fs->role != R_PAYLOAD)
 			continue;
@@ -823,76 +716,23 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
 			}
 			continue;
 		}
-		t = &tk[i];
-		switch (fs->ft) {
-		case FT_STR: {
-			struct ist_str s;
-			if (!tok_int(t, &v) || v < 1 || (uint64_t)v > r->nstr) {
+		if (!decode_field(r, fs, tk, i)) {
+			if (fs->ft == FT_STR)
 				snprintf(why, sizeof(why), "'%s' names an "
 				    "undefined string", fs->json);
-				return bad_record(r, err, IST_ECORRUPT, why);
-			}
-			s.p = r->sdata.p + r->soff[v - 1];
-			s.n = r->slen[v - 1];
-			*ist_field_str(ev, fs->id) = s;
-			r->ev_sid[fs->id] = (uint32_t)v;
-			break;
+			else
+				snprintf(why, sizeof(why), "%s record has a "
+				    "bad '%s'", ts->name, fs->json);
+			return bad_record(r, err, IST_ECORRUPT, why);
 		}
-		case FT_INT:
-			if ((ok = tok_int(t, &v)))
-				*ist_field_int(ev, fs->id) = v;
-			break;
-		case FT_BOOL:
-			if ((ok = t->t == TK_BOOL))
-				ev->pageable = t->b;
-			break;
-		case FT_DOUBLE:
-			if (t->t == TK_FLOAT)
-				ev->pcie_gbps = t->d;
-			else if ((ok = tok_int(t, &v)))
-				ev->pcie_gbps = (double)v;
-			break;
-		case FT_NUMBER:
-			if (t->t == TK_FLOAT) {
-				ev->value = t->d;
-			} else if ((ok = tok_int(t, &v))) {
-				ev->value_is_int = true;
-				ev->ivalue = v;
-				ev->value = (double)v;
-			}
-			break;
-		case FT_IVEC3: {
-			int64_t *dst = fs->id == IST_F_GRID ? ev->grid :
-			    ev->block;
-			uint32_t j = i + 1;
-			if (!(ok = t->t == TK_ARRAY && t->v == 3))
-				break;
-			for (int k = 0; k < 3 && ok; k++, j = tk[j].next)
-				ok = tok_int(&tk[j], &dst[k]);
-			break;
-		}
-		case FT_VALUE:
-		case FT_OBJECT: {
-			const char *no;
-			if (fs->ft == FT_OBJECT && !(ok = t->t == TK_MAP))
-				break;
-			if ((no = ist_tok_json_shaped(tk, i)) != NULL) {
-				snprintf(why, sizeof(why), "%s record's '%s' "
-				    "holds %s, which JSON cannot", ts->name,
-				    fs->json, no);
-				return bad_record(r, err, IST_ECORRUPT, why);
-			}
-			*ist_field_blob(ev, fs->id) = tok_blob(r, t);
-			break;
-		}
-		}
-		if (!ok) {
-			snprintf(why, sizeof(why), "%s record has a bad '%s'",
-			    ts->name, fs->json);
+		if ((fs->ft == FT_VALUE || fs->ft == FT_OBJECT) &&
+		    (no = ist_tok_json_shaped(tk, i)) != NULL) {
+			snprintf(why, sizeof(why), "%s record's '%s' holds "
+			    "%s, which JSON cannot", ts->name, fs->json, no);
 			return bad_record(r, err, IST_ECORRUPT, why);
 		}
 		IST_SET(ev, fs->id);
-		i = t->next;
+		i = tk[i].next;
 		left--;
 	}
 	(void)nt;
@@ -953,7 +793,7 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 		r->frame_start = false;
 		st = ist_tokenize(&r->tz, true, r->fbuf + r->fpos, r->fn - r->fpos,
 		    &used, &why);
-		if (st != IST_OK && r->cut && why == past_end) {
+		if (st != IST_OK && r->cut && why == ist_past_end) {
 			r->st.records--;     /* the record the cut split */
 			return cut_frame(r, err);
 		}

@@ -691,47 +691,24 @@ written(struct ist_writer *w, struct ist_error *err)
 	return IST_OK;
 }
 
-enum ist_status
-ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
+/*
+ * Interns the event's strings (ids into sid) and checks its blobs: the
+ * index of its last present payload field in *last, the bytes its blobs
+ * add in *need.
+ */
+static enum ist_status
+prepare(struct ist_writer *w, const struct plan *pl,
+    const struct ist_event *ev, uint32_t *sid, int *last, size_t *need,
     struct ist_error *err)
 {
-	const struct ist_typespec *ts;
-	const struct plan *pl;
-	uint32_t sid[IST_NFIELDS];
-	struct wtrack *tr = NULL;
 	enum ist_status st;
-	size_t need = 32, nel;
-	int last = -1;
-	uint32_t tmask = 0;
 
-	if (ev->type == IST_HEADER)
-		return ist_writer_header(w, ev, err);
-	if ((unsigned)ev->type >= IST_NTYPES) {
-		ist_seterr(err, IST_EINVAL, "unknown event type %d", ev->type);
-		return IST_EINVAL;
-	}
-	if ((st = usable(w, err)) != IST_OK)
-		return st;
-	ts = &ist_types[ev->type];
-	pl = &plans[ev->type];
-	if ((ev->has & pl->req) != pl->req) {
-		for (int i = 0; i < ts->nfields; i++)
-			if (ts->fields[i].required &&
-			    !IST_HAS(ev, ts->fields[i].id)) {
-				ist_seterr(err, IST_EINVAL, "%s event lacks "
-				    "required field '%s'", ts->name,
-				    ts->fields[i].json);
-				break;
-			}
-		return IST_EINVAL;
-	}
-	/* intern strings, check blobs, find the last present field */
 	for (int k = 0; k < pl->npay; k++) {
 		const struct ist_fieldspec *fs = pl->pay[k];
 
 		if (!IST_HAS(ev, fs->id))
 			continue;
-		last = k;
+		*last = k;
 		if (fs->ft == FT_STR) {
 			struct ist_str sv = str_field(ev, fs->id);
 			if (sv.n > IST_MAX_STRING) {
@@ -751,9 +728,96 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
 				    "an object", fs->json);
 				return IST_EINVAL;
 			}
-			need += b.n;
+			*need += b.n;
 		}
 	}
+	return IST_OK;
+}
+
+/* One present payload field, into room reserve() has made. */
+static inline void
+put_field(struct ist_writer *w, const struct ist_fieldspec *fs,
+    const struct ist_event *ev, const uint32_t *sid)
+{
+	struct ist_blob b;
+
+	switch (fs->ft) {
+	case FT_STR:
+		put_uint(w, sid[fs->id]);
+		break;
+	case FT_INT:
+		put_int(w, int_field(ev, fs->id));
+		break;
+	case FT_BOOL:
+		w->buf[w->n++] = ev->pageable ? 0xf5 : 0xf4;
+		break;
+	case FT_DOUBLE:
+		w->n += cbor_encode_double(ev->pcie_gbps, w->buf + w->n,
+		    w->cap - w->n);
+		break;
+	case FT_NUMBER:
+		if (ev->value_is_int)
+			put_int(w, ev->ivalue);
+		else
+			w->n += cbor_encode_double(ev->value, w->buf + w->n,
+			    w->cap - w->n);
+		break;
+	case FT_IVEC3: {
+		const int64_t *v = fs->id == IST_F_GRID ? ev->grid : ev->block;
+		w->buf[w->n++] = 0x83;
+		for (int j = 0; j < 3; j++)
+			put_int(w, v[j]);
+		break;
+	}
+	case FT_VALUE:
+	case FT_OBJECT:
+		b = blob_field(ev, fs->id);
+		memcpy(w->buf + w->n, b.p, b.n);
+		w->n += b.n;
+		break;
+	}
+}
+
+static enum ist_status
+lacks_required(const struct ist_typespec *ts, const struct ist_event *ev,
+    struct ist_error *err)
+{
+	for (int i = 0; i < ts->nfields; i++)
+		if (ts->fields[i].required && !IST_HAS(ev, ts->fields[i].id)) {
+			ist_seterr(err, IST_EINVAL, "%s event lacks required "
+			    "field '%s'", ts->name, ts->fields[i].json);
+			break;
+		}
+	return IST_EINVAL;
+}
+
+enum ist_status
+ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
+    struct ist_error *err)
+{
+	const struct ist_typespec *ts;
+	const struct plan *pl;
+	uint32_t sid[IST_NFIELDS];
+	struct wtrack *tr = NULL;
+	enum ist_status st;
+	size_t need = 32, nel;
+	int last = -1;
+	uint32_t tmask;
+
+	if (ev->type == IST_HEADER)
+		return ist_writer_header(w, ev, err);
+	if ((unsigned)ev->type >= IST_NTYPES) {
+		ist_seterr(err, IST_EINVAL, "unknown event type %d", ev->type);
+		return IST_EINVAL;
+	}
+	if ((st = usable(w, err)) != IST_OK)
+		return st;
+	ts = &ist_types[ev->type];
+	pl = &plans[ev->type];
+	if ((ev->has & pl->req) != pl->req)
+		return lacks_required(ts, ev, err);
+	if ((st = prepare(w, pl, ev, sid, &last, &need, err)) != IST_OK)
+		return st;
 	if (need > IST_MAX_RECORD) {
 		/* with the frame it joins and its strings, it would make a
 		 * frame that no reader takes */
@@ -787,49 +851,10 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
 			    (uint64_t)ev->start_ns));
 	}
 	for (int k = 0; k <= last; k++) {
-		const struct ist_fieldspec *fs = pl->pay[k];
-		struct ist_blob b;
-
-		if (!IST_HAS(ev, fs->id)) {
+		if (IST_HAS(ev, pl->pay[k]->id))
+			put_field(w, pl->pay[k], ev, sid);
+		else
 			put_null(w);
-			continue;
-		}
-		switch (fs->ft) {
-		case FT_STR:
-			put_uint(w, sid[fs->id]);
-			break;
-		case FT_INT:
-			put_int(w, int_field(ev, fs->id));
-			break;
-		case FT_BOOL:
-			w->buf[w->n++] = ev->pageable ? 0xf5 : 0xf4;
-			break;
-		case FT_DOUBLE:
-			w->n += cbor_encode_double(ev->pcie_gbps,
-			    w->buf + w->n, w->cap - w->n);
-			break;
-		case FT_NUMBER:
-			if (ev->value_is_int)
-				put_int(w, ev->ivalue);
-			else
-				w->n += cbor_encode_double(ev->value,
-				    w->buf + w->n, w->cap - w->n);
-			break;
-		case FT_IVEC3: {
-			const int64_t *v = fs->id == IST_F_GRID ? ev->grid :
-			    ev->block;
-			w->buf[w->n++] = 0x83;
-			for (int j = 0; j < 3; j++)
-				put_int(w, v[j]);
-			break;
-		}
-		case FT_VALUE:
-		case FT_OBJECT:
-			b = blob_field(ev, fs->id);
-			memcpy(w->buf + w->n, b.p, b.n);
-			w->n += b.n;
-			break;
-		}
 	}
 	return written(w, err);
 }

@@ -1,0 +1,195 @@
+/*
+ * cbor.c - the CBOR tokenizer over libcbor's streaming decoder, and the
+ * checks every value a record holds must pass.  The reader decodes with
+ * it; the writer checks the values it is handed (so the agents, which
+ * link the writer, need none of the reader).
+ */
+#include <stdlib.h>
+
+#include <cbor.h>
+
+#include "internal.h"
+
+#define TZ(ctx) (((struct tokenizer *)(ctx))->slot)
+static void cb_u8(void *c, uint8_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
+static void cb_u16(void *c, uint16_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
+static void cb_u32(void *c, uint32_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
+static void cb_u64(void *c, uint64_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
+static void cb_n8(void *c, uint8_t v) { TZ(c)->t = TK_NEG; TZ(c)->v = v; }
+static void cb_n16(void *c, uint16_t v) { TZ(c)->t = TK_NEG; TZ(c)->v = v; }
+static void cb_n32(void *c, uint32_t v) { TZ(c)->t = TK_NEG; TZ(c)->v = v; }
+static void cb_n64(void *c, uint64_t v) { TZ(c)->t = TK_NEG; TZ(c)->v = v; }
+static void cb_indef(void *c) { TZ(c)->t = TK_INDEF; }
+static void
+cb_bytes(void *c, cbor_data p, size_t n)
+{
+	TZ(c)->t = TK_BYTES; TZ(c)->p = p; TZ(c)->v = n;
+}
+static void
+cb_text(void *c, cbor_data p, size_t n)
+{
+	TZ(c)->t = TK_TEXT; TZ(c)->p = p; TZ(c)->v = n;
+}
+static void cb_array(void *c, size_t n) { TZ(c)->t = TK_ARRAY; TZ(c)->v = n; }
+static void cb_map(void *c, size_t n) { TZ(c)->t = TK_MAP; TZ(c)->v = n; }
+static void cb_tag(void *c, uint64_t v) { TZ(c)->t = TK_TAG; TZ(c)->v = v; }
+static void cb_f4(void *c, float d) { TZ(c)->t = TK_FLOAT; TZ(c)->d = d; }
+static void cb_f8(void *c, double d) { TZ(c)->t = TK_FLOAT; TZ(c)->d = d; }
+static void cb_null(void *c) { TZ(c)->t = TK_NULL; }
+static void cb_undef(void *c) { TZ(c)->t = TK_UNDEF; }
+static void cb_bool(void *c, bool b) { TZ(c)->t = TK_BOOL; TZ(c)->b = b; }
+
+static const struct cbor_callbacks callbacks = {
+	.uint8 = cb_u8, .uint16 = cb_u16, .uint32 = cb_u32, .uint64 = cb_u64,
+	.negint8 = cb_n8, .negint16 = cb_n16, .negint32 = cb_n32,
+	.negint64 = cb_n64,
+	.byte_string_start = cb_indef, .byte_string = cb_bytes,
+	.string = cb_text, .string_start = cb_indef,
+	.indef_array_start = cb_indef, .array_start = cb_array,
+	.indef_map_start = cb_indef, .map_start = cb_map,
+	.tag = cb_tag, .float2 = cb_f4, .float4 = cb_f4, .float8 = cb_f8,
+	.undefined = cb_undef, .null = cb_null, .boolean = cb_bool,
+	.indef_break = cb_indef,
+};
+
+const char ist_past_end[] =
+    "a declared length runs past the end of the frame";
+
+/*
+ * Splits the one CBOR item at p into tokens (tz->toks, when store) and
+ * returns its length in *used.  Errors: IST_ECORRUPT with a reason in why.
+ */
+enum ist_status
+ist_tokenize(struct tokenizer *tz, bool store, const uint8_t *p, size_t n,
+    size_t *used, const char **why)
+{
+	struct { uint64_t left; size_t idx; } stack[IST_MAX_DEPTH];
+	int depth = 0;
+	size_t pos = 0, ntok = 0;
+
+	/* ntok and pos live in registers: the callbacks see only tz->slot */
+	for (;;) {
+		struct cbor_decoder_result r;
+		struct tok *t;
+
+		if (pos >= n) {
+			*why = ist_past_end;
+			goto fail;
+		}
+		if (!store) {
+			t = &tz->cur;
+		} else {
+			if (ntok == tz->cap) {
+				size_t cap = tz->cap ? tz->cap * 2 : 64;
+				struct tok *nt = realloc(tz->toks,
+				    cap * sizeof(*nt));
+				if (nt == NULL) {
+					*why = "out of memory";
+					tz->ntok = ntok;
+					return IST_ENOMEM;
+				}
+				tz->toks = nt;
+				tz->cap = cap;
+			}
+			t = &tz->toks[ntok];
+		}
+		tz->slot = t;
+		r = cbor_stream_decode(p + pos, n - pos, &callbacks, tz);
+		if (r.status != CBOR_DECODER_FINISHED) {
+			*why = r.status == CBOR_DECODER_NEDATA ? ist_past_end :
+			    "malformed CBOR";
+			goto fail;
+		}
+		if (t->t == TK_INDEF) {
+			*why = "indefinite-length item";
+			goto fail;
+		}
+		t->off = pos;
+		pos += r.read;
+		ntok++;
+		/* arrays and maps with items, and tags, open a level */
+		if ((t->t == TK_ARRAY || t->t == TK_MAP) ? t->v != 0 :
+		    t->t == TK_TAG) {
+			if (depth == IST_MAX_DEPTH) {
+				*why = "nesting too deep";
+				tz->ntok = ntok;
+				return IST_ELIMIT;
+			}
+			if (t->t == TK_MAP && t->v > UINT64_MAX / 2) {
+				*why = "absurd map length";
+				goto fail;
+			}
+			stack[depth].left = t->t == TK_MAP ? t->v * 2 :
+			    t->t == TK_TAG ? 1 : t->v;
+			stack[depth].idx = ntok - 1;
+			depth++;
+			continue;
+		}
+		t->next = (uint32_t)ntok;
+		t->end = pos;
+		while (depth > 0 && --stack[depth - 1].left == 0) {
+			depth--;
+			if (store) {
+				tz->toks[stack[depth].idx].next = (uint32_t)ntok;
+				tz->toks[stack[depth].idx].end = pos;
+			}
+		}
+		if (depth == 0)
+			break;
+	}
+	tz->ntok = ntok;
+	*used = pos;
+	return IST_OK;
+fail:
+	tz->ntok = ntok;
+	return IST_ECORRUPT;
+}
+
+enum ist_status
+ist_cbor_check(const uint8_t *p, size_t n, size_t *used,
+    struct ist_error *err)
+{
+	struct tokenizer tz = { 0 };
+	const char *why = NULL;
+	enum ist_status st;
+
+	if (p == NULL || n == 0) {
+		ist_seterr(err, IST_EINVAL, "empty CBOR item");
+		return IST_EINVAL;
+	}
+	st = ist_tokenize(&tz, true, p, n, used, &why);
+	if (st == IST_OK && (why = ist_tok_json_shaped(tz.toks, 0)) != NULL) {
+		ist_seterr(err, IST_EINVAL, "it holds %s, which JSON cannot",
+		    why);
+		st = IST_EINVAL;
+	} else if (st != IST_OK) {
+		ist_seterr(err, st, "%s", why);
+	}
+	free(tz.toks);
+	return st;
+}
+
+/*
+ * A value a record holds (metadata, the analysis, the header's lists) is
+ * one that JSON can say, so that every reader and is-cat's JSON Lines
+ * agree on it: maps with text keys at every depth, and no byte strings.
+ * NULL when the subtree at tk[i] is, else what it holds that JSON cannot.
+ */
+const char *
+ist_tok_json_shaped(const struct tok *tk, uint32_t i)
+{
+	for (uint32_t j = i, end = tk[i].next; j < end; j++) {
+		if (tk[j].t == TK_BYTES)
+			return "a byte string";
+		if (tk[j].t == TK_MAP) {
+			uint32_t k = j + 1;
+			for (uint64_t m = 0; m < tk[j].v; m++) {
+				if (tk[k].t != TK_TEXT)
+					return "a map key that is not text";
+				k = tk[tk[k].next].next;
+			}
+		}
+	}
+	return NULL;
+}
+
