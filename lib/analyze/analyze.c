@@ -205,20 +205,15 @@ header(struct ist_analyzer *a, const struct ist_event *ev)
 	return 0;
 }
 
-enum ist_status
-ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
-    struct ist_error *err)
+/*
+ * Places an event on the timeline: false when it is left out (a time
+ * that is not one, out of order, a negative range), counted where it is.
+ */
+static bool
+place(struct ist_analyzer *a, const struct ist_event *ev)
 {
-	int64_t key;
-	int r = 0;
+	int64_t key, end;
 
-	if (ev->type == IST_HEADER) {
-		r = header(a, ev);
-		goto out;
-	}
-	if (ev->type == IST_ANALYSIS)
-		return IST_OK;
-	a->events++;
 	/* times beyond +-2^61 ns (73 years) are not times: left out, so
 	 * that no difference or bucket index overflows */
 	if ((IST_HAS(ev, IST_F_START) && (ev->start_ns > IST_TIME_MAX ||
@@ -226,35 +221,46 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 	    ev->end_ns < -IST_TIME_MAX)) || (IST_HAS(ev, IST_F_TS) &&
 	    (ev->ts_ns > IST_TIME_MAX || ev->ts_ns < -IST_TIME_MAX))) {
 		a->bad_times++;
-		return IST_OK;
+		return false;
 	}
 	key = IST_HAS(ev, IST_F_START) ? ev->start_ns :
 	    IST_HAS(ev, IST_F_TS) ? ev->ts_ns : INT64_MIN;
-	if (key != INT64_MIN) {
-		int64_t end = IST_HAS(ev, IST_F_END) ? ev->end_ns : key;
-		if (key < a->last_key) {
-			a->out_of_order++;
-			return IST_OK;   /* not merged: cannot be placed */
-		}
-		a->last_key = key;
-		if (!a->have_t) {
-			a->t0 = key;
-			a->t1 = end;
-			a->have_t = true;
-		}
-		if (end > a->t1)
-			a->t1 = end;
-		if (IST_HAS(ev, IST_F_END) && end < key)
-			return IST_OK;   /* a negative range: ignored */
+	if (key == INT64_MIN)
+		return true;
+	end = IST_HAS(ev, IST_F_END) ? ev->end_ns : key;
+	if (key < a->last_key) {
+		a->out_of_order++;
+		return false;    /* not merged: cannot be placed */
 	}
+	a->last_key = key;
+	if (!a->have_t) {
+		a->t0 = key;
+		a->t1 = end;
+		a->have_t = true;
+	}
+	if (end > a->t1)
+		a->t1 = end;
+	/* a negative range: ignored */
+	return !(IST_HAS(ev, IST_F_END) && end < key);
+}
+
+/* A process, thread or device record: names and what they say. */
+static int
+naming(struct ist_analyzer *a, const struct ist_event *ev)
+{
+	struct proc *p;
+	struct thr *t;
+	struct dev *d;
+	int64_t n;
+
+	if (ev->type == IST_DEVICE && (ev->device < 0 || ev->device >= MAXDEV))
+		return 0;
+	if ((n = an_name_id(a, ev, IST_F_NAME)) < 0)
+		return -1;
 	switch (ev->type) {
-	case IST_PROCESS: {
-		struct proc *p = an_proc_of(a, ev->pid);
-		int64_t n = an_name_id(a, ev, IST_F_NAME);
-		if (p == NULL || n < 0) {
-			r = -1;
-			break;
-		}
+	case IST_PROCESS:
+		if ((p = an_proc_of(a, ev->pid)) == NULL)
+			return -1;
 		p->name = (uint32_t)n;
 		/* the last command line: a process that exec'd (a wrapper,
 		 * a pyenv shim) is named again, and its own stream, after
@@ -268,33 +274,44 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 				p->cmdline.n = ev->cmdline.n;
 			}
 		}
-		break;
+		return 0;
+	case IST_THREAD:
+		if ((t = an_thread_of(a, ev->pid, ev->tid)) == NULL)
+			return -1;
+		t->name = (uint32_t)n;
+		return 0;
+	default:
+		d = &a->dev[ev->device];
+		d->info = true;
+		d->name = (uint32_t)n;
+		d->sm = IST_HAS(ev, IST_F_SM_COUNT) ? ev->sm_count : 0;
+		d->mem = IST_HAS(ev, IST_F_MEMORY_BYTES) ? ev->memory_bytes :
+		    0;
+		d->pcie = IST_HAS(ev, IST_F_PCIE_GBPS) ? ev->pcie_gbps : 0;
+		return 0;
 	}
-	case IST_THREAD: {
-		struct thr *t = an_thread_of(a, ev->pid, ev->tid);
-		int64_t n = an_name_id(a, ev, IST_F_NAME);
-		if (t == NULL || n < 0)
-			r = -1;
-		else
-			t->name = (uint32_t)n;
-		break;
+}
+
+enum ist_status
+ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
+    struct ist_error *err)
+{
+	int r = 0;
+
+	if (ev->type == IST_HEADER) {
+		r = header(a, ev);
+		goto out;
 	}
+	if (ev->type == IST_ANALYSIS)
+		return IST_OK;
+	a->events++;
+	if (!place(a, ev))
+		return IST_OK;
+	switch (ev->type) {
+	case IST_PROCESS:
+	case IST_THREAD:
 	case IST_DEVICE:
-		if (ev->device >= 0 && ev->device < MAXDEV) {
-			struct dev *d = &a->dev[ev->device];
-			int64_t n = an_name_id(a, ev, IST_F_NAME);
-			if (n < 0) {
-				r = -1;
-				break;
-			}
-			d->info = true;
-			d->name = (uint32_t)n;
-			d->sm = IST_HAS(ev, IST_F_SM_COUNT) ? ev->sm_count : 0;
-			d->mem = IST_HAS(ev, IST_F_MEMORY_BYTES) ?
-			    ev->memory_bytes : 0;
-			d->pcie = IST_HAS(ev, IST_F_PCIE_GBPS) ?
-			    ev->pcie_gbps : 0;
-		}
+		r = naming(a, ev);
 		break;
 	case IST_CPU_CALL:
 	case IST_SCOPE:

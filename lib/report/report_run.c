@@ -11,6 +11,49 @@
 #include "internal.h"
 #include "report.h"
 
+/* The report's own input was cut short: the analysis says so. */
+static void
+say_truncated(json_t *an, uint64_t bytes)
+{
+	json_t *q = json_object_get(an, "data_quality");
+	char m[160];
+
+	snprintf(m, sizeof(m), "the trace is truncated: its last %llu bytes, "
+	    "a frame cut short, were not read whole", (unsigned long long)bytes);
+	if (q && json_integer_value(json_object_get(q, "truncated_bytes")) ==
+	    0) {
+		json_object_set_new(q, "truncated_bytes",
+		    json_integer((json_int_t)bytes));
+		json_array_append_new(json_object_get(q, "notes"),
+		    json_string(m));
+	}
+}
+
+/* The analysis in format f: into out, or (Perfetto) straight to out_fd. */
+static enum ist_status
+render(enum ist_report_format f, json_t *an, struct ist_timeline *tl,
+    struct ist_perfetto **pf, int out_fd, struct ist_buf *out,
+    struct ist_error *err)
+{
+	enum ist_status st;
+
+	switch (f) {
+	case IST_REPORT_MD:
+		return ist_report_markdown(an, out, err);
+	case IST_REPORT_HTML:
+		return ist_report_html(an, tl, out, err);
+	case IST_REPORT_JSON:
+		return ist_report_json(an, out, err);
+	case IST_REPORT_PERFETTO:
+		if (*pf == NULL &&
+		    (st = ist_perfetto_new(pf, out_fd, err)) != IST_OK)
+			return st;
+		return ist_perfetto_finish(*pf, an, err);
+	}
+	ist_seterr(err, IST_EINVAL, "unknown report format %d", (int)f);
+	return IST_EINVAL;
+}
+
 enum ist_status
 ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
     int out_fd, struct ist_report_result *res, struct ist_error *err)
@@ -86,39 +129,9 @@ ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
 		if ((st = ist_analyzer_finish(a, &rs, &an, &e2)) != IST_OK)
 			goto fail;
 	}
-	if (rs.truncated_bytes > 0 && an) {
-		/* the report's own input was cut short: say so */
-		json_t *q = json_object_get(an, "data_quality");
-		char m[160];
-		snprintf(m, sizeof(m), "the trace is truncated: its last %llu "
-		    "bytes, a frame cut short, were not read whole",
-		    (unsigned long long)rs.truncated_bytes);
-		if (q && json_integer_value(json_object_get(q,
-		    "truncated_bytes")) == 0) {
-			json_object_set_new(q, "truncated_bytes",
-			    json_integer((json_int_t)rs.truncated_bytes));
-			json_array_append_new(json_object_get(q, "notes"),
-			    json_string(m));
-		}
-	}
-	switch (f) {
-	case IST_REPORT_MD:
-		st = ist_report_markdown(an, &out, &e2);
-		break;
-	case IST_REPORT_HTML:
-		st = ist_report_html(an, tl, &out, &e2);
-		break;
-	case IST_REPORT_JSON:
-		st = ist_report_json(an, &out, &e2);
-		break;
-	case IST_REPORT_PERFETTO:
-		if (pf == NULL && (st = ist_perfetto_new(&pf, out_fd, &e2)) !=
-		    IST_OK)
-			goto fail;
-		st = ist_perfetto_finish(pf, an, &e2);
-		break;
-	}
-	if (st != IST_OK)
+	if (rs.truncated_bytes > 0 && an)
+		say_truncated(an, rs.truncated_bytes);
+	if ((st = render(f, an, tl, &pf, out_fd, &out, &e2)) != IST_OK)
 		goto fail;
 	res->wrote = true;
 	if (out.n && (werr = ist_fd_sink(&out_fd, out.p, out.n)) != 0) {

@@ -5,6 +5,57 @@
 
 #include "rules.h"
 
+/* A process whose resident memory creeps up through the steady state. */
+static void
+growth_finding(const json_t *pr, const struct ist_memory_pressure_params *p,
+    json_t *out)
+{
+	double first = ist_jnum(pr, "rss_steady_from_bytes");
+	double last = ist_jnum(pr, "rss_steady_to_bytes");
+	double mid = ist_jnum(pr, "rss_steady_mid_bytes");
+	double growth = last - first, pct, secs;
+	char title[256];
+	json_t *f, *ev;
+
+	secs = (ist_jnum(pr, "rss_steady_to_ns") - ist_jnum(pr,
+	    "rss_steady_from_ns")) / 1e9;
+	pct = first > 0 ? 100 * growth / first : 0;
+	/* creeping: both halves of the window grow, not one step (a model
+	 * loaded once) */
+	if (growth < p->growth_min_mb * 1048576 || pct < p->growth_pct ||
+	    mid - first < 0.25 * growth || last - mid < 0.25 * growth)
+		return;
+	snprintf(title, sizeof(title), "process %lld grew in steady state "
+	    "from %.1f MiB to %.1f MiB (+%.0f%%, %.1f MiB/s)",
+	    (long long)ist_jint(pr, "pid"), first / 1048576, last / 1048576,
+	    pct, secs > 0 ? growth / 1048576 / secs : 0);
+	f = ist_finding(out, "memory_pressure", "growth",
+	    ist_severity(growth, p->growth_min_mb * 1048576),
+	    ist_margin_confidence(pct, p->growth_pct), title,
+	    "resident memory keeps growing: look for per-request state that "
+	    "is kept (outputs appended to lists, caches without a bound, "
+	    "tensors that keep their autograd graph: use torch.no_grad() or "
+	    "inference_mode()); tracemalloc snapshots show where Python "
+	    "memory grows");
+	ev = json_object_get(f, "evidence");
+	json_object_set(ev, "pid", json_object_get(pr, "pid"));
+	json_object_set(ev, "rss_from_bytes",
+	    json_object_get(pr, "rss_steady_from_bytes"));
+	json_object_set(ev, "rss_mid_bytes",
+	    json_object_get(pr, "rss_steady_mid_bytes"));
+	json_object_set(ev, "rss_to_bytes",
+	    json_object_get(pr, "rss_steady_to_bytes"));
+	json_object_set(ev, "rss_peak_bytes",
+	    json_object_get(pr, "rss_peak_bytes"));
+	json_object_set_new(ev, "growth_bytes", json_integer(ist_d2i(growth)));
+	json_object_set_new(ev, "growth_pct", json_real(ist_round(pct, 1)));
+	json_object_set_new(ev, "growth_bytes_per_s", json_integer(
+	    ist_d2i(secs > 0 ? growth / secs : 0)));
+	json_array_append_new(json_object_get(f, "ranges"), json_pack("[O,O]",
+	    json_object_get(pr, "rss_steady_from_ns"), json_object_get(pr,
+	    "rss_steady_to_ns")));
+}
+
 static const char *
 run(const json_t *an, const union ist_rule_params *u, json_t *out)
 {
@@ -17,64 +68,15 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	size_t i;
 
 	json_array_foreach(json_object_get(an, "processes"), i, pr) {
-		double first, peak, last, growth, secs, pct, faults;
+		double peak, faults;
 
 		/* the RSS figures are there when it was sampled */
 		if (json_object_get(pr, "rss_peak_bytes") == NULL)
 			continue;
-		first = ist_jnum(pr, "rss_steady_from_bytes");
 		peak = ist_jnum(pr, "rss_peak_bytes");
-		last = ist_jnum(pr, "rss_steady_to_bytes");
-		growth = last - first;
-		secs = (ist_jnum(pr, "rss_steady_to_ns") - ist_jnum(pr,
-		    "rss_steady_from_ns")) / 1e9;
 		faults = ist_jnum(pr, "major_faults");
 		any = true;
-		pct = first > 0 ? 100 * growth / first : 0;
-		/* creeping: both halves of the window grow, not one step
-		 * (a model loaded once) */
-		double mid = ist_jnum(pr, "rss_steady_mid_bytes");
-		bool creep = mid - first >= 0.25 * growth &&
-		    last - mid >= 0.25 * growth;
-		if (growth >= p->growth_min_mb * 1048576 &&
-		    pct >= p->growth_pct && creep) {
-			snprintf(title, sizeof(title), "process %lld grew in "
-			    "steady state from "
-			    "%.1f MiB to %.1f MiB (+%.0f%%, %.1f MiB/s)",
-			    (long long)ist_jint(pr, "pid"), first / 1048576,
-			    last / 1048576, pct, secs > 0 ? growth / 1048576 /
-			    secs : 0);
-			f = ist_finding(out, "memory_pressure", "growth",
-			    ist_severity(growth, p->growth_min_mb * 1048576),
-			    ist_margin_confidence(pct, p->growth_pct), title,
-			    "resident memory keeps growing: look for "
-			    "per-request state that is kept (outputs appended "
-			    "to lists, caches without a bound, tensors that "
-			    "keep their autograd graph: use torch.no_grad() or "
-			    "inference_mode()); tracemalloc snapshots show "
-			    "where Python memory grows");
-			ev = json_object_get(f, "evidence");
-			json_object_set(ev, "pid", json_object_get(pr, "pid"));
-			json_object_set(ev, "rss_from_bytes",
-			    json_object_get(pr, "rss_steady_from_bytes"));
-			json_object_set(ev, "rss_mid_bytes",
-			    json_object_get(pr, "rss_steady_mid_bytes"));
-			json_object_set(ev, "rss_to_bytes",
-			    json_object_get(pr, "rss_steady_to_bytes"));
-			json_object_set(ev, "rss_peak_bytes",
-			    json_object_get(pr, "rss_peak_bytes"));
-			json_object_set_new(ev, "growth_bytes", json_integer(
-			    ist_d2i(growth)));
-			json_object_set_new(ev, "growth_pct", json_real(
-			    ist_round(pct, 1)));
-			json_object_set_new(ev, "growth_bytes_per_s",
-			    json_integer(ist_d2i(secs > 0 ? growth /
-			    secs : 0)));
-			json_array_append_new(json_object_get(f, "ranges"),
-			    json_pack("[O,O]", json_object_get(pr,
-			    "rss_steady_from_ns"), json_object_get(pr,
-			    "rss_steady_to_ns")));
-		}
+		growth_finding(pr, p, out);
 		if (phys > 0 && 100 * peak / phys >= p->peak_pct) {
 			snprintf(title, sizeof(title), "process %lld peaked at "
 			    "%.0f%% of physical memory (%.1f of %.1f GiB)",

@@ -387,148 +387,168 @@ by_severity(const void *x, const void *y)
 	return strcmp(ist_jstr(a, "rule"), ist_jstr(b, "rule"));
 }
 
-/* The overall classification, from the findings and the busy figures. */
-static json_t *
-verdict(const json_t *an, const json_t *findings, double factor)
+/* What the verdict weighs, gathered from the analysis and the findings. */
+struct facts {
+	double busy, active, copy, kern, best_util, imp, wall;
+	double best_run, run_wait, cpu_all;
+	const json_t *gil, *rq;
+	bool idle, xfer, gpu;
+};
+
+static bool
+is_finding(const json_t *f, const char *rule, const char *kind)
 {
-	const json_t *devs = json_object_get(an, "devices"), *d, *f, *t;
-	double busy = 0, active = 0, copy = 0, kern = 0, best_util = 0;
-	double imp = 0, wall = ist_jnum(json_object_get(an, "run"), "wall_ns");
-	double best_run = 0, run_wait = 0, cpu_all = 0;
-	const json_t *gil = NULL, *rq = NULL;
-	bool idle = false, xfer = false, gpu = false;
-	const char *cls, *why;
-	double conf;
-	char reason[256];
+	return !strcmp(ist_jstr(f, "rule"), rule) &&
+	    (kind == NULL || !strcmp(ist_jstr(f, "kind"), kind));
+}
+
+static void
+gather(const json_t *an, const json_t *findings, struct facts *x)
+{
+	const json_t *d, *f, *t;
 	size_t i;
 
-	json_array_foreach(devs, i, d) {
+	memset(x, 0, sizeof(*x));
+	x->wall = ist_jnum(json_object_get(an, "run"), "wall_ns");
+	json_array_foreach(json_object_get(an, "devices"), i, d) {
 		if (ist_jnum(d, "ops") == 0)
 			continue;
-		gpu = true;
-		busy += ist_jnum(d, "busy_ns");
-		active += ist_jnum(d, "active_ns");
+		x->gpu = true;
+		x->busy += ist_jnum(d, "busy_ns");
+		x->active += ist_jnum(d, "active_ns");
 	}
 	json_array_foreach(findings, i, f) {
-		if (!strcmp(ist_jstr(f, "rule"), "gpu_idle"))
-			idle = true;
-		if (!strcmp(ist_jstr(f, "rule"), "transfer") &&
-		    !strcmp(ist_jstr(f, "kind"), "time"))
-			xfer = true;
-		if (!strcmp(ist_jstr(f, "rule"), "cpu_contention") &&
-		    !strcmp(ist_jstr(f, "kind"), "gil"))
-			gil = f;
-		if (!strcmp(ist_jstr(f, "rule"), "cpu_contention") &&
-		    !strcmp(ist_jstr(f, "kind"), "runqueue"))
-			rq = f;
+		x->idle |= is_finding(f, "gpu_idle", NULL);
+		x->xfer |= is_finding(f, "transfer", "time");
+		if (is_finding(f, "cpu_contention", "gil"))
+			x->gil = f;
+		if (is_finding(f, "cpu_contention", "runqueue"))
+			x->rq = f;
 	}
 	json_array_foreach(json_object_get(an, "copies"), i, f)
 		if (strcmp(ist_jstr(f, "direction"), "memset"))
-			copy += ist_jnum(f, "ns");
+			x->copy += ist_jnum(f, "ns");
 	json_array_foreach(json_object_get(an, "kernels"), i, f)
-		kern += ist_jnum(f, "total_ns");
+		x->kern += ist_jnum(f, "total_ns");
 	json_array_foreach(json_object_get(an, "threads"), i, t) {
 		double tn = ist_jnum(json_object_get(t, "python"), "import_ns");
 		double win = ist_jnum(t, "window_ns");
 		double run = (ist_jnum(t, "cpu_ns") + ist_jnum(t, "wait_ns")) /
 		    (win > 0 ? win : 1);
-		if (ist_jnum(t, "cpu_util") > best_util && win > 0)
-			best_util = ist_jnum(t, "cpu_util");
+		if (ist_jnum(t, "cpu_util") > x->best_util && win > 0)
+			x->best_util = ist_jnum(t, "cpu_util");
 		/* runnable: on a CPU or in the run queue, waiting for one */
-		if (win > 0 && run > best_run) {
-			best_run = run > 1 ? 1 : run;
-			run_wait = ist_jnum(t, "wait_share");
+		if (win > 0 && run > x->best_run) {
+			x->best_run = run > 1 ? 1 : run;
+			x->run_wait = ist_jnum(t, "wait_share");
 		}
-		cpu_all += ist_jnum(t, "cpu_ns");
-		if (tn > imp)
-			imp = tn;
+		x->cpu_all += ist_jnum(t, "cpu_ns");
+		if (tn > x->imp)
+			x->imp = tn;
 	}
-	if (gpu) {
-		double b = active > 0 ? busy / active : 0;
-		if (xfer && copy >= kern) {
-			cls = "transfer-bound";
-			conf = 0.6 + 0.3 * (copy / (copy + kern + 1));
-			why = "host-device copies take %.0f%% of GPU busy time";
-			snprintf(reason, sizeof(reason), why,
-			    100 * copy / (busy > 0 ? busy : 1));
-		} else if (b >= 0.9) {
-			cls = "GPU-bound";
-			conf = 0.6 + 3.5 * (b - 0.9);
-			snprintf(reason, sizeof(reason),
-			    "the GPU is busy %.1f%% "
-			    "of the active window",
-			    100 * b);
-		} else if (idle) {
-			cls = "CPU-bound";
-			conf = 0.6 + 0.35 * (1 - b);
-			snprintf(reason, sizeof(reason),
-			    "the GPU is idle %.1f%% "
-			    "of the active window, waiting for the host",
-			    100 * (1 - b));
-		} else {
-			cls = "balanced";
-			conf = 0.6;
-			snprintf(reason, sizeof(reason),
-			    "the GPU is busy %.1f%% "
-			    "of the active window and no rule points at one "
-			    "side",
-			    100 * b);
-		}
-	} else if (gil) {
+}
+
+/* A run with GPU activity: which side held the other up. */
+static const char *
+gpu_class(const struct facts *x, double *conf, char *reason, size_t rn)
+{
+	double b = x->active > 0 ? x->busy / x->active : 0;
+
+	if (x->xfer && x->copy >= x->kern) {
+		*conf = 0.6 + 0.3 * (x->copy / (x->copy + x->kern + 1));
+		snprintf(reason, rn, "host-device copies take %.0f%% of GPU "
+		    "busy time", 100 * x->copy / (x->busy > 0 ? x->busy : 1));
+		return "transfer-bound";
+	}
+	if (b >= 0.9) {
+		*conf = 0.6 + 3.5 * (b - 0.9);
+		snprintf(reason, rn, "the GPU is busy %.1f%% of the active "
+		    "window", 100 * b);
+		return "GPU-bound";
+	}
+	if (x->idle) {
+		*conf = 0.6 + 0.35 * (1 - b);
+		snprintf(reason, rn, "the GPU is idle %.1f%% of the active "
+		    "window, waiting for the host", 100 * (1 - b));
+		return "CPU-bound";
+	}
+	*conf = 0.6;
+	snprintf(reason, rn, "the GPU is busy %.1f%% of the active window "
+	    "and no rule points at one side", 100 * b);
+	return "balanced";
+}
+
+/* A run with no GPU activity: the GIL, the cores, the CPU or waiting. */
+static const char *
+host_class(const struct facts *x, double *conf, char *reason, size_t rn)
+{
+	if (x->gil) {
 		/* threads that wait for the GIL sleep: neither CPU nor queue */
-		const json_t *ev = json_object_get(gil, "evidence");
-		cls = "GIL-bound";
-		conf = ist_jnum(gil, "confidence");
-		snprintf(reason, sizeof(reason), "no GPU activity; %zu Python "
-		    "threads of process %lld ran at once but used %.2f cores "
-		    "between them: they take turns holding the GIL",
+		const json_t *ev = json_object_get(x->gil, "evidence");
+		*conf = ist_jnum(x->gil, "confidence");
+		snprintf(reason, rn, "no GPU activity; %zu Python threads of "
+		    "process %lld ran at once but used %.2f cores between "
+		    "them: they take turns holding the GIL",
 		    json_array_size(json_object_get(ev, "threads")),
 		    (long long)ist_jint(ev, "pid"), ist_jnum(ev,
 		    "combined_cores"));
-	} else if (best_run >= 0.5 && (rq || run_wait >= 0.2)) {
-		const json_t *ev = rq ? json_object_get(rq, "evidence") : NULL;
-		cls = "CPU-oversubscribed";
-		conf = 0.5 + 0.4 * (run_wait > 1 ? 1 : run_wait);
-		snprintf(reason, sizeof(reason), "no GPU activity; the busiest "
-		    "thread was runnable %.0f%% of the time but waited for a "
-		    "CPU %.0f%% of that%s", 100 * best_run, 100 * run_wait,
+		return "GIL-bound";
+	}
+	if (x->best_run >= 0.5 && (x->rq || x->run_wait >= 0.2)) {
+		const json_t *ev = x->rq ? json_object_get(x->rq, "evidence") :
+		    NULL;
+		*conf = 0.5 + 0.4 * (x->run_wait > 1 ? 1 : x->run_wait);
+		snprintf(reason, rn, "no GPU activity; the busiest thread was "
+		    "runnable %.0f%% of the time but waited for a CPU %.0f%% "
+		    "of that%s", 100 * x->best_run, 100 * x->run_wait,
 		    ev == NULL ? "" : !strcmp(ist_jstr(ev, "source"),
 		    "other processes") ? ": the machine was busy with other "
 		    "processes" : ": the program runs more threads than "
 		    "there are cores");
-	} else if (best_util >= 0.5 || (wall > 0 && cpu_all / wall >= 0.5)) {
-		cls = "CPU-bound";
-		conf = 0.5 + 0.4 * (best_util > 1 ? 1 : best_util);
-		if (best_util >= 0.5)
-			snprintf(reason, sizeof(reason), "no GPU activity; the "
-			    "busiest thread used %.0f%% of a core",
-			    100 * best_util);
-		else
-			snprintf(reason, sizeof(reason), "no GPU activity; its "
-			    "threads used %.2f cores together, none of them "
-			    "half of one", cpu_all / wall);
-	} else {
-		cls = "unknown";
-		conf = 0.3;
-		/* 0.4%, not "0%": a figure the reader can check */
-		if (best_util > 0)
-			snprintf(reason, sizeof(reason),
-			    "no GPU activity, and "
-			    "the busiest thread used only %.*f%% of a core: "
-			    "the "
-			    "run mostly waited (I/O, sleep, locks)",
-			    best_util < 0.1 ? 1 : 0, 100 * best_util);
-		else
-			snprintf(reason, sizeof(reason), "no GPU activity and "
-			    "no CPU samples");
+		return "CPU-oversubscribed";
 	}
-	if (wall > 0 && imp >= wall / 2) {
+	if (x->best_util >= 0.5 ||
+	    (x->wall > 0 && x->cpu_all / x->wall >= 0.5)) {
+		*conf = 0.5 + 0.4 * (x->best_util > 1 ? 1 : x->best_util);
+		if (x->best_util >= 0.5)
+			snprintf(reason, rn, "no GPU activity; the busiest "
+			    "thread used %.0f%% of a core", 100 * x->best_util);
+		else
+			snprintf(reason, rn, "no GPU activity; its threads "
+			    "used %.2f cores together, none of them half of "
+			    "one", x->cpu_all / x->wall);
+		return "CPU-bound";
+	}
+	*conf = 0.3;
+	/* 0.4%, not "0%": a figure the reader can check */
+	if (x->best_util > 0)
+		snprintf(reason, rn, "no GPU activity, and the busiest thread "
+		    "used only %.*f%% of a core: the run mostly waited (I/O, "
+		    "sleep, locks)", x->best_util < 0.1 ? 1 : 0,
+		    100 * x->best_util);
+	else
+		snprintf(reason, rn, "no GPU activity and no CPU samples");
+	return "unknown";
+}
+
+/* The overall classification, from the findings and the busy figures. */
+static json_t *
+verdict(const json_t *an, const json_t *findings, double factor)
+{
+	struct facts x;
+	const char *cls;
+	char reason[256];
+	double conf;
+
+	gather(an, findings, &x);
+	cls = x.gpu ? gpu_class(&x, &conf, reason, sizeof(reason)) :
+	    host_class(&x, &conf, reason, sizeof(reason));
+	if (x.wall > 0 && x.imp >= x.wall / 2) {
 		/* whatever the class, the run is mostly its own start-up */
 		size_t n = strlen(reason);
-		snprintf(reason + n, sizeof(reason) - n,
-		    "; start-up dominates: "
-		    "Python imports took %.0f%% of the run",
-		    100 * imp / wall);
+		snprintf(reason + n, sizeof(reason) - n, "; start-up "
+		    "dominates: Python imports took %.0f%% of the run",
+		    100 * x.imp / x.wall);
 	}
 	if (conf > 0.95)
 		conf = 0.95;
