@@ -65,8 +65,13 @@ warn_unordered(const json_t *an, const char *what, const char *path)
 		    "left out): run is-merge first", what, path, (long long)n);
 }
 
-int
-main(int argc, char **argv)
+struct args {
+	const char *outpath, *baseline, *failon, *rules_file, *path;
+	bool json, summary;
+};
+
+static void
+parse_args(int argc, char **argv, struct args *o)
 {
 	static const struct option opts[] = {
 		{ "baseline", required_argument, NULL, 'b' },
@@ -79,10 +84,82 @@ main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
+	int c;
+
+	*o = (struct args){ .path = "-" };
+	while ((c = getopt_long(argc, argv, "b:f:hjo:r:sV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			o->baseline = optarg;
+			break;
+		case 'f':
+			o->failon = optarg;
+			break;
+		case 'h':
+			help();
+			exit(0);
+		case 'j':
+			o->json = true;
+			break;
+		case 'o':
+			o->outpath = optarg;
+			break;
+		case 'r':
+			o->rules_file = optarg;
+			break;
+		case 's':
+			o->summary = true;
+			break;
+		case 'V':
+			tool_version();
+			exit(0);
+		default:
+			fprintf(stderr, "%s", usage);
+			exit(2);
+		}
+	}
+	if (argc - optind > 1) {
+		warnx("one input at a time (merge several with is-merge)");
+		fprintf(stderr, "%s", usage);
+		exit(2);
+	}
+	if (optind < argc)
+		o->path = argv[optind];
+}
+
+/* The analysis as JSON text (--json), or appended to the trace in w. */
+static void
+put_analysis(const struct args *o, json_t *an, struct ist_writer *w,
+    struct ist_output *out)
+{
+	struct ist_error e = { 0 };
+
+	if (o->json) {
+		char *text = ist_analysis_dumps(an);
+		size_t n = text ? strlen(text) : 0;
+		if (text == NULL)
+			errx(1, "out of memory");
+		if (write(out->fd, text, n) != (ssize_t)n ||
+		    write(out->fd, "\n", 1) != 1) {
+			ist_output_abort(out);
+			err(1, "cannot write '%s'", o->outpath ? o->outpath :
+			    "<stdout>");
+		}
+		free(text);
+		return;
+	}
+	if (ist_write_analysis(w, an, &e) != IST_OK ||
+	    ist_writer_close(w, &e) != IST_OK)
+		errx(1, "%s", ist_output_fail(out, &e));
+}
+
+int
+main(int argc, char **argv)
+{
 	static struct ist_config cfg;
-	const char *outpath = NULL, *baseline = NULL, *failon = NULL;
-	const char *rules_file = NULL, *path = "-", *shown;
-	bool json = false, summary = false, failed = false;
+	struct args o;
+	const char *shown;
+	bool failed = false;
 	struct ist_rules *rules;
 	struct ist_reader *r = NULL;
 	struct ist_writer *w = NULL;
@@ -93,64 +170,26 @@ main(int argc, char **argv)
 	json_t *an = NULL, *base = NULL;
 	enum ist_status st;
 	char m[600];
-	int c, fd, status = 0;
+	int fd, status = 0;
 
 	argv[0] = program_invocation_short_name;
-	while ((c = getopt_long(argc, argv, "b:f:hjo:r:sV", opts, NULL)) != -1) {
-		switch (c) {
-		case 'b':
-			baseline = optarg;
-			break;
-		case 'f':
-			failon = optarg;
-			break;
-		case 'h':
-			help();
-			return 0;
-		case 'j':
-			json = true;
-			break;
-		case 'o':
-			outpath = optarg;
-			break;
-		case 'r':
-			rules_file = optarg;
-			break;
-		case 's':
-			summary = true;
-			break;
-		case 'V':
-			tool_version();
-			return 0;
-		default:
-			fprintf(stderr, "%s", usage);
-			return 2;
-		}
-	}
-	if (argc - optind > 1) {
-		warnx("one input at a time (merge several with is-merge)");
-		fprintf(stderr, "%s", usage);
-		return 2;
-	}
-	if (optind < argc)
-		path = argv[optind];
-
+	parse_args(argc, argv, &o);
 	ist_config_init(&cfg);
-	tool_settings(&cfg, &rules, rules_file);
-	if (baseline && ist_analysis_load(baseline, rules, &base, &e) !=
+	tool_settings(&cfg, &rules, o.rules_file);
+	if (o.baseline && ist_analysis_load(o.baseline, rules, &base, &e) !=
 	    IST_OK)
 		errx(1, "baseline: %s", e.msg);
 	if (base)
-		warn_unordered(base, "baseline ", baseline);
+		warn_unordered(base, "baseline ", o.baseline);
 
-	fd = tool_open_input(path);
-	if (ist_output_open(&out, outpath, !json, &e) != IST_OK)
+	fd = tool_open_input(o.path);
+	if (ist_output_open(&out, o.outpath, !o.json, &e) != IST_OK)
 		errx(1, "%s", e.msg);
-	if (ist_reader_new(&r, ist_fd_source, &fd, path, &e) != IST_OK ||
-	    (!json && ist_writer_new(&w, ist_fd_sink, &out.fd, &wo, &e) !=
+	if (ist_reader_new(&r, ist_fd_source, &fd, o.path, &e) != IST_OK ||
+	    (!o.json && ist_writer_new(&w, ist_fd_sink, &out.fd, &wo, &e) !=
 	    IST_OK))
 		errx(1, "%s", e.msg);
-	st = ist_analyze_trace(r, w, summary, rules, &an, &e);
+	st = ist_analyze_trace(r, w, o.summary, rules, &an, &e);
 	if (an == NULL || (st != IST_OK && st != IST_TRUNCATED &&
 	    json_integer_value(json_object_get(json_object_get(an, "run"),
 	    "segments")) == 0)) {
@@ -160,7 +199,7 @@ main(int argc, char **argv)
 		warnx("%s%s", st == IST_TRUNCATED ? "warning: " : "", e.msg);
 		status = 1;
 	}
-	shown = strcmp(path, "-") ? path : "<stdin>";
+	shown = strcmp(o.path, "-") ? o.path : "<stdin>";
 	warn_unordered(an, "", shown);
 	for (size_t i = 0; ist_analysis_damage_line(an, i, false, m,
 	    sizeof(m)); i++) {
@@ -169,35 +208,17 @@ main(int argc, char **argv)
 	}
 	if (base && ist_analysis_compare(an, base, &e) != IST_OK)
 		errx(1, "%s", e.msg);
-	if (failon && ist_failon_check(failon, an, &failed, &why, &e) !=
+	if (o.failon && ist_failon_check(o.failon, an, &failed, &why, &e) !=
 	    IST_OK) {
 		ist_output_abort(&out);
 		errx(2, "%s", e.msg);
 	}
-	if (json) {
-		char *text = ist_analysis_dumps(an);
-		size_t n = text ? strlen(text) : 0;
-		if (text == NULL)
-			errx(1, "out of memory");
-		if (write(out.fd, text, n) != (ssize_t)n ||
-		    write(out.fd, "\n", 1) != 1) {
-			ist_output_abort(&out);
-			err(1, "cannot write '%s'", outpath ? outpath :
-			    "<stdout>");
-		}
-		free(text);
-	} else if (ist_write_analysis(w, an, &e) != IST_OK) {
-		errx(1, "%s", ist_output_fail(&out, &e));
-	}
-	if (!json && ist_writer_close(w, &e) != IST_OK) {
-		errx(1, "%s", ist_output_fail(&out, &e));
-	}
-	w = NULL;
+	put_analysis(&o, an, w, &out);
 	if (ist_output_commit(&out, &e) != IST_OK)
 		errx(1, "%s", e.msg);
 	if (failed) {
 		fprintf(stderr, "is-analyze: --fail-on '%s' holds:\n%.*s",
-		    failon, (int)why.n, why.p);
+		    o.failon, (int)why.n, why.p);
 		status = EXIT_GATE;
 	}
 	ist_buf_release(&why);

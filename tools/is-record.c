@@ -199,8 +199,14 @@ set(struct ist_config *c, const char *key, const char *val,
 	}
 }
 
-int
-main(int argc, char **argv)
+struct args {
+	const char *outpath, *recover;
+	bool no_python, no_sample, no_calls, no_gpu, ring;
+};
+
+/* The options, into o and (those with settings) into cfg from the CLI. */
+static void
+parse_args(int argc, char **argv, struct ist_config *cfg, struct args *o)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -218,81 +224,89 @@ main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
+	int c;
+
+	*o = (struct args){ 0 };
+	while ((c = getopt_long(argc, argv, "+ho:V", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			help();
+			exit(0);
+		case 'L':
+			set(cfg, "log_level", optarg, IST_SRC_CLI,
+			    "--log-level");
+			break;
+		case 'G':
+			o->no_gpu = true;
+			break;
+		case 'P':
+			o->no_python = true;
+			break;
+		case 'S':
+			o->no_sample = true;
+			break;
+		case 'C':
+			o->no_calls = true;
+			break;
+		case 'R':
+			o->ring = true;
+			break;
+		case 'o':
+			o->outpath = optarg;
+			break;
+		case 'r':
+			o->recover = optarg;
+			break;
+		case 'm':
+			set(cfg, "py_min_us", optarg, IST_SRC_CLI,
+			    "--py-min-us");
+			break;
+		case 'z':
+			set(cfg, "sample_hz", optarg, IST_SRC_CLI,
+			    "--sample-hz");
+			break;
+		case 't':
+			set(cfg, "trace_size_mb", optarg, IST_SRC_CLI,
+			    "--trace-size-mb");
+			break;
+		case 'V':
+			tool_version();
+			exit(0);
+		default:
+			fprintf(stderr, "%s", usage);
+			exit(2);
+		}
+	}
+	if (o->recover && optind < argc) {
+		warnx("--recover takes no command");
+		fprintf(stderr, "%s", usage);
+		exit(2);
+	}
+	if (!o->recover && optind == argc) {
+		warnx("no command to run");
+		fprintf(stderr, "%s", usage);
+		exit(2);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
 	static struct ist_config cfg;   /* static: alive until exit */
 	static struct ist_record_opts ro;
 	struct ist_output out;
 	struct later lat;
 	struct ist_error e = { 0 };
-	const char *outpath = NULL, *lv, *recover = NULL;
-	bool no_python = false, no_sample = false, no_calls = false;
-	bool no_gpu = false;
-	int c, status;
+	struct args o;
+	const char *lv;
+	int status;
 	enum ist_status st;
 
 	argv[0] = program_invocation_short_name;
 	ist_config_init(&cfg);
-	while ((c = getopt_long(argc, argv, "+ho:V", opts, NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			help();
-			return 0;
-		case 'L':
-			set(&cfg, "log_level", optarg, IST_SRC_CLI,
-			    "--log-level");
-			break;
-		case 'G':
-			no_gpu = true;
-			break;
-		case 'P':
-			no_python = true;
-			break;
-		case 'S':
-			no_sample = true;
-			break;
-		case 'C':
-			no_calls = true;
-			break;
-		case 'R':
-			ro.ring = true;
-			break;
-		case 'o':
-			outpath = optarg;
-			break;
-		case 'r':
-			recover = optarg;
-			break;
-		case 'm':
-			set(&cfg, "py_min_us", optarg, IST_SRC_CLI,
-			    "--py-min-us");
-			break;
-		case 'z':
-			set(&cfg, "sample_hz", optarg, IST_SRC_CLI,
-			    "--sample-hz");
-			break;
-		case 't':
-			set(&cfg, "trace_size_mb", optarg, IST_SRC_CLI,
-			    "--trace-size-mb");
-			break;
-		case 'V':
-			tool_version();
-			return 0;
-		default:
-			fprintf(stderr, "%s", usage);
-			return 2;
-		}
-	}
-	if (recover && optind < argc) {
-		warnx("--recover takes no command");
-		fprintf(stderr, "%s", usage);
-		return 2;
-	}
-	if (recover)
-		return recover_to(recover, outpath);
-	if (optind == argc) {
-		warnx("no command to run");
-		fprintf(stderr, "%s", usage);
-		return 2;
-	}
+	parse_args(argc, argv, &cfg, &o);
+	if (o.recover)
+		return recover_to(o.recover, o.outpath);
 	tool_settings(&cfg, NULL, NULL);
 	lv = ist_config_str(&cfg, IST_K_LOG_LEVEL);
 	log_level = !strcmp(lv, "debug") ? 0 : !strcmp(lv, "info") ? 1 :
@@ -300,25 +314,27 @@ main(int argc, char **argv)
 
 	say_settings(&cfg);
 	ro.argv = argv + optind;
+	ro.ring = o.ring;
 	ro.trace_size_mb = ist_config_int(&cfg, IST_K_TRACE_SIZE_MB);
 	ro.py_min_us = ist_config_int(&cfg, IST_K_PY_MIN_US);
-	ro.sample_hz = no_sample ? 0 : (int)ist_config_int(&cfg,
+	ro.sample_hz = o.no_sample ? 0 : (int)ist_config_int(&cfg,
 	    IST_K_SAMPLE_HZ);
 	ro.log_level = lv;
-	ro.py_calls = !no_calls;
+	ro.py_calls = !o.no_calls;
 	/* a machine's /sys stand-in, for the tests of NUMA sampling */
 	ro.sysfs = getenv("INFERSCOPE_SYSFS_ROOT");
-	find_collectors(&ro, no_python, no_gpu);
+	find_collectors(&ro, o.no_python, o.no_gpu);
 
 	/* a file is created once the command has ended (a recorder killed
 	 * before leaves no empty one); that it can be is checked now */
-	if (ist_output_open(&out, outpath, true, &e) != IST_OK)
+	if (ist_output_open(&out, o.outpath, true, &e) != IST_OK)
 		errx(1, "%s", e.msg);
-	ro.out_name = outpath && strcmp(outpath, "-") != 0 ? outpath : NULL;
+	ro.out_name = o.outpath && strcmp(o.outpath, "-") != 0 ? o.outpath :
+	    NULL;
 	if (out.tmp) {
 		ist_output_abort(&out);
 		ro.open_out = open_out;
-		lat = (struct later){ &out, outpath };
+		lat = (struct later){ &out, o.outpath };
 		ro.open_ctx = &lat;
 	}
 	st = ist_record_run(&ro, ro.open_out ? -1 : out.fd, &status, note,

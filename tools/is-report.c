@@ -72,8 +72,23 @@ spool_open(void)
 	return open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR, 0600);
 }
 
-int
-main(int argc, char **argv)
+/* --format's value, or exit 2 */
+static enum ist_report_format
+format_named(const char *name)
+{
+	static const char *const formats[] = { "md", "html", "json",
+	    "perfetto" };
+
+	for (int i = 0; i < 4; i++)
+		if (strcmp(name, formats[i]) == 0)
+			return (enum ist_report_format)i;
+	warnx("--format wants md, html, json or perfetto, not '%s'", name);
+	exit(2);
+}
+
+static void
+parse_args(int argc, char **argv, enum ist_report_format *fmt,
+    const char **outpath, const char **path)
 {
 	static const struct option opts[] = {
 		{ "format", required_argument, NULL, 'f' },
@@ -82,8 +97,64 @@ main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	static const char *const formats[] = { "md", "html", "json",
-	    "perfetto" };
+	int c;
+
+	while ((c = getopt_long(argc, argv, "f:ho:V", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			*fmt = format_named(optarg);
+			break;
+		case 'h':
+			help();
+			exit(0);
+		case 'o':
+			*outpath = optarg;
+			break;
+		case 'V':
+			tool_version();
+			exit(0);
+		default:
+			fprintf(stderr, "%s", usage);
+			exit(2);
+		}
+	}
+	if (argc - optind > 1) {
+		warnx("one input at a time (merge several with is-merge)");
+		fprintf(stderr, "%s", usage);
+		exit(2);
+	}
+	if (optind < argc)
+		*path = argv[optind];
+}
+
+/* What the report stands on that the user should know: true if damaged. */
+static bool
+warn_after(const char *shown, const struct ist_report_result *res)
+{
+	bool damaged = false;
+	json_int_t unordered;
+	char m[600];
+
+	if (res->analysis_missing && res->wrote) {
+		warnx("warning: '%s' ends without the analysis its header "
+		    "promises: the export has no verdict", shown);
+		damaged = true;
+	}
+	if ((unordered = json_integer_value(json_object_get(json_object_get(
+	    res->analysis, "data_quality"), "out_of_order"))) > 0)
+		warnx("warning: '%s' is not in time order (%lld records left "
+		    "out): run is-merge first", shown, (long long)unordered);
+	for (size_t i = 0; ist_analysis_damage_line(res->analysis, i,
+	    res->from_trace, m, sizeof(m)); i++) {
+		warnx("warning: '%s' was %s", shown, m);
+		damaged = true;
+	}
+	return damaged;
+}
+
+int
+main(int argc, char **argv)
+{
 	static struct ist_config cfg;
 	enum ist_report_format fmt = IST_REPORT_MD;
 	const char *outpath = NULL, *path = "-";
@@ -92,52 +163,15 @@ main(int argc, char **argv)
 	struct ist_output out;
 	struct ist_error e = { 0 };
 	enum ist_status st;
-	json_int_t unordered;
 	struct ist_report_result res;
 	struct ist_report_opts ro;
 	struct spool sp;
 	const char *shown;
-	char m[600];
-	bool ok, damaged = false;
-	int c, fd;
+	bool damaged;
+	int fd;
 
 	argv[0] = program_invocation_short_name;
-	while ((c = getopt_long(argc, argv, "f:ho:V", opts, NULL)) != -1) {
-		switch (c) {
-		case 'f':
-			ok = false;
-			for (int i = 0; i < 4; i++)
-				if (strcmp(optarg, formats[i]) == 0) {
-					fmt = (enum ist_report_format)i;
-					ok = true;
-				}
-			if (!ok) {
-				warnx("--format wants md, html, json or "
-				    "perfetto, not '%s'", optarg);
-				return 2;
-			}
-			break;
-		case 'h':
-			help();
-			return 0;
-		case 'o':
-			outpath = optarg;
-			break;
-		case 'V':
-			tool_version();
-			return 0;
-		default:
-			fprintf(stderr, "%s", usage);
-			return 2;
-		}
-	}
-	if (argc - optind > 1) {
-		warnx("one input at a time (merge several with is-merge)");
-		fprintf(stderr, "%s", usage);
-		return 2;
-	}
-	if (optind < argc)
-		path = argv[optind];
+	parse_args(argc, argv, &fmt, &outpath, &path);
 	shown = strcmp(path, "-") == 0 ? "<stdin>" : path;
 
 	/* the rules are used only when the trace carries no analysis */
@@ -182,20 +216,7 @@ main(int argc, char **argv)
 		errx(1, "%s", e.msg);
 	if (st != IST_OK)
 		warnx("%s%s", st == IST_TRUNCATED ? "warning: " : "", e.msg);
-	if (res.analysis_missing && res.wrote) {
-		warnx("warning: '%s' ends without the analysis its header "
-		    "promises: the export has no verdict", shown);
-		damaged = true;
-	}
-	if ((unordered = json_integer_value(json_object_get(json_object_get(
-	    res.analysis, "data_quality"), "out_of_order"))) > 0)
-		warnx("warning: '%s' is not in time order (%lld records left "
-		    "out): run is-merge first", shown, (long long)unordered);
-	for (size_t i = 0; ist_analysis_damage_line(res.analysis, i,
-	    res.from_trace, m, sizeof(m)); i++) {
-		warnx("warning: '%s' was %s", shown, m);
-		damaged = true;
-	}
+	damaged = warn_after(shown, &res);
 	json_decref(res.analysis);
 	ist_reader_free(r);
 	ist_rules_free(rules);

@@ -17,537 +17,7 @@
 
 #include <zstd.h>
 
-#include "internal.h"
-#include "record.h"
-
-#define MAX_PROCS 4096
-#define MAX_NODES 64
-
-/* ---- sampler ---- */
-
-struct tsample {
-	int64_t tid;
-	int64_t v[6];            /* last values written */
-	bool seen;
-	uint64_t gen;
-};
-
-struct psample {
-	int64_t pid;
-	bool named;
-	char comm[32];          /* as named: a new one means an exec */
-	bool have_cmd;          /* named with its command line */
-	bool python;            /* named python*: should have a stream */
-	char cmd[120];          /* its command line, for a warning */
-	int64_t rss, majflt, nthreads;
-	struct tsample *t;
-	size_t nt, capt;
-	uint64_t gen;
-};
-
-struct sampler {
-	struct ist_writer *w;
-	int fd;
-	pid_t root;
-	struct psample *p;
-	size_t np, capp;
-	uint64_t gen;
-	unsigned long long last_busy, last_total;
-	bool have_cpu;
-	long page, ticks;
-	char host[256];
-	ist_note_fn note;
-	void *ctx;
-	bool failed;
-	struct ist_error err;
-	/* NUMA nodes, sampled when there is more than one */
-	const char *sysfs;
-	bool numa_probed;
-	int nnodes;
-	int node[MAX_NODES];
-	int64_t nlast[MAX_NODES][3];
-};
-
-static const char *thread_counters[6] = {
-	"thread.cpu_ns", "thread.wait_ns", "thread.state",
-	"thread.ctx_voluntary", "thread.ctx_involuntary", "thread.timeslices"
-};
-
-static void
-note(struct sampler *s, int level, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	if (s->note == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	s->note(s->ctx, level, msg);
-}
-
-static void
-swrite(struct sampler *s, const struct ist_event *ev)
-{
-	struct ist_error e;
-
-	if (!s->failed && ist_writer_write(s->w, ev, &e) != IST_OK) {
-		s->failed = true;
-		s->err = e;
-	}
-}
-
-static void
-counter(struct sampler *s, int64_t pid, int64_t tid, const char *name,
-    int64_t ts, int64_t iv, double dv, bool isint)
-{
-	struct ist_event ev;
-
-	ist_event_init(&ev, IST_COUNTER);
-	ev.pid = pid;
-	IST_SET(&ev, IST_F_PID);
-	if (tid >= 0) {
-		ev.tid = tid;
-		IST_SET(&ev, IST_F_TID);
-	}
-	ev.name = (struct ist_str){ name, strlen(name) };
-	ev.ts_ns = ts;
-	ev.value_is_int = isint;
-	ev.ivalue = iv;
-	ev.value = isint ? (double)iv : dv;
-	IST_SET(&ev, IST_F_NAME);
-	IST_SET(&ev, IST_F_TS);
-	IST_SET(&ev, IST_F_VALUE);
-	swrite(s, &ev);
-}
-
-static ssize_t
-read_file(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n >= 0)
-		buf[n] = '\0';
-	return n;
-}
-
-/* Fields of /proc/.../stat after the ")" of comm: index 0 is the state. */
-static int
-stat_fields(char *buf, char **comm, char **f, int max)
-{
-	char *open = strchr(buf, '('), *close = strrchr(buf, ')');
-	int n = 0;
-
-	if (open == NULL || close == NULL)
-		return 0;
-	*close = '\0';
-	*comm = open + 1;
-	for (char *p = close + 2, *tok; n < max &&
-	    (tok = strsep(&p, " ")) != NULL; )
-		f[n++] = tok;
-	return n;
-}
-
-static struct psample *
-proc_get(struct sampler *s, int64_t pid)
-{
-	for (size_t i = 0; i < s->np; i++)
-		if (s->p[i].pid == pid)
-			return &s->p[i];
-	if (s->np == s->capp) {
-		size_t cap = s->capp ? s->capp * 2 : 16;
-		struct psample *np = realloc(s->p, cap * sizeof(*np));
-		if (np == NULL)
-			return NULL;
-		s->p = np;
-		s->capp = cap;
-	}
-	memset(&s->p[s->np], 0, sizeof(s->p[0]));
-	s->p[s->np].pid = pid;
-	s->p[s->np].rss = s->p[s->np].majflt = s->p[s->np].nthreads = -1;
-	return &s->p[s->np++];
-}
-
-/* python, python3, python3.12: a CPython that should load our bootstrap */
-static bool
-is_python(const char *name)
-{
-	if (strncmp(name, "python", 6) != 0)
-		return false;
-	for (name += 6; *name; name++)
-		if (!(*name >= '0' && *name <= '9') && *name != '.')
-			return false;
-	return true;
-}
-
-/* Names the process in a record; with !force, only once its command line
- * reads (it reads empty for a moment during an exec). */
-static void
-name_process(struct sampler *s, struct psample *p, const char *comm,
-    bool force)
-{
-	struct ist_event ev;
-	char path[64], cmd[8192];
-	struct ist_buf blob = { 0 };
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%lld/cmdline", (long long)p->pid);
-	n = read_file(path, cmd, sizeof(cmd));
-	if (!force && n <= 0)
-		return;
-	p->named = true;
-	p->have_cmd = n > 0;
-	snprintf(p->comm, sizeof(p->comm), "%s", comm);
-	ist_event_init(&ev, IST_PROCESS);
-	ev.pid = p->pid;
-	ev.name = (struct ist_str){ comm, strlen(comm) };
-	ev.host = (struct ist_str){ s->host, strlen(s->host) };
-	IST_SET(&ev, IST_F_PID);
-	IST_SET(&ev, IST_F_NAME);
-	IST_SET(&ev, IST_F_HOST);
-	/* read_file ends the text with a NUL: a cut last argument counts */
-	if (n > 0 && ist_cbor_args(cmd, (size_t)n + (cmd[n - 1] != '\0'),
-	    &blob) == 0) {
-		ev.cmdline = (struct ist_blob){ (uint8_t *)blob.p, blob.n };
-		IST_SET(&ev, IST_F_CMDLINE);
-	}
-	{
-		const char *a0 = n > 0 ? cmd : "", *b = strrchr(a0, '/');
-		p->python = is_python(comm) || is_python(b ? b + 1 : a0);
-		for (ssize_t i = 0; i < n && i < (ssize_t)sizeof(p->cmd) - 1;
-		    i++)
-			p->cmd[i] = cmd[i] ? cmd[i] : ' ';
-		p->cmd[n > 0 ? (n < (ssize_t)sizeof(p->cmd) ? n :
-		    (ssize_t)sizeof(p->cmd)) - 1 : 0] = '\0';
-	}
-	swrite(s, &ev);
-	ist_buf_release(&blob);
-}
-
-static struct tsample *
-thread_get(struct psample *p, int64_t tid)
-{
-	for (size_t i = 0; i < p->nt; i++)
-		if (p->t[i].tid == tid)
-			return &p->t[i];
-	if (p->nt == p->capt) {
-		size_t cap = p->capt ? p->capt * 2 : 16;
-		struct tsample *nt = realloc(p->t, cap * sizeof(*nt));
-		if (nt == NULL)
-			return NULL;
-		p->t = nt;
-		p->capt = cap;
-	}
-	memset(&p->t[p->nt], 0, sizeof(p->t[0]));
-	p->t[p->nt].tid = tid;
-	return &p->t[p->nt++];
-}
-
-static int
-state_code(char c)
-{
-	switch (c) {
-	case 'R': return 1;
-	case 'S': return 2;
-	case 'D': return 3;
-	case 'Z': return 4;
-	case 'T': case 't': return 5;
-	case 'I': return 6;
-	default: return 0;
-	}
-}
-
-static void
-sample_thread(struct sampler *s, struct psample *p, int64_t tid, int64_t ts)
-{
-	char path[96], buf[4096], *comm, *f[48];
-	struct tsample *t;
-	int64_t v[6] = { 0 };
-	int nf;
-
-	snprintf(path, sizeof(path), "/proc/%lld/task/%lld/stat",
-	    (long long)p->pid, (long long)tid);
-	if (read_file(path, buf, sizeof(buf)) <= 0)
-		return;
-	if ((nf = stat_fields(buf, &comm, f, 48)) < 14)
-		return;
-	if ((t = thread_get(p, tid)) == NULL)
-		return;
-	t->gen = s->gen;
-	if (!t->seen) {
-		struct ist_event ev;
-		ist_event_init(&ev, IST_THREAD);
-		ev.pid = p->pid;
-		ev.tid = tid;
-		ev.name = (struct ist_str){ comm, strlen(comm) };
-		IST_SET(&ev, IST_F_PID);
-		IST_SET(&ev, IST_F_TID);
-		IST_SET(&ev, IST_F_NAME);
-		swrite(s, &ev);
-	}
-	v[2] = state_code(f[0][0]);
-	/* run and wait time in ns from schedstat; else utime+stime ticks */
-	snprintf(path, sizeof(path), "/proc/%lld/task/%lld/schedstat",
-	    (long long)p->pid, (long long)tid);
-	{
-		char sb[256];
-		unsigned long long run, wait, slices;
-		if (read_file(path, sb, sizeof(sb)) > 0 &&
-		    sscanf(sb, "%llu %llu %llu", &run, &wait, &slices) == 3) {
-			v[0] = (int64_t)run;
-			v[1] = (int64_t)wait;
-			v[5] = (int64_t)slices;
-		} else {
-			v[0] = (strtoll(f[11], NULL, 10) + strtoll(f[12], NULL,
-			    10)) * (1000000000 / s->ticks);
-			v[1] = -1;
-			v[5] = -1;
-		}
-	}
-	snprintf(path, sizeof(path), "/proc/%lld/task/%lld/status",
-	    (long long)p->pid, (long long)tid);
-	if (read_file(path, buf, sizeof(buf)) > 0) {
-		char *a = strstr(buf, "\nvoluntary_ctxt_switches:");
-		char *b = strstr(buf, "\nnonvoluntary_ctxt_switches:");
-		v[3] = a ? strtoll(a + 26, NULL, 10) : -1;
-		v[4] = b ? strtoll(b + 29, NULL, 10) : -1;
-	}
-	for (int i = 0; i < 6; i++) {
-		if (v[i] < 0 || (t->seen && t->v[i] == v[i]))
-			continue;
-		counter(s, p->pid, tid, thread_counters[i], ts, v[i], 0, true);
-		t->v[i] = v[i];
-	}
-	t->seen = true;
-}
-
-static void
-sample_process(struct sampler *s, int64_t pid, int64_t ts)
-{
-	char path[320], buf[4096], *comm, *f[48];
-	struct psample *p;
-	DIR *d;
-	struct dirent *de;
-	int nf;
-
-	snprintf(path, sizeof(path), "/proc/%lld/stat", (long long)pid);
-	if (read_file(path, buf, sizeof(buf)) <= 0)
-		return;
-	if ((nf = stat_fields(buf, &comm, f, 48)) < 22 ||
-	    (p = proc_get(s, pid)) == NULL)
-		return;
-	if (f[0][0] == 'Z')
-		return;
-	p->gen = s->gen;
-	/* named again after an exec (a wrapper script, a pyenv shim, env):
-	 * the command line readers keep is the last one; and once more if
-	 * it was named in the middle of an exec, without one */
-	{
-		bool renamed = p->named && strncmp(p->comm, comm,
-		    sizeof(p->comm) - 1) != 0;
-		if (!p->named || renamed || !p->have_cmd)
-			name_process(s, p, comm, !p->named || renamed);
-	}
-	{
-		int64_t majflt = strtoll(f[9], NULL, 10);
-		int64_t nthreads = strtoll(f[17], NULL, 10);
-		int64_t rss = strtoll(f[21], NULL, 10) * s->page;
-		if (rss != p->rss)
-			counter(s, pid, -1, "process.rss_bytes", ts, rss, 0,
-			    true);
-		if (majflt != p->majflt)
-			counter(s, pid, -1, "process.major_faults", ts, majflt,
-			    0, true);
-		if (nthreads != p->nthreads)
-			counter(s, pid, -1, "process.threads", ts, nthreads, 0,
-			    true);
-		p->rss = rss;
-		p->majflt = majflt;
-		p->nthreads = nthreads;
-	}
-	snprintf(path, sizeof(path), "/proc/%lld/task", (long long)pid);
-	if ((d = opendir(path)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL)
-		if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
-			sample_thread(s, p, strtoll(de->d_name, NULL, 10), ts);
-	closedir(d);
-}
-
-static void
-sample_system(struct sampler *s, int64_t ts)
-{
-	char buf[8192];
-	unsigned long long v[10] = { 0 }, busy, total;
-	char *r;
-
-	if (read_file("/proc/stat", buf, sizeof(buf)) <= 0)
-		return;
-	if (sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
-	    &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) < 4)
-		return;
-	total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
-	busy = total - v[3] - v[4];
-	if (!s->have_cpu) {
-		struct ist_event ev;
-		ist_event_init(&ev, IST_PROCESS);
-		ev.pid = 0;
-		ev.name = (struct ist_str){ "system", 6 };
-		ev.host = (struct ist_str){ s->host, strlen(s->host) };
-		IST_SET(&ev, IST_F_PID);
-		IST_SET(&ev, IST_F_NAME);
-		IST_SET(&ev, IST_F_HOST);
-		swrite(s, &ev);
-		counter(s, 0, -1, "system.cpu_cores", ts,
-		    sysconf(_SC_NPROCESSORS_ONLN), 0, true);
-		counter(s, 0, -1, "system.memory_bytes", ts,
-		    (int64_t)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE),
-		    0, true);
-	}
-	if (s->have_cpu && total > s->last_total)
-		counter(s, 0, -1, "system.cpu_utilization", ts, 0,
-		    (double)(busy - s->last_busy) /
-		    (double)(total - s->last_total), false);
-	s->last_busy = busy;
-	s->last_total = total;
-	s->have_cpu = true;
-	if ((r = strstr(buf, "\nprocs_running ")) != NULL)
-		counter(s, 0, -1, "system.runnable", ts,
-		    strtoll(r + 15, NULL, 10), 0, true);
-}
-
-/* Nodes of the machine, found once; none kept when there is only one. */
-static void
-numa_probe(struct sampler *s)
-{
-	char path[4200];
-	DIR *d;
-	struct dirent *de;
-
-	s->numa_probed = true;
-	snprintf(path, sizeof(path), "%s/devices/system/node", s->sysfs);
-	if ((d = opendir(path)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL && s->nnodes < MAX_NODES) {
-		char *end;
-		long id;
-		if (strncmp(de->d_name, "node", 4) != 0 ||
-		    !isdigit((unsigned char)de->d_name[4]))
-			continue;
-		id = strtol(de->d_name + 4, &end, 10);
-		if (*end == '\0' && id >= 0 && id < 1 << 20) {
-			s->node[s->nnodes] = (int)id;
-			s->nlast[s->nnodes][0] = s->nlast[s->nnodes][1] =
-			    s->nlast[s->nnodes][2] = -1;
-			s->nnodes++;
-		}
-	}
-	closedir(d);
-	for (int i = 1; i < s->nnodes; i++)      /* in node order */
-		for (int j = i; j > 0 && s->node[j - 1] > s->node[j]; j--) {
-			int t = s->node[j];
-			s->node[j] = s->node[j - 1];
-			s->node[j - 1] = t;
-		}
-	if (s->nnodes < 2)
-		s->nnodes = 0;
-}
-
-/* Per node: free memory, and allocations that missed it (numa_miss: meant
- * for this node, placed elsewhere; other_node: placed here for a process
- * running on another), written when they change. */
-static void
-sample_numa(struct sampler *s, int64_t ts)
-{
-	static const char *what[3] = {
-		"memory_free_bytes", "numa_miss", "other_node"
-	};
-	char path[4200], buf[8192], name[64], *r;
-
-	if (!s->numa_probed)
-		numa_probe(s);
-	for (int i = 0; i < s->nnodes; i++) {
-		int64_t v[3] = { -1, -1, -1 };
-		snprintf(path, sizeof(path), "%s/devices/system/node/node%d/"
-		    "meminfo", s->sysfs, s->node[i]);
-		if (read_file(path, buf, sizeof(buf)) > 0 &&
-		    (r = strstr(buf, "MemFree:")) != NULL)
-			v[0] = strtoll(r + 8, NULL, 10) * 1024;
-		snprintf(path, sizeof(path), "%s/devices/system/node/node%d/"
-		    "numastat", s->sysfs, s->node[i]);
-		if (read_file(path, buf, sizeof(buf)) > 0) {
-			if ((r = strstr(buf, "numa_miss ")) != NULL)
-				v[1] = strtoll(r + 10, NULL, 10);
-			if ((r = strstr(buf, "other_node ")) != NULL)
-				v[2] = strtoll(r + 11, NULL, 10);
-		}
-		for (int k = 0; k < 3; k++) {
-			if (v[k] < 0 || v[k] == s->nlast[i][k])
-				continue;
-			s->nlast[i][k] = v[k];
-			snprintf(name, sizeof(name), "numa.node%d.%s",
-			    s->node[i], what[k]);
-			counter(s, 0, -1, name, ts, v[k], 0, true);
-		}
-	}
-}
-
-/* The root and every descendant of it, from the ppid in /proc/N/stat. */
-static size_t
-descendants(pid_t root, int64_t *out, size_t max)
-{
-	static int64_t pid[MAX_PROCS * 4], ppid[MAX_PROCS * 4];
-	size_t n = 0, nout = 0;
-	DIR *d = opendir("/proc");
-	struct dirent *de;
-	char path[320], buf[1024], *comm, *f[8];
-
-	if (d == NULL)
-		return 0;
-	while ((de = readdir(d)) != NULL && n < MAX_PROCS * 4) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
-		if (read_file(path, buf, sizeof(buf)) <= 0 ||
-		    stat_fields(buf, &comm, f, 8) < 2)
-			continue;
-		pid[n] = strtoll(de->d_name, NULL, 10);
-		ppid[n++] = strtoll(f[1], NULL, 10);
-	}
-	closedir(d);
-	out[nout++] = root;
-	for (size_t i = 0; i < nout && nout < max; i++)
-		for (size_t j = 0; j < n && nout < max; j++)
-			if (ppid[j] == out[i])
-				out[nout++] = pid[j];
-	return nout;
-}
-
-static void
-sample(struct sampler *s, bool rescan)
-{
-	static int64_t pids[MAX_PROCS];
-	static size_t npids;
-	int64_t ts;
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	ts = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-	s->gen++;
-	if (rescan || npids == 0)
-		npids = descendants(s->root, pids, MAX_PROCS);
-	for (size_t i = 0; i < npids; i++)
-		sample_process(s, pids[i], ts);
-	sample_system(s, ts);
-	if (rescan)
-		sample_numa(s, ts);     /* a tenth as often */
-}
+#include "record_int.h"
 
 /* ---- gathering the streams ---- */
 
@@ -592,7 +62,7 @@ gather(const char *path, int out, struct sampler *s, struct ist_error *err)
 	}
 	if (off < n) {
 		const char *base = strrchr(path, '/');
-		note(s, IST_NOTE_WARN, "the stream of process %.*s ended "
+		rec_note(s, IST_NOTE_WARN, "the stream of process %.*s ended "
 		    "abruptly: its last %zu bytes (at most one second of "
 		    "events) are lost", (int)(strlen(base + 1) - 4), base + 1,
 		    n - off);
@@ -644,7 +114,7 @@ warn_silent_pythons(struct sampler *s, const char *dir,
 		snprintf(want, sizeof(want), "%s/%lld.lost", dir,
 		    (long long)p->pid);
 		if (!found && access(want, F_OK) != 0)
-			note(s, IST_NOTE_WARN, "Python process %lld "
+			rec_note(s, IST_NOTE_WARN, "Python process %lld "
 			    "(%s) recorded no Python calls: it did not load "
 			    "InferScope's bootstrap (python -I, -E or -S, or "
 			    "PYTHONPATH cleared for it)", (long long)p->pid,
@@ -693,8 +163,8 @@ add_lost(struct sampler *s, const char *dir)
 				IST_SET(&ev, IST_F_PID);
 				IST_SET(&ev, IST_F_EVENTS);
 				IST_SET(&ev, IST_F_REASON);
-				swrite(s, &ev);
-				note(s, IST_NOTE_WARN, "process %lld: %llu "
+				rec_swrite(s, &ev);
+				rec_note(s, IST_NOTE_WARN, "process %lld: %llu "
 				    "events are lost: %s", pid, k, why);
 			}
 			fclose(f);
@@ -880,7 +350,7 @@ watch(struct sampler *s, const struct ist_record_opts *o, pid_t pid,
 	int status = 0;
 
 	if (o->sample_hz > 0)
-		sample(s, true);
+		rec_sample(s, true);
 	for (;;) {
 		struct timespec period = { 1, 0 };
 		siginfo_t si;
@@ -908,11 +378,11 @@ watch(struct sampler *s, const struct ist_record_opts *o, pid_t pid,
 			 * one sent to us alone is passed on */
 			if (si.si_code == SI_USER || si.si_code == SI_QUEUE)
 				kill(pid, sig);
-			note(s, IST_NOTE_INFO, "%s: finishing the trace",
+			rec_note(s, IST_NOTE_INFO, "%s: finishing the trace",
 			    strsignal(sig));
 		}
 		if (o->sample_hz > 0 && (sig < 0 || sig == SIGCHLD))
-			sample(s, ticks++ % 10 == 0);
+			rec_sample(s, ticks++ % 10 == 0);
 	}
 }
 
@@ -1017,7 +487,7 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 	} else {
 		int status;
 		s.root = pid;
-		note(&s, IST_NOTE_DEBUG, "recording pid %ld into %s",
+		rec_note(&s, IST_NOTE_DEBUG, "recording pid %ld into %s",
 		    (long)pid, dir);
 		status = watch(&s, o, pid, &set);
 		if (WIFEXITED(status))
@@ -1138,7 +608,7 @@ left_behind(struct sampler *s, const char *tmp)
 		    st.st_uid != getuid() || (pid = owner_of(dir)) == 0 ||
 		    alive(pid))
 			continue;
-		note(s, IST_NOTE_WARN, "an is-record that was killed (pid %ld) "
+		rec_note(s, IST_NOTE_WARN, "an is-record that was killed (pid %ld) "
 		    "left its recording in %s: is-record --recover %s -o FILE "
 		    "writes it as a trace", pid, dir, dir);
 	}

@@ -1,0 +1,71 @@
+/*
+ * record_int.h - shared by is-record's engine (lib/record/); not installed.
+ */
+#ifndef IST_RECORD_INT_H
+#define IST_RECORD_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "internal.h"
+#include "record.h"
+
+#define MAX_PROCS 4096
+#define MAX_NODES 64
+
+/* ---- the /proc sampler (sampler.c) ---- */
+
+struct tsample {
+	int64_t tid;
+	int64_t v[6];            /* last values written */
+	bool seen;
+	uint64_t gen;
+};
+
+struct psample {
+	int64_t pid;
+	bool named;
+	char comm[32];          /* as named: a new one means an exec */
+	bool have_cmd;          /* named with its command line */
+	bool python;            /* named python*: should have a stream */
+	char cmd[120];          /* its command line, for a warning */
+	int64_t rss, majflt, nthreads;
+	struct tsample *t;
+	size_t nt, capt;
+	uint64_t gen;
+};
+
+struct sampler {
+	struct ist_writer *w;
+	int fd;
+	pid_t root;
+	struct psample *p;
+	size_t np, capp;
+	uint64_t gen;
+	unsigned long long last_busy, last_total;
+	bool have_cpu;
+	long page, ticks;
+	char host[256];
+	ist_note_fn note;
+	void *ctx;
+	bool failed;
+	struct ist_error err;
+	/* NUMA nodes, sampled when there is more than one */
+	const char *sysfs;
+	bool numa_probed;
+	int nnodes;
+	int node[MAX_NODES];
+	int64_t nlast[MAX_NODES][3];
+};
+
+/* a note to the tool's callback, formatted */
+void rec_note(struct sampler *s, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* an event into the sampler's stream; the first error is kept in s->err */
+void rec_swrite(struct sampler *s, const struct ist_event *ev);
+/* one sample of the recorded processes and the machine; rescan: look for
+ * new processes and sample the NUMA nodes too */
+void rec_sample(struct sampler *s, bool rescan);
+
+#endif
