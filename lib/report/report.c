@@ -9,58 +9,8 @@
 
 #include "internal.h"
 #include "report.h"
+#include "report_int.h"
 #include "rules/rules.h"
-
-/* ---- numbers ---- */
-
-static const char *
-fdur(char *b, size_t n, double ns)
-{
-	double a = fabs(ns);
-	if (a < 1e3)
-		snprintf(b, n, "%.0f ns", ns);
-	else if (a < 1e6)
-		snprintf(b, n, "%.1f µs", ns / 1e3);
-	else if (a < 1e9)
-		snprintf(b, n, "%.2f ms", ns / 1e6);
-	else
-		snprintf(b, n, "%.3f s", ns / 1e9);
-	return b;
-}
-
-static const char *
-fbytes(char *b, size_t n, double v)
-{
-	if (v < 1024)
-		snprintf(b, n, "%.0f B", v);
-	else if (v < 1048576)
-		snprintf(b, n, "%.1f KiB", v / 1024);
-	else if (v < 1073741824)
-		snprintf(b, n, "%.1f MiB", v / 1048576);
-	else
-		snprintf(b, n, "%.2f GiB", v / 1073741824);
-	return b;
-}
-
-/* Time ranges relative to the start of the run. */
-static const char *
-frange(char *b, size_t n, double s, double e, double t0)
-{
-	char x[32], y[32];
-	snprintf(b, n, "%s – %s", fdur(x, sizeof(x), s - t0), fdur(y,
-	    sizeof(y), e - t0));
-	return b;
-}
-
-#define D(v) fdur(t1, sizeof(t1), (v))
-#define D2(v) fdur(t2, sizeof(t2), (v))
-#define D3(v) fdur(t3, sizeof(t3), (v))
-#define D4(v) fdur(t4, sizeof(t4), (v))
-#define D5(v) fdur(t5, sizeof(t5), (v))
-#define D6(v) fdur(t6, sizeof(t6), (v))
-#define B(v) fbytes(t1, sizeof(t1), (v))
-#define B2(v) fbytes(t2, sizeof(t2), (v))
-#define B3(v) fbytes(t3, sizeof(t3), (v))
 
 /* ---- Markdown text ---- */
 
@@ -168,17 +118,17 @@ command(struct ist_buf *o, const json_t *cmd)
 static void
 evidence_value(struct ist_buf *o, const char *key, const json_t *v)
 {
-	char t1[64];
+	struct nums u = { 0 };
 	size_t n = strlen(key);
 #define ENDS(s) (n >= strlen(s) && strcmp(key + n - strlen(s), s) == 0)
 	if (json_is_number(v)) {
 		double d = json_number_value(v);
 		if (ENDS("_ns") || strcmp(key, "ns") == 0)
-			ist_buf_printf(o, "%s", D(d));
+			ist_buf_printf(o, "%s", dur(&u, d));
 		else if (ENDS("_bytes_per_s"))
-			ist_buf_printf(o, "%s/s", B(d));
+			ist_buf_printf(o, "%s/s", bytes(&u, d));
 		else if (ENDS("_bytes") || strcmp(key, "bytes") == 0)
-			ist_buf_printf(o, "%s", B(d));
+			ist_buf_printf(o, "%s", bytes(&u, d));
 		else if (ENDS("_pct"))
 			ist_buf_printf(o, "%.2f%%", d);
 		else if (ENDS("gbps"))
@@ -203,20 +153,20 @@ evidence_value(struct ist_buf *o, const char *key, const json_t *v)
 				else
 					code(o, ist_jstr(x, "what"));
 				ist_buf_printf(o, " (%s) %s, %.1f%%",
-				    ist_jstr(x, "kind"), D(ist_jnum(x, "ns")),
+				    ist_jstr(x, "kind"), dur(&u, ist_jnum(x, "ns")),
 				    100 * ist_jnum(x, "share"));
 			} else if (json_is_object(x) &&
 			    json_object_get(x, "module")) {
 				/* an import: cumulative (self) time */
 				code(o, ist_jstr(x, "module"));
-				ist_buf_printf(o, " %s", D(ist_jnum(x,
+				ist_buf_printf(o, " %s", dur(&u, ist_jnum(x,
 				    "cumulative_ns")));
-				ist_buf_printf(o, " (self %s)", D(ist_jnum(x,
+				ist_buf_printf(o, " (self %s)", dur(&u, ist_jnum(x,
 				    "self_ns")));
 			} else if (json_is_object(x) &&
 			    json_object_get(x, "where")) {
 				code(o, ist_jstr(x, "where"));
-				ist_buf_printf(o, " %lld× %s", (long long)ist_jint(x, "count"), D(ist_jnum(x,
+				ist_buf_printf(o, " %lld× %s", (long long)ist_jint(x, "count"), dur(&u, ist_jnum(x,
 				    "blocked_ns")));
 			} else if (json_is_object(x)) {
 				const char *k;
@@ -245,13 +195,13 @@ runtime_lines(struct ist_buf *o, const json_t *an)
 {
 	const json_t *imp = json_object_get(an, "imports"), *gc =
 	    json_object_get(an, "gc"), *m;
-	char t1[64], t2[64];
+	struct nums u = { 0 };
 	size_t i, n;
 
 	if (ist_jnum(imp, "count") > 0) {
 		ist_buf_printf(o, "Imports took %s in %lld import%s (the import "
 		    "system's functions above are theirs)",
-		    D(ist_jnum(imp, "ns")), (long long)ist_jint(imp, "count"),
+		    dur(&u, ist_jnum(imp, "ns")), (long long)ist_jint(imp, "count"),
 		    ist_jint(imp, "count") == 1 ? "" : "s");
 		n = 0;
 		json_array_foreach(json_object_get(imp, "modules"), i, m) {
@@ -262,7 +212,7 @@ runtime_lines(struct ist_buf *o, const json_t *an)
 			ist_buf_printf(o, "%s", n++ ? ", " : "; slowest "
 			    "(cumulative, as -X importtime): ");
 			code(o, ist_jstr(m, "module"));
-			ist_buf_printf(o, " %s", D(ist_jnum(m,
+			ist_buf_printf(o, " %s", dur(&u, ist_jnum(m,
 			    "cumulative_ns")));
 		}
 		ist_buf_printf(o, ".\n\n");
@@ -271,13 +221,13 @@ runtime_lines(struct ist_buf *o, const json_t *an)
 		ist_buf_printf(o, "Garbage collection: %lld collection%s, %s in "
 		    "all", (long long)ist_jint(gc, "collections"),
 		    ist_jint(gc, "collections") == 1 ? "" : "s",
-		    D(ist_jnum(gc, "ns")));
+		    dur(&u, ist_jnum(gc, "ns")));
 		if (ist_jnum(gc, "in_imports") > 0)
 			ist_buf_printf(o, " (%lld while importing, %s)",
 			    (long long)ist_jint(gc, "in_imports"),
-			    D(ist_jnum(gc, "in_imports_ns")));
+			    dur(&u, ist_jnum(gc, "in_imports_ns")));
 		ist_buf_printf(o, ", the longest %s.\n\n",
-		    D2(ist_jnum(gc, "max_ns")));
+		    dur(&u, ist_jnum(gc, "max_ns")));
 	}
 }
 
@@ -297,7 +247,7 @@ findings(struct ist_buf *o, const json_t *an, double t0)
 		const json_t *ev = json_object_get(f, "evidence"), *v, *r;
 		const char *k;
 		size_t j;
-		char t1[96];
+		struct nums u = { 0 };
 
 		ist_buf_printf(o, "### %zu. ", i + 1);
 		sentence(o, ist_jstr(f, "title"));
@@ -331,7 +281,7 @@ findings(struct ist_buf *o, const json_t *an, double t0)
 			ist_buf_printf(o, "- at: ");
 			json_array_foreach(json_object_get(f, "ranges"), j, r)
 				ist_buf_printf(o, "%s%s", j ? ", " : "",
-				    frange(t1, sizeof(t1), json_number_value(
+				    span(&u, json_number_value(
 				    json_array_get(r, 0)), json_number_value(
 				    json_array_get(r, 1)), t0));
 			ist_buf_printf(o, " (from the start of the run)\n");
@@ -345,7 +295,7 @@ summary(struct ist_buf *o, const json_t *an)
 {
 	const json_t *run = json_object_get(an, "run"), *v = json_object_get(an,
 	    "verdict"), *d, *p;
-	char t1[64], t2[64];
+	struct nums u = { 0 };
 	size_t i;
 	bool py = false;
 
@@ -363,7 +313,7 @@ summary(struct ist_buf *o, const json_t *an)
 	ist_buf_printf(o, "| Host | ");
 	text(o, *ist_jstr(run, "host") ? ist_jstr(run, "host") : "unknown");
 	ist_buf_printf(o, " |\n| Duration | %s |\n",
-	    D(ist_jnum(run, "wall_ns")));
+	    dur(&u, ist_jnum(run, "wall_ns")));
 	json_array_foreach(json_object_get(run, "producers"), i, p) {
 		const char *s = json_string_value(p), *c;
 		if (s && (c = strstr(s, "(CPython")) != NULL && !py) {
@@ -379,21 +329,20 @@ summary(struct ist_buf *o, const json_t *an)
 		ist_buf_printf(o, "| GPU %d | ", (int)ist_jint(d, "device"));
 		text(o, ist_jstr(d, "name"));
 		ist_buf_printf(o, " (%d SMs, %s, link %.1f GB/s) |\n",
-		    (int)ist_jint(d, "sm_count"), B2(ist_jnum(d,
+		    (int)ist_jint(d, "sm_count"), bytes(&u, ist_jnum(d,
 		    "memory_bytes")), ist_jnum(d, "pcie_gbps"));
 	}
 	if (json_array_size(json_object_get(an, "devices")) == 0)
 		ist_buf_printf(o, "| GPU | none recorded |\n");
 	ist_buf_printf(o, "| Events | %lld |\n\n", (long long)ist_jint(run,
 	    "events"));
-	(void)t2;
 }
 
 static void
 breakdown(struct ist_buf *o, const json_t *an)
 {
 	const json_t *d, *x, *devs = json_object_get(an, "devices");
-	char t1[64], t2[64], t3[64], t4[64], t5[64], t6[64];
+	struct nums u = { 0 };
 	size_t i, j;
 
 	ist_buf_printf(o, "## Time breakdown\n\n");
@@ -408,10 +357,10 @@ breakdown(struct ist_buf *o, const json_t *an)
 		const json_t *b = json_object_get(d, "idle_breakdown");
 		ist_buf_printf(o, "| %d | %s | %s (%.1f%%) | %s (%.1f%%) | %s | "
 		    "%s | %s |\n", (int)ist_jint(d, "device"),
-		    D(ist_jnum(d, "active_ns")), D2(ist_jnum(d, "busy_ns")),
-		    ist_jnum(d, "busy_pct"), D3(ist_jnum(d, "idle_ns")),
-		    ist_jnum(d, "idle_pct"), D4(ist_jnum(b, "host_wait_ns")),
-		    D5(ist_jnum(b, "kernel_wait_ns")), D6(ist_jnum(b,
+		    dur(&u, ist_jnum(d, "active_ns")), dur(&u, ist_jnum(d, "busy_ns")),
+		    ist_jnum(d, "busy_pct"), dur(&u, ist_jnum(d, "idle_ns")),
+		    ist_jnum(d, "idle_pct"), dur(&u, ist_jnum(b, "host_wait_ns")),
+		    dur(&u, ist_jnum(b, "kernel_wait_ns")), dur(&u, ist_jnum(b,
 		    "other_ns")));
 	}
 	ist_buf_printf(o, "\n");
@@ -433,7 +382,7 @@ breakdown(struct ist_buf *o, const json_t *an)
 			else
 				code(o, ist_jstr(x, "what"));
 			ist_buf_printf(o, " | %s | %s | %.1f%% |\n",
-			    ist_jstr(x, "kind"), D(ist_jnum(x, "ns")),
+			    ist_jstr(x, "kind"), dur(&u, ist_jnum(x, "ns")),
 			    100 * ist_jnum(x, "share"));
 		}
 		ist_buf_printf(o, "\n");
@@ -445,7 +394,7 @@ static void
 scopes_table(struct ist_buf *o, const json_t *an)
 {
 	const json_t *x, *arr;
-	char t1[64], t2[64], t3[64], t4[64], t5[64], t6[64];
+	struct nums u = { 0 };
 	size_t i;
 
 	arr = json_object_get(an, "scopes");
@@ -463,9 +412,9 @@ scopes_table(struct ist_buf *o, const json_t *an)
 		code(o, ist_jstr(x, "name"));
 		ist_buf_printf(o, " | %s | %lld | %s | %s | %s | %s | %s | %s |\n",
 		    ist_jstr(x, "kind"), (long long)ist_jint(x, "count"),
-		    D(ist_jnum(x, "total_ns")), D2(ist_jnum(x, "mean_ns")),
-		    D3(ist_jnum(x, "p50_ns")), D4(ist_jnum(x, "p95_ns")),
-		    D5(ist_jnum(x, "max_ns")), D6(ist_jnum(x, "gpu_ns")));
+		    dur(&u, ist_jnum(x, "total_ns")), dur(&u, ist_jnum(x, "mean_ns")),
+		    dur(&u, ist_jnum(x, "p50_ns")), dur(&u, ist_jnum(x, "p95_ns")),
+		    dur(&u, ist_jnum(x, "max_ns")), dur(&u, ist_jnum(x, "gpu_ns")));
 	}
 	if (json_array_size(arr))
 		ist_buf_printf(o, "\n");
@@ -476,7 +425,7 @@ static void
 functions_table(struct ist_buf *o, const json_t *an)
 {
 	const json_t *x, *arr;
-	char t1[64], t2[64];
+	struct nums u = { 0 };
 	size_t i, n;
 
 	arr = json_object_get(an, "functions");
@@ -492,8 +441,8 @@ functions_table(struct ist_buf *o, const json_t *an)
 			ist_buf_printf(o, "| ");
 			code(o, ist_jstr(x, "name"));
 			ist_buf_printf(o, " | %lld | %s | %s | ",
-			    (long long)ist_jint(x, "count"), D(ist_jnum(x,
-			    "self_ns")), D2(ist_jnum(x, "incl_ns")));
+			    (long long)ist_jint(x, "count"), dur(&u, ist_jnum(x,
+			    "self_ns")), dur(&u, ist_jnum(x, "incl_ns")));
 			if (*ist_jstr(x, "file")) {
 				char w[4200];
 				snprintf(w, sizeof(w), "%s:%lld",
@@ -515,7 +464,7 @@ static void
 kernels_table(struct ist_buf *o, const json_t *an)
 {
 	const json_t *x, *arr;
-	char t1[64], t2[64], t3[64];
+	struct nums u = { 0 };
 	size_t i;
 
 	arr = json_object_get(an, "kernels");
@@ -528,9 +477,9 @@ kernels_table(struct ist_buf *o, const json_t *an)
 			ist_buf_printf(o, "| ");
 			code(o, ist_jstr(x, "name"));
 			ist_buf_printf(o, " | %lld | %s | %s | %s |\n",
-			    (long long)ist_jint(x, "count"), D(ist_jnum(x,
-			    "total_ns")), D2(ist_jnum(x, "mean_ns")),
-			    D3(ist_jnum(x, "max_ns")));
+			    (long long)ist_jint(x, "count"), dur(&u, ist_jnum(x,
+			    "total_ns")), dur(&u, ist_jnum(x, "mean_ns")),
+			    dur(&u, ist_jnum(x, "max_ns")));
 		}
 		ist_buf_printf(o, "\n");
 	}
@@ -541,7 +490,7 @@ static void
 copies_table(struct ist_buf *o, const json_t *an)
 {
 	const json_t *x, *arr;
-	char t1[64], t2[64], t3[64];
+	struct nums u = { 0 };
 	size_t i;
 
 	arr = json_object_get(an, "copies");
@@ -552,10 +501,10 @@ copies_table(struct ist_buf *o, const json_t *an)
 		json_array_foreach(arr, i, x)
 			ist_buf_printf(o, "| %s | %lld | %s | %s | %.2f GB/s | "
 			    "%lld (%s) | %lld |\n", ist_jstr(x, "direction"),
-			    (long long)ist_jint(x, "count"), B(ist_jnum(x,
-			    "bytes")), D2(ist_jnum(x, "ns")), ist_jnum(x,
+			    (long long)ist_jint(x, "count"), bytes(&u, ist_jnum(x,
+			    "bytes")), dur(&u, ist_jnum(x, "ns")), ist_jnum(x,
 			    "gbps"), (long long)ist_jint(x, "pageable_count"),
-			    fbytes(t3, sizeof(t3), ist_jnum(x,
+			    bytes(&u, ist_jnum(x,
 			    "pageable_bytes")), (long long)ist_jint(x,
 			    "sync_calls"));
 		ist_buf_printf(o, "\n");
@@ -567,7 +516,7 @@ static void
 syncs_table(struct ist_buf *o, const json_t *an)
 {
 	const json_t *x, *arr;
-	char t1[64];
+	struct nums u = { 0 };
 	size_t i;
 
 	arr = json_object_get(an, "syncs");
@@ -579,7 +528,7 @@ syncs_table(struct ist_buf *o, const json_t *an)
 			    "sites"), 0);
 			ist_buf_printf(o, "| %s | %lld | %s | ", ist_jstr(x,
 			    "kind"), (long long)ist_jint(x, "count"),
-			    D(ist_jnum(x, "blocked_ns")));
+			    dur(&u, ist_jnum(x, "blocked_ns")));
 			if (s)
 				code(o, ist_jstr(s, "where"));
 			ist_buf_printf(o, " |\n");
@@ -593,7 +542,7 @@ static void
 threads_table(struct ist_buf *o, const json_t *an)
 {
 	const json_t *x, *arr;
-	char t1[64], t2[64];
+	struct nums u = { 0 };
 	size_t i;
 
 	arr = json_object_get(an, "threads");
@@ -610,8 +559,8 @@ threads_table(struct ist_buf *o, const json_t *an)
 			code(o, nm);
 			if (ist_jnum(x, "window_ns") > 0)
 				ist_buf_printf(o, " | %s | %.1f%% | %s (%.1f%%) | "
-				    "%lld | %lld |\n", D(ist_jnum(x, "cpu_ns")),
-				    100 * ist_jnum(x, "cpu_util"), D2(ist_jnum(x,
+				    "%lld | %lld |\n", dur(&u, ist_jnum(x, "cpu_ns")),
+				    100 * ist_jnum(x, "cpu_util"), dur(&u, ist_jnum(x,
 				    "wait_ns")), 100 * ist_jnum(x, "wait_share"),
 				    (long long)ist_jint(x, "ctx_involuntary"),
 				    (long long)ist_jint(x, "launches"));
@@ -628,7 +577,7 @@ static void
 memory_table(struct ist_buf *o, const json_t *an)
 {
 	const json_t *x, *arr;
-	char t1[64], t2[64], t3[64];
+	struct nums u = { 0 };
 	size_t i, n;
 
 	ist_buf_printf(o, "## Memory\n\n");
@@ -648,8 +597,8 @@ memory_table(struct ist_buf *o, const json_t *an)
 			ist_buf_printf(o, "| ");
 			code(o, nm);
 			ist_buf_printf(o, " | %s | %s | %s | %lld |\n",
-			    B(ist_jnum(x, "rss_first_bytes")), B2(ist_jnum(x,
-			    "rss_peak_bytes")), B3(ist_jnum(x,
+			    bytes(&u, ist_jnum(x, "rss_first_bytes")), bytes(&u, ist_jnum(x,
+			    "rss_peak_bytes")), bytes(&u, ist_jnum(x,
 			    "rss_last_bytes")), (long long)ist_jint(x,
 			    "major_faults"));
 		}
@@ -659,8 +608,8 @@ memory_table(struct ist_buf *o, const json_t *an)
 		if (ist_jnum(x, "memory_peak_bytes") > 0) {
 			n++;
 			ist_buf_printf(o, "GPU %d memory peak: %s of %s.\n\n",
-			    (int)ist_jint(x, "device"), B(ist_jnum(x,
-			    "memory_peak_bytes")), B2(ist_jnum(x,
+			    (int)ist_jint(x, "device"), bytes(&u, ist_jnum(x,
+			    "memory_peak_bytes")), bytes(&u, ist_jnum(x,
 			    "memory_bytes")));
 		}
 	if (n == 0)
@@ -684,7 +633,7 @@ static void
 quality(struct ist_buf *o, const json_t *an)
 {
 	const json_t *q = json_object_get(an, "data_quality"), *x;
-	char t1[64], t2[64];
+	struct nums u = { 0 };
 	size_t i;
 
 	ist_buf_printf(o, "## Data quality\n\n"
@@ -697,10 +646,10 @@ quality(struct ist_buf *o, const json_t *an)
 	    "lost_events"), 100 * ist_jnum(q, "lost_share"),
 	    ist_jnum(q, "truncated_bytes") > 0 ? "yes" : "no",
 	    json_is_true(json_object_get(q, "merged")) ? "yes" : "no",
-	    D(ist_jnum(q, "clock_uncertainty_ns")),
+	    dur(&u, ist_jnum(q, "clock_uncertainty_ns")),
 	    ist_jnum(q, "unaligned_sources") > 0 ?
 	    " (some sources could not be aligned exactly)" : "",
-	    D2(ist_jnum(q, "profiler_cpu_ns")),
+	    dur(&u, ist_jnum(q, "profiler_cpu_ns")),
 	    ist_jnum(q, "confidence_factor"));
 	json_array_foreach(json_object_get(q, "notes"), i, x) {
 		ist_buf_printf(o, "- ");
@@ -738,7 +687,7 @@ static void
 baseline(struct ist_buf *o, const json_t *an)
 {
 	const json_t *b = json_object_get(an, "baseline"), *x;
-	char t1[64], t2[64];
+	struct nums u = { 0 };
 	size_t i;
 
 	if (b == NULL)
@@ -753,8 +702,8 @@ baseline(struct ist_buf *o, const json_t *an)
 		ist_buf_printf(o, "| %s | ", ist_jstr(x, "what"));
 		if (*ist_jstr(x, "name"))
 			code(o, ist_jstr(x, "name"));
-		ist_buf_printf(o, " | %s | %s | %+.1f%% |\n", D(ist_jnum(x,
-		    "base")), D2(ist_jnum(x, "now")), ist_jnum(x, "delta_pct"));
+		ist_buf_printf(o, " | %s | %s | %+.1f%% |\n", dur(&u, ist_jnum(x,
+		    "base")), dur(&u, ist_jnum(x, "now")), ist_jnum(x, "delta_pct"));
 	}
 	ist_buf_printf(o, "\n");
 }

@@ -18,6 +18,7 @@
 
 #include "internal.h"
 #include "report.h"
+#include "report_int.h"
 #include "rules/rules.h"
 
 #define COLS 1000
@@ -193,20 +194,6 @@ esc(struct ist_buf *o, const char *s)
 		}
 }
 
-static const char *
-fdur(char *b, size_t n, double ns)
-{
-	if (ns < 1e3)
-		snprintf(b, n, "%.0f ns", ns);
-	else if (ns < 1e6)
-		snprintf(b, n, "%.0f µs", ns / 1e3);
-	else if (ns < 1e9)
-		snprintf(b, n, "%.1f ms", ns / 1e6);
-	else
-		snprintf(b, n, "%.2f s", ns / 1e9);
-	return b;
-}
-
 static int
 lane_cmp(const void *x, const void *y)
 {
@@ -276,7 +263,7 @@ axis(struct ist_buf *o, double span, double y, int width)
 		    "y2=\"%.0f\" class=\"tick\"/>\n<text x=\"%.1f\" y=\"%.0f\" "
 		    "class=\"ax\" text-anchor=\"%s\">%s</text>\n", x, y, x, y + 4,
 		    x, y + 16, i == 0 ? "start" : i == 4 ? "end" : "middle",
-		    fdur(b, sizeof(b), span * i / 4.0));
+		    dur_tick(b, sizeof(b), span * i / 4.0));
 	}
 }
 
@@ -315,7 +302,7 @@ timeline_svg(struct ist_buf *o, const struct ist_timeline *tl)
 		    "GPU stream, in %d columns of %s; darker means busier."
 		    "</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
 		    "class=\"chart\" viewBox=\"0 0 %d %d\" role=\"img\" "
-		    "aria-label=\"timeline\">\n", ncols, fdur(bw, sizeof(bw),
+		    "aria-label=\"timeline\">\n", ncols, dur_tick(bw, sizeof(bw),
 		    (double)tl->w), LABEL + COLS + 10, h + 44);
 	}
 	for (int i = 0; i < tl->nlanes; i++) {
@@ -372,7 +359,7 @@ util_svg(struct ist_buf *o, const json_t *an)
 		    "first operation (%s buckets)</figcaption>\n<svg xmlns=\"http://www.w3"
 		    ".org/2000/svg\" class=\"chart\" viewBox=\"0 0 %d 150\" "
 		    "role=\"img\" aria-label=\"GPU utilisation\">\n",
-		    (int)ist_jint(d, "device"), fdur(b, sizeof(b), bw),
+		    (int)ist_jint(d, "device"), dur_tick(b, sizeof(b), bw),
 		    LABEL + COLS + 10);
 		ist_buf_printf(o, "<text x=\"%d\" y=\"14\" class=\"ax\" "
 		    "text-anchor=\"end\">100%%</text><text x=\"%d\" y=\"110\" "
@@ -432,7 +419,7 @@ scopes_svg(struct ist_buf *o, const json_t *an)
 			    cat_color[C_KERNEL]);
 		ist_buf_printf(o, "<text x=\"%.1f\" y=\"%zu\" class=\"ax\">%s "
 		    "(%lld)</text>\n", LABEL + wt + 6, 20 * i + 19,
-		    fdur(b, sizeof(b), t), (long long)ist_jint(x, "count"));
+		    dur_tick(b, sizeof(b), t), (long long)ist_jint(x, "count"));
 	}
 	ist_buf_printf(o, "</svg></figure>\n");
 }
