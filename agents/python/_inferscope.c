@@ -764,7 +764,7 @@ py_gc(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 		}
 		if (ids[g] == 0) {
 			char name[32];
-			snprintf(name, sizeof(name), "gc (generation %ld)", g);
+			snprintf(name, sizeof(name), IST_GC_NAME_FMT, (int)g);
 			ids[g] = ist_coll_define_func(name, NULL, 0);
 		}
 		p->gc_id = ids[g];

@@ -301,9 +301,7 @@ gc_json(struct ist_analyzer *a)
 	for (int g = 0; g < 8; g++)
 		for (uint32_t i = 0; i < a->nfn; i++) {
 			const struct fstat *f = &a->fn[i];
-			const char *s = a->str.s[f->name];
-			if (f->role != FN_GC ||
-			    atoi(s + sizeof(GC_PREFIX) - 1) != g)
+			if (f->role != FN_GC || f->gc_gen != g)
 				continue;
 			json_array_append_new(gens, json_pack("{s:i,s:I,s:I,s:I}",
 			    "generation", g, "count", JI(f->count), "ns",

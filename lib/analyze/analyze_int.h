@@ -149,7 +149,6 @@ struct sstat {               /* scopes and NVTX ranges */
 };
 
 enum { FN_PLAIN, FN_IMPORT, FN_MODULE, FN_GC };
-#define GC_PREFIX "gc (generation "     /* the Python collector's name */
 
 struct fstat {               /* Python and C functions */
 	uint32_t name, file;
@@ -157,6 +156,7 @@ struct fstat {               /* Python and C functions */
 	uint64_t count;
 	int64_t self, incl, max;
 	uint8_t role;            /* FN_: an import, a module's body */
+	int8_t gc_gen;           /* FN_GC: the generation collected */
 	/* FN_MODULE: the imports that ran the body (first_hand: those no
 	 * other import enclosed), their time with and without the imports
 	 * nested in them, as -X importtime's cumulative and self */

@@ -250,7 +250,7 @@ fn_role(const char *s)
 	static const char body[] = ".<module>";
 	size_t n = strlen(s), k = sizeof(body) - 1;
 
-	if (strncmp(s, GC_PREFIX, sizeof(GC_PREFIX) - 1) == 0)
+	if (ist_gc_generation(s, n) >= 0)
 		return FN_GC;
 	if (strcmp(s, "_frozen_importlib._find_and_load") == 0 ||
 	    strcmp(s, "importlib._bootstrap._find_and_load") == 0)
@@ -351,6 +351,8 @@ cpu_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
 		fs->file = (uint32_t)file;
 		fs->line = IST_HAS(ev, IST_F_LINE) ? ev->line : 0;
 		fs->role = fn_role(a->str.s[name]);
+		fs->gc_gen = (int8_t)ist_gc_generation(a->str.s[name],
+		    a->str.len[name]);
 	}
 	fs->count++;
 	if (fs->role == FN_IMPORT || fs->role == FN_MODULE)

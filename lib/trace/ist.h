@@ -24,6 +24,9 @@
 #define IST_VERSION_MAJOR 1
 #define IST_VERSION_MINOR 0
 #define IST_PACKAGE_VERSION "0.1.0"
+/* A garbage collection, as the Python collector records it: a cpu_call
+ * named "gc (generation 2)" (formats/trace-format.md). */
+#define IST_GC_NAME_FMT "gc (generation %d)"
 
 enum ist_status {
 	IST_OK = 0,
@@ -120,6 +123,10 @@ enum ist_field {
 	IST_F_ANALYSIS_VERSION,
 	IST_NFIELDS
 };
+
+/* The generation a call's name says it collected (IST_GC_NAME_FMT), -1
+ * when it names no collection. */
+int ist_gc_generation(const char *s, size_t n);
 
 #define IST_HAS(ev, f) (((ev)->has >> (f)) & 1u)
 #define IST_SET(ev, f) ((ev)->has |= (uint64_t)1 << (f))

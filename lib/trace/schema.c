@@ -335,3 +335,22 @@ ist_fmt_double(double d, char *out, size_t cap)
 		snprintf(out, cap, "%s", sci);
 	}
 }
+
+int
+ist_gc_generation(const char *s, size_t n)
+{
+	static const char pre[] = "gc (generation ";
+	size_t k = sizeof(pre) - 1, i;
+	int g = 0;
+
+	/* one or two digits: CPython has three generations */
+	if (n < k + 2 || n > k + 3 || memcmp(s, pre, k) != 0 ||
+	    s[n - 1] != ')')
+		return -1;
+	for (i = k; i < n - 1; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		g = g * 10 + (s[i] - '0');
+	}
+	return g;
+}

@@ -651,9 +651,34 @@ test_buf(void)
 	ist_buf_release(&b);
 }
 
+/* The one spelling of a collection's name, written and read back. */
+static void
+test_gc_name(void)
+{
+	static const struct { const char *s; int g; } cases[] = {
+		{ "gc (generation 0)", 0 }, { "gc (generation 2)", 2 },
+		{ "gc (generation 12)", 12 }, { "gc (generation )", -1 },
+		{ "gc (generation 2", -1 }, { "gc (generation x)", -1 },
+		{ "gc (generation 2) ", -1 }, { "gc (generation 123)", -1 },
+		{ "gc (generation -1)", -1 }, { "gc", -1 }, { "", -1 },
+	};
+	char name[32];
+	bool good = true;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		good &= ist_gc_generation(cases[i].s, strlen(cases[i].s)) ==
+		    cases[i].g;
+	ok(good, "ist_gc_generation reads 'gc (generation N)' and nothing "
+	    "else (%zu names)", sizeof(cases) / sizeof(cases[0]));
+	snprintf(name, sizeof(name), IST_GC_NAME_FMT, 1);
+	ok(ist_gc_generation(name, strlen(name)) == 1, "the name the "
+	    "collector writes (IST_GC_NAME_FMT) reads back: '%s'", name);
+}
+
 int
 main(void)
 {
+	test_gc_name();
 	test_buf();
 	test_fields();
 	test_chunks_and_truncation();
