@@ -70,31 +70,15 @@ get_sv(const uint8_t *p, int64_t *v)
 /* The most bytes an event packs into, blobs aside. */
 #define PACK_MAX (1 + 5 + 10 + 1 + 8 * 31)
 
-/* Each kind's payload fields in table order (at most 8: the header, which
- * is never packed, has more), and whether any is a blob. */
-static struct payload {
-	const struct ist_fieldspec *f[8];
-	int n;
-	bool blobs;
-} pays[IST_NTYPES];
-
+/*
+ * The schema's plans (ist_plans): each kind's payload fields in table
+ * order, packed with one presence byte, so at most 8 (the header, which
+ * is never packed, has more; tests/unit/test_trace.c checks the rest).
+ */
 void
 mg_pays_init(void)
 {
-	static bool done;
-
-	if (done)
-		return;
-	done = true;
-	for (int t = 0; t < IST_NTYPES; t++)
-		for (int i = 0; i < ist_types[t].nfields; i++) {
-			const struct ist_fieldspec *fs = &ist_types[t].fields[i];
-			if (fs->role != R_PAYLOAD || pays[t].n == 8)
-				continue;
-			pays[t].f[pays[t].n++] = fs;
-			if (fs->ft == FT_VALUE || fs->ft == FT_OBJECT)
-				pays[t].blobs = true;
-		}
+	ist_plans_init();
 }
 
 /* Packs ev at p (room for PACK_MAX plus its blobs); NULL: out of memory. */
@@ -121,8 +105,8 @@ mg_pack(struct merger *m, const struct ist_reader *r, const struct ist_event *ce
 		p = put_sv(p, (int64_t)((uint64_t)ev->end_ns -
 		    (uint64_t)ev->start_ns));
 	bits = p++;
-	for (int i = 0; i < pays[ev->type].n; i++) {
-		const struct ist_fieldspec *fs = pays[ev->type].f[i];
+	for (int i = 0; i < ist_plans[ev->type].npay; i++) {
+		const struct ist_fieldspec *fs = ist_plans[ev->type].pay[i];
 		if (!IST_HAS(ev, fs->id))
 			continue;
 		present |= 1u << i;
@@ -182,11 +166,11 @@ size_t
 mg_pack_bound(const struct ist_event *cev)
 {
 	struct ist_event *ev = (struct ist_event *)cev;
-	const struct payload *pl = &pays[ev->type];
+	const struct ist_plan *pl = &ist_plans[ev->type];
 	size_t n = PACK_MAX;
 
-	for (int i = 0; pl->blobs && i < pl->n; i++) {
-		const struct ist_fieldspec *fs = pl->f[i];
+	for (int i = 0; pl->blobs && i < pl->npay; i++) {
+		const struct ist_fieldspec *fs = pl->pay[i];
 		if ((fs->ft == FT_VALUE || fs->ft == FT_OBJECT) &&
 		    IST_HAS(ev, fs->id))
 			n += ist_field_blob(ev, fs->id)->n;
@@ -228,8 +212,8 @@ mg_unpack(const struct merger *m, const uint8_t *p, int64_t key,
 		ev->has |= (uint64_t)1 << IST_F_TS;
 	}
 	present = *p++;
-	for (int i = 0; i < pays[ev->type].n; i++) {
-		const struct ist_fieldspec *fs = pays[ev->type].f[i];
+	for (int i = 0; i < ist_plans[ev->type].npay; i++) {
+		const struct ist_fieldspec *fs = ist_plans[ev->type].pay[i];
 		if (!(present & (1u << i)))
 			continue;
 		ev->has |= (uint64_t)1 << fs->id;

@@ -65,6 +65,25 @@ struct ist_typespec {
 
 extern const struct ist_typespec ist_types[IST_NTYPES];
 
+/*
+ * Per type, what the writer, the reader and is-merge's packing need of the
+ * table, worked out once (ist_plans_init, thread-safe; the reader's and
+ * writer's constructors and is-merge call it).
+ */
+#define IST_MAX_PAYLOAD 12
+struct ist_plan {
+	uint64_t req;                 /* required fields */
+	uint64_t tmask;               /* track fields */
+	uint32_t treq;                /* required track fields */
+	int base;                     /* elements before the payload: kind,
+	                               * track, times */
+	int npay;                     /* payload fields, in table order */
+	bool blobs;                   /* one of them is a value or object */
+	const struct ist_fieldspec *pay[IST_MAX_PAYLOAD];
+};
+extern struct ist_plan ist_plans[IST_NTYPES];
+void ist_plans_init(void);
+
 /* The member behind a field id, or NULL when the field is not of that kind:
  * the one map from the type table to struct ist_event. */
 extern const uint16_t ist_str_at[IST_NFIELDS], ist_int_at[IST_NFIELDS],

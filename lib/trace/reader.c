@@ -46,7 +46,6 @@ struct ist_reader {
 	struct rtrack *tracks;
 	size_t ntrack, tcap;
 	struct ist_event ev;
-	uint32_t treq[IST_NTYPES];   /* track components each type requires */
 	uint32_t ev_track;           /* the current event's ids, for is-merge */
 	uint32_t ev_sid[IST_NFIELDS];
 	struct ist_reader_stats st;
@@ -84,11 +83,7 @@ ist_reader_new(struct ist_reader **out, ist_source_fn src, void *ctx,
 	if (r->name == NULL || r->in == NULL || r->dctx == NULL)
 		goto nomem;
 	ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_windowLogMax, 27);
-	for (int t = 0; t < IST_NTYPES; t++)
-		for (int f = 0; f < ist_types[t].nfields; f++)
-			if (ist_types[t].fields[f].role == R_TRACK &&
-			    ist_types[t].fields[f].required)
-				r->treq[t] |= 1u << ist_types[t].fields[f].id;
+	ist_plans_init();
 	*out = r;
 	return IST_OK;
 nomem:
@@ -601,10 +596,10 @@ decode_track(struct ist_reader *r, const struct ist_typespec *ts, int type,
 		}
 	}
 	/* a track that lacks a field this type requires: name it */
-	if ((tr->mask & r->treq[type]) != r->treq[type])
+	if ((tr->mask & ist_plans[type].treq) != ist_plans[type].treq)
 		for (int f = 0; f < ts->nfields; f++)
 			if (ts->fields[f].role == R_TRACK &&
-			    (r->treq[type] & ~tr->mask &
+			    (ist_plans[type].treq & ~tr->mask &
 			    1u << ts->fields[f].id)) {
 				snprintf(why, sizeof(why), "%s record on a "
 				    "track without '%s'", ts->name,

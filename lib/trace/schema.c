@@ -1,5 +1,6 @@
 /* schema.c - the record table shared by the CBOR and JSON Lines codecs. */
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -353,4 +354,39 @@ ist_gc_generation(const char *s, size_t n)
 		g = g * 10 + (s[i] - '0');
 	}
 	return g;
+}
+
+struct ist_plan ist_plans[IST_NTYPES];
+static pthread_once_t plans_once = PTHREAD_ONCE_INIT;
+
+static void
+make_plans(void)
+{
+	for (int t = 0; t < IST_NTYPES; t++) {
+		const struct ist_typespec *ts = &ist_types[t];
+		struct ist_plan *p = &ist_plans[t];
+
+		p->base = 1 + (ts->has_track ? 1 : 0) +
+		    (ts->time == TS_RANGE ? 2 : ts->time == TS_INSTANT ? 1 : 0);
+		for (int i = 0; i < ts->nfields; i++) {
+			const struct ist_fieldspec *fs = &ts->fields[i];
+			if (fs->required)
+				p->req |= (uint64_t)1 << fs->id;
+			if (fs->role == R_TRACK)
+				p->tmask |= (uint64_t)1 << fs->id;
+			if (fs->role == R_TRACK && fs->required)
+				p->treq |= 1u << fs->id;
+			if (fs->role != R_PAYLOAD || p->npay == IST_MAX_PAYLOAD)
+				continue;
+			p->pay[p->npay++] = fs;
+			if (fs->ft == FT_VALUE || fs->ft == FT_OBJECT)
+				p->blobs = true;
+		}
+	}
+}
+
+void
+ist_plans_init(void)
+{
+	pthread_once(&plans_once, make_plans);
 }

@@ -67,38 +67,6 @@ struct ist_writer {
 	struct ist_writer_stats st;
 };
 
-/* Per type, what ist_writer_write needs, worked out once. */
-struct plan {
-	uint64_t req;                 /* required fields */
-	uint64_t tmask;               /* track fields */
-	int base;                     /* kind, track, times */
-	int npay;
-	const struct ist_fieldspec *pay[12];
-};
-static struct plan plans[IST_NTYPES];
-static pthread_once_t plans_once = PTHREAD_ONCE_INIT;
-
-static void
-make_plans(void)
-{
-	for (int t = 1; t < IST_NTYPES; t++) {
-		const struct ist_typespec *ts = &ist_types[t];
-		struct plan *p = &plans[t];
-
-		p->base = 1 + (ts->has_track ? 1 : 0) +
-		    (ts->time == TS_RANGE ? 2 : ts->time == TS_INSTANT ? 1 : 0);
-		for (int i = 0; i < ts->nfields; i++) {
-			const struct ist_fieldspec *fs = &ts->fields[i];
-			if (fs->required)
-				p->req |= (uint64_t)1 << fs->id;
-			if (fs->role == R_TRACK)
-				p->tmask |= (uint64_t)1 << fs->id;
-			if (fs->role == R_PAYLOAD && p->npay < 12)
-				p->pay[p->npay++] = fs;
-		}
-	}
-}
-
 int
 ist_fd_sink(void *ctx, const void *buf, size_t n)
 {
@@ -214,7 +182,7 @@ ist_writer_new(struct ist_writer **out, ist_sink_fn sink, void *ctx,
 	*out = NULL;
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		goto nomem;
-	pthread_once(&plans_once, make_plans);
+	ist_plans_init();
 	w->sink = sink;
 	w->ctx = ctx;
 	if (opts)
@@ -697,7 +665,7 @@ written(struct ist_writer *w, struct ist_error *err)
  * add in *need.
  */
 static enum ist_status
-prepare(struct ist_writer *w, const struct plan *pl,
+prepare(struct ist_writer *w, const struct ist_plan *pl,
     const struct ist_event *ev, uint32_t *sid, int *last, size_t *need,
     struct ist_error *err)
 {
@@ -796,7 +764,7 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
     struct ist_error *err)
 {
 	const struct ist_typespec *ts;
-	const struct plan *pl;
+	const struct ist_plan *pl;
 	uint32_t sid[IST_NFIELDS];
 	struct wtrack *tr = NULL;
 	enum ist_status st;
@@ -813,7 +781,7 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
 	if ((st = usable(w, err)) != IST_OK)
 		return st;
 	ts = &ist_types[ev->type];
-	pl = &plans[ev->type];
+	pl = &ist_plans[ev->type];
 	if ((ev->has & pl->req) != pl->req)
 		return lacks_required(ts, ev, err);
 	if ((st = prepare(w, pl, ev, sid, &last, &need, err)) != IST_OK)

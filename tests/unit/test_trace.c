@@ -675,9 +675,36 @@ test_gc_name(void)
 	    "collector writes (IST_GC_NAME_FMT) reads back: '%s'", name);
 }
 
+/* What the writer, the reader and is-merge's packing take from the plans. */
+static void
+test_plans(void)
+{
+	bool pack_fits = true;
+	int npay = -1;
+
+	ist_plans_init();
+	for (int t = 0; t < IST_NTYPES; t++) {
+		int n = 0;
+		for (int i = 0; i < ist_types[t].nfields; i++)
+			n += ist_types[t].fields[i].role == R_PAYLOAD;
+		if (ist_plans[t].npay != n && npay < 0)
+			npay = t;
+		if (t != IST_HEADER && n > 8)
+			pack_fits = false;
+	}
+	ok(npay < 0, "every type's payload fields are in its plan (the "
+	    "first that is not: %d)", npay);
+	ok(pack_fits, "no type is-merge packs has over 8 payload fields (its "
+	    "one presence byte)");
+	ok(ist_plans[IST_GPU_KERNEL].base == 4 && ist_plans[IST_COUNTER].base
+	    == 3 && ist_plans[IST_PROCESS].base == 2, "elements before the "
+	    "payload: kind, track and times (range 4, instant 3, none 2)");
+}
+
 int
 main(void)
 {
+	test_plans();
 	test_gc_name();
 	test_buf();
 	test_fields();
