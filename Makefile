@@ -49,8 +49,9 @@ LIB_SRC = $(foreach d,$(LIB_DIRS),$(wildcard lib/$(d)/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(B)/%.o)
 LIB_H = $(wildcard lib/*/*.h)
 # what the agents (agents/: injected into the recorded programs) link:
-# the trace format's schema, CBOR checks and writer, nothing else
-TRACE_CORE = lib/trace/schema.c lib/trace/cbor.c lib/trace/writer.c
+# the trace format's schema, CBOR checks, interner and writer, nothing else
+TRACE_CORE = lib/trace/schema.c lib/trace/cbor.c lib/trace/strtab.c \
+    lib/trace/writer.c
 # and every agent's own: its output file, kept by path (agents/stream.h)
 AGENT_CORE = agents/stream.c $(TRACE_CORE)
 AGENT_CFLAGS = -shared -fPIC -fvisibility=hidden -std=c11 -D_GNU_SOURCE \

@@ -28,7 +28,7 @@ by_total_sc(const void *x, const void *y, void *ctx)
 	const struct sstat *p = x, *q = y;
 	if (p->total != q->total)
 		return p->total < q->total ? 1 : -1;
-	return strcmp(a->str.s[p->name], a->str.s[q->name]);
+	return strcmp(a->str.e[p->name].p, a->str.e[q->name].p);
 }
 
 static int
@@ -38,7 +38,7 @@ by_self_fn(const void *x, const void *y, void *ctx)
 	const struct fstat *p = x, *q = y;
 	if (p->self != q->self)
 		return p->self < q->self ? 1 : -1;
-	return strcmp(a->str.s[p->name], a->str.s[q->name]);
+	return strcmp(a->str.e[p->name].p, a->str.e[q->name].p);
 }
 
 static int
@@ -48,7 +48,7 @@ by_total_kn(const void *x, const void *y, void *ctx)
 	const struct kstat *p = x, *q = y;
 	if (p->total != q->total)
 		return p->total < q->total ? 1 : -1;
-	return strcmp(a->str.s[p->name], a->str.s[q->name]);
+	return strcmp(a->str.e[p->name].p, a->str.e[q->name].p);
 }
 
 static int
@@ -60,8 +60,8 @@ by_ns_sy(const void *x, const void *y, void *ctx)
 		return p->ns < q->ns ? 1 : -1;
 	if (p->count != q->count)
 		return p->count < q->count ? 1 : -1;
-	return strcmp(a->str.s[p->site ? p->site - 1 : 0],
-	    a->str.s[q->site ? q->site - 1 : 0]);
+	return strcmp(a->str.e[p->site ? p->site - 1 : 0].p,
+	    a->str.e[q->site ? q->site - 1 : 0].p);
 }
 
 static int
@@ -77,7 +77,7 @@ by_ns_idle(const void *x, const void *y, void *ctx)
 static const char *
 thread_name(const struct ist_analyzer *a, const struct thr *t)
 {
-	return a->str.s[t->name];
+	return a->str.e[t->name].p;
 }
 
 static json_t *
@@ -103,7 +103,7 @@ devices_json(struct ist_analyzer *a)
 		active = d->seen ? d->ce - d->first : 0;
 		idle = active - d->busy;
 		o = json_pack("{s:I,s:s,s:I,s:I,s:o,s:I,s:I}",
-		    "device", JI(i), "name", a->str.s[d->name],
+		    "device", JI(i), "name", a->str.e[d->name].p,
 		    "sm_count", JI(d->sm), "memory_bytes", JI(d->mem),
 		    "pcie_gbps", jreal(d->pcie, 3), "ops", JI(d->ops),
 		    "kernels", JI(d->kernels));
@@ -150,7 +150,7 @@ devices_json(struct ist_analyzer *a)
 				    "none" : "other", "what", kind == 6 ?
 				    "(no recorded activity)" : kind == 7 ?
 				    "(other activity)" :
-				    a->str.s[(uint32_t)p->key], "ns", JI(p->ns),
+				    a->str.e[(uint32_t)p->key].p, "ns", JI(p->ns),
 				    "share", jreal(idle ? (double)p->ns /
 				    (double)idle : 0, 4)));
 			}
@@ -209,7 +209,7 @@ scopes_json(struct ist_analyzer *a)
 		json_array_append_new(arr, json_pack(
 		    "{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
 		    "kind", s->kind == F_SCOPE ? "scope" : "nvtx",
-		    "name", a->str.s[s->name], "count", JI(n),
+		    "name", a->str.e[s->name].p, "count", JI(n),
 		    "total_ns", JI(s->total), "mean_ns", JI(n ? s->total /
 		    (int64_t)n : 0), "p50_ns", JI(an_dist_pct(&s->d, 50)),
 		    "p95_ns", JI(an_dist_pct(&s->d, 95)), "max_ns", JI(s->max),
@@ -227,11 +227,11 @@ functions_json(struct ist_analyzer *a)
 	for (uint32_t i = 0; i < a->nfn && i < 25; i++) {
 		struct fstat *f = &a->fn[i];
 		json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:I}", "name",
-		    a->str.s[f->name], "count", JI(f->count), "self_ns",
+		    a->str.e[f->name].p, "count", JI(f->count), "self_ns",
 		    JI(f->self), "incl_ns", JI(f->incl), "max_ns", JI(f->max));
 		if (f->file) {
 			json_object_set_new(o, "file",
-			    json_string(a->str.s[f->file]));
+			    json_string(a->str.e[f->file].p));
 			json_object_set_new(o, "line", json_integer(f->line));
 		}
 		json_array_append_new(arr, o);
@@ -247,7 +247,7 @@ by_import(const void *x, const void *y, void *ctx)
 	const struct fstat *q = *(struct fstat *const *)y;
 	if (p->imp_cum != q->imp_cum)
 		return p->imp_cum < q->imp_cum ? 1 : -1;
-	return strcmp(a->str.s[p->name], a->str.s[q->name]);
+	return strcmp(a->str.e[p->name].p, a->str.e[q->name].p);
 }
 
 /* Imports on every thread (the outermost), and the 20 modules whose
@@ -271,10 +271,10 @@ imports_json(struct ist_analyzer *a)
 	if (n)
 		qsort_r(v, n, sizeof(*v), by_import, a);
 	for (uint32_t i = 0; i < n && i < 20; i++) {
-		const char *name = a->str.s[v[i]->name];
+		const char *name = a->str.e[v[i]->name].p;
 		json_array_append_new(mods, json_pack(
 		    "{s:s%,s:s,s:I,s:I,s:I,s:I}", "module", name,
-		    strlen(name) - 9, "file", a->str.s[v[i]->file], "count",
+		    strlen(name) - 9, "file", a->str.e[v[i]->file].p, "count",
 		    JI(v[i]->imp_count), "first_hand",
 		    JI(v[i]->imp_first_hand), "self_ns", JI(v[i]->imp_self),
 		    "cumulative_ns", JI(v[i]->imp_cum)));
@@ -325,7 +325,7 @@ kernels_json(struct ist_analyzer *a)
 	for (uint32_t i = 0; i < a->nkn && i < 25; i++) {
 		struct kstat *k = &a->kn[i];
 		json_array_append_new(arr, json_pack(
-		    "{s:s,s:I,s:I,s:I,s:I}", "name", a->str.s[k->name],
+		    "{s:s,s:I,s:I,s:I,s:I}", "name", a->str.e[k->name].p,
 		    "count", JI(k->count), "total_ns", JI(k->total),
 		    "mean_ns", JI(k->total / (int64_t)k->count), "max_ns",
 		    JI(k->max)));
@@ -372,12 +372,12 @@ syncs_json(struct ist_analyzer *a)
 				n++;
 				json_array_append_new(sites, json_pack(
 				    "{s:s,s:I,s:I}", "where",
-				    a->str.s[a->sy[j].site - 1], "count",
+				    a->str.e[a->sy[j].site - 1].p, "count",
 				    JI(a->sy[j].count), "blocked_ns",
 				    JI(a->sy[j].ns)));
 			}
 		json_array_append_new(arr, json_pack(
-		    "{s:s,s:I,s:I,s:o,s:o}", "kind", a->str.s[s->kind],
+		    "{s:s,s:I,s:I,s:o,s:o}", "kind", a->str.e[s->kind].p,
 		    "count", JI(s->count), "blocked_ns", JI(s->ns), "sites",
 		    sites, "longest", an_topk_json(&s->longest)));
 	}
@@ -462,8 +462,8 @@ threads_json(struct ist_analyzer *a)
 			    json_integer(t->gc_imp_ns));
 			if (t->gc_n) {
 				json_object_set_new(py, "gc_max_scope",
-				    t->gc_scope ? json_string(a->str.s[
-				    t->gc_scope - 1]) : json_null());
+				    t->gc_scope ? json_string(a->str.e[
+				    t->gc_scope - 1].p) : json_null());
 				json_object_set_new(py, "gc_longest",
 				    an_topk_json(&t->gc_long));
 			}
@@ -494,7 +494,7 @@ processes_json(struct ist_analyzer *a, json_t **command)
 			ist_buf_release(&b);
 		}
 		o = json_pack("{s:I,s:s}", "pid", JI(p->pid), "name",
-		    a->str.s[p->name]);
+		    a->str.e[p->name].p);
 		/* the last sample before teardown: at or before the end of
 		 * its last Python call, for a Python process */
 		bool pre = p->rss_pre_ts > 0;
@@ -598,7 +598,7 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	procs = processes_json(a, &command);
 	threads = threads_json(a);
 	run = json_pack("{s:s,s:o,s:O,s:I,s:I,s:I,s:I,s:I}",
-	    "host", a->str.s[a->host], "command", command ? command :
+	    "host", a->str.e[a->host].p, "command", command ? command :
 	    json_null(), "producers", a->producers, "segments",
 	    JI(a->segments), "start_ns", JI(a->have_t ? a->t0 : 0), "end_ns",
 	    JI(a->have_t ? a->t1 : 0), "wall_ns", JI(a->have_t ? a->t1 - a->t0 :

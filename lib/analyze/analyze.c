@@ -395,7 +395,7 @@ ist_analyzer_free(struct ist_analyzer *a)
 {
 	if (a == NULL)
 		return;
-	an_strtab_release(&a->str);
+	ist_strtab_release(&a->str);
 	for (uint32_t i = 0; i < a->nthr; i++) {
 		free(a->thr[i].st);
 		free(a->thr[i].okey);

@@ -24,14 +24,6 @@
 
 /* ---- containers (containers.c) ---- */
 
-struct strtab {
-	char **s;
-	uint32_t *len;
-	uint32_t n, cap;
-	uint32_t *slot;          /* id + 1, 0 empty */
-	uint32_t mask;
-};
-
 struct u64map {
 	uint64_t *key;
 	uint32_t *val;           /* index + 1, 0 empty */
@@ -193,7 +185,7 @@ struct corr {
 
 struct ist_analyzer {
 	double slow_launch_ns, launch_delay_ns, kernel_wait_ns;
-	struct strtab str;
+	struct ist_strtab str;   /* an_intern id k is str.e[k]; 0 is "" */
 	struct thr *thr;
 	uint32_t nthr, capthr;
 	struct u64map thrmap;
@@ -247,10 +239,9 @@ struct ist_analyzer {
 int an_dist_add(struct dist *d, int64_t v);
 int64_t an_dist_pct(struct dist *d, double p);
 void an_dist_release(struct dist *d);
-int64_t an_intern(struct strtab *t, const char *p, size_t n);
+int64_t an_intern(struct ist_strtab *t, const char *p, size_t n);
 uint64_t an_mix64(uint64_t k);
 void *an_push(void **p, uint32_t *n, uint32_t *cap, size_t size);
-void an_strtab_release(struct strtab *t);
 void an_topk_add(struct topk *t, int64_t s, int64_t e);
 json_t *an_topk_json(const struct topk *t);
 void an_u64map_release(struct u64map *m);

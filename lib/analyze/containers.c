@@ -14,70 +14,13 @@
 
 /* ---- string interning ---- */
 
-static int
-strtab_grow(struct strtab *t)
-{
-	uint32_t ncap = t->mask ? (t->mask + 1) * 2 : 1024;
-	uint32_t *ns = calloc(ncap, sizeof(*ns));
-	if (ns == NULL)
-		return -1;
-	for (uint32_t i = 0; i < t->n; i++) {
-		uint64_t h = ist_hash_bytes(t->s[i], t->len[i]);
-		uint32_t j = (uint32_t)h & (ncap - 1);
-		while (ns[j])
-			j = (j + 1) & (ncap - 1);
-		ns[j] = i + 1;
-	}
-	free(t->slot);
-	t->slot = ns;
-	t->mask = ncap - 1;
-	return 0;
-}
-
 /* The id of (p, n), interned; -1 on ENOMEM.  Id 0 is always "". */
 int64_t
-an_intern(struct strtab *t, const char *p, size_t n)
+an_intern(struct ist_strtab *t, const char *p, size_t n)
 {
-	uint64_t h;
-	uint32_t j;
+	uint32_t id = ist_strtab_intern(t, p, n, NULL);
 
-	if ((t->n + 1) * 2 > t->mask + 1 && strtab_grow(t))
-		return -1;
-	h = ist_hash_bytes(p, n);
-	for (j = (uint32_t)h & t->mask; t->slot[j]; j = (j + 1) & t->mask) {
-		uint32_t id = t->slot[j] - 1;
-		if (t->len[id] == n && memcmp(t->s[id], p, n) == 0)
-			return id;
-	}
-	if (t->n == t->cap) {
-		uint32_t cap = t->cap ? t->cap * 2 : 1024;
-		char **ns = realloc(t->s, cap * sizeof(*ns));
-		uint32_t *nl;
-		if (ns == NULL)
-			return -1;
-		t->s = ns;
-		if ((nl = realloc(t->len, cap * sizeof(*nl))) == NULL)
-			return -1;
-		t->len = nl;
-		t->cap = cap;
-	}
-	if ((t->s[t->n] = malloc(n + 1)) == NULL)
-		return -1;
-	memcpy(t->s[t->n], p, n);
-	t->s[t->n][n] = '\0';
-	t->len[t->n] = (uint32_t)n;
-	t->slot[j] = t->n + 1;
-	return t->n++;
-}
-
-void
-an_strtab_release(struct strtab *t)
-{
-	for (uint32_t i = 0; i < t->n; i++)
-		free(t->s[i]);
-	free(t->s);
-	free(t->len);
-	free(t->slot);
+	return id ? (int64_t)id - 1 : -1;
 }
 
 /* ---- a map from 64-bit keys to indices ---- */

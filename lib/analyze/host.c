@@ -86,7 +86,7 @@ site_of(struct ist_analyzer *a, const struct thr *t)
 			if (t->st[i].kind == F_SCOPE || t->st[i].kind == F_NVTX) {
 				n = snprintf(buf, sizeof(buf), "%s '%s'",
 				    frame_kind[t->st[i].kind],
-				    a->str.s[t->st[i].name]);
+				    a->str.e[t->st[i].name].p);
 				return an_intern(&a->str, buf, (size_t)n <
 				    sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 			}
@@ -96,16 +96,16 @@ site_of(struct ist_analyzer *a, const struct thr *t)
 		const struct fstat *fs = &a->fn[in->stat];
 		if (py)
 			n = snprintf(buf, sizeof(buf), "%s (%s:%lld)",
-			    a->str.s[in->name], a->str.s[fs->file],
+			    a->str.e[in->name].p, a->str.e[fs->file].p,
 			    (long long)fs->line);
 		else
 			n = snprintf(buf, sizeof(buf), "%s",
-			    a->str.s[in->name]);
+			    a->str.e[in->name].p);
 	} else {
 		const struct fstat *fs = &a->fn[py->stat];
 		n = snprintf(buf, sizeof(buf), "%s in %s (%s:%lld)",
-		    a->str.s[in->name], a->str.s[py->name],
-		    a->str.s[fs->file], (long long)fs->line);
+		    a->str.e[in->name].p, a->str.e[py->name].p,
+		    a->str.e[fs->file].p, (long long)fs->line);
 	}
 	if (n < 0)
 		n = 0;
@@ -350,9 +350,9 @@ cpu_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
 		fs->name = (uint32_t)name;
 		fs->file = (uint32_t)file;
 		fs->line = IST_HAS(ev, IST_F_LINE) ? ev->line : 0;
-		fs->role = fn_role(a->str.s[name]);
-		fs->gc_gen = (int8_t)ist_gc_generation(a->str.s[name],
-		    a->str.len[name]);
+		fs->role = fn_role(a->str.e[name].p);
+		fs->gc_gen = (int8_t)ist_gc_generation(a->str.e[name].p,
+		    a->str.e[name].n);
 	}
 	fs->count++;
 	if (fs->role == FN_IMPORT || fs->role == FN_MODULE)

@@ -109,10 +109,6 @@ domain_of(const struct segment *s, const struct ist_event *ev)
 
 /* ---- strings and tracks, interned once for the whole merge ---- */
 
-/* Strings live in blocks that never move: an unpacked event's strings stay
- * where they are, so the writer can take them as stable. */
-#define SBLOCK (256u << 10)
-
 /*
  * Doubles an id table (slots hold ids 1..n, 0 empty; first: the first
  * size) over n items of stride bytes whose hash sits at byte off of each.
@@ -144,50 +140,7 @@ grow_ids(uint32_t **tab, size_t *cap, size_t first, const void *items,
 uint32_t
 mg_gstring(struct merger *m, struct ist_str s)
 {
-	uint64_t h = ist_hash_bytes(s.p, s.n);
-	size_t k;
-	struct gstr *g;
-	char *p;
-
-	if ((m->nstr + 1) * 2 > m->stab_cap && grow_ids(&m->stab,
-	    &m->stab_cap, 4096, m->strs, sizeof(*m->strs),
-	    offsetof(struct gstr, hash), m->nstr) != 0)
-		return 0;
-	for (k = h & (m->stab_cap - 1); m->stab[k];
-	    k = (k + 1) & (m->stab_cap - 1)) {
-		g = &m->strs[m->stab[k] - 1];
-		if (g->hash == h && g->s.n == s.n && (s.n == 0 ||
-		    memcmp(g->s.p, s.p, s.n) == 0))
-			return m->stab[k];
-	}
-	if (m->nstr == m->strs_cap) {
-		size_t cap = m->strs_cap ? m->strs_cap * 2 : 1024;
-		struct gstr *ns = realloc(m->strs, cap * sizeof(*ns));
-		if (ns == NULL)
-			return 0;
-		m->strs = ns;
-		m->strs_cap = cap;
-	}
-	if (s.n > m->bleft || m->bp == NULL) {
-		size_t bs = s.n > SBLOCK ? s.n : SBLOCK;
-		char **nb = realloc(m->blocks, (m->nblocks + 1) *
-		    sizeof(*nb));
-		if (nb == NULL)
-			return 0;
-		m->blocks = nb;
-		if ((m->blocks[m->nblocks] = malloc(bs ? bs : 1)) == NULL)
-			return 0;
-		m->bp = m->blocks[m->nblocks++];
-		m->bleft = bs;
-	}
-	p = m->bp;
-	if (s.n)
-		memcpy(p, s.p, s.n);
-	m->bp += s.n;
-	m->bleft -= s.n;
-	m->strs[m->nstr] = (struct gstr){ { p, s.n }, h };
-	m->stab[k] = (uint32_t)++m->nstr;
-	return (uint32_t)m->nstr;
+	return ist_strtab_intern(&m->strs, s.p, s.n, NULL);
 }
 
 /* The merge's id of the event's track, 0 when out of memory. */
@@ -665,11 +618,7 @@ merger_release(struct merger *m)
 	for (size_t i = 0; i < m->ndmg; i++)
 		free(m->dmg[i].error);
 	free(m->dmg);
-	for (size_t i = 0; i < m->nblocks; i++)
-		free(m->blocks[i]);
-	free(m->blocks);
-	free(m->strs);
-	free(m->stab);
+	ist_strtab_release(&m->strs);
 	free(m->tracks);
 	free(m->ttab);
 	free(m->map.str);
@@ -686,7 +635,8 @@ write_out(struct merger *m, int out_fd, struct ist_error *err)
 	struct ist_writer *w = NULL;
 	enum ist_status st;
 
-	/* every string written lives in the merge's blocks to the end */
+	/* every string written lives in the merge's interner to the end:
+	 * its blocks never move */
 	if ((st = ist_writer_new(&w, ist_fd_sink, &out_fd,
 	    &(struct ist_writer_opts){ .stable_strings = true }, err)) !=
 	    IST_OK)

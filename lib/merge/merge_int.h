@@ -52,11 +52,6 @@ struct ent {             /* the sort index: 16 bytes an event */
 	uint32_t off, len;   /* in the sort buffer (at most 4 GiB) */
 };
 
-struct gstr {
-	struct ist_str s;
-	uint64_t hash;
-};
-
 struct gtrack {
 	uint32_t mask;       /* pid, tid, device, stream present */
 	uint64_t hash;
@@ -105,12 +100,9 @@ struct merger {
 	bool moving;             /* pass 1 met a clock record: pass 2 will
 	                          * sort, pass 1 need not */
 	/* strings and tracks of all inputs, numbered 1, 2, ... */
-	struct gstr *strs;
-	size_t nstr, strs_cap;
-	uint32_t *stab;          /* hash of strs: id, 0 empty */
-	size_t stab_cap;
-	char **blocks, *bp;      /* the strings' bytes */
-	size_t nblocks, bleft;
+	struct ist_strtab strs;  /* blocks that never move: an unpacked
+	                          * event's strings stay where they are, so
+	                          * the writer takes them as stable */
 	struct gtrack *tracks;
 	size_t ntrack, tracks_cap;
 	uint32_t *ttab;

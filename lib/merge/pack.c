@@ -218,10 +218,14 @@ mg_unpack(const struct merger *m, const uint8_t *p, int64_t key,
 			continue;
 		ev->has |= (uint64_t)1 << fs->id;
 		switch (fs->ft) {
-		case FT_STR:
+		case FT_STR: {
+			const struct ist_strent *e;
 			p = get_uv(p, &u);
-			*ist_field_str(ev, fs->id) = m->strs[u - 1].s;
+			e = ist_strtab_get(&m->strs, (uint32_t)u);
+			*ist_field_str(ev, fs->id) = (struct ist_str){ e->p,
+			    e->n };
 			break;
+		}
 		case FT_VALUE: case FT_OBJECT:
 			p = get_uv(p, &u);
 			*ist_field_blob(ev, fs->id) = (struct ist_blob){ p, u };

@@ -66,6 +66,41 @@ struct ist_typespec {
 extern const struct ist_typespec ist_types[IST_NTYPES];
 
 /*
+ * The interner every stage shares (strtab.c): strings numbered 1, 2, ...
+ * as first seen, their bytes NUL-terminated in blocks that never move (so
+ * a writer may take them as stable strings).  Zero it to start.
+ */
+struct ist_strent {
+	const char *p;
+	uint32_t n;
+	uint64_t hash;
+};
+struct ist_strtab {
+	struct ist_strent *e;         /* by id - 1 */
+	uint32_t n, cap;
+	uint32_t *slot;               /* open addressing: id, 0 empty */
+	uint32_t mask;
+	char **blocks, *bp;
+	size_t nblocks, bcap, bleft;
+};
+/* The id of (p, n), added when new (*added says, when not NULL); 0 when
+ * out of memory. */
+uint32_t ist_strtab_intern(struct ist_strtab *t, const char *p, size_t n,
+    bool *added);
+/* The id of (p, n) with hash h (ist_hash_bytes), 0 when absent. */
+uint32_t ist_strtab_find(const struct ist_strtab *t, const char *p,
+    size_t n, uint64_t h);
+/* Forgets every string, keeping the memory for the next ones. */
+void ist_strtab_clear(struct ist_strtab *t);
+void ist_strtab_release(struct ist_strtab *t);
+
+static inline const struct ist_strent *
+ist_strtab_get(const struct ist_strtab *t, uint32_t id)
+{
+	return &t->e[id - 1];
+}
+
+/*
  * Per type, what the writer, the reader and is-merge's packing need of the
  * table, worked out once (ist_plans_init, thread-safe; the reader's and
  * writer's constructors and is-merge call it).

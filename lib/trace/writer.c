@@ -12,13 +12,6 @@
 
 #include "internal.h"
 
-struct wstr {           /* interned string, open addressing */
-	uint64_t hash;
-	uint32_t id;        /* 0: empty slot */
-	uint32_t len;
-	size_t off;         /* into w->strings */
-};
-
 struct wtrack {
 	int64_t key[4];
 	uint32_t mask;      /* which of pid, tid, device, stream are set */
@@ -53,10 +46,7 @@ struct ist_writer {
 	uint8_t *hdr;           /* the encoded header, for self-contained frames */
 	size_t hdr_n;
 	/* segment state */
-	struct wstr *stab;
-	size_t stab_cap;
-	uint32_t nstrings;
-	struct ist_buf strings;
+	struct ist_strtab strs;
 	struct wtrack *ttab;
 	struct wtrack *last_track;  /* into ttab; NULL after a rehash */
 	size_t ttab_cap;
@@ -164,13 +154,10 @@ reset_segment(struct ist_writer *w)
 {
 	w->seg = new_seg();
 	w->last_track = NULL;
-	if (w->stab)
-		memset(w->stab, 0, w->stab_cap * sizeof(*w->stab));
+	ist_strtab_clear(&w->strs);
 	if (w->ttab)
 		memset(w->ttab, 0, w->ttab_cap * sizeof(*w->ttab));
-	w->nstrings = 0;
 	w->ntracks = 0;
-	w->strings.n = 0;
 }
 
 enum ist_status
@@ -202,11 +189,9 @@ ist_writer_new(struct ist_writer **out, ist_sink_fn sink, void *ctx,
 	    (w->pc = calloc(PCACHE, sizeof(*w->pc))) == NULL)
 		goto nomem;
 	w->seg = new_seg();
-	w->stab_cap = 1024;
 	w->ttab_cap = 256;
-	w->stab = calloc(w->stab_cap, sizeof(*w->stab));
 	w->ttab = calloc(w->ttab_cap, sizeof(*w->ttab));
-	if (w->stab == NULL || w->ttab == NULL)
+	if (w->ttab == NULL)
 		goto nomem;
 	w->gen = 1;
 	w->last_flush_ms = now_ms();
@@ -229,9 +214,8 @@ ist_writer_free(struct ist_writer *w)
 	free(w->pc);
 	free(w->buf);
 	free(w->out);
-	free(w->stab);
 	free(w->ttab);
-	ist_buf_release(&w->strings);
+	ist_strtab_release(&w->strs);
 	free(w);
 }
 
@@ -319,29 +303,6 @@ ist_writer_close(struct ist_writer *w, struct ist_error *err)
 	return st;
 }
 
-static int
-grow_strings(struct ist_writer *w)
-{
-	size_t ncap = w->stab_cap * 2;
-	struct wstr *nt = calloc(ncap, sizeof(*nt));
-
-	if (nt == NULL)
-		return -1;
-	for (size_t i = 0; i < w->stab_cap; i++) {
-		struct wstr *e = &w->stab[i];
-		if (e->id == 0)
-			continue;
-		size_t j = e->hash & (ncap - 1);
-		while (nt[j].id)
-			j = (j + 1) & (ncap - 1);
-		nt[j] = *e;
-	}
-	free(w->stab);
-	w->stab = nt;
-	w->stab_cap = ncap;
-	return 0;
-}
-
 /* Returns the string's id, emitting a STRING record first if new; 0: error. */
 static uint32_t intern_slow(struct ist_writer *w, struct ist_str s);
 
@@ -368,33 +329,23 @@ intern(struct ist_writer *w, struct ist_str s)
 static uint32_t
 intern_slow(struct ist_writer *w, struct ist_str s)
 {
-	uint64_t h = ist_hash_bytes(s.p, s.n);
-	size_t i = h & (w->stab_cap - 1);
-	struct wstr *e;
 	uint32_t id;
+	bool added;
 
-	while ((e = &w->stab[i])->id) {
-		if (e->hash == h && e->len == s.n && (s.n == 0 ||
-		    memcmp(w->strings.p + e->off, s.p, s.n) == 0))
-			return e->id;
-		i = (i + 1) & (w->stab_cap - 1);
-	}
-	if (s.n > IST_MAX_STRING || w->nstrings >= IST_MAX_STRINGS)
+	if (s.n > IST_MAX_STRING || (w->strs.n >= IST_MAX_STRINGS &&
+	    ist_strtab_find(&w->strs, s.p, s.n, ist_hash_bytes(s.p, s.n)) ==
+	    0))
 		return 0;
-	e->hash = h;
-	e->id = ++w->nstrings;
-	e->len = (uint32_t)s.n;
-	e->off = w->strings.n;
-	if (ist_buf_append(&w->strings, s.p, s.n) || reserve(w, s.n + 32))
+	id = ist_strtab_intern(&w->strs, s.p, s.n, &added);
+	if (id == 0 || !added)
+		return id;
+	if (reserve(w, s.n + 32))
 		return 0;
 	w->buf[w->n++] = 0x83; /* [1, id, text] */
 	put_uint(w, K_STRING);
-	put_uint(w, e->id);
+	put_uint(w, id);
 	put_text(w, s.p, s.n);
 	w->st.records++;
-	id = e->id;      /* e points into the table that growing frees */
-	if ((w->nstrings + 1) * 2 > w->stab_cap && grow_strings(w))
-		return 0;
 	return id;
 }
 
