@@ -65,6 +65,30 @@ setup() {
 is-report: warning: '<stdin>' ends without the analysis its header promises: the export has no verdict"
 }
 
+@test "a pipe is kept for a second reading only when its header promises an analysis" {
+	# strace -y names each descriptor: the kept copy is an unlinked file
+	kept() {
+		cat "$1" | strace -f -y -e trace=write -o "$T/st" is-report \
+		    > /dev/null
+		sed -n 's/.*(deleted).*= \([0-9]*\)$/\1/p' "$T/st" |
+		    awk '{ s += $1 } END { print s + 0 }'
+	}
+	is-record -o "$T/r.ist" -- /usr/bin/python3 -c '
+def f(n): return n if n < 2 else f(n - 1) + f(n - 2)
+f(24)'
+	# small frames: the header is known after the first of them
+	is-merge "$T/r.ist" | is-cat | is-cat --encode --frame-bytes 20000 \
+	    -o "$T/m.ist"
+	is-analyze "$T/m.ist" | is-cat |
+	    is-cat --encode --frame-bytes 20000 -o "$T/a.ist"
+	# analysed: every byte kept, in case the analysis was cut off
+	assert_equal "$(kept "$T/a.ist")" "$(stat -c %s "$T/a.ist")"
+	# merged only: analysed here in one reading; at most what was read
+	# before the header (a pipe's worth or two), not the trace
+	n=$(kept "$T/m.ist")
+	(( n < $(stat -c %s "$T/m.ist") / 2 ))
+}
+
 @test "control characters in names cannot write Markdown: no link or image from a name reaches the md or the HTML" {
 	# a carriage return ends a Markdown line: a name could start a new
 	# paragraph with a link and a tracking image

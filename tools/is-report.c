@@ -64,6 +64,18 @@ spool_source(void *ctx, void *buf, size_t n)
 	return k;
 }
 
+/* A trace that promises no analysis is analysed here in one reading. */
+static void
+spool_needed(void *ctx, bool promised)
+{
+	struct spool *s = ctx;
+
+	if (!promised && s->keep >= 0) {
+		close(s->keep);
+		s->keep = -1;
+	}
+}
+
 static int
 spool_open(void)
 {
@@ -187,7 +199,8 @@ main(int argc, char **argv)
 	    spool_open() : -1;
 	if (ist_reader_new(&r, spool_source, &sp, path, &e) != IST_OK)
 		errx(1, "%s", e.msg);
-	ro = (struct ist_report_opts){ .format = fmt, .rules = rules };
+	ro = (struct ist_report_opts){ .format = fmt, .rules = rules,
+	    .on_header = spool_needed, .ctx = &sp };
 	st = ist_report_trace(r, &ro, out.fd, &res, &e);
 	if (!res.wrote && res.analysis_missing && (sp.keep >= 0 ?
 	    lseek(sp.keep, 0, SEEK_SET) : lseek(fd, 0, SEEK_SET)) == 0) {

@@ -72,6 +72,10 @@ struct ist_report_opts {
 	enum ist_report_format format;
 	const struct ist_rules *rules;
 	bool analyse;        /* analyse even a trace that carries its own */
+	/* called at the first header with whether it promises an analysis
+	 * (is-report keeps a pipe's bytes for a second reading only then) */
+	void (*on_header)(void *ctx, bool promised);
+	void *ctx;
 };
 struct ist_report_result {
 	bool wrote;

@@ -59,7 +59,7 @@ ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
     int out_fd, struct ist_report_result *res, struct ist_error *err)
 {
 	enum ist_report_format f = o->format;
-	bool promised = false;
+	bool promised = false, seen_header = false;
 	struct ist_analyzer *a = NULL;
 	struct ist_timeline *tl = NULL;
 	struct ist_perfetto *pf = NULL;
@@ -84,6 +84,12 @@ ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
 			json_decref(found);
 			found = ist_analysis_of_event(ev);
 			continue;
+		}
+		if (ev->type == IST_HEADER && !seen_header) {
+			seen_header = true;
+			if (o->on_header)
+				o->on_header(o->ctx, IST_HAS(ev,
+				    IST_F_ANALYSIS_VERSION));
 		}
 		if (ev->type == IST_HEADER && !o->analyse &&
 		    IST_HAS(ev, IST_F_ANALYSIS_VERSION))
