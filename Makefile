@@ -114,7 +114,7 @@ $(B)/tests/test_cupti: tests/cupti/test_cupti.c agents/cupti_convert.c \
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Iagents $(CUPTI_INC) -Itests/unit -o $@ \
 	    tests/cupti/test_cupti.c agents/cupti_convert.c \
-	    $(B)/libinferscope.a $(LIBS) $(LDSAN)
+	    $(B)/libinferscope.a $(LIBS) -lstdc++ $(LDSAN)
 
 $(B)/examples/nvtx_pipeline: examples/nvtx_pipeline.c | $(B)/.deps
 	@mkdir -p $(dir $@)

@@ -1019,35 +1019,6 @@ ist_coll_stop(struct ist_error *err)
 	return st;
 }
 
-/*
- * Events that could not be written, said where is-record looks: a line
- * "EVENTS REASON" in <pid>.lost beside the stream, which it turns into a
- * loss record and a warning, so that the loss is stated even when the
- * program closed its stderr too.
- */
-static void
-lost_note(uint64_t n, const char *why)
-{
-	char path[sizeof(C.out.path) + 8], line[600];
-	size_t k = strlen(C.out.path);
-	int fd, len;
-
-	if (k < 4 || strcmp(C.out.path + k - 4, ".ist") != 0)
-		return;
-	snprintf(path, sizeof(path), "%.*s.lost", (int)(k - 4), C.out.path);
-	len = snprintf(line, sizeof(line), "%llu %s\n", (unsigned long long)n,
-	    why);
-	if (len >= (int)sizeof(line)) {
-		len = (int)sizeof(line) - 1;
-		line[len - 1] = '\n';
-	}
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-	    0600)) >= 0) {
-		ist_fd_sink(&fd, line, (size_t)len);
-		close(fd);
-	}
-}
-
 /* Drains every ring and closes the stream (the writer thread stopped, or
  * is the caller). */
 static enum ist_status
@@ -1083,7 +1054,7 @@ finish(struct ist_error *err)
 			ist_seterr(err, st, "cannot write '%s': %s; %llu events "
 			    "are lost", C.out.path, cause,
 			    (unsigned long long)lost);
-		lost_note(lost, why);
+		ist_stream_lost(&C.out, lost, why);
 	}
 	if ((e = ist_stream_close(&C.out)) != 0 && st == IST_OK) {
 		ist_seterr(err, IST_EIO, "cannot close the trace: %s",

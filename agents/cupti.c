@@ -47,7 +47,10 @@ static struct {
 	_Atomic unsigned used;       /* bit i: pool[i] is with CUPTI */
 	pthread_t thread;
 	_Atomic int stopping;
-	bool started;
+	bool started, flusher;       /* flusher: the thread was created */
+	uint64_t bad_times_said;     /* conv.bad_times already in a loss */
+	uint64_t unwritten;          /* events after the writer failed */
+	char werr[IST_ERROR_MAX];    /* why it failed */
 } S = { .lock = PTHREAD_MUTEX_INITIALIZER, .out.fd = -1 };
 
 static void
@@ -114,15 +117,39 @@ pcie_gbps(void *ctx, uint32_t device)
 	return ist_pcie_gbps(speed, atoi(width));
 }
 
+/* what is recorded; RUNTIME brings INTERNAL_LAUNCH_API records too */
+static const CUpti_ActivityKind kinds[] = {
+	CUPTI_ACTIVITY_KIND_DEVICE,
+	CUPTI_ACTIVITY_KIND_CONTEXT,
+	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+	CUPTI_ACTIVITY_KIND_MEMCPY,
+	CUPTI_ACTIVITY_KIND_MEMCPY2,
+	CUPTI_ACTIVITY_KIND_MEMSET,
+	CUPTI_ACTIVITY_KIND_RUNTIME,
+	CUPTI_ACTIVITY_KIND_DRIVER,
+	CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+	CUPTI_ACTIVITY_KIND_MEMORY2,
+	CUPTI_ACTIVITY_KIND_OVERHEAD,
+};
+#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
+
 /* ---- writing (under S.lock) ---- */
 
 static void
 put(const struct ist_event *ev)
 {
 	struct ist_error e;
-	if (S.w && ist_writer_write(S.w, ev, &e) != IST_OK) {
+
+	if (S.w == NULL) {
+		S.unwritten += S.started;
+		return;
+	}
+	if (ist_writer_write(S.w, ev, &e) != IST_OK) {
+		/* said at exit, beside the stream (ist_stream_lost) */
+		snprintf(S.werr, sizeof(S.werr), "%s", e.msg);
 		ist_writer_free(S.w);
 		S.w = NULL;
+		S.unwritten++;
 	}
 }
 
@@ -160,6 +187,19 @@ loss(uint64_t n, const char *why)
 	IST_SET(&ev, IST_F_EVENTS);
 	IST_SET(&ev, IST_F_REASON);
 	put(&ev);
+}
+
+/* Records whose times were not times, since last said: one loss. */
+static void
+bad_times_loss(void)
+{
+	uint64_t n = S.conv.bad_times - S.bad_times_said;
+
+	if (n == 0)
+		return;
+	loss(n, "CUPTI records without a valid time (zero, or ending before "
+	    "they start)");
+	S.bad_times_said = S.conv.bad_times;
 }
 
 /* ---- CUPTI's buffers ---- */
@@ -202,14 +242,20 @@ buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
 		for (int i = 0; i < n; i++)
 			put(&ev[i]);
 	}
-	if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) ==
-	    CUPTI_SUCCESS && dropped > 0)
-		loss(dropped, "CUPTI dropped activity records (buffers full)");
+	bad_times_loss();
 	if (S.w) {
 		struct ist_error e;
 		ist_writer_tick(S.w, &e);
 	}
 	pthread_mutex_unlock(&S.lock);
+	/* not under our lock: CUPTI takes its own (Kineto met a deadlock
+	 * with exactly this call under its lock) */
+	if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) ==
+	    CUPTI_SUCCESS && dropped > 0) {
+		pthread_mutex_lock(&S.lock);
+		loss(dropped, "CUPTI dropped activity records (buffers full)");
+		pthread_mutex_unlock(&S.lock);
+	}
 	for (int i = 0; i < NBUF; i++)
 		if (S.pool[i] == buf)
 			pooled = i;
@@ -238,45 +284,70 @@ flusher(void *arg)
 	return NULL;
 }
 
+/* Overhead by kind, as counters: CUPTI's own cost for the data-quality
+ * section, the driver's (JIT, lazy loading) as what it is. */
 static void
-finish(void)
+overhead_counters(void)
 {
-	struct ist_event ev[IST_CUPTI_PENDING];
-	struct ist_error e;
-	int n;
+	uint64_t g = 0;
 
-	if (!S.started)
-		return;
-	S.started = false;
-	atomic_store(&S.stopping, 1);
-	pthread_join(S.thread, NULL);
-	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-	pthread_mutex_lock(&S.lock);
-	n = ist_cupti_flush_pending(&S.conv, ev, IST_CUPTI_PENDING);
-	for (int i = 0; i < n; i++)
-		put(&ev[i]);
-	if (S.conv.overhead_ns) {
-		/* CUPTI's own cost, for the data-quality section */
+	cuptiGetTimestamp(&g);
+	for (int k = 0; k < IST_CUPTI_OVH_N; k++) {
 		struct ist_event c;
-		uint64_t g = 0;
-		cuptiGetTimestamp(&g);
+		if (S.conv.overhead_ns[k] == 0)
+			continue;
 		ist_event_init(&c, IST_COUNTER);
 		c.pid = S.pid;
-		c.name = (struct ist_str){ "cupti.overhead_ns", 17 };
+		c.name = (struct ist_str){ ist_cupti_overhead_names[k],
+		    strlen(ist_cupti_overhead_names[k]) };
 		c.ts_ns = (int64_t)g;
 		c.value_is_int = true;
-		c.ivalue = (int64_t)S.conv.overhead_ns;
+		c.ivalue = (int64_t)S.conv.overhead_ns[k];
 		IST_SET(&c, IST_F_PID);
 		IST_SET(&c, IST_F_NAME);
 		IST_SET(&c, IST_F_TS);
 		IST_SET(&c, IST_F_VALUE);
 		put(&c);
 	}
+}
+
+static void
+finish(void)
+{
+	struct ist_event ev[IST_CUPTI_PENDING];
+	struct ist_error e;
+	char why[IST_ERROR_MAX + 64];
+	int n;
+
+	if (!S.started)
+		return;
+	atomic_store(&S.stopping, 1);
+	if (S.flusher)
+		pthread_join(S.thread, NULL);
+	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	/* the program may run on after exit handlers: tracing stops here */
+	for (size_t i = 0; i < NKINDS; i++)
+		cuptiActivityDisable(kinds[i]);
+	pthread_mutex_lock(&S.lock);
+	n = ist_cupti_flush_pending(&S.conv, ev, IST_CUPTI_PENDING);
+	for (int i = 0; i < n; i++)
+		put(&ev[i]);
+	bad_times_loss();
+	overhead_counters();
 	clock_pair();
-	if (S.w)
-		ist_writer_close(S.w, &e);
+	if (S.w && ist_writer_close(S.w, &e) != IST_OK) {
+		snprintf(S.werr, sizeof(S.werr), "%s", e.msg);
+		S.unwritten++;
+	}
 	S.w = NULL;
+	S.started = false;
+	if (S.unwritten) {
+		snprintf(why, sizeof(why), "the CUDA collector's stream could "
+		    "not be written: %s", S.werr);
+		ist_stream_lost(&S.out, S.unwritten, why);
+	}
 	ist_stream_close(&S.out);
+	ist_cupti_conv_release(&S.conv);
 	pthread_mutex_unlock(&S.lock);
 }
 
@@ -287,6 +358,21 @@ after_fork_child(void)
 	S.started = false;
 	S.w = NULL;
 	ist_stream_close(&S.out);
+	pthread_mutex_unlock(&S.lock);
+}
+
+/* The lock is taken across fork, so that the child never inherits it held
+ * by a thread (CUPTI's, converting) that the child does not have. */
+static void
+before_fork(void)
+{
+	pthread_mutex_lock(&S.lock);
+}
+
+static void
+after_fork_parent(void)
+{
+	pthread_mutex_unlock(&S.lock);
 }
 
 static int
@@ -339,19 +425,6 @@ EXPORT int InitializeInjection(void);
 EXPORT int
 InitializeInjection(void)
 {
-	static const CUpti_ActivityKind kinds[] = {
-		CUPTI_ACTIVITY_KIND_DEVICE,
-		CUPTI_ACTIVITY_KIND_CONTEXT,
-		CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-		CUPTI_ACTIVITY_KIND_MEMCPY,
-		CUPTI_ACTIVITY_KIND_MEMCPY2,
-		CUPTI_ACTIVITY_KIND_MEMSET,
-		CUPTI_ACTIVITY_KIND_RUNTIME,
-		CUPTI_ACTIVITY_KIND_DRIVER,
-		CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-		CUPTI_ACTIVITY_KIND_MEMORY2,
-		CUPTI_ACTIVITY_KIND_OVERHEAD,
-	};
 	CUptiResult r;
 	const char *en = getenv("INFERSCOPE_ENABLED");
 
@@ -371,12 +444,18 @@ InitializeInjection(void)
 		say("cannot use CUPTI", r);
 		return 1;
 	}
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+	for (size_t i = 0; i < NKINDS; i++)
 		if ((r = cuptiActivityEnable(kinds[i])) != CUPTI_SUCCESS &&
 		    kinds[i] == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
 			say("cannot enable CUPTI kernel records", r);
 			goto off;
 		}
+#if CUPTI_API_VERSION >= 130000
+	/* CUDA 13 records syncs that return an error (cudaEventQuery and
+	 * cudaStreamQuery polls, which PyTorch issues all the time): those
+	 * waited for nothing.  The converter drops any that still come. */
+	cuptiActivityEnableAllSyncRecords(0);
+#endif
 	/* the stream only once CUPTI works: no empty files */
 	if (open_stream() != 0) {
 		if (S.out.fd >= 0) {
@@ -391,12 +470,14 @@ InitializeInjection(void)
 	clock_pair();
 	pthread_mutex_unlock(&S.lock);
 	S.started = true;
-	pthread_create(&S.thread, NULL, flusher, NULL);
+	/* without the thread, records come at exit (and when CUPTI's
+	 * buffers fill) and no clock pair is taken between */
+	S.flusher = pthread_create(&S.thread, NULL, flusher, NULL) == 0;
 	atexit(finish);
-	pthread_atfork(NULL, NULL, after_fork_child);
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 	return 1;
 off:
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+	for (size_t i = 0; i < NKINDS; i++)
 		cuptiActivityDisable(kinds[i]);
 	return 1;
 }

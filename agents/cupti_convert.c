@@ -13,17 +13,28 @@ ist_cupti_conv_init(struct ist_cupti_conv *c, int64_t pid)
 	c->pid = pid;
 }
 
-static void
-range(struct ist_event *ev, enum ist_type t, int64_t pid, uint64_t s,
-    uint64_t e)
+/*
+ * A range from CUPTI: false when its times are not times.  CONCURRENT_KERNEL
+ * may carry 0 (the header says so), API and sync records use 0 for "not
+ * collected", and the forced flush at exit delivers records not yet
+ * complete: any of them would land about 55 years before the run.
+ */
+static bool
+range(struct ist_cupti_conv *c, struct ist_event *ev, enum ist_type t,
+    int64_t pid, uint64_t s, uint64_t e)
 {
+	if (s == 0 || e == 0 || e < s || s > INT64_MAX || e > INT64_MAX) {
+		c->bad_times++;
+		return false;
+	}
 	ist_event_init(ev, t);
 	ev->pid = pid;
 	ev->start_ns = (int64_t)s;
-	ev->end_ns = (int64_t)(e >= s ? e : s);
+	ev->end_ns = (int64_t)e;
 	IST_SET(ev, IST_F_PID);
 	IST_SET(ev, IST_F_START);
 	IST_SET(ev, IST_F_END);
+	return true;
 }
 
 static void
@@ -64,16 +75,19 @@ sync_kind(uint32_t type)
 	}
 }
 
-static void
+static bool
 sync_event(struct ist_cupti_conv *c, const CUpti_ActivitySynchronization2 *s,
     int64_t tid, struct ist_event *ev)
 {
 	const char *k = sync_kind(s->type);
-	range(ev, IST_SYNC, c->pid, s->start, s->end);
+
+	if (!range(c, ev, IST_SYNC, c->pid, s->start, s->end))
+		return false;
 	ev->tid = tid;
 	IST_SET(ev, IST_F_TID);
 	ev->kind = (struct ist_str){ k, strlen(k) };
 	IST_SET(ev, IST_F_KIND);
+	return true;
 }
 
 /* The host side of a copy is pageable: source of H2D, destination of D2H. */
@@ -84,8 +98,8 @@ pageable(uint8_t kind)
 }
 
 static int
-memcpy_event(const CUpti_ActivityMemcpy6 *m, int64_t pid,
-    struct ist_event *ev, uint64_t *skipped)
+memcpy_event(struct ist_cupti_conv *c, const CUpti_ActivityMemcpy6 *m,
+    struct ist_event *ev)
 {
 	enum ist_type t;
 	bool pg = false;
@@ -109,10 +123,11 @@ memcpy_event(const CUpti_ActivityMemcpy6 *m, int64_t pid,
 		t = IST_D2D_COPY;
 		break;
 	default:   /* host to host, unknown: no GPU work to show */
-		(*skipped)++;
+		c->skipped++;
 		return 0;
 	}
-	range(ev, t, pid, m->start, m->end);
+	if (!range(c, ev, t, c->pid, m->start, m->end))
+		return 0;
 	gpu_track(ev, m->deviceId, m->streamId, m->correlationId);
 	ev->bytes = (int64_t)m->bytes;
 	IST_SET(ev, IST_F_BYTES);
@@ -123,147 +138,278 @@ memcpy_event(const CUpti_ActivityMemcpy6 *m, int64_t pid,
 	return 1;
 }
 
-int
-ist_cupti_convert(struct ist_cupti_conv *c, const CUpti_Activity *rec,
+/* ---- one function per kind of record ---- */
+
+/* libstdc++'s, which every CUDA program loads; absent, names stay mangled */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *n,
+    int *status) __attribute__((weak));
+
+/* A kernel's name as its source spells it ("void gemm<float>(...)"). */
+static const char *
+kernel_name(struct ist_cupti_conv *c, const char *name)
+{
+	char *d;
+	int st = -1;
+
+	if (name == NULL)
+		return "(unnamed kernel)";
+	if (name[0] != '_' || name[1] != 'Z' || __cxa_demangle == NULL)
+		return name;
+	d = __cxa_demangle(name, c->demangled, &c->demangled_cap, &st);
+	if (d == NULL || st != 0)
+		return name;
+	c->demangled = d;
+	return d;
+}
+
+static int
+kernel(struct ist_cupti_conv *c, const CUpti_ActivityKernel10 *k,
+    struct ist_event *out)
+{
+	if (!range(c, out, IST_GPU_KERNEL, c->pid, k->start, k->end))
+		return 0;
+	gpu_track(out, k->deviceId, k->streamId, k->correlationId);
+	set_name(out, kernel_name(c, k->name));
+	out->grid[0] = k->gridX;
+	out->grid[1] = k->gridY;
+	out->grid[2] = k->gridZ;
+	out->block[0] = k->blockX;
+	out->block[1] = k->blockY;
+	out->block[2] = k->blockZ;
+	IST_SET(out, IST_F_GRID);
+	IST_SET(out, IST_F_BLOCK);
+	return 1;
+}
+
+static int
+gpu_bytes(struct ist_cupti_conv *c, enum ist_type t, uint64_t s, uint64_t e,
+    uint32_t dev, uint32_t stream, uint32_t corr, uint64_t bytes,
+    struct ist_event *out)
+{
+	if (!range(c, out, t, c->pid, s, e))
+		return 0;
+	gpu_track(out, dev, stream, corr);
+	out->bytes = (int64_t)bytes;
+	IST_SET(out, IST_F_BYTES);
+	return 1;
+}
+
+/* The sync records waiting for their API call, oldest first. */
+#define PENDING(c, i) ((c)->pending[((c)->phead + (i)) % IST_CUPTI_PENDING])
+
+/*
+ * A runtime, driver or internal launch call; then the sync records that
+ * waited for it, in the order they came.
+ */
+static int
+api_call(struct ist_cupti_conv *c, const CUpti_ActivityAPI *a, bool drv,
     struct ist_event *out, int max)
 {
-	int n = 0;
+	const char *nm = c->api_name ? c->api_name(c->ctx, drv, a->cbid) :
+	    NULL;
+	int n = 0, kept = 0;
 
-	if (max < 1)
-		return 0;
-	switch (rec->kind) {
-	case CUPTI_ACTIVITY_KIND_KERNEL:
-	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-		const CUpti_ActivityKernel10 *k = (const void *)rec;
-		range(out, IST_GPU_KERNEL, c->pid, k->start, k->end);
-		gpu_track(out, k->deviceId, k->streamId, k->correlationId);
-		set_name(out, k->name ? k->name : "(unnamed kernel)");
-		out->grid[0] = k->gridX;
-		out->grid[1] = k->gridY;
-		out->grid[2] = k->gridZ;
-		out->block[0] = k->blockX;
-		out->block[1] = k->blockY;
-		out->block[2] = k->blockZ;
-		IST_SET(out, IST_F_GRID);
-		IST_SET(out, IST_F_BLOCK);
-		return 1;
+	if (nm == NULL) {
+		snprintf(c->name_buf, sizeof(c->name_buf), "%s_%u",
+		    drv ? "cuda_driver" : "cuda_runtime", a->cbid);
+		nm = c->name_buf;
 	}
-	case CUPTI_ACTIVITY_KIND_MEMCPY:
-		return memcpy_event((const void *)rec, c->pid, out, &c->skipped);
-	case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-		const CUpti_ActivityMemcpyPtoP4 *m = (const void *)rec;
-		range(out, IST_D2D_COPY, c->pid, m->start, m->end);
-		gpu_track(out, m->deviceId, m->streamId, m->correlationId);
-		out->bytes = (int64_t)m->bytes;
-		IST_SET(out, IST_F_BYTES);
-		return 1;
-	}
-	case CUPTI_ACTIVITY_KIND_MEMSET: {
-		const CUpti_ActivityMemset4 *m = (const void *)rec;
-		range(out, IST_MEMSET, c->pid, m->start, m->end);
-		gpu_track(out, m->deviceId, m->streamId, m->correlationId);
-		out->bytes = (int64_t)m->bytes;
-		IST_SET(out, IST_F_BYTES);
-		return 1;
-	}
-	case CUPTI_ACTIVITY_KIND_RUNTIME:
-	case CUPTI_ACTIVITY_KIND_DRIVER: {
-		const CUpti_ActivityAPI *a = (const void *)rec;
-		bool drv = rec->kind == CUPTI_ACTIVITY_KIND_DRIVER;
-		const char *nm = c->api_name ? c->api_name(c->ctx, drv, a->cbid) :
-		    NULL;
-		if (nm == NULL) {
-			snprintf(c->name_buf, sizeof(c->name_buf), "%s_%u",
-			    drv ? "cuda_driver" : "cuda_runtime", a->cbid);
-			nm = c->name_buf;
-		}
-		range(out, IST_CUDA_API, a->processId ? a->processId : c->pid,
-		    a->start, a->end);
+	c->recent[a->correlationId % 1024].corr = a->correlationId;
+	c->recent[a->correlationId % 1024].tid = a->threadId;
+	if (range(c, out, IST_CUDA_API, a->processId ? a->processId : c->pid,
+	    a->start, a->end)) {
 		out->tid = a->threadId;
 		IST_SET(out, IST_F_TID);
 		set_name(out, nm);
 		out->correlation = a->correlationId;
 		IST_SET(out, IST_F_CORRELATION);
-		c->recent[a->correlationId % 1024].corr = a->correlationId;
-		c->recent[a->correlationId % 1024].tid = a->threadId;
 		n = 1;
-		/* syncs that were waiting for this call */
-		for (int i = 0; i < c->npending && n < max; i++)
-			if (c->pending[i].correlationId == a->correlationId) {
-				sync_event(c, &c->pending[i], a->threadId,
-				    &out[n++]);
-				c->pending[i] = c->pending[--c->npending];
-				i--;
-			}
-		return n;
 	}
-	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-		const CUpti_ActivitySynchronization2 *s = (const void *)rec;
-		uint32_t slot = s->correlationId % 1024;
-		if (c->recent[slot].corr == s->correlationId &&
-		    s->correlationId != 0) {
-			sync_event(c, s, c->recent[slot].tid, out);
-			return 1;
+	for (int i = 0; i < c->npending; i++) {
+		CUpti_ActivitySynchronization2 *s = &PENDING(c, i);
+		if (s->correlationId == a->correlationId && n < max) {
+			n += sync_event(c, s, a->threadId, &out[n]);
+			continue;
 		}
-		if (c->npending == IST_CUPTI_PENDING) {
-			/* the oldest waits no longer */
-			sync_event(c, &c->pending[0], c->pid, out);
-			c->pending[0] = *s;
-			return 1;
-		}
-		c->pending[c->npending++] = *s;
+		if (kept != i)
+			PENDING(c, kept) = *s;
+		kept++;
+	}
+	c->npending = kept;
+	return n;
+}
+
+static int
+sync_record(struct ist_cupti_conv *c, const CUpti_ActivitySynchronization2 *s,
+    struct ist_event *out)
+{
+	uint32_t slot = s->correlationId % 1024;
+	int n = 0;
+
+	/* a sync that failed did not wait: cudaEventQuery and
+	 * cudaStreamQuery polled before the work was done */
+	if (s->returnValue != 0) {
+		c->failed_syncs++;
 		return 0;
 	}
-	case CUPTI_ACTIVITY_KIND_MEMORY2: {
-		const CUpti_ActivityMemory4 *m = (const void *)rec;
-		if (m->memoryOperationType !=
-		    CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION &&
-		    m->memoryOperationType !=
-		    CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
-			return 0;
-		ist_event_init(out, m->memoryOperationType ==
-		    CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION ?
-		    IST_MEMORY_ALLOC : IST_MEMORY_FREE);
-		out->pid = m->processId ? m->processId : c->pid;
+	if (c->recent[slot].corr == s->correlationId && s->correlationId != 0)
+		return sync_event(c, s, c->recent[slot].tid, out);
+	if (c->npending == IST_CUPTI_PENDING) {
+		/* the oldest waits no longer: on the process */
+		n = sync_event(c, &PENDING(c, 0), c->pid, out);
+		c->phead = (c->phead + 1) % IST_CUPTI_PENDING;
+		c->npending--;
+	}
+	PENDING(c, c->npending) = *s;
+	c->npending++;
+	return n;
+}
+
+/*
+ * Only device memory (device, static, managed, arrays) is a device's:
+ * pinned and pageable host memory (pin_memory, cudaHostAlloc) is the
+ * host's, written with no device.
+ */
+static int
+memory(struct ist_cupti_conv *c, const CUpti_ActivityMemory4 *m,
+    struct ist_event *out)
+{
+	bool dev;
+
+	if (m->memoryOperationType !=
+	    CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION &&
+	    m->memoryOperationType !=
+	    CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
+		return 0;
+	if (m->timestamp == 0 || m->timestamp > INT64_MAX) {
+		c->bad_times++;
+		return 0;
+	}
+	dev = m->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE ||
+	    m->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC ||
+	    m->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED ||
+	    m->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC ||
+	    m->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_ARRAY;
+	ist_event_init(out, m->memoryOperationType ==
+	    CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION ?
+	    IST_MEMORY_ALLOC : IST_MEMORY_FREE);
+	out->pid = m->processId ? m->processId : c->pid;
+	out->bytes = (int64_t)m->bytes;
+	out->ts_ns = (int64_t)m->timestamp;
+	IST_SET(out, IST_F_PID);
+	IST_SET(out, IST_F_BYTES);
+	IST_SET(out, IST_F_TS);
+	if (dev) {
 		out->device = m->deviceId;
-		out->bytes = (int64_t)m->bytes;
-		out->ts_ns = (int64_t)m->timestamp;
-		IST_SET(out, IST_F_PID);
 		IST_SET(out, IST_F_DEVICE);
-		IST_SET(out, IST_F_BYTES);
-		IST_SET(out, IST_F_TS);
-		return 1;
 	}
-	case CUPTI_ACTIVITY_KIND_DEVICE: {
-		const CUpti_ActivityDevice5 *d = (const void *)rec;
-		ist_event_init(out, IST_DEVICE);
-		out->device = d->id;
-		IST_SET(out, IST_F_DEVICE);
-		set_name(out, d->name ? d->name : "(unnamed GPU)");
-		out->sm_count = d->numMultiprocessors;
-		out->memory_bytes = (int64_t)d->globalMemorySize;
-		IST_SET(out, IST_F_SM_COUNT);
-		IST_SET(out, IST_F_MEMORY_BYTES);
-		if (c->pcie_gbps && (out->pcie_gbps = c->pcie_gbps(c->ctx,
-		    d->id)) > 0)
-			IST_SET(out, IST_F_PCIE_GBPS);
-		return 1;
+	return 1;
+}
+
+static int
+device(struct ist_cupti_conv *c, const CUpti_ActivityDevice5 *d,
+    struct ist_event *out)
+{
+	ist_event_init(out, IST_DEVICE);
+	out->device = d->id;
+	IST_SET(out, IST_F_DEVICE);
+	set_name(out, d->name ? d->name : "(unnamed GPU)");
+	out->sm_count = d->numMultiprocessors;
+	out->memory_bytes = (int64_t)d->globalMemorySize;
+	IST_SET(out, IST_F_SM_COUNT);
+	IST_SET(out, IST_F_MEMORY_BYTES);
+	if (c->pcie_gbps && (out->pcie_gbps = c->pcie_gbps(c->ctx, d->id)) > 0)
+		IST_SET(out, IST_F_PCIE_GBPS);
+	return 1;
+}
+
+const char *const ist_cupti_overhead_names[IST_CUPTI_OVH_N] = {
+	"cupti.overhead_ns", "cuda.jit_compile_ns", "cuda.lazy_loading_ns",
+	"cuda.command_buffer_full_ns", "cuda.other_overhead_ns",
+};
+
+/* Each kind of overhead as what it is: CUPTI's own, or the driver's. */
+static void
+overhead(struct ist_cupti_conv *c, const CUpti_ActivityOverhead3 *o)
+{
+	int k;
+
+	if (o->end <= o->start || o->start == 0)
+		return;
+	switch ((int)o->overheadKind) {
+	case CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH:
+	case CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION:
+	case CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE:
+	case CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST:
+		k = IST_CUPTI_OVH_CUPTI;
+		break;
+	case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER:
+		k = IST_CUPTI_OVH_JIT;
+		break;
+	case CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING:
+	case CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING:
+		k = IST_CUPTI_OVH_LOADING;
+		break;
+	case CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL:
+		k = IST_CUPTI_OVH_CMDBUF;
+		break;
+	default:
+		k = IST_CUPTI_OVH_OTHER;
+		break;
 	}
+	c->overhead_ns[k] += o->end - o->start;
+}
+
+int
+ist_cupti_convert(struct ist_cupti_conv *c, const CUpti_Activity *rec,
+    struct ist_event *out, int max)
+{
+	const void *r = rec;
+
+	if (max < 1)
+		return 0;
+	switch (rec->kind) {
+	case CUPTI_ACTIVITY_KIND_KERNEL:
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		return kernel(c, r, out);
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+		return memcpy_event(c, r, out);
+	case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+		const CUpti_ActivityMemcpyPtoP4 *m = r;
+		return gpu_bytes(c, IST_D2D_COPY, m->start, m->end, m->deviceId,
+		    m->streamId, m->correlationId, m->bytes, out);
+	}
+	case CUPTI_ACTIVITY_KIND_MEMSET: {
+		const CUpti_ActivityMemset4 *m = r;
+		return gpu_bytes(c, IST_MEMSET, m->start, m->end, m->deviceId,
+		    m->streamId, m->correlationId, m->bytes, out);
+	}
+	case CUPTI_ACTIVITY_KIND_RUNTIME:
+	case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API:
+		/* internal launches (cuBLAS, cuDNN) are runtime calls too:
+		 * without them their kernels lose their launch */
+		return api_call(c, r, false, out, max);
+	case CUPTI_ACTIVITY_KIND_DRIVER:
+		return api_call(c, r, true, out, max);
+	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+		return sync_record(c, r, out);
+	case CUPTI_ACTIVITY_KIND_MEMORY2:
+		return memory(c, r, out);
+	case CUPTI_ACTIVITY_KIND_DEVICE:
+		return device(c, r, out);
 	case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: {
-		const CUpti_ActivityGraphTrace2 *g = (const void *)rec;
+		const CUpti_ActivityGraphTrace2 *g = r;
+		if (!range(c, out, IST_GPU_KERNEL, c->pid, g->start, g->end))
+			return 0;
 		snprintf(c->name_buf, sizeof(c->name_buf), "cudaGraph %u",
 		    g->graphId);
-		range(out, IST_GPU_KERNEL, c->pid, g->start, g->end);
 		gpu_track(out, g->deviceId, g->streamId, g->correlationId);
 		set_name(out, c->name_buf);
 		return 1;
 	}
-	case CUPTI_ACTIVITY_KIND_OVERHEAD: {
-		const CUpti_ActivityOverhead3 *o = (const void *)rec;
-		if (o->end > o->start)
-			c->overhead_ns += o->end - o->start;
+	case CUPTI_ACTIVITY_KIND_OVERHEAD:
+		overhead(c, r);
 		return 0;
-	}
 	default:   /* context records and kinds we did not enable */
 		c->skipped++;
 		return 0;
@@ -275,11 +421,21 @@ ist_cupti_flush_pending(struct ist_cupti_conv *c, struct ist_event *out,
     int max)
 {
 	int n = 0;
+
 	while (c->npending > 0 && n < max) {
-		sync_event(c, &c->pending[c->npending - 1], c->pid, &out[n++]);
+		n += sync_event(c, &PENDING(c, 0), c->pid, &out[n]);
+		c->phead = (c->phead + 1) % IST_CUPTI_PENDING;
 		c->npending--;
 	}
 	return n;
+}
+
+void
+ist_cupti_conv_release(struct ist_cupti_conv *c)
+{
+	free(c->demangled);
+	c->demangled = NULL;
+	c->demangled_cap = 0;
 }
 
 double

@@ -13,6 +13,18 @@
 
 #define IST_CUPTI_PENDING 256
 
+/* Overhead CUPTI reports, by what it is: CUPTI's own (buffers, flushes,
+ * instrumentation), the driver's JIT compiler, lazy module and function
+ * loading, a full command buffer, and anything else. */
+enum {
+	IST_CUPTI_OVH_CUPTI, IST_CUPTI_OVH_JIT, IST_CUPTI_OVH_LOADING,
+	IST_CUPTI_OVH_CMDBUF, IST_CUPTI_OVH_OTHER, IST_CUPTI_OVH_N
+};
+/* the counter each is written as: "cupti.overhead_ns", "cuda.jit_compile_ns",
+ * "cuda.lazy_loading_ns", "cuda.command_buffer_full_ns",
+ * "cuda.other_overhead_ns" */
+extern const char *const ist_cupti_overhead_names[IST_CUPTI_OVH_N];
+
 struct ist_cupti_conv {
 	int64_t pid;
 	/* names of runtime (driver false) and driver API calls by callback
@@ -24,19 +36,27 @@ struct ist_cupti_conv {
 	/* threads of recent API calls by correlation id: sync records carry
 	 * none of their own */
 	struct { uint32_t corr; int64_t tid; } recent[1024];
-	/* sync records waiting for their API call */
+	/* sync records waiting for their API call: a ring, oldest at phead */
 	CUpti_ActivitySynchronization2 pending[IST_CUPTI_PENDING];
-	int npending;
-	uint64_t overhead_ns, skipped;
+	int npending, phead;
+	/* overhead by kind (ist_cupti_overhead_names) */
+	uint64_t overhead_ns[IST_CUPTI_OVH_N];
+	uint64_t skipped;        /* kinds and copies that make no event */
+	uint64_t bad_times;      /* records with a zero or backwards time */
+	uint64_t failed_syncs;   /* syncs that returned an error: polls */
 	char name_buf[64];
+	char *demangled;         /* the last kernel name demangled */
+	size_t demangled_cap;
 };
 
 void ist_cupti_conv_init(struct ist_cupti_conv *c, int64_t pid);
+void ist_cupti_conv_release(struct ist_cupti_conv *c);
 
 /*
  * Converts one record into up to max events (out), returning how many
- * (0 for kinds that make no event, or a sync record kept until its API
- * call is seen).  Strings in the events point into the record or into c
+ * (0 for kinds that make no event, a record whose times are not times,
+ * counted in bad_times, a sync that failed, or a sync record kept until
+ * its API call is seen).  Strings in the events point into the record or into c
  * and stay valid until the next call.
  */
 int ist_cupti_convert(struct ist_cupti_conv *c, const CUpti_Activity *rec,

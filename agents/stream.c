@@ -137,3 +137,32 @@ ist_stream_close(struct ist_stream *s)
 	s->fd = -1;
 	return e;
 }
+
+/*
+ * Events that could not be written, said where is-record looks: a line
+ * "EVENTS REASON" in <pid>.lost beside the stream, which it turns into a
+ * loss record and a warning, so that the loss is stated even when the
+ * program closed its stderr too.
+ */
+void
+ist_stream_lost(const struct ist_stream *s, uint64_t n, const char *why)
+{
+	char path[sizeof(s->path) + 8], line[600];
+	size_t k = strlen(s->path);
+	int fd, len;
+
+	if (k < 4 || strcmp(s->path + k - 4, ".ist") != 0)
+		return;
+	snprintf(path, sizeof(path), "%.*s.lost", (int)(k - 4), s->path);
+	len = snprintf(line, sizeof(line), "%llu %s\n", (unsigned long long)n,
+	    why);
+	if (len >= (int)sizeof(line)) {
+		len = (int)sizeof(line) - 1;
+		line[len - 1] = '\n';
+	}
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+	    0600)) >= 0) {
+		ist_fd_sink(&fd, line, (size_t)len);
+		close(fd);
+	}
+}

@@ -35,5 +35,9 @@ int ist_stream_sink(void *ctx, const void *buf, size_t n);
 /* Closes the stream's descriptor if it is still the stream's; 0 or an
  * errno from close(). */
 int ist_stream_close(struct ist_stream *s);
+/* n events that could not be written, and why: a line in <name>.lost
+ * beside the stream (<name>.ist), which is-record turns into a loss record
+ * and a warning. */
+void ist_stream_lost(const struct ist_stream *s, uint64_t n, const char *why);
 
 #endif

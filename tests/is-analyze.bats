@@ -94,6 +94,12 @@ fired() {
 	assert_equal "$(fired sync)" 0
 	assert_equal "$(q '.rules[] | select(.rule == "sync") | .skipped')" \
 	    "no synchronisation recorded"
+	# the same times as stream-wait-events: a wait on the GPU's side
+	# (cudaStreamWaitEvent), not the host's, listed but not blocking
+	an sync_gpu_wait
+	assert_equal "$(fired sync)" 0
+	assert_equal "$(q '.syncs[] | [.kind, .count] | @tsv')" \
+	    "$(printf 'stream_wait_event\t10')"
 }
 
 @test "launch_bound fires on many short kernels and slow launch calls" {

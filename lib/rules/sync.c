@@ -23,6 +23,10 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	kinds = json_array();
 	sites = json_array();
 	json_array_foreach(syncs, i, s) {
+		/* cudaStreamWaitEvent makes a stream wait on the GPU: the
+		 * host goes on */
+		if (!strcmp(ist_jstr(s, "kind"), "stream_wait_event"))
+			continue;
 		count += ist_jnum(s, "count");
 		blocked += ist_jnum(s, "blocked_ns");
 		json_array_append_new(kinds, json_pack("{s:s,s:I,s:I}", "kind",

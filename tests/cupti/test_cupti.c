@@ -13,6 +13,12 @@
 
 #define PID 4242
 
+/* libstdc++'s, which the converter takes weakly (as a CUDA program has it
+ * loaded): a strong reference here links it in */
+extern char *__cxa_demangle(const char *, char *, size_t *, int *);
+char *(*volatile keep_demangle)(const char *, char *, size_t *, int *) =
+    __cxa_demangle;
+
 static const char *
 names(void *ctx, bool driver, uint32_t cbid)
 {
@@ -229,9 +235,10 @@ api_and_sync(struct ist_cupti_conv *c)
 	ist_cupti_convert(c, (CUpti_Activity *)&s, ev, 4);
 	n = ist_cupti_flush_pending(c, ev, 4);
 	ok(n == 2 && ev[0].tid == PID && ev[1].tid == PID &&
-	    str_is(ev[0].kind, "stream_wait_event") &&
-	    str_is(ev[1].kind, "event"),
-	    "syncs never matched are flushed at the end on the process");
+	    str_is(ev[0].kind, "event") &&
+	    str_is(ev[1].kind, "stream_wait_event"),
+	    "syncs never matched are flushed at the end on the process, "
+	    "oldest first");
 }
 
 static void
@@ -292,13 +299,146 @@ memory_device_graph(struct ist_cupti_conv *c)
 
 	memset(&o, 0, sizeof(o));
 	o.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+	o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
 	o.start = 100;
 	o.end = 350;
 	ok(ist_cupti_convert(c, (CUpti_Activity *)&o, ev, 4) == 0 &&
-	    c->overhead_ns == 250, "overhead: summed, no event");
+	    c->overhead_ns[IST_CUPTI_OVH_CUPTI] == 250,
+	    "overhead: summed, no event");
+	/* the driver's costs are not CUPTI's: each kind as what it is */
+	o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER;
+	ist_cupti_convert(c, (CUpti_Activity *)&o, ev, 4);
+	o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING;
+	ist_cupti_convert(c, (CUpti_Activity *)&o, ev, 4);
+	o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING;
+	ist_cupti_convert(c, (CUpti_Activity *)&o, ev, 4);
+	o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL;
+	o.end = 1100;
+	ist_cupti_convert(c, (CUpti_Activity *)&o, ev, 4);
+	ok(c->overhead_ns[IST_CUPTI_OVH_CUPTI] == 250 &&
+	    c->overhead_ns[IST_CUPTI_OVH_JIT] == 250 &&
+	    c->overhead_ns[IST_CUPTI_OVH_LOADING] == 500 &&
+	    c->overhead_ns[IST_CUPTI_OVH_CMDBUF] == 1000 &&
+	    strcmp(ist_cupti_overhead_names[IST_CUPTI_OVH_JIT],
+	    "cuda.jit_compile_ns") == 0, "overhead by kind: CUPTI 250, JIT "
+	    "250, lazy loading 500, command buffer full 1000 ns");
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.kind = CUPTI_ACTIVITY_KIND_CONTEXT;
 	ok(ist_cupti_convert(c, &ctx, ev, 4) == 0, "context: no event");
+}
+
+/* What a real driver sends that the first records did not show. */
+static void
+hardening(struct ist_cupti_conv *c)
+{
+	CUpti_ActivityKernel10 k;
+	CUpti_ActivityAPI a;
+	CUpti_ActivitySynchronization2 s;
+	CUpti_ActivityMemory4 m;
+	struct ist_event ev[4];
+	uint64_t bad = c->bad_times;
+	int n, order = 1;
+
+	/* zero and backwards times: no event lands 55 years before the run */
+	memset(&k, 0, sizeof(k));
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k.start = 0;
+	k.end = 5000;
+	k.name = "k";
+	n = ist_cupti_convert(c, (CUpti_Activity *)&k, ev, 4);
+	k.start = 6000;
+	n += ist_cupti_convert(c, (CUpti_Activity *)&k, ev, 4);
+	k.start = 1000;
+	k.end = 0;
+	n += ist_cupti_convert(c, (CUpti_Activity *)&k, ev, 4);
+	memset(&a, 0, sizeof(a));
+	a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+	a.cbid = 211;
+	a.correlationId = 900;
+	a.threadId = 4300;
+	n += ist_cupti_convert(c, (CUpti_Activity *)&a, ev, 4);
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+	m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+	m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	n += ist_cupti_convert(c, (CUpti_Activity *)&m, ev, 4);
+	ok(n == 0 && c->bad_times == bad + 5, "records with a zero or "
+	    "backwards time make no event and are counted (%llu)",
+	    (unsigned long long)(c->bad_times - bad));
+
+	/* a sync that failed (a query that found the work not done) did
+	 * not wait */
+	memset(&s, 0, sizeof(s));
+	s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+	s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+	s.start = 100;
+	s.end = 200;
+	s.correlationId = 900;
+	s.returnValue = 600;     /* CUDA_ERROR_NOT_READY */
+	ok(ist_cupti_convert(c, (CUpti_Activity *)&s, ev, 4) == 0 &&
+	    c->failed_syncs == 1 && c->npending == 0,
+	    "a sync that returned an error is dropped, not kept waiting");
+
+	/* pinned host memory is the host's: no device */
+	m.timestamp = 77;
+	m.bytes = 4096;
+	m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&m, ev, 4);
+	ok(n == 1 && ev[0].type == IST_MEMORY_ALLOC &&
+	    !IST_HAS(&ev[0], IST_F_DEVICE), "pinned memory (pin_memory, "
+	    "cudaHostAlloc) is written without a device");
+	m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&m, ev, 4);
+	ok(n == 1 && IST_HAS(&ev[0], IST_F_DEVICE), "managed memory keeps "
+	    "its device");
+
+	/* the pending syncs are a queue: overflowing, the oldest leaves */
+	s.returnValue = 0;
+	for (int i = 0; i < IST_CUPTI_PENDING; i++) {
+		s.correlationId = 5000 + i;
+		ist_cupti_convert(c, (CUpti_Activity *)&s, ev, 4);
+	}
+	s.correlationId = 9999;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&s, ev, 4);
+	ok(n == 1 && c->npending == IST_CUPTI_PENDING && ev[0].tid == PID,
+	    "a full queue of waiting syncs lets its oldest go, on the process");
+	a.start = 10;
+	a.end = 20;
+	a.correlationId = 5001;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&a, ev, 4);
+	ok(n == 2 && ev[1].type == IST_SYNC && ev[1].tid == 4300 &&
+	    c->npending == IST_CUPTI_PENDING - 1, "the second oldest still "
+	    "finds its API call");
+	n = ist_cupti_flush_pending(c, ev, 4);
+	for (int i = 0; i < n; i++)
+		order &= ev[i].tid == PID;
+	ok(n == 4 && order && c->npending == IST_CUPTI_PENDING - 5,
+	    "the rest flush oldest first, four at a time");
+	while (ist_cupti_flush_pending(c, ev, 4) > 0)
+		;
+
+	/* internal launches (cuBLAS's) are API calls: their kernels keep
+	 * their launch */
+	a.kind = CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API;
+	a.correlationId = 901;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&a, ev, 4);
+	ok(n == 1 && ev[0].type == IST_CUDA_API && ev[0].correlation == 901 &&
+	    str_is(ev[0].name, "cudaLaunchKernel_v7000"),
+	    "an internal launch record is a cuda_api call");
+
+	/* kernel names as the source spells them */
+	k.start = 1000;
+	k.end = 2000;
+	k.name = "_Z10add_kernelPfPKfS1_i";
+	n = ist_cupti_convert(c, (CUpti_Activity *)&k, ev, 4);
+	ok(n == 1 && str_is(ev[0].name,
+	    "add_kernel(float*, float const*, float const*, int)"),
+	    "a mangled kernel name is demangled: %.*s", (int)ev[0].name.n,
+	    ev[0].name.p);
+	k.name = "_Znot a name";
+	n = ist_cupti_convert(c, (CUpti_Activity *)&k, ev, 4);
+	ok(n == 1 && str_is(ev[0].name, "_Znot a name"),
+	    "a name that does not demangle stays as it is");
 }
 
 /* Converted events go through the writer and come back the same. */
@@ -362,6 +502,7 @@ main(void)
 	copies(&c);
 	api_and_sync(&c);
 	memory_device_graph(&c);
+	hardening(&c);
 	roundtrip(&c);
 	ok(ist_pcie_gbps("16.0 GT/s PCIe", 16) > 31.50 &&
 	    ist_pcie_gbps("16.0 GT/s PCIe", 16) < 31.52,

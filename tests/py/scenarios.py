@@ -121,7 +121,7 @@ def scenario(name):
         # transfer: copies 10 x 400 us = 4 ms, kernels 2 ms, busy 6 ms:
         # 66.67%; 4 MiB / 400 us = 10.486 GB/s = 87% of 12 GB/s
         ev.sort(key=tkey)
-    elif name in ("sync", "sync_ok"):
+    elif name in ("sync", "sync_ok", "sync_gpu_wait"):
         ev = meta()
         for i in range(10):
             t = T0 + i * STEP
@@ -129,10 +129,11 @@ def scenario(name):
                            file="/app/app.py", line=10))
             ev.append(api("cudaLaunchKernel", t + 10_000, t + 20_000, i + 1))
             ev.append(kern("gemm", t + 30_000, t + 230_000, i + 1))
-            if name == "sync":
+            if name != "sync_ok":
                 ev.append(call("Tensor.item", t + 25_000, t + 235_000))
                 ev.append({"type": "sync", "pid": PID, "tid": MAIN,
-                           "kind": "stream", "start_ns": t + 30_000,
+                           "kind": "stream" if name == "sync" else
+                           "stream_wait_event", "start_ns": t + 30_000,
                            "end_ns": t + 230_000})
         # sync: 10 x 200 us blocked = 2 ms of a 9.9 ms run: 20.2%
         ev.sort(key=tkey)
