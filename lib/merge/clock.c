@@ -1,8 +1,18 @@
-/* clock.c - least squares of host on domain time (see clock.h). */
+/*
+ * clock.c - a clock domain onto the host clock (see clock.h): least
+ * squares per piece, the pieces split where the domain's clock stepped,
+ * pairs that stray alone left out.
+ */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "clock.h"
+
+/* The least jump between two pairs, beyond the domain's rate, in ns, that
+ * is a step or a stray pair rather than jitter (pairs read host, domain,
+ * host within a few microseconds). */
+#define STEP_NS 20000.0
 
 int
 ist_clock_add(struct ist_clock_fit *c, int64_t host, int64_t domain)
@@ -29,37 +39,215 @@ ist_clock_add(struct ist_clock_fit *c, int64_t host, int64_t domain)
 	return 0;
 }
 
+/* Least squares over pairs [i, j) not marked out; slope 1 with fewer than
+ * two.  Returns how many it used. */
+static size_t
+lsq(const struct ist_clock_fit *c, const bool *out, size_t i, size_t j,
+    double *a, double *b)
+{
+	long double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0;
+
+	for (size_t k = i; k < j; k++) {
+		if (out && out[k])
+			continue;
+		sx += c->x[k];
+		sy += c->y[k];
+		sxx += (long double)c->x[k] * c->x[k];
+		sxy += (long double)c->x[k] * c->y[k];
+		n++;
+	}
+	if (n >= 2 && n * sxx - sx * sx > 0) {
+		*b = (double)((n * sxy - sx * sy) / (n * sxx - sx * sx));
+		*a = (double)((sy - *b * sx) / n);
+	} else {
+		*b = 1.0;
+		*a = n > 0 ? (double)((sy - sx) / n) : 0.0;
+	}
+	return (size_t)n;
+}
+
+static int
+by_x(const void *p, const void *q)
+{
+	const double *u = p, *v = q;
+
+	return (u[0] > v[0]) - (u[0] < v[0]);
+}
+
+/* The pairs in domain order (they come in it; a merge of inputs may not). */
+static int
+sort_pairs(struct ist_clock_fit *c)
+{
+	double *xy = malloc(c->n * 2 * sizeof(double));
+
+	if (xy == NULL)
+		return -1;
+	for (size_t i = 0; i < c->n; i++) {
+		xy[2 * i] = c->x[i];
+		xy[2 * i + 1] = c->y[i];
+	}
+	qsort(xy, c->n, 2 * sizeof(double), by_x);
+	for (size_t i = 0; i < c->n; i++) {
+		c->x[i] = xy[2 * i];
+		c->y[i] = xy[2 * i + 1];
+	}
+	free(xy);
+	return 0;
+}
+
+static int
+add_piece(struct ist_clock_fit *c, double from, double a, double b)
+{
+	struct ist_clock_piece *np = realloc(c->piece, (c->npiece + 1) *
+	    sizeof(*np));
+
+	if (np == NULL)
+		return -1;
+	c->piece = np;
+	c->piece[c->npiece++] = (struct ist_clock_piece){ from, a, b };
+	return 0;
+}
+
+static int
+by_value(const void *p, const void *q)
+{
+	double u = *(const double *)p, v = *(const double *)q;
+
+	return (u > v) - (u < v);
+}
+
+/* The median of v[0..n) (which it sorts); 0 for none. */
+static double
+median(double *v, size_t n)
+{
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof(*v), by_value);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * Between consecutive pairs, how far the host moved beyond what the
+ * domain's rate (the median of the pairs' own slopes, so drift cancels)
+ * says: jitter, save where the clock stepped (one large difference, the
+ * pairs after it agreeing) or one pair strayed (two large differences of
+ * opposite sign, its own and the next's).  A step starts a piece; a
+ * stray pair is left out.
+ */
+static int
+split(struct ist_clock_fit *c, bool *out)
+{
+	double *d = malloc(c->n * sizeof(double));
+	double *w = malloc(c->n * sizeof(double));
+	double rate, lim;
+	size_t start = 0, m = 0;
+	double a, b;
+	int rc = -1;
+
+	if (d == NULL || w == NULL)
+		goto done;
+	for (size_t k = 1; k < c->n; k++)
+		if (c->x[k] > c->x[k - 1])
+			w[m++] = (c->y[k] - c->y[k - 1]) / (c->x[k] - c->x[k - 1]);
+	rate = m ? median(w, m) : 1.0;
+	for (size_t k = 1; k < c->n; k++) {
+		d[k] = (c->y[k] - c->y[k - 1]) - rate * (c->x[k] - c->x[k - 1]);
+		w[k - 1] = fabs(d[k]);
+	}
+	/* 8 robust standard deviations of the jitter, at least STEP_NS */
+	lim = 8 * 1.4826 * median(w, c->n - 1);
+	if (lim < STEP_NS)
+		lim = STEP_NS;
+	for (size_t k = 1; k < c->n; k++) {
+		if (fabs(d[k]) <= lim)
+			continue;
+		if (k + 1 < c->n &&
+		    fabs(d[k + 1]) > lim && fabs(d[k] + d[k + 1]) <= lim) {
+			out[k] = true;          /* strayed, and came back */
+			c->outliers++;
+			k++;
+		} else if (k + 1 < c->n) {
+			lsq(c, out, start, k, &a, &b);
+			if (add_piece(c, c->x[start], a, b) != 0)
+				goto done;
+			c->steps++;
+			start = k;
+		} else {
+			out[k] = true;          /* the last alone: no piece */
+			c->outliers++;
+		}
+	}
+	lsq(c, out, start, c->n, &a, &b);
+	rc = add_piece(c, c->x[start], a, b);
+done:
+	free(d);
+	free(w);
+	return rc;
+}
+
 void
 ist_clock_fit(struct ist_clock_fit *c)
 {
-	long double sx = 0, sy = 0, sxx = 0, sxy = 0, n = (long double)c->n;
+	bool *out = c->n ? calloc(c->n, sizeof(bool)) : NULL;
 	double ss = 0;
+	size_t m = 0, p = 0;
 
-	for (size_t i = 0; i < c->n; i++) {
-		sx += c->x[i];
-		sy += c->y[i];
-		sxx += (long double)c->x[i] * c->x[i];
-		sxy += (long double)c->x[i] * c->y[i];
-	}
-	if (c->n >= 2 && n * sxx - sx * sx > 0) {
-		c->b = (double)((n * sxy - sx * sy) / (n * sxx - sx * sx));
-		c->a = (double)((sy - c->b * sx) / n);
+	free(c->piece);
+	c->piece = NULL;
+	c->npiece = 0;
+	c->steps = c->outliers = 0;
+	if (c->n == 0 || out == NULL || sort_pairs(c) != 0 ||
+	    split(c, out) != 0) {
+		/* no pairs, or out of memory: one line through them all */
+		free(c->piece);
+		c->piece = NULL;
+		c->npiece = 0;
+		c->steps = c->outliers = 0;
+		lsq(c, NULL, 0, c->n, &c->a, &c->b);
+		free(out);
+		out = NULL;
 	} else {
-		c->b = 1.0;
-		c->a = c->n ? (double)((sy - sx) / n) : 0.0;
+		c->a = c->piece[0].a;
+		c->b = c->piece[0].b;
 	}
 	for (size_t i = 0; i < c->n; i++) {
-		double r = c->y[i] - (c->a + c->b * c->x[i]);
+		double a = c->a, b = c->b, r;
+		if (out && out[i])
+			continue;
+		while (p + 1 < c->npiece && c->x[i] >= c->piece[p + 1].from)
+			p++;
+		if (c->npiece) {
+			a = c->piece[p].a;
+			b = c->piece[p].b;
+		}
+		r = c->y[i] - (a + b * c->x[i]);
 		ss += r * r;
+		m++;
 	}
-	c->resid = c->n ? sqrt(ss / (double)c->n) : 0.0;
+	c->resid = m ? sqrt(ss / (double)m) : 0.0;
 	c->fitted = true;
+	free(out);
 }
 
 int64_t
 ist_clock_map(const struct ist_clock_fit *c, int64_t t)
 {
-	return c->y0 + (int64_t)llround(c->a + c->b * (double)(t - c->x0));
+	double x = (double)(t - c->x0), a = c->a, b = c->b;
+
+	if (c->npiece > 1) {
+		/* the last piece that starts at or before x */
+		size_t lo = 0, hi = c->npiece;
+		while (hi - lo > 1) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (c->piece[mid].from <= x)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		a = c->piece[lo].a;
+		b = c->piece[lo].b;
+	}
+	return c->y0 + (int64_t)llround(a + b * x);
 }
 
 int64_t
@@ -74,4 +262,5 @@ ist_clock_release(struct ist_clock_fit *c)
 	free(c->domain);
 	free(c->x);
 	free(c->y);
+	free(c->piece);
 }

@@ -168,6 +168,12 @@ source_json(struct merger *m, size_t i, struct ist_buf *js)
 		    ",\"drift_ppm\":%s,\"residual_ns\":%" PRId64
 		    ",\"uncertainty_ns\":%" PRId64 "}", p->n,
 		    ist_clock_offset(p), num, (int64_t)llround(p->resid), unc);
+		/* said when there were: the keys are absent otherwise */
+		if (p->steps || p->outliers) {
+			js->n--;    /* the map's closing brace */
+			ist_buf_printf(js, ",\"steps\":%zu,\"outliers\":%zu}",
+			    p->steps, p->outliers);
+		}
 	}
 	ist_buf_printf(js, "]");
 	for (size_t k = 0; k < m->ndmg; k++)

@@ -1,7 +1,10 @@
 """clockgen.py OUT.jsonl TRUTH.json [HOST] - a synthetic trace whose GPU
 clock runs at an offset and drift from the host clock, with calibration
-jitter; TRUTH.json holds the true host times of the kernels."""
+jitter; TRUTH.json holds the true host times of the kernels.  With
+CLOCKGEN_STEP_NS, the GPU clock steps by that much 5 s in (as CUPTI's
+follows CLOCK_REALTIME, which NTP steps)."""
 import json
+import os
 import random
 import sys
 
@@ -13,8 +16,12 @@ DRIFT = 100e-6                # 100 ppm fast
 T0 = 10_000_000_000
 
 
+STEP = int(os.environ.get("CLOCKGEN_STEP_NS", "0"))
+
+
 def dom(h):                   # host ns -> GPU domain ns
-    return round((h - OFFSET) / (1 + DRIFT))
+    return round((h - OFFSET) / (1 + DRIFT)) + (STEP if h >= T0 + 5e9
+                                                 else 0)
 
 
 lines = [{"type": "header", "format": "inferscope-trace", "version": [1, 0],

@@ -68,5 +68,68 @@ main(void)
 	ist_clock_fit(&c);
 	ok(c.fitted && c.resid == 0 && c.b == 1.0, "no pairs: no drift");
 	ist_clock_release(&c);
+
+	/* CUPTI's clock follows CLOCK_REALTIME: a pair a second, 300 ppm
+	 * slow, and NTP steps it 5 ms ahead between pairs 60 and 61.  One
+	 * line through all of them is off by ~2.5 ms on both sides */
+	{
+		int64_t bad = 0, step_at = 60;
+		memset(&c, 0, sizeof(c));
+		for (int i = 0; i < 120; i++) {
+			int64_t host = 50000000000 + (int64_t)i * 1000000000;
+			int64_t dom = 9000000000 + (int64_t)llround(
+			    (double)i * 1000000000 * (1 - 300e-6)) +
+			    (i > step_at ? 5000000 : 0);
+			ist_clock_add(&c, host, dom);
+		}
+		ist_clock_fit(&c);
+		for (int i = 0; i < 119; i++) {
+			/* half a second after each pair, on its side */
+			double f = (double)i + 0.5;
+			int64_t host = 50000000000 + (int64_t)llround(f * 1e9);
+			int64_t dom = 9000000000 + (int64_t)llround(f * 1e9 *
+			    (1 - 300e-6)) + (i > step_at ? 5000000 : 0);
+			int64_t e = llabs(ist_clock_map(&c, dom) - host);
+			/* between pairs 60 and 61 the step's moment is
+			 * unknown: not asked */
+			if (i != step_at && e > bad)
+				bad = e;
+		}
+		ok(c.steps == 1 && c.npiece == 2 && bad <= 2,
+		    "a clock step splits the fit: %zu step, every time mapped "
+		    "within %lld ns", c.steps, (long long)bad);
+		ist_clock_release(&c);
+	}
+
+	/* a pair read across a preemption: 3 ms off, alone */
+	{
+		int64_t bad = 0;
+		memset(&c, 0, sizeof(c));
+		for (int i = 0; i < 50; i++)
+			ist_clock_add(&c, 1000000000 + (int64_t)i * 100000000 +
+			    (i == 20 ? 3000000 : 0), (int64_t)i * 100000000);
+		ist_clock_fit(&c);
+		for (int i = 0; i < 50; i++) {
+			int64_t e = llabs(ist_clock_map(&c, (int64_t)i *
+			    100000000) - (1000000000 + (int64_t)i * 100000000));
+			if (e > bad)
+				bad = e;
+		}
+		ok(c.outliers == 1 && c.steps == 0 && bad <= 1 &&
+		    c.resid < 1, "a stray pair is left out: %zu outlier, worst "
+		    "%lld ns, residual %.3g ns", c.outliers, (long long)bad,
+		    c.resid);
+		ist_clock_release(&c);
+	}
+
+	/* the last pair strays (read as the program exited): left out */
+	memset(&c, 0, sizeof(c));
+	for (int i = 0; i < 10; i++)
+		ist_clock_add(&c, (int64_t)i * 1000000000 + (i == 9 ? 800000 :
+		    0), (int64_t)i * 1000000000);
+	ist_clock_fit(&c);
+	ok(c.outliers == 1 && ist_clock_map(&c, 9000000000) == 9000000000,
+	    "a last pair alone off the line is left out");
+	ist_clock_release(&c);
 	return done();
 }
