@@ -47,11 +47,20 @@ check_program() {
 @test "reference: each module's self and cumulative import time against -X importtime in the same run, on every Python" {
 	local n=0
 	for py in $(pythons); do
-		is-record -o "$T/i.ist" -- "$py" -X importtime \
-		    tests/reference/imports.py 2> "$T/importtime.txt"
-		is-merge "$T/i.ist" | is-analyze --json > "$T/a.json"
-		run -0 python3 tests/py/importcheck.py "$T/a.json" "$T/importtime.txt"
-		[[ ${lines[0]} == "20 modules, 0 differ" ]] || fail "$py: $output"
+		# ours and -X importtime read the clock a few microseconds
+		# apart: a preemption that falls between moves one figure by a
+		# time slice, which a loaded machine does now and then; a
+		# second run that differs too is a difference
+		for try in 1 2; do
+			is-record -o "$T/i.ist" -- "$py" -X importtime \
+			    tests/reference/imports.py 2> "$T/importtime.txt"
+			is-merge "$T/i.ist" | is-analyze --json > "$T/a.json"
+			run python3 tests/py/importcheck.py "$T/a.json" \
+			    "$T/importtime.txt"
+			[[ $status -eq 0 && ${lines[0]} == "20 modules, 0 differ" ]] &&
+			    break
+			[ "$try" -eq 1 ] || fail "$py: $output"
+		done
 		n=$((n + 1))
 	done
 	[ "$n" -ge 5 ] || fail "ran on $n Pythons only"
