@@ -14,3 +14,42 @@ load ../helpers
 	assert_line "$(printf 'step\t20')"
 	assert_line "$(printf 'readback\t20')"
 }
+
+@test "the CUDA collector's own records: kernels, a pageable H2D and a D2H copy, the .item() sync on its thread, every kernel after its launch" {
+	python3 -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' ||
+	    fail "no CUDA device visible to python3's torch"
+	cd "$BATS_TEST_TMPDIR"
+	run -0 is-record -o t.ist -- python3 "$ROOT/examples/torch_gpu.py" 20
+	is-merge t.ist | is-cat > t.jsonl
+	run python3 - t.jsonl <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+by = lambda t: [e for e in ev if e["type"] == t]
+kern, h2d, d2h, syncs = by("gpu_kernel"), by("h2d_copy"), by("d2h_copy"), by("sync")
+api = {e["correlation"]: e for e in by("cuda_api") if "correlation" in e}
+reads = [e for e in by("scope") if e["name"] == "readback"]
+# 8 Linear layers a step, 20 steps: at least one kernel each
+assert len(kern) >= 160, "kernels: %d" % len(kern)
+# the input, 64 x 256 float32 from pageable memory, every step
+big = [c for c in h2d if c["bytes"] == 64 * 256 * 4]
+assert len(big) >= 20 and all(c["pageable"] for c in big), h2d[:3]
+assert len(d2h) >= 20, "d2h copies: %d" % len(d2h)
+# .item() waits for the stream on the thread that ran the readback scope
+tid = reads[0]["tid"]
+inside = [s for s in syncs if s["tid"] == tid and any(
+    r["start_ns"] <= s["start_ns"] and s["end_ns"] <= r["end_ns"]
+    for r in reads)]
+assert len(inside) >= 20, "syncs inside readback: %d of %d" % (
+    len(inside), len(syncs))
+# every kernel has its launch, and starts after the launch starts
+late = 0
+for k in kern:
+    a = api.get(k.get("correlation"))
+    assert a is not None, k
+    late += k["start_ns"] < a["start_ns"]
+assert late == 0, "%d kernels start before their launch" % late
+print("%d kernels, %d h2d, %d d2h, %d syncs in readback" % (
+    len(kern), len(h2d), len(d2h), len(inside)))
+PY
+	assert_success
+}
