@@ -196,6 +196,8 @@ pids_cbor(int64_t *allp, size_t np, struct ist_buf *out)
 {
 	size_t u = 0;
 
+	if (np == 0)
+		return false;
 	qsort(allp, np, sizeof(*allp), cmp_i64);
 	for (size_t i = 0; i < np; i++)
 		if (i == 0 || allp[i] != allp[i - 1])
