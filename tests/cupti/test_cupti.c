@@ -513,5 +513,6 @@ main(void)
 	ok(ist_pcie_gbps("2.5 GT/s PCIe", 1) == 0.25, "PCIe 1.0 x1: 0.25 GB/s");
 	ok(ist_pcie_gbps("Unknown", 16) == 0 && ist_pcie_gbps("8.0 GT/s", 0) ==
 	    0, "an unknown link: 0");
+	ist_cupti_conv_release(&c);
 	return done();
 }
