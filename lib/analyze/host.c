@@ -241,17 +241,15 @@ import_frame(struct thr *t, struct frame *f, int role, uint32_t fn)
 	}
 }
 
-/* What a function is to the import and GC checks: CPython's import entry
- * point (every `import` of a module not yet loaded runs it), a module's
- * body (`numpy.<module>`), a garbage collection, or none of these. */
+/* What a function is to the import checks: CPython's import entry point
+ * (every `import` of a module not yet loaded runs it), a module's body
+ * (`numpy.<module>`), or neither (a collection: its gc_gen). */
 static uint8_t
 fn_role(const char *s)
 {
 	static const char body[] = ".<module>";
 	size_t n = strlen(s), k = sizeof(body) - 1;
 
-	if (ist_gc_generation(s, n) >= 0)
-		return FN_GC;
 	if (strcmp(s, "_frozen_importlib._find_and_load") == 0 ||
 	    strcmp(s, "importlib._bootstrap._find_and_load") == 0)
 		return FN_IMPORT;
@@ -350,9 +348,9 @@ cpu_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
 		fs->name = (uint32_t)name;
 		fs->file = (uint32_t)file;
 		fs->line = IST_HAS(ev, IST_F_LINE) ? ev->line : 0;
-		fs->role = fn_role(a->str.e[name].p);
 		fs->gc_gen = (int8_t)ist_gc_generation(a->str.e[name].p,
 		    a->str.e[name].n);
+		fs->role = fs->gc_gen >= 0 ? FN_GC : fn_role(a->str.e[name].p);
 	}
 	fs->count++;
 	if (fs->role == FN_IMPORT || fs->role == FN_MODULE)

@@ -665,7 +665,7 @@ ist_merge(char *const *paths, int n, int out_fd,
 	enum ist_status st = IST_OK;
 	size_t segi = 0;
 
-	mg_pays_init();
+	ist_plans_init();
 	if (in == NULL || budget(&m, o->memory_bytes) != 0) {
 		ist_seterr(err, IST_ENOMEM, "out of memory");
 		st = IST_ENOMEM;

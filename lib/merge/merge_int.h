@@ -118,7 +118,6 @@ int mg_map_put(uint32_t **map, size_t *n, uint32_t id, uint32_t gid);
 uint8_t *mg_pack(struct merger *m, const struct ist_reader *r,
     const struct ist_event *cev, uint8_t *p);
 size_t mg_pack_bound(const struct ist_event *cev);
-void mg_pays_init(void);
 void mg_sort_ents(struct merger *m);
 void mg_unpack(const struct merger *m, const uint8_t *p, int64_t key,
     struct ist_event *ev);

@@ -71,15 +71,10 @@ get_sv(const uint8_t *p, int64_t *v)
 #define PACK_MAX (1 + 5 + 10 + 1 + 8 * 31)
 
 /*
- * The schema's plans (ist_plans): each kind's payload fields in table
- * order, packed with one presence byte, so at most 8 (the header, which
- * is never packed, has more; tests/unit/test_trace.c checks the rest).
+ * Each kind's payload fields come from the schema's plans (ist_plans), in
+ * table order, packed with one presence byte: so at most 8 (the header,
+ * which is never packed, has more; tests/unit/test_trace.c checks).
  */
-void
-mg_pays_init(void)
-{
-	ist_plans_init();
-}
 
 /* Packs ev at p (room for PACK_MAX plus its blobs); NULL: out of memory. */
 uint8_t *

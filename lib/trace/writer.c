@@ -1,6 +1,5 @@
 /* writer.c - events -> CBOR records -> zstd frames -> a sink. */
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
