@@ -185,24 +185,50 @@ done:
 	return rc;
 }
 
+static void
+forget_pieces(struct ist_clock_fit *c)
+{
+	free(c->piece);
+	c->piece = NULL;
+	c->npiece = 0;
+	c->steps = c->outliers = 0;
+}
+
+/* The line that maps domain time x (from x0): its piece's, the first
+ * piece's before it, the fit's when there are none. */
+static void
+line_at(const struct ist_clock_fit *c, double x, double *a, double *b)
+{
+	size_t lo = 0, hi = c->npiece;
+
+	*a = c->a;
+	*b = c->b;
+	if (c->npiece < 2)
+		return;
+	/* the last piece that starts at or before x */
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->piece[mid].from <= x)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*a = c->piece[lo].a;
+	*b = c->piece[lo].b;
+}
+
 void
 ist_clock_fit(struct ist_clock_fit *c)
 {
 	bool *out = c->n ? calloc(c->n, sizeof(bool)) : NULL;
 	double ss = 0;
-	size_t m = 0, p = 0;
+	size_t m = 0;
 
-	free(c->piece);
-	c->piece = NULL;
-	c->npiece = 0;
-	c->steps = c->outliers = 0;
+	forget_pieces(c);
 	if (c->n == 0 || out == NULL || sort_pairs(c) != 0 ||
 	    split(c, out) != 0) {
 		/* no pairs, or out of memory: one line through them all */
-		free(c->piece);
-		c->piece = NULL;
-		c->npiece = 0;
-		c->steps = c->outliers = 0;
+		forget_pieces(c);
 		lsq(c, NULL, 0, c->n, &c->a, &c->b);
 		free(out);
 		out = NULL;
@@ -211,15 +237,10 @@ ist_clock_fit(struct ist_clock_fit *c)
 		c->b = c->piece[0].b;
 	}
 	for (size_t i = 0; i < c->n; i++) {
-		double a = c->a, b = c->b, r;
+		double a, b, r;
 		if (out && out[i])
 			continue;
-		while (p + 1 < c->npiece && c->x[i] >= c->piece[p + 1].from)
-			p++;
-		if (c->npiece) {
-			a = c->piece[p].a;
-			b = c->piece[p].b;
-		}
+		line_at(c, c->x[i], &a, &b);
 		r = c->y[i] - (a + b * c->x[i]);
 		ss += r * r;
 		m++;
@@ -232,21 +253,9 @@ ist_clock_fit(struct ist_clock_fit *c)
 int64_t
 ist_clock_map(const struct ist_clock_fit *c, int64_t t)
 {
-	double x = (double)(t - c->x0), a = c->a, b = c->b;
+	double x = (double)(t - c->x0), a, b;
 
-	if (c->npiece > 1) {
-		/* the last piece that starts at or before x */
-		size_t lo = 0, hi = c->npiece;
-		while (hi - lo > 1) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (c->piece[mid].from <= x)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		a = c->piece[lo].a;
-		b = c->piece[lo].b;
-	}
+	line_at(c, x, &a, &b);
 	return c->y0 + (int64_t)llround(a + b * x);
 }
 
