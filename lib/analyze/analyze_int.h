@@ -239,7 +239,14 @@ struct ist_analyzer {
 int an_dist_add(struct dist *d, int64_t v);
 int64_t an_dist_pct(struct dist *d, double p);
 void an_dist_release(struct dist *d);
-int64_t an_intern(struct ist_strtab *t, const char *p, size_t n);
+/* The id of (p, n), interned; -1 on ENOMEM.  Id 0 is always "". */
+static inline int64_t
+an_intern(struct ist_strtab *t, const char *p, size_t n)
+{
+	uint32_t id = ist_strtab_intern(t, p, n, NULL);
+
+	return id ? (int64_t)id - 1 : -1;
+}
 uint64_t an_mix64(uint64_t k);
 void *an_push(void **p, uint32_t *n, uint32_t *cap, size_t size);
 void an_topk_add(struct topk *t, int64_t s, int64_t e);

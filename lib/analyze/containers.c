@@ -14,14 +14,6 @@
 
 /* ---- string interning ---- */
 
-/* The id of (p, n), interned; -1 on ENOMEM.  Id 0 is always "". */
-int64_t
-an_intern(struct ist_strtab *t, const char *p, size_t n)
-{
-	uint32_t id = ist_strtab_intern(t, p, n, NULL);
-
-	return id ? (int64_t)id - 1 : -1;
-}
 
 /* ---- a map from 64-bit keys to indices ---- */
 

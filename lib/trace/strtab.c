@@ -58,9 +58,10 @@ room(struct ist_strtab *t, size_t n)
 	return p;
 }
 
-uint32_t
-ist_strtab_find(const struct ist_strtab *t, const char *p, size_t n,
-    uint64_t h)
+/* The id of (p, n) with hash h, 0 when absent: the found path of every
+ * intern, kept in line. */
+static inline uint32_t
+lookup(const struct ist_strtab *t, const char *p, size_t n, uint64_t h)
 {
 	if (t->slot == NULL)
 		return 0;
@@ -75,6 +76,13 @@ ist_strtab_find(const struct ist_strtab *t, const char *p, size_t n,
 }
 
 uint32_t
+ist_strtab_find(const struct ist_strtab *t, const char *p, size_t n,
+    uint64_t h)
+{
+	return lookup(t, p, n, h);
+}
+
+uint32_t
 ist_strtab_intern(struct ist_strtab *t, const char *p, size_t n,
     bool *added)
 {
@@ -84,7 +92,7 @@ ist_strtab_intern(struct ist_strtab *t, const char *p, size_t n,
 
 	if (added)
 		*added = false;
-	if ((id = ist_strtab_find(t, p, n, h)) != 0)
+	if ((id = lookup(t, p, n, h)) != 0)
 		return id;
 	if (n > UINT32_MAX || t->n == UINT32_MAX - 1 ||
 	    ((t->n + 1) * 2 > t->mask + 1 && grow_slots(t)))
