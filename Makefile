@@ -53,7 +53,7 @@ LIB_H = $(wildcard lib/*/*.h)
 TRACE_CORE = lib/trace/schema.c lib/trace/cbor.c lib/trace/strtab.c \
     lib/trace/writer.c
 # and every agent's own: its output file, kept by path (agents/stream.h)
-AGENT_CORE = agents/stream.c $(TRACE_CORE)
+AGENT_CORE = agents/stream.c agents/term.c $(TRACE_CORE)
 AGENT_CFLAGS = -shared -fPIC -fvisibility=hidden -std=c11 -D_GNU_SOURCE \
     -fwrapv $(WARN) $(CFLAGS) -Ilib/trace -Iagents
 TOOLS = is-cat is-info is-merge is-record is-analyze is-report inferscope
@@ -71,26 +71,34 @@ NVTX_LIB = $(B)/lib/libinferscope-nvtx.so
 NVTX_EXAMPLE = $(B)/examples/nvtx_pipeline
 endif
 
-# The CUDA collector: HAVE_CUPTI=auto builds it where CUPTI's headers and
-# library are found in CUDA_HOME, 1 requires them, 0 leaves it out.
+# The CUDA collector: HAVE_CUPTI=auto builds it where CUPTI's headers (CUDA
+# 12.0 or newer) are found in CUDA_HOME, 1 requires them, 0 leaves it out.
+# It links no libcupti: it finds one when the program runs (cupti_load.h).
 HAVE_CUPTI ?= auto
-CUPTI_H = $(wildcard $(CUDA_HOME)/include/cupti.h \
-    $(CUDA_HOME)/extras/CUPTI/include/cupti.h)
+CUPTI_H = $(firstword $(wildcard $(CUDA_HOME)/include/cupti.h \
+    $(CUDA_HOME)/extras/CUPTI/include/cupti.h))
 CUPTI_SO = $(firstword $(wildcard $(CUDA_HOME)/lib64/libcupti.so \
     $(CUDA_HOME)/lib/libcupti.so $(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so))
+ifneq ($(CUPTI_H),)
+CUPTI_INC = -I$(dir $(CUPTI_H)) -I$(CUDA_HOME)/include
+CUPTI_NEW_ENOUGH := $(shell printf '\043include <cupti_version.h>\n\043if \
+    CUPTI_API_VERSION < 19\n\043error old\n\043endif\n' | \
+    $(CC) -E $(CUPTI_INC) - >/dev/null 2>&1 && echo yes)
+endif
 ifeq ($(HAVE_CUPTI),1)
-ifeq ($(CUPTI_H)$(CUPTI_SO),)
-$(error HAVE_CUPTI=1 but no CUPTI in CUDA_HOME=$(CUDA_HOME))
+ifneq ($(CUPTI_NEW_ENOUGH),yes)
+$(error HAVE_CUPTI=1 but no CUPTI of CUDA 12.0 or newer in CUDA_HOME=$(CUDA_HOME))
 endif
 endif
 ifneq ($(HAVE_CUPTI),0)
-ifneq ($(CUPTI_H),)
-ifneq ($(CUPTI_SO),)
-CUPTI_INC = -I$(dir $(firstword $(CUPTI_H))) -I$(CUDA_HOME)/include
-CUPTI_LIBDIR = $(dir $(CUPTI_SO))
+ifeq ($(CUPTI_NEW_ENOUGH),yes)
+CUPTI_LIBDIR = $(if $(CUPTI_SO),$(dir $(CUPTI_SO)),$(CUDA_HOME)/lib64/)
 CUPTI_LIB = $(B)/lib/libinferscope-cupti.so
 CUPTI_TEST = $(B)/tests/test_cupti
-endif
+# the tests' stand-in libcupti and the CUDA program that loads the
+# collector as the driver does (tests/cupti.bats)
+CUPTI_FAKE = $(B)/tests/fake-cupti/libcupti.so.13 $(B)/tests/fake_driver \
+    $(B)/tests/fake-cupti/libdummy.so
 endif
 endif
 
@@ -101,12 +109,29 @@ all: $(B)/.deps $(TOOL_BIN) $(B)/bench/bench $(B)/tests/replay_reader pyext \
     $(NVTX_LIB) $(NVTX_EXAMPLE) $(CUPTI_LIB)
 
 # never sanitized: the CUDA driver loads it into other programs
+# and linked with -z defs: nothing of libcupti's left to the loader
 $(B)/lib/libinferscope-cupti.so: agents/cupti.c agents/cupti_convert.c \
-    $(AGENT_CORE) agents/*.h lib/trace/*.h | $(B)/.deps
+    agents/cupti_load.c $(AGENT_CORE) agents/*.h lib/trace/*.h | $(B)/.deps
 	@mkdir -p $(dir $@)
-	$(CC) $(AGENT_CFLAGS) $(CUPTI_INC) -o $@ agents/cupti.c \
-	    agents/cupti_convert.c $(AGENT_CORE) -L$(CUPTI_LIBDIR) -lcupti \
-	    -Wl,-rpath,$(CUPTI_LIBDIR) -lcbor -lzstd -lpthread -ldl
+	$(CC) $(AGENT_CFLAGS) $(CUPTI_INC) \
+	    -DIST_CUPTI_BUILD_LIBDIR='"$(CUPTI_LIBDIR)"' -o $@ agents/cupti.c \
+	    agents/cupti_convert.c agents/cupti_load.c $(AGENT_CORE) \
+	    -Wl,-z,defs -lcbor -lzstd -lpthread -ldl
+
+# never sanitized: loaded by the fake driver into a plain program
+$(B)/tests/fake-cupti/libcupti.so.13: tests/cupti/fake_cupti.c | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -fvisibility=hidden -std=c11 $(WARN) $(CFLAGS) \
+	    $(CUPTI_INC) -Wl,-soname,libcupti.so.13 -o $@ $< -lpthread -ldl
+
+$(B)/tests/fake-cupti/libdummy.so: | $(B)/.deps
+	@mkdir -p $(dir $@)
+	printf 'int ist_dummy(void);\nint ist_dummy(void) { return 0; }\n' | \
+	    $(CC) -shared -fPIC -x c -o $@ -
+
+$(B)/tests/fake_driver: tests/cupti/fake_driver.c | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(WARN) $(CFLAGS) -rdynamic -o $@ $< -ldl -lpthread
 
 # the record conversion, on activity records built in memory
 $(B)/tests/test_cupti: tests/cupti/test_cupti.c agents/cupti_convert.c \
@@ -211,7 +236,7 @@ $(B)/bench/bench: bench/bench.c $(B)/libinferscope.a
 
 check: all $(B)/.deps-check $(UNIT_BIN) $(B)/tests/replay_jsonl \
     $(B)/tests/replay_config $(B)/tests/replay_analyze \
-    $(B)/tests/replay_merge $(CUPTI_TEST)
+    $(B)/tests/replay_merge $(CUPTI_TEST) $(CUPTI_FAKE)
 	LC_ALL=C TZ=UTC IST_BUILD=$(abspath $(B)) IST_SANITIZE=$(SANITIZE) \
 	    PATH="$(abspath $(B))/bin:$$PATH" bats tests/
 

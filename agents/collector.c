@@ -13,6 +13,7 @@
 
 #include "collector.h"
 #include "stream.h"
+#include "term.h"
 #include "internal.h"
 
 #define RING_MIN (64u << 10)
@@ -45,9 +46,8 @@ static struct {
 	uint64_t dropped;            /* events after the writer failed */
 	bool failed;
 	/* flight recorder */
-	uint64_t ring_bytes, ring_total, ring_lost, events_seen;
-	struct rframe **frames;
-	size_t nframes, capframes, first;
+	uint64_t ring_bytes, events_seen;
+	struct ist_flight flight;
 	bool ring;
 } C = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
     .flushed = PTHREAD_COND_INITIALIZER, .out.fd = -1 };
@@ -512,112 +512,6 @@ drain_all(void)
 	return drained;
 }
 
-/*
- * A terminating signal (SIGTERM, SIGHUP, SIGINT) whose action was the
- * default: multiprocessing's Pool.terminate(), `kill`, a C program's
- * Ctrl-C.  The handler only notes it; the writer thread then writes
- * everything recorded, restores the default and sends the signal again, so
- * that the process still dies of it.  A handler of the program's own, set
- * before or after, is left alone or wins.
- *
- * Two collectors can share a process (Python's and NVTX's, each with its
- * own copy of this file).  The second finds the first one's handler: it
- * takes the signal, writes what it has, then hands the signal to the
- * first, which writes its own and ends the process.  Each object exports
- * ist_coll_term_tag so that the other can tell its handler by dladdr.
- */
-static volatile sig_atomic_t term_sig;
-static volatile sig_atomic_t term_done;  /* stopped: all is written */
-static const int term_sigs[] = { SIGTERM, SIGHUP, SIGINT };
-static void (*term_prev[3])(int);   /* another collector's handler */
-
-__attribute__((visibility("default"))) const char ist_coll_term_tag[] =
-    "inferscope collector";
-
-static void set_action(int sig, void (*fn)(int));
-
-static void
-on_term(int sig)
-{
-	if (term_done) {
-		/* stopped, and another collector handed the signal on: the
-		 * default action, now */
-		set_action(sig, SIG_DFL);
-		raise(sig);
-		return;
-	}
-	term_sig = sig;
-}
-
-static void
-set_action(int sig, void (*fn)(int))
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = fn;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(sig, &sa, NULL);
-}
-
-/* Whether handler h lives in another object that holds a collector. */
-static bool
-collector_handler(void (*h)(int))
-{
-	Dl_info di;
-	void *so;
-	bool yes = false;
-
-	if (h == SIG_DFL || h == SIG_IGN || h == on_term ||
-	    dladdr((void *)(uintptr_t)h, &di) == 0 || di.dli_fname == NULL)
-		return false;
-	if ((so = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD)) != NULL) {
-		yes = dlsym(so, "ist_coll_term_tag") != NULL;
-		dlclose(so);
-	}
-	return yes;
-}
-
-static void
-catch_term(void)
-{
-	for (size_t i = 0; i < sizeof(term_sigs) / sizeof(*term_sigs); i++) {
-		struct sigaction old;
-		if (sigaction(term_sigs[i], NULL, &old) != 0 ||
-		    (old.sa_flags & SA_SIGINFO))
-			continue;
-		if (old.sa_handler == SIG_DFL || old.sa_handler == on_term) {
-			set_action(term_sigs[i], on_term);
-		} else if (collector_handler(old.sa_handler)) {
-			term_prev[i] = old.sa_handler;
-			set_action(term_sigs[i], on_term);
-		}
-	}
-}
-
-/* At stop: the action we replaced comes back, where ours still holds. */
-static void
-release_term(void)
-{
-	for (size_t i = 0; i < sizeof(term_sigs) / sizeof(*term_sigs); i++) {
-		struct sigaction cur;
-		if (sigaction(term_sigs[i], NULL, &cur) == 0 &&
-		    !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == on_term)
-			set_action(term_sigs[i], term_prev[i] ? term_prev[i] :
-			    SIG_DFL);
-	}
-}
-
-static void (*
-prev_of(int sig))(int)
-{
-	for (size_t i = 0; i < sizeof(term_sigs) / sizeof(*term_sigs); i++)
-		if (term_sigs[i] == sig)
-			return term_prev[i];
-	return NULL;
-}
-
 static enum ist_status finish(struct ist_error *err);
 static enum ist_status ring_finish(struct ist_error *err);
 
@@ -637,26 +531,16 @@ flush_now(void)
 }
 
 /* In the writer thread: write all, then die of the signal after all. */
-static void
+static _Noreturn void
 die_of(int sig)
 {
 	struct ist_error e;
-	void (*prev)(int) = prev_of(sig);
 
 	/* C.running stays: ist_coll_stop() at exit waits for this thread,
 	 * which never returns; from ist_coll_stop(), all is written */
 	if (C.w != NULL && finish(&e) != IST_OK)
 		fprintf(stderr, "inferscope: error: %s\n", e.msg);
-	if (prev) {
-		/* the other collector writes its own and ends the process
-		 * (at once when it has stopped); the wait is a safety net */
-		prev(sig);
-		sleep(3);
-	}
-	set_action(sig, SIG_DFL);
-	kill(getpid(), sig);
-	sleep(1);          /* the signal is on its way; if every thread */
-	_exit(128 + sig);  /* blocks it now, leave as a shell would say */
+	ist_term_die(sig);
 }
 
 static void *
@@ -671,9 +555,9 @@ writer_main(void *arg)
 	while (!C.stopping) {
 		uint64_t req;
 
-		if (term_sig) {
+		if (ist_term_pending()) {
 			pthread_mutex_unlock(&C.lock);
-			die_of(term_sig);
+			die_of(ist_term_pending());
 		}
 		/* rest 20 ms, unless the last pass found a lot: then keep up */
 		if (last < (256u << 10)) {
@@ -722,92 +606,42 @@ ist_coll_flush(void)
 	return C.failed ? C.werr.status : IST_OK;
 }
 
-struct rframe {
-	size_t n;
-	uint64_t events;
-	uint8_t data[];
-};
-
 /* The flight recorder's sink: keep frames, forget the oldest. */
 static int
 ring_sink(void *ctx, const void *buf, size_t n)
 {
 	struct ist_writer_stats st;
-	struct rframe *f;
+	int e;
 
+	ist_writer_stats(C.w, &st);
 	if (!C.ring) {
-		int e = ist_stream_sink(ctx, buf, n);
-		if (e == 0) {
-			ist_writer_stats(C.w, &st);
+		if ((e = ist_stream_sink(ctx, buf, n)) == 0)
 			C.events_ok = st.events;
-		}
 		return e;
 	}
-	ist_writer_stats(C.w, &st);
-	if ((f = malloc(sizeof(*f) + n)) == NULL)
-		return ENOMEM;
-	f->n = n;
-	f->events = st.events - C.events_seen;
+	e = ist_flight_keep(&C.flight, buf, n, st.events - C.events_seen);
 	C.events_seen = st.events;
-	memcpy(f->data, buf, n);
-	if (C.first + C.nframes == C.capframes) {
-		if (C.first > 0) {
-			memmove(C.frames, C.frames + C.first,
-			    C.nframes * sizeof(*C.frames));
-			C.first = 0;
-		} else {
-			size_t cap = C.capframes ? C.capframes * 2 : 64;
-			struct rframe **nf = realloc(C.frames,
-			    cap * sizeof(*nf));
-			if (nf == NULL) {
-				free(f);
-				return ENOMEM;
-			}
-			C.frames = nf;
-			C.capframes = cap;
-		}
-	}
-	C.frames[C.first + C.nframes++] = f;
-	C.ring_total += n;
-	while (C.ring_total > C.ring_bytes && C.nframes > 1) {
-		struct rframe *old = C.frames[C.first++];
-		C.nframes--;
-		C.ring_total -= old->n;
-		C.ring_lost += old->events;
-		free(old);
-	}
-	return 0;
+	return e;
 }
 
 /* Writes the kept frames, then a frame saying what was overwritten. */
 static enum ist_status
 ring_finish(struct ist_error *err)
 {
-	enum ist_status st = IST_OK;
-	int e = 0;
+	int e;
 
 	C.ring = false;         /* from here the sink writes to the file */
-	for (size_t i = 0; i < C.nframes; i++) {
-		struct rframe *f = C.frames[C.first + i];
-		if (e == 0 && (e = ist_stream_sink(&C.out, f->data, f->n)) ==
-		    0)
-			C.events_ok += f->events;
-		free(f);
-	}
-	free(C.frames);
-	C.frames = NULL;
-	C.nframes = C.first = C.capframes = 0;
-	if (e) {
+	if ((e = ist_flight_write(&C.flight, &C.out, &C.events_ok)) != 0) {
 		ist_seterr(err, IST_EIO, "cannot write '%s': %s", C.out.path,
 		    strerror(e));
 		if (err)
 			err->sys_errno = e;
 		return IST_EIO;
 	}
-	if (C.ring_lost)
-		loss_record(C.ring_lost, "flight recorder: older events "
+	if (C.flight.lost)
+		loss_record(C.flight.lost, "flight recorder: older events "
 		    "overwritten");
-	return st;
+	return IST_OK;
 }
 
 static enum ist_status
@@ -834,7 +668,8 @@ open_stream(const char *path, struct ist_error *err)
 		return IST_EIO;
 	}
 	C.ring = C.ring_bytes > 0;
-	C.ring_total = C.ring_lost = C.events_seen = 0;
+	C.flight = (struct ist_flight){ .cap_bytes = C.ring_bytes };
+	C.events_seen = 0;
 	if ((st = ist_writer_new(&C.w, ring_sink, &C.out, &wo, err)) !=
 	    IST_OK)
 		return st;
@@ -961,13 +796,12 @@ ist_coll_start(const struct ist_coll_opts *o, struct ist_error *err)
 	calibrate(true);
 	C.running = true;
 	C.paused = false;
-	term_sig = 0;
-	term_done = 0;
+	ist_term_reset();
 	if ((st = start_writer(err)) != IST_OK) {
 		C.running = false;
 		return st;
 	}
-	catch_term();
+	ist_term_catch();
 	return IST_OK;
 }
 
@@ -1012,10 +846,10 @@ ist_coll_stop(struct ist_error *err)
 	C.paused = false;
 	stop_writer();
 	st = finish(err);
-	release_term();
-	if (term_sig)        /* it came as we stopped: die of it after all */
-		die_of(term_sig);
-	term_done = 1;
+	ist_term_release();
+	if (ist_term_pending())  /* it came as we stopped: die of it now */
+		die_of(ist_term_pending());
+	ist_term_stopped();
 	return st;
 }
 
@@ -1103,11 +937,7 @@ ist_coll_after_fork(const char *path, struct ist_error *err)
 	ist_stream_close(&C.out);
 	C.running = false;
 	C.thread_started = false;
-	for (size_t i = 0; i < C.nframes; i++)
-		free(C.frames[C.first + i]);  /* the parent's to write */
-	free(C.frames);
-	C.frames = NULL;
-	C.nframes = C.first = C.capframes = 0;
+	ist_flight_release(&C.flight);  /* the parent's to write */
 	{
 		struct ist_coll_opts o = { path, C.producer, C.budget,
 		    C.flush_ms, C.ring_bytes };

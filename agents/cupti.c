@@ -11,7 +11,7 @@
  * become loss records.  Nothing here runs on the application's threads
  * except the start and the final flush.
  *
- * Timestamps come from cuptiGetTimestamp(); the timestamp callback
+ * Timestamps come from K.cuptiGetTimestamp(); the timestamp callback
  * (cuptiActivityRegisterTimestampCallback) is not used: CUDA 12.6u2 to 13.1
  * report zero kernel timestamps with it.
  */
@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,16 +27,25 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cupti.h>
-
 #include "cupti_convert.h"
+#include "cupti_load.h"
 #include "internal.h"
 #include "stream.h"
+#include "term.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define NBUF 8
-#define BUF_SIZE (4u << 20)
+/* Activity buffers: CUPTI asks for one per thread that uses CUDA (per-
+ * thread buffers, CUDA 13's default, set here deliberately) and returns
+ * each when full or flushed.  Each is its own aligned_alloc, never a
+ * slab: a tool that takes CUPTI's callbacks over (Kineto) frees the
+ * buffers it is handed with free().  Kept for reuse up to FREE_MAX; never
+ * more than the trace budget (--trace-size-mb) at once: beyond it CUPTI
+ * drops records and counts them, which become a loss record. */
+#define BUF_SIZE (2u << 20)
+#define FREE_MAX 16
 #define ALIGN 8
+
+static struct ist_cupti_api K;  /* libcupti, opened at run time */
 
 static struct {
 	pthread_mutex_t lock;        /* the writer and the converter */
@@ -43,21 +53,32 @@ static struct {
 	struct ist_stream out;       /* the stream, by fd and by path */
 	int64_t pid;
 	struct ist_cupti_conv conv;
-	uint8_t *pool[NBUF];
-	_Atomic unsigned used;       /* bit i: pool[i] is with CUPTI */
+	/* buffers, under blk */
+	pthread_mutex_t blk;
+	uint8_t *free_bufs[FREE_MAX];
+	unsigned nfree, nbufs, maxbufs;  /* nbufs: allocated, any state */
+	uint64_t handed, returned;   /* to CUPTI, and back to us */
+	int64_t last_back_ns;        /* CLOCK_MONOTONIC of the last return */
 	pthread_t thread;
 	_Atomic int stopping;
 	bool started, flusher;       /* flusher: the thread was created */
+	bool subscribed;
+	CUpti_SubscriberHandle sub;
+	/* flight recorder (--ring): frames kept, written at the end */
+	bool ring;
+	struct ist_flight flight;
+	uint64_t events_seen;
 	uint64_t bad_times_said;     /* conv.bad_times already in a loss */
 	uint64_t unwritten;          /* events after the writer failed */
 	char werr[IST_ERROR_MAX];    /* why it failed */
-} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .out.fd = -1 };
+} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .blk = PTHREAD_MUTEX_INITIALIZER,
+    .out.fd = -1 };
 
 static void
 say(const char *what, CUptiResult r)
 {
 	const char *s = NULL;
-	cuptiGetResultString(r, &s);
+	K.cuptiGetResultString(r, &s);
 	fprintf(stderr, "inferscope: warning: %s: %s; no GPU activity is "
 	    "recorded\n", what, s ? s : "CUPTI error");
 }
@@ -77,47 +98,27 @@ api_name(void *ctx, bool driver, uint32_t cbid)
 {
 	const char *n = NULL;
 	(void)ctx;
-	if (cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API :
+	if (K.cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API :
 	    CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &n) != CUPTI_SUCCESS)
 		return NULL;
 	return n;
 }
 
-/* The PCIe link of a device, from sysfs through its PCI bus id. */
+/* The PCIe link of a device, found by its UUID (the device record has no
+ * PCI address; the driver's /proc lists both).  No call into CUDA: this
+ * runs in CUPTI's completion callback. */
 static double
-pcie_gbps(void *ctx, uint32_t device)
+pcie_gbps(void *ctx, const uint8_t uuid[16])
 {
-	typedef int (*getbus_fn)(char *, int, int);
-	getbus_fn getbus = (getbus_fn)dlsym(RTLD_DEFAULT,
-	    "cuDeviceGetPCIBusId");
-	char bus[64] = "", path[256], speed[64] = "", width[16] = "";
-	int fd;
-	ssize_t n;
-
 	(void)ctx;
-	if (getbus == NULL || getbus(bus, sizeof(bus), (int)device) != 0)
-		return 0;
-	for (char *p = bus; *p; p++)
-		if (*p >= 'A' && *p <= 'F')
-			*p = (char)(*p - 'A' + 'a');
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/max_link_speed",
-	    bus);
-	if ((fd = open(path, O_RDONLY)) >= 0) {
-		n = read(fd, speed, sizeof(speed) - 1);
-		speed[n > 0 ? n : 0] = '\0';
-		close(fd);
-	}
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/max_link_width",
-	    bus);
-	if ((fd = open(path, O_RDONLY)) >= 0) {
-		n = read(fd, width, sizeof(width) - 1);
-		width[n > 0 ? n : 0] = '\0';
-		close(fd);
-	}
-	return ist_pcie_gbps(speed, atoi(width));
+	return ist_pcie_gbps_uuid("/proc/driver/nvidia/gpus", "/sys/bus/pci/"
+	    "devices", uuid);
 }
 
-/* what is recorded; RUNTIME brings INTERNAL_LAUNCH_API records too */
+/* What is recorded.  Runtime API calls all but the noisy ones below;
+ * driver API calls only for launches, copies, memsets, syncs and
+ * allocations (cuptiActivityEnableDriverApi), where a program or library
+ * (Triton, torch.compile) calls the driver directly. */
 static const CUpti_ActivityKind kinds[] = {
 	CUPTI_ACTIVITY_KIND_DEVICE,
 	CUPTI_ACTIVITY_KIND_CONTEXT,
@@ -126,14 +127,97 @@ static const CUpti_ActivityKind kinds[] = {
 	CUPTI_ACTIVITY_KIND_MEMCPY2,
 	CUPTI_ACTIVITY_KIND_MEMSET,
 	CUPTI_ACTIVITY_KIND_RUNTIME,
-	CUPTI_ACTIVITY_KIND_DRIVER,
 	CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
 	CUPTI_ACTIVITY_KIND_MEMORY2,
 	CUPTI_ACTIVITY_KIND_OVERHEAD,
 };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
+/* runtime calls left out, by name (Kineto leaves out the same): frequent,
+ * cheap, and no part of an answer */
+static const char *const quiet_runtime[] = {
+	"cudaGetDevice", "cudaSetDevice", "cudaGetLastError",
+	"cudaPeekAtLastError", "cudaGetDeviceCount", "cudaDeviceGetAttribute",
+	"cudaEventCreate", "cudaEventCreateWithFlags", "cudaEventRecord",
+	"cudaEventRecordWithFlags", "cudaEventDestroy", "cudaEventQuery",
+	"cudaStreamQuery", "cudaStreamIsCapturing", "cudaStreamGetCaptureInfo",
+	"cudaFuncGetAttributes", "cudaPointerGetAttributes",
+	"cudaGetDeviceProperties", "cudaDriverGetVersion",
+	"cudaRuntimeGetVersion", "cudaGetFuncBySymbol", "cudaGetDriverEntryPoint",
+	"cudaGetDriverEntryPointByVersion",
+};
+/* callback ids tried: beyond both domains' in CUDA 13.0, for newer CUPTIs */
+#define CBID_MAX 2048
+/* driver calls kept, by name prefix */
+static const char *const kept_driver[] = {
+	"cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset", "cuMemAlloc",
+	"cuMemFree", "cuMemHostAlloc", "cuMemCreate", "cuStreamSynchronize",
+	"cuCtxSynchronize", "cuEventSynchronize", "cuStreamWaitEvent",
+};
+
+/* A callback name without its version suffix ("cudaGetDevice_v3020"). */
+static bool
+named(const char *name, const char *want, bool prefix)
+{
+	size_t n = strlen(want);
+
+	if (name == NULL || strncmp(name, want, n) != 0)
+		return false;
+	return prefix || name[n] == '\0' || strncmp(name + n, "_v", 2) == 0;
+}
+
+static bool
+in(const char *name, const char *const *set, size_t n, bool prefix)
+{
+	for (size_t i = 0; i < n; i++)
+		if (named(name, set[i], prefix))
+			return true;
+	return false;
+}
+
+/* Which API calls make records (after RUNTIME is enabled: enabling a kind
+ * overrides the finer settings made before it). */
+static void
+choose_api_calls(void)
+{
+	const char *nm;
+
+	if (K.cuptiActivityEnableRuntimeApi != NULL)
+		for (uint32_t id = 1; id < CBID_MAX; id++)
+			if (K.cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API,
+			    id, &nm) == CUPTI_SUCCESS && in(nm, quiet_runtime,
+			    sizeof(quiet_runtime) / sizeof(*quiet_runtime),
+			    false))
+				K.cuptiActivityEnableRuntimeApi(id, 0);
+	if (K.cuptiActivityEnableDriverApi == NULL) {
+		/* an older CUPTI: every driver call, or none of the launches
+		 * that bypass the runtime */
+		K.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
+		return;
+	}
+	for (uint32_t id = 1; id < CBID_MAX; id++)
+		if (K.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id,
+		    &nm) == CUPTI_SUCCESS && in(nm, kept_driver,
+		    sizeof(kept_driver) / sizeof(*kept_driver), true))
+			K.cuptiActivityEnableDriverApi(id, 1);
+}
+
 /* ---- writing (under S.lock) ---- */
+
+/* The writer's sink: the stream, or with --ring the flight recorder. */
+static int
+sink(void *ctx, const void *buf, size_t n)
+{
+	struct ist_writer_stats st;
+	int e;
+
+	if (!S.ring)
+		return ist_stream_sink(ctx, buf, n);
+	ist_writer_stats(S.w, &st);
+	e = ist_flight_keep(&S.flight, buf, n, st.events - S.events_seen);
+	S.events_seen = st.events;
+	return e;
+}
 
 static void
 put(const struct ist_event *ev)
@@ -160,7 +244,7 @@ clock_pair(void)
 	int64_t h0 = mono_ns(), h1;
 	struct ist_event ev;
 
-	if (cuptiGetTimestamp(&g) != CUPTI_SUCCESS)
+	if (K.cuptiGetTimestamp(&g) != CUPTI_SUCCESS)
 		return;
 	h1 = mono_ns();
 	ist_event_init(&ev, IST_CLOCK);
@@ -207,22 +291,37 @@ bad_times_loss(void)
 static void CUPTIAPI
 buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
 {
-	unsigned u = atomic_load(&S.used);
+	uint8_t *b = NULL;
 
 	*max_records = 0;
-	for (int i = 0; i < NBUF; i++) {
-		if (u & (1u << i))
-			continue;
-		if (atomic_compare_exchange_strong(&S.used, &u, u | (1u << i))) {
-			*buf = S.pool[i];
-			*size = BUF_SIZE;
-			return;
-		}
-		i = -1;   /* u was reloaded: look again */
+	pthread_mutex_lock(&S.blk);
+	if (S.nfree > 0)
+		b = S.free_bufs[--S.nfree];
+	else if (S.nbufs < S.maxbufs &&
+	    (b = aligned_alloc(ALIGN, BUF_SIZE)) != NULL)
+		S.nbufs++;
+	if (b != NULL)
+		S.handed++;
+	pthread_mutex_unlock(&S.blk);
+	/* none: CUPTI drops this thread's records and counts them */
+	*buf = b;
+	*size = b ? BUF_SIZE : 0;
+}
+
+static void
+buffer_back(uint8_t *buf)
+{
+	pthread_mutex_lock(&S.blk);
+	S.returned++;
+	S.last_back_ns = mono_ns();
+	if (S.nfree < FREE_MAX) {
+		S.free_bufs[S.nfree++] = buf;
+		buf = NULL;
+	} else {
+		S.nbufs--;
 	}
-	/* every pooled buffer is in flight: one more, freed on return */
-	*buf = aligned_alloc(ALIGN, BUF_SIZE);
-	*size = *buf ? BUF_SIZE : 0;
+	pthread_mutex_unlock(&S.blk);
+	free(buf);
 }
 
 static void CUPTIAPI
@@ -232,11 +331,10 @@ buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
 	CUpti_Activity *rec = NULL;
 	struct ist_event ev[8];
 	size_t dropped = 0;
-	int pooled = -1;
 
 	(void)size;
 	pthread_mutex_lock(&S.lock);
-	while (valid > 0 && cuptiActivityGetNextRecord(buf, valid, &rec) ==
+	while (valid > 0 && K.cuptiActivityGetNextRecord(buf, valid, &rec) ==
 	    CUPTI_SUCCESS) {
 		int n = ist_cupti_convert(&S.conv, rec, ev, 8);
 		for (int i = 0; i < n; i++)
@@ -250,36 +348,43 @@ buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
 	pthread_mutex_unlock(&S.lock);
 	/* not under our lock: CUPTI takes its own (Kineto met a deadlock
 	 * with exactly this call under its lock) */
-	if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) ==
+	if (K.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) ==
 	    CUPTI_SUCCESS && dropped > 0) {
 		pthread_mutex_lock(&S.lock);
-		loss(dropped, "CUPTI dropped activity records (buffers full)");
+		loss(dropped, "CUPTI dropped activity records (buffers full, "
+		    "or the --trace-size-mb budget of buffers in use)");
 		pthread_mutex_unlock(&S.lock);
 	}
-	for (int i = 0; i < NBUF; i++)
-		if (S.pool[i] == buf)
-			pooled = i;
-	if (pooled >= 0)
-		atomic_fetch_and(&S.used, ~(1u << pooled));
-	else
-		free(buf);
+	if (buf != NULL)
+		buffer_back(buf);
 }
 
-/* Every second: a clock pair and whatever CUPTI has completed. */
+static void finish_from(bool flusher_thread);
+static void stop_cupti(void);
+
+/* Every second: a clock pair and whatever CUPTI has completed.  A
+ * terminating signal is written out here, then the process dies of it. */
 static void *
 flusher(void *arg)
 {
 	(void)arg;
+	pthread_setname_np(pthread_self(), "inferscope-gpu");
 	while (!atomic_load(&S.stopping)) {
-		struct timespec ts = { 0, 250000000 };
-		for (int i = 0; i < 4 && !atomic_load(&S.stopping); i++)
+		struct timespec ts = { 0, 50000000 };
+		int sig = 0;
+		for (int i = 0; i < 20 && !atomic_load(&S.stopping) &&
+		    (sig = ist_term_pending()) == 0; i++)
 			nanosleep(&ts, NULL);
+		if (sig) {
+			finish_from(true);
+			ist_term_die(sig);
+		}
 		if (atomic_load(&S.stopping))
 			break;
 		pthread_mutex_lock(&S.lock);
 		clock_pair();
 		pthread_mutex_unlock(&S.lock);
-		cuptiActivityFlushAll(0);
+		K.cuptiActivityFlushAll(0);
 	}
 	return NULL;
 }
@@ -291,7 +396,7 @@ overhead_counters(void)
 {
 	uint64_t g = 0;
 
-	cuptiGetTimestamp(&g);
+	K.cuptiGetTimestamp(&g);
 	for (int k = 0; k < IST_CUPTI_OVH_N; k++) {
 		struct ist_event c;
 		if (S.conv.overhead_ns[k] == 0)
@@ -311,8 +416,57 @@ overhead_counters(void)
 	}
 }
 
+/* Buffers handed to CUPTI that never came back, after the forced flush:
+ * another CUPTI client (torch.profiler's Kineto) registered its own
+ * callbacks, and they went to it with what they held. */
 static void
-finish(void)
+taken_over_loss(void)
+{
+	uint64_t gone;
+	int64_t last;
+	char why[256];
+
+	pthread_mutex_lock(&S.blk);
+	gone = S.handed - S.returned;
+	last = S.last_back_ns;
+	pthread_mutex_unlock(&S.blk);
+	if (gone == 0)
+		return;
+	snprintf(why, sizeof(why), "another CUPTI client (torch.profiler?) "
+	    "took over the activity callbacks: %llu buffers of GPU activity "
+	    "went to it%s", (unsigned long long)gone, last ? ", and what "
+	    "followed the last one returned" : "");
+	/* how many records they held is unknown */
+	loss(0, why);
+}
+
+/* The kept frames (--ring), then what the recorder overwrote. */
+static void
+ring_out(void)
+{
+	struct ist_error e;
+	uint64_t written = 0;
+	int err;
+
+	if (!S.ring || S.w == NULL)
+		return;
+	if (ist_writer_flush(S.w, &e) != IST_OK) {
+		snprintf(S.werr, sizeof(S.werr), "%s", e.msg);
+		S.unwritten++;
+	}
+	S.ring = false;
+	if ((err = ist_flight_write(&S.flight, &S.out, &written)) != 0) {
+		snprintf(S.werr, sizeof(S.werr), "cannot write '%.300s': %s",
+		    S.out.path, strerror(err));
+		S.unwritten++;
+	}
+	if (S.flight.lost)
+		loss(S.flight.lost, "flight recorder: older events "
+		    "overwritten");
+}
+
+static void
+finish_from(bool flusher_thread)
 {
 	struct ist_event ev[IST_CUPTI_PENDING];
 	struct ist_error e;
@@ -322,19 +476,20 @@ finish(void)
 	if (!S.started)
 		return;
 	atomic_store(&S.stopping, 1);
-	if (S.flusher)
+	if (S.flusher && !flusher_thread)
 		pthread_join(S.thread, NULL);
-	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	K.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	/* the program may run on after exit handlers: tracing stops here */
-	for (size_t i = 0; i < NKINDS; i++)
-		cuptiActivityDisable(kinds[i]);
+	stop_cupti();
 	pthread_mutex_lock(&S.lock);
 	n = ist_cupti_flush_pending(&S.conv, ev, IST_CUPTI_PENDING);
 	for (int i = 0; i < n; i++)
 		put(&ev[i]);
 	bad_times_loss();
+	taken_over_loss();
 	overhead_counters();
 	clock_pair();
+	ring_out();
 	if (S.w && ist_writer_close(S.w, &e) != IST_OK) {
 		snprintf(S.werr, sizeof(S.werr), "%s", e.msg);
 		S.unwritten++;
@@ -347,8 +502,17 @@ finish(void)
 		ist_stream_lost(&S.out, S.unwritten, why);
 	}
 	ist_stream_close(&S.out);
+	ist_flight_release(&S.flight);
 	ist_cupti_conv_release(&S.conv);
 	pthread_mutex_unlock(&S.lock);
+	ist_term_release();
+	ist_term_stopped();
+}
+
+static void
+finish(void)
+{
+	finish_from(false);
 }
 
 static void
@@ -357,6 +521,7 @@ after_fork_child(void)
 	/* CUPTI does not follow a fork; the child records without it */
 	S.started = false;
 	S.w = NULL;
+	ist_flight_release(&S.flight);
 	ist_stream_close(&S.out);
 	pthread_mutex_unlock(&S.lock);
 }
@@ -376,29 +541,33 @@ after_fork_parent(void)
 }
 
 static int
-open_stream(void)
+open_stream(bool ring)
 {
 	const char *dir = getenv("INFERSCOPE_DIR");
-	struct ist_writer_opts wo = { .flush_interval_ms = 1000 };
+	struct ist_writer_opts wo = { .flush_interval_ms = 1000,
+	    .self_contained = ring };
 	struct ist_event h;
 	struct timespec rt, mt;
 	struct ist_buf pids = { 0 };
 	struct ist_error e;
-	char host[256] = "", path[4200];
+	char host[256] = "", path[4200], prod[128];
 
 	if (dir == NULL)
 		return -1;
 	snprintf(path, sizeof(path), "%s/%ld-cupti.ist", dir, (long)S.pid);
 	if (ist_stream_open(&S.out, path, false) != 0)
 		return -1;
-	if (ist_writer_new(&S.w, ist_stream_sink, &S.out, &wo, &e) != IST_OK)
+	S.ring = ring;
+	if (ist_writer_new(&S.w, sink, &S.out, &wo, &e) != IST_OK)
 		return -1;
 	gethostname(host, sizeof(host) - 1);
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_MONOTONIC, &mt);
 	ist_event_init(&h, IST_HEADER);
-	h.producer = (struct ist_str){ "inferscope-cupti " IST_PACKAGE_VERSION,
-	    strlen("inferscope-cupti " IST_PACKAGE_VERSION) };
+	/* the CUPTI that recorded it, for a reader of the trace */
+	snprintf(prod, sizeof(prod), "inferscope-cupti " IST_PACKAGE_VERSION
+	    " (CUPTI API %u)", K.version);
+	h.producer = (struct ist_str){ prod, strlen(prod) };
 	h.host = (struct ist_str){ host, strlen(host) };
 	h.realtime_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
 	h.monotonic_ns = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
@@ -420,64 +589,161 @@ open_stream(void)
 	return 0;
 }
 
+static void CUPTIAPI
+no_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
+    const void *data)
+{
+	(void)u, (void)d, (void)id, (void)data;
+}
+
+/* CUPTI takes one subscriber (before 13.2): taken first, another tool
+ * (Nsight Systems, a second InferScope) is told apart from a free CUPTI.
+ * A CUPTI without the call goes on unsubscribed. */
+static int
+subscribe(void)
+{
+	CUptiResult r;
+
+	if (K.cuptiSubscribe == NULL)
+		return 0;
+	r = K.cuptiSubscribe(&S.sub, no_callback, NULL);
+	if (r == CUPTI_SUCCESS) {
+		S.subscribed = true;
+		return 0;
+	}
+	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+		fprintf(stderr, "inferscope: warning: another tool holds CUPTI "
+		    "(Nsight Systems? a profiler in the program?); no GPU "
+		    "activity is recorded\n");
+		return -1;
+	}
+	say("cannot use CUPTI", r);
+	return -1;
+}
+
+/* Buffers per thread, and how many at once: the trace budget. */
+static void
+set_buffers(void)
+{
+	const char *mb = getenv("INFERSCOPE_TRACE_SIZE_MB");
+	uint64_t budget = (uint64_t)(mb && atoll(mb) > 0 ? atoll(mb) : 100)
+	    << 20;
+	uint8_t one = 1;
+	size_t sz = sizeof(one), pool = 64, psz = sizeof(pool);
+
+	S.maxbufs = (unsigned)(budget / BUF_SIZE);
+	if (S.maxbufs < 4)
+		S.maxbufs = 4;
+	if (K.cuptiActivitySetAttribute == NULL)
+		return;
+	K.cuptiActivitySetAttribute(
+	    CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &sz, &one);
+	/* CUDA graphs and many streams fill the device's buffers: more of
+	 * them before CUPTI drops records (the default is 250) */
+	K.cuptiActivitySetAttribute(
+	    CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, &psz, &pool);
+}
+
+static int
+start_cupti(void)
+{
+	CUptiResult r;
+
+	if (subscribe() != 0)
+		return -1;
+	/* thread ids as the kernel has them (gettid), like the sampler's */
+	K.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+	set_buffers();
+	if ((r = K.cuptiActivityRegisterCallbacks(buffer_requested,
+	    buffer_completed)) != CUPTI_SUCCESS) {
+		say("cannot use CUPTI", r);
+		return -1;
+	}
+	for (size_t i = 0; i < NKINDS; i++)
+		if ((r = K.cuptiActivityEnable(kinds[i])) != CUPTI_SUCCESS &&
+		    kinds[i] == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+			say("cannot enable CUPTI kernel records", r);
+			return -1;
+		}
+	choose_api_calls();
+	/* CUDA 13 records syncs that return an error (cudaEventQuery and
+	 * cudaStreamQuery polls, which PyTorch issues all the time): those
+	 * waited for nothing.  The converter drops any that still come. */
+	if (K.cuptiActivityEnableAllSyncRecords)
+		K.cuptiActivityEnableAllSyncRecords(0);
+	return 0;
+}
+
+static void
+stop_cupti(void)
+{
+	for (size_t i = 0; i < NKINDS; i++)
+		K.cuptiActivityDisable(kinds[i]);
+	K.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
+	if (S.subscribed && K.cuptiUnsubscribe)
+		K.cuptiUnsubscribe(S.sub);
+	S.subscribed = false;
+}
+
+/* The flusher, which takes no signals: they go to the program's threads,
+ * as they did before it existed. */
+static void
+start_flusher(void)
+{
+	sigset_t all, was;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &was);
+	S.flusher = pthread_create(&S.thread, NULL, flusher, NULL) == 0;
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+}
+
 EXPORT int InitializeInjection(void);
 
 EXPORT int
 InitializeInjection(void)
 {
-	CUptiResult r;
 	const char *en = getenv("INFERSCOPE_ENABLED");
+	const char *ring = getenv("INFERSCOPE_RING");
+	char why[1400];
 
 	if (S.started || en == NULL || strcmp(en, "1") != 0)
 		return 1;
-	for (int i = 0; i < NBUF; i++)
-		if ((S.pool[i] = aligned_alloc(ALIGN, BUF_SIZE)) == NULL)
-			return 1;
-	S.pid = getpid();
-	ist_cupti_conv_init(&S.conv, S.pid);
-	S.conv.api_name = api_name;
-	S.conv.pcie_gbps = pcie_gbps;
-	/* thread ids as the kernel has them (gettid), like the sampler's */
-	cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-	if ((r = cuptiActivityRegisterCallbacks(buffer_requested,
-	    buffer_completed)) != CUPTI_SUCCESS) {
-		say("cannot use CUPTI", r);
+	if (ist_cupti_load(&K, why, sizeof(why)) != 0) {
+		fprintf(stderr, "inferscope: warning: %s; no GPU activity is "
+		    "recorded\n", why);
 		return 1;
 	}
-	for (size_t i = 0; i < NKINDS; i++)
-		if ((r = cuptiActivityEnable(kinds[i])) != CUPTI_SUCCESS &&
-		    kinds[i] == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
-			say("cannot enable CUPTI kernel records", r);
-			goto off;
-		}
-#if CUPTI_API_VERSION >= 130000
-	/* CUDA 13 records syncs that return an error (cudaEventQuery and
-	 * cudaStreamQuery polls, which PyTorch issues all the time): those
-	 * waited for nothing.  The converter drops any that still come. */
-	cuptiActivityEnableAllSyncRecords(0);
-#endif
+	S.pid = getpid();
+	ist_cupti_conv_init(&S.conv, S.pid);
+	S.conv.api_version = K.version;
+	S.conv.api_name = api_name;
+	S.conv.pcie_gbps = pcie_gbps;
+	if (start_cupti() != 0) {
+		stop_cupti();
+		return 1;
+	}
 	/* the stream only once CUPTI works: no empty files */
-	if (open_stream() != 0) {
+	if (open_stream(ring && strcmp(ring, "1") == 0) != 0) {
 		if (S.out.fd >= 0) {
 			ist_stream_close(&S.out);
 			unlink(S.out.path);
 		}
 		ist_writer_free(S.w);
 		S.w = NULL;
-		goto off;
+		stop_cupti();
+		return 1;
 	}
 	pthread_mutex_lock(&S.lock);
 	clock_pair();
 	pthread_mutex_unlock(&S.lock);
 	S.started = true;
+	ist_term_reset();
 	/* without the thread, records come at exit (and when CUPTI's
 	 * buffers fill) and no clock pair is taken between */
-	S.flusher = pthread_create(&S.thread, NULL, flusher, NULL) == 0;
+	start_flusher();
+	ist_term_catch();
 	atexit(finish);
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-	return 1;
-off:
-	for (size_t i = 0; i < NKINDS; i++)
-		cuptiActivityDisable(kinds[i]);
 	return 1;
 }

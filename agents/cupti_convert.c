@@ -1,7 +1,10 @@
 /* cupti_convert.c - CUPTI activity records to trace events (see .h). */
+#include <dirent.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cupti_convert.h"
 #include "internal.h"
@@ -76,7 +79,7 @@ sync_kind(uint32_t type)
 }
 
 static bool
-sync_event(struct ist_cupti_conv *c, const CUpti_ActivitySynchronization2 *s,
+sync_event(struct ist_cupti_conv *c, const ist_sync_rec *s,
     int64_t tid, struct ist_event *ev)
 {
 	const char *k = sync_kind(s->type);
@@ -98,7 +101,7 @@ pageable(uint8_t kind)
 }
 
 static int
-memcpy_event(struct ist_cupti_conv *c, const CUpti_ActivityMemcpy6 *m,
+memcpy_event(struct ist_cupti_conv *c, const ist_memcpy_rec *m,
     struct ist_event *ev)
 {
 	enum ist_type t;
@@ -163,7 +166,7 @@ kernel_name(struct ist_cupti_conv *c, const char *name)
 }
 
 static int
-kernel(struct ist_cupti_conv *c, const CUpti_ActivityKernel10 *k,
+kernel(struct ist_cupti_conv *c, const ist_kernel_rec *k,
     struct ist_event *out)
 {
 	if (!range(c, out, IST_GPU_KERNEL, c->pid, k->start, k->end))
@@ -201,6 +204,21 @@ gpu_bytes(struct ist_cupti_conv *c, enum ist_type t, uint64_t s, uint64_t e,
  * A runtime, driver or internal launch call; then the sync records that
  * waited for it, in the order they came.
  */
+/* CUPTI names API calls by their callback ids' names, with the version
+ * of the entry point ("cudaFree_v3020", "cuMemcpyHtoD_v2"): the call is
+ * the name without it, as the user wrote it and the rules match it. */
+static size_t
+api_name_len(const char *nm)
+{
+	size_t n = strlen(nm), i = n;
+
+	while (i > 0 && nm[i - 1] >= '0' && nm[i - 1] <= '9')
+		i--;
+	if (i < n && i >= 3 && nm[i - 1] == 'v' && nm[i - 2] == '_')
+		return i - 2;
+	return n;
+}
+
 static int
 api_call(struct ist_cupti_conv *c, const CUpti_ActivityAPI *a, bool drv,
     struct ist_event *out, int max)
@@ -221,12 +239,13 @@ api_call(struct ist_cupti_conv *c, const CUpti_ActivityAPI *a, bool drv,
 		out->tid = a->threadId;
 		IST_SET(out, IST_F_TID);
 		set_name(out, nm);
+		out->name.n = api_name_len(nm);
 		out->correlation = a->correlationId;
 		IST_SET(out, IST_F_CORRELATION);
 		n = 1;
 	}
 	for (int i = 0; i < c->npending; i++) {
-		CUpti_ActivitySynchronization2 *s = &PENDING(c, i);
+		ist_sync_rec *s = &PENDING(c, i);
 		if (s->correlationId == a->correlationId && n < max) {
 			n += sync_event(c, s, a->threadId, &out[n]);
 			continue;
@@ -239,19 +258,30 @@ api_call(struct ist_cupti_conv *c, const CUpti_ActivityAPI *a, bool drv,
 	return n;
 }
 
+static size_t
+sync_size(const struct ist_cupti_conv *c)
+{
+	if (c->api_version >= IST_CUPTI_SYNC2_VERSION)
+		return sizeof(ist_sync_rec);
+	return offsetof(ist_sync_rec, cudaEventId) + sizeof(uint32_t);
+}
+
 static int
-sync_record(struct ist_cupti_conv *c, const CUpti_ActivitySynchronization2 *s,
+sync_record(struct ist_cupti_conv *c, const ist_sync_rec *s,
     struct ist_event *out)
 {
 	uint32_t slot = s->correlationId % 1024;
 	int n = 0;
 
 	/* a sync that failed did not wait: cudaEventQuery and
-	 * cudaStreamQuery polled before the work was done */
-	if (s->returnValue != 0) {
+	 * cudaStreamQuery polled before the work was done (a CUPTI before
+	 * 12.8 says nothing of it, nor reports polls as syncs) */
+#if CUPTI_API_VERSION >= IST_CUPTI_SYNC2_VERSION
+	if (c->api_version >= IST_CUPTI_SYNC2_VERSION && s->returnValue != 0) {
 		c->failed_syncs++;
 		return 0;
 	}
+#endif
 	if (c->recent[slot].corr == s->correlationId && s->correlationId != 0)
 		return sync_event(c, s, c->recent[slot].tid, out);
 	if (c->npending == IST_CUPTI_PENDING) {
@@ -260,7 +290,10 @@ sync_record(struct ist_cupti_conv *c, const CUpti_ActivitySynchronization2 *s,
 		c->phead = (c->phead + 1) % IST_CUPTI_PENDING;
 		c->npending--;
 	}
-	PENDING(c, c->npending) = *s;
+	/* only the bytes this CUPTI's record has: Synchronization (before
+	 * 12.8) ends where Synchronization2's returnValue begins */
+	memset(&PENDING(c, c->npending), 0, sizeof(ist_sync_rec));
+	memcpy(&PENDING(c, c->npending), s, sync_size(c));
 	c->npending++;
 	return n;
 }
@@ -318,7 +351,8 @@ device(struct ist_cupti_conv *c, const CUpti_ActivityDevice5 *d,
 	out->memory_bytes = (int64_t)d->globalMemorySize;
 	IST_SET(out, IST_F_SM_COUNT);
 	IST_SET(out, IST_F_MEMORY_BYTES);
-	if (c->pcie_gbps && (out->pcie_gbps = c->pcie_gbps(c->ctx, d->id)) > 0)
+	if (c->pcie_gbps && (out->pcie_gbps = c->pcie_gbps(c->ctx,
+	    (const uint8_t *)d->uuid.bytes)) > 0)
 		IST_SET(out, IST_F_PCIE_GBPS);
 	return 1;
 }
@@ -456,4 +490,62 @@ ist_pcie_gbps(const char *speed, int width)
 	else
 		lane = gt * 242.0 / 256.0 / 8;
 	return lane * width;
+}
+
+/* A small text file, NUL-terminated; false if it cannot be read. */
+static bool
+slurp(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	size_t got;
+
+	if (f == NULL)
+		return false;
+	got = fread(buf, 1, n - 1, f);
+	buf[got] = '\0';
+	fclose(f);
+	return true;
+}
+
+double
+ist_pcie_gbps_uuid(const char *proc, const char *sys, const uint8_t uuid[16])
+{
+	char want[64], path[4200], info[4096], speed[64], width[16];
+	const uint8_t *u = uuid;
+	struct dirent *de;
+	DIR *d;
+	double gbps = 0;
+
+	/* as nvidia-smi and the driver write it */
+	snprintf(want, sizeof(want), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-"
+	    "%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4],
+	    u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+	    u[15]);
+	if ((d = opendir(proc)) == NULL)
+		return 0;
+	while (gbps == 0 && (de = readdir(d)) != NULL) {
+		const char *line;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/information", proc,
+		    de->d_name);
+		if (!slurp(path, info, sizeof(info)) ||
+		    (line = strstr(info, "GPU UUID:")) == NULL ||
+		    strncasecmp(line + 9 + strspn(line + 9, " \t"), want,
+		    strlen(want)) != 0)
+			continue;
+		/* the directory is the PCI address; sysfs has it lower case */
+		snprintf(path, sizeof(path), "%s/%s/max_link_speed", sys,
+		    de->d_name);
+		for (char *p = path + strlen(sys); *p; p++)
+			if (*p >= 'A' && *p <= 'F')
+				*p = (char)(*p - 'A' + 'a');
+		if (!slurp(path, speed, sizeof(speed)))
+			continue;
+		memcpy(path + strlen(path) - strlen("speed"), "width", 6);
+		if (slurp(path, width, sizeof(width)))
+			gbps = ist_pcie_gbps(speed, atoi(width));
+	}
+	closedir(d);
+	return gbps;
 }

@@ -8,10 +8,39 @@
 #define IST_CUPTI_CONVERT_H
 
 #include <cupti_activity.h>
+#include <cupti_version.h>
 
 #include "ist.h"
 
 #define IST_CUPTI_PENDING 256
+
+/*
+ * Record layouts.  A CUPTI hands each kind in the newest struct version it
+ * knows: Kernel9 (12.x) or Kernel10 (13.x), Memcpy5 or Memcpy6 and
+ * Synchronization or Synchronization2 (12.8 on).  Every field read here
+ * sits at the same offset in all of them, from CUDA 12.0 to 13.0
+ * (Kernel4-10, Memcpy4-6, MemcpyPtoP2-4, Memset2-4, Memory2-4, Device2-5,
+ * Overhead1-3, Synchronization1-2; checked by compiling the offsets
+ * against CUDA 12.9's and 13.0's headers), so one build reads them all;
+ * a field a version lacks (a sync's returnValue before 12.8) is read only
+ * from a CUPTI that has it (api_version).
+ */
+#if CUPTI_API_VERSION >= 130000
+typedef CUpti_ActivityKernel10 ist_kernel_rec;
+#elif CUPTI_API_VERSION >= 19
+typedef CUpti_ActivityKernel9 ist_kernel_rec;
+#else
+#error "CUPTI older than CUDA 12.0's (CUPTI_API_VERSION 19)"
+#endif
+#if CUPTI_API_VERSION >= 26
+typedef CUpti_ActivityMemcpy6 ist_memcpy_rec;
+typedef CUpti_ActivitySynchronization2 ist_sync_rec;
+#else
+typedef CUpti_ActivityMemcpy5 ist_memcpy_rec;
+typedef CUpti_ActivitySynchronization ist_sync_rec;
+#endif
+/* the first CUPTI whose sync records carry returnValue (CUDA 12.8) */
+#define IST_CUPTI_SYNC2_VERSION 26
 
 /* Overhead CUPTI reports, by what it is: CUPTI's own (buffers, flushes,
  * instrumentation), the driver's JIT compiler, lazy module and function
@@ -27,17 +56,20 @@ extern const char *const ist_cupti_overhead_names[IST_CUPTI_OVH_N];
 
 struct ist_cupti_conv {
 	int64_t pid;
+	/* the loaded CUPTI's cuptiGetVersion(): what its records hold */
+	uint32_t api_version;
 	/* names of runtime (driver false) and driver API calls by callback
 	 * id; NULL gives "cuda_api_<cbid>" */
 	const char *(*api_name)(void *ctx, bool driver, uint32_t cbid);
-	/* peak host-device bandwidth of a device, GB/s (0: unknown) */
-	double (*pcie_gbps)(void *ctx, uint32_t device);
+	/* peak host-device bandwidth of a device by its UUID, GB/s (0:
+	 * unknown) */
+	double (*pcie_gbps)(void *ctx, const uint8_t uuid[16]);
 	void *ctx;
 	/* threads of recent API calls by correlation id: sync records carry
 	 * none of their own */
 	struct { uint32_t corr; int64_t tid; } recent[1024];
 	/* sync records waiting for their API call: a ring, oldest at phead */
-	CUpti_ActivitySynchronization2 pending[IST_CUPTI_PENDING];
+	ist_sync_rec pending[IST_CUPTI_PENDING];
 	int npending, phead;
 	/* overhead by kind (ist_cupti_overhead_names) */
 	uint64_t overhead_ns[IST_CUPTI_OVH_N];
@@ -69,5 +101,12 @@ int ist_cupti_flush_pending(struct ist_cupti_conv *c, struct ist_event *out,
 /* Peak bandwidth of a PCIe link from sysfs's link speed ("16.0 GT/s PCIe")
  * and width, GB/s after line encoding; 0 if not understood. */
 double ist_pcie_gbps(const char *speed, int width);
+
+/* The link of the GPU whose UUID is uuid: the NVIDIA driver's proc
+ * directory (proc: /proc/driver/nvidia/gpus, one directory per PCI
+ * address, its "information" naming the "GPU UUID") gives the address,
+ * sysfs (sys: /sys/bus/pci/devices) the link.  0 if not found. */
+double ist_pcie_gbps_uuid(const char *proc, const char *sys,
+    const uint8_t uuid[16]);
 
 #endif

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -165,4 +166,75 @@ ist_stream_lost(const struct ist_stream *s, uint64_t n, const char *why)
 		ist_fd_sink(&fd, line, (size_t)len);
 		close(fd);
 	}
+}
+
+struct ist_frame {
+	size_t n;
+	uint64_t events;
+	uint8_t data[];
+};
+
+int
+ist_flight_keep(struct ist_flight *fl, const void *buf, size_t n,
+    uint64_t events)
+{
+	struct ist_frame *f;
+
+	if ((f = malloc(sizeof(*f) + n)) == NULL)
+		return ENOMEM;
+	f->n = n;
+	f->events = events;
+	memcpy(f->data, buf, n);
+	if (fl->first + fl->n == fl->cap) {
+		if (fl->first > 0) {
+			memmove(fl->f, fl->f + fl->first, fl->n * sizeof(*fl->f));
+			fl->first = 0;
+		} else {
+			size_t cap = fl->cap ? fl->cap * 2 : 64;
+			struct ist_frame **nf = realloc(fl->f,
+			    cap * sizeof(*nf));
+			if (nf == NULL) {
+				free(f);
+				return ENOMEM;
+			}
+			fl->f = nf;
+			fl->cap = cap;
+		}
+	}
+	fl->f[fl->first + fl->n++] = f;
+	fl->bytes += n;
+	while (fl->bytes > fl->cap_bytes && fl->n > 1) {
+		struct ist_frame *old = fl->f[fl->first++];
+		fl->n--;
+		fl->bytes -= old->n;
+		fl->lost += old->events;
+		free(old);
+	}
+	return 0;
+}
+
+int
+ist_flight_write(struct ist_flight *fl, struct ist_stream *s,
+    uint64_t *events)
+{
+	int e = 0;
+
+	for (size_t i = 0; i < fl->n; i++) {
+		struct ist_frame *f = fl->f[fl->first + i];
+		if (e == 0 && (e = ist_stream_sink(s, f->data, f->n)) == 0)
+			*events += f->events;
+	}
+	ist_flight_release(fl);
+	return e;
+}
+
+void
+ist_flight_release(struct ist_flight *fl)
+{
+	for (size_t i = 0; i < fl->n; i++)
+		free(fl->f[fl->first + i]);
+	free(fl->f);
+	fl->f = NULL;
+	fl->n = fl->first = fl->cap = 0;
+	fl->bytes = 0;
 }

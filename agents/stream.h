@@ -4,6 +4,7 @@
 #define IST_STREAM_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
@@ -39,5 +40,27 @@ int ist_stream_close(struct ist_stream *s);
  * beside the stream (<name>.ist), which is-record turns into a loss record
  * and a warning. */
 void ist_stream_lost(const struct ist_stream *s, uint64_t n, const char *why);
+
+/*
+ * A flight recorder: whole frames, newest last; beyond cap_bytes the
+ * oldest are forgotten (one is always kept) and their events counted in
+ * lost, for a loss record.
+ */
+struct ist_frame;
+struct ist_flight {
+	struct ist_frame **f;
+	size_t first, n, cap;
+	uint64_t bytes, cap_bytes, lost;
+};
+
+/* Keeps a copy of frame buf (n bytes, events events); 0 or ENOMEM. */
+int ist_flight_keep(struct ist_flight *fl, const void *buf, size_t n,
+    uint64_t events);
+/* Writes the kept frames to s, oldest first, and forgets them; adds the
+ * events of those written to *events.  0 or an errno. */
+int ist_flight_write(struct ist_flight *fl, struct ist_stream *s,
+    uint64_t *events);
+/* Forgets the kept frames unwritten (the parent's, after a fork). */
+void ist_flight_release(struct ist_flight *fl);
 
 #endif

@@ -1,5 +1,6 @@
 /* is-record - run a command and record it into an InferScope trace. */
 #include <err.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -130,6 +131,29 @@ say_settings(const struct ist_config *cfg)
 	}
 }
 
+/* Whether the CUDA driver could load the CUDA collector into the program:
+ * loaded here first (it does nothing until InitializeInjection), so that
+ * one that cannot load never reaches the program's driver, which would
+ * fail cuInit over it. */
+static bool
+loads(const char *lib)
+{
+	void *so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	char msg[1200];
+
+	if (so != NULL && dlsym(so, "InitializeInjection") != NULL) {
+		dlclose(so);
+		return true;
+	}
+	snprintf(msg, sizeof(msg), "the CUDA collector cannot be loaded "
+	    "(%s); recording without GPU activity", so ? "no "
+	    "InitializeInjection in it" : dlerror());
+	if (so)
+		dlclose(so);
+	note(NULL, IST_NOTE_WARN, msg);
+	return false;
+}
+
 /* The collectors to inject, each left out with a word when it is not
  * installed or another tool holds its hook. */
 static void
@@ -154,6 +178,10 @@ find_collectors(struct ist_record_opts *ro, bool no_python, bool no_gpu)
 		note(NULL, IST_NOTE_DEBUG, "the CUDA collector is not "
 		    "installed (built without CUPTI); recording without GPU "
 		    "activity");
+	else if (!loads(ro->cupti_lib)) {
+		free((char *)ro->cupti_lib);
+		ro->cupti_lib = NULL;
+	}
 }
 
 /* is-record --recover DIR [-o FILE] */

@@ -3,6 +3,7 @@
  * the collector enables, through the conversion, checked field by field;
  * then the converted events through the trace writer and reader.
  */
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -27,16 +28,18 @@ names(void *ctx, bool driver, uint32_t cbid)
 		return "cudaLaunchKernel_v7000";
 	if (driver && cbid == 307)
 		return "cuLaunchKernel";
+	if (driver && cbid == 276)
+		return "cuMemcpyHtoD_v2";
 	if (!driver && cbid == 131)
 		return "cudaStreamSynchronize_v3020";
 	return NULL;
 }
 
 static double
-link_gbps(void *ctx, uint32_t device)
+link_gbps(void *ctx, const uint8_t uuid[16])
 {
 	(void)ctx;
-	return device == 0 ? 63.015 : 0;
+	return uuid[0] == 0xaa ? 63.015 : 0;
 }
 
 static int
@@ -188,14 +191,19 @@ api_and_sync(struct ist_cupti_conv *c)
 	n = ist_cupti_convert(c, (CUpti_Activity *)&a, ev, 4);
 	ok(n == 1 && ev[0].type == IST_CUDA_API && ev[0].tid == 4243 &&
 	    ev[0].pid == PID && ev[0].correlation == 42 &&
-	    str_is(ev[0].name, "cudaLaunchKernel_v7000"),
-	    "runtime API: name, thread, correlation");
+	    str_is(ev[0].name, "cudaLaunchKernel"),
+	    "runtime API: name (CUPTI's without its _v7000), thread, "
+	    "correlation");
 	a.kind = CUPTI_ACTIVITY_KIND_DRIVER;
 	a.cbid = 307;
 	a.correlationId = 43;
 	n = ist_cupti_convert(c, (CUpti_Activity *)&a, ev, 4);
 	ok(n == 1 && str_is(ev[0].name, "cuLaunchKernel") &&
 	    ev[0].correlation == 43, "driver API (Triton launches this way)");
+	a.cbid = 276;
+	n = ist_cupti_convert(c, (CUpti_Activity *)&a, ev, 4);
+	ok(n == 1 && str_is(ev[0].name, "cuMemcpyHtoD"), "a driver call "
+	    "without its ABI version (cuMemcpyHtoD_v2)");
 	a.cbid = 9999;
 	n = ist_cupti_convert(c, (CUpti_Activity *)&a, ev, 4);
 	ok(n == 1 && str_is(ev[0].name, "cuda_driver_9999"),
@@ -274,12 +282,14 @@ memory_device_graph(struct ist_cupti_conv *c)
 	d.name = "NVIDIA H100 80GB HBM3";
 	d.numMultiprocessors = 132;
 	d.globalMemorySize = 85520809984ull;
+	d.uuid.bytes[0] = (char)0xaa;
 	n = ist_cupti_convert(c, (CUpti_Activity *)&d, ev, 4);
 	ok(n == 1 && ev[0].type == IST_DEVICE && ev[0].sm_count == 132 &&
 	    ev[0].memory_bytes == 85520809984ll &&
 	    str_is(ev[0].name, "NVIDIA H100 80GB HBM3") &&
 	    ev[0].pcie_gbps == 63.015, "device: name, SMs, memory, link");
 	d.id = 3;
+	d.uuid.bytes[0] = 0;
 	n = ist_cupti_convert(c, (CUpti_Activity *)&d, ev, 4);
 	ok(n == 1 && !IST_HAS(&ev[0], IST_F_PCIE_GBPS),
 	    "device: an unknown link is left out");
@@ -423,7 +433,7 @@ hardening(struct ist_cupti_conv *c)
 	a.correlationId = 901;
 	n = ist_cupti_convert(c, (CUpti_Activity *)&a, ev, 4);
 	ok(n == 1 && ev[0].type == IST_CUDA_API && ev[0].correlation == 901 &&
-	    str_is(ev[0].name, "cudaLaunchKernel_v7000"),
+	    str_is(ev[0].name, "cudaLaunchKernel"),
 	    "an internal launch record is a cuda_api call");
 
 	/* kernel names as the source spells them */
@@ -490,12 +500,104 @@ roundtrip(struct ist_cupti_conv *c)
 	ist_buf_release(&out);
 }
 
+/* A CUPTI of CUDA 12.0-12.7 hands Synchronization, 40 bytes, without
+ * returnValue: nothing past them is read (ASan watches the exact size). */
+static void
+cupti12_sync(void)
+{
+	struct ist_cupti_conv c;
+	size_t n12 = offsetof(ist_sync_rec, cudaEventId) + 4;
+	uint8_t *rec = malloc(n12);
+	ist_sync_rec s;
+	CUpti_ActivityAPI a;
+	struct ist_event ev[4];
+	int n;
+
+	ok(n12 == 40, "CUDA 12's Synchronization record is 40 bytes");
+	ist_cupti_conv_init(&c, PID);
+	c.api_version = 24;      /* CUDA 12.6 */
+	memset(&s, 0, sizeof(s));
+	s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+	s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+	s.start = 100;
+	s.end = 200;
+	s.correlationId = 31;
+	memcpy(rec, &s, n12);
+	n = ist_cupti_convert(&c, (CUpti_Activity *)(void *)rec, ev, 4);
+	free(rec);
+	memset(&a, 0, sizeof(a));
+	a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+	a.cbid = 131;
+	a.start = 90;
+	a.end = 210;
+	a.threadId = 77;
+	a.correlationId = 31;
+	n += ist_cupti_convert(&c, (CUpti_Activity *)&a, ev, 4);
+	ok(n == 2 && ev[1].type == IST_SYNC && ev[1].tid == 77 &&
+	    ev[1].start_ns == 100 && c.failed_syncs == 0, "a CUDA 12.6 "
+	    "sync record waits for its call and meets it");
+	ist_cupti_conv_release(&c);
+}
+
+/* The link found by the GPU's UUID through the driver's /proc and sysfs,
+ * here a tree laid out as they are. */
+static void
+pcie_by_uuid(void)
+{
+	char root[] = "/tmp/ist-pcie-XXXXXX", p[512];
+	static const uint8_t uuid[16] = { 0xab, 0xcd, 0xef, 0x01, 0x23, 0x45,
+	    0x67, 0x89, 0, 1, 2, 3, 4, 5, 6, 7 };
+	uint8_t other[16] = { 0 };
+	FILE *f;
+
+	if (mkdtemp(root) == NULL)
+		return;
+	snprintf(p, sizeof(p), "mkdir -p %s/proc/0000:1A:00.0 "
+	    "%s/proc/0000:3b:00.0 %s/sys/0000:1a:00.0 %s/sys/0000:3b:00.0",
+	    root, root, root, root);
+	ok(system(p) == 0, "a /proc and sysfs tree");
+	snprintf(p, sizeof(p), "%s/proc/0000:3b:00.0/information", root);
+	f = fopen(p, "w");
+	fprintf(f, "Model: \t\t NVIDIA A100\nGPU UUID: \t\t "
+	    "GPU-00000000-1111-2222-3333-444444444444\n");
+	fclose(f);
+	snprintf(p, sizeof(p), "%s/proc/0000:1A:00.0/information", root);
+	f = fopen(p, "w");
+	fprintf(f, "Model: \t\t NVIDIA H100\nIRQ: 33\nGPU UUID: \t\t "
+	    "GPU-ABCDEF01-2345-6789-0001-020304050607\nVideo BIOS: 1\n");
+	fclose(f);
+	snprintf(p, sizeof(p), "%s/sys/0000:1a:00.0/max_link_speed", root);
+	f = fopen(p, "w");
+	fprintf(f, "32.0 GT/s PCIe\n");
+	fclose(f);
+	snprintf(p, sizeof(p), "%s/sys/0000:1a:00.0/max_link_width", root);
+	f = fopen(p, "w");
+	fprintf(f, "16\n");
+	fclose(f);
+	{
+		char proc[300], sys[300];
+		double g;
+		snprintf(proc, sizeof(proc), "%s/proc", root);
+		snprintf(sys, sizeof(sys), "%s/sys", root);
+		g = ist_pcie_gbps_uuid(proc, sys, uuid);
+		ok(g > 63.0 && g < 63.1, "the link of the GPU with this UUID, "
+		    "through its PCI address: %.3f GB/s", g);
+		ok(ist_pcie_gbps_uuid(proc, sys, other) == 0, "a UUID the "
+		    "driver does not list: no link");
+		ok(ist_pcie_gbps_uuid("/nonexistent", sys, uuid) == 0,
+		    "no NVIDIA driver: no link");
+	}
+	snprintf(p, sizeof(p), "rm -rf %s", root);
+	ok(system(p) == 0, "tree removed");
+}
+
 int
 main(void)
 {
 	struct ist_cupti_conv c;
 
 	ist_cupti_conv_init(&c, PID);
+	c.api_version = 130001;
 	c.api_name = names;
 	c.pcie_gbps = link_gbps;
 	kernel(&c);
@@ -514,5 +616,7 @@ main(void)
 	ok(ist_pcie_gbps("Unknown", 16) == 0 && ist_pcie_gbps("8.0 GT/s", 0) ==
 	    0, "an unknown link: 0");
 	ist_cupti_conv_release(&c);
+	cupti12_sync();
+	pcie_by_uuid();
 	return done();
 }

@@ -1,0 +1,222 @@
+#!/usr/bin/env bats
+# The CUDA collector on a machine without a GPU: loaded by a program that
+# plays the CUDA driver (tests/cupti/fake_driver.c), recording through a
+# stand-in libcupti (tests/cupti/fake_cupti.c) that hands buffers and
+# records as CUPTI documents.  The loading, subscription, callbacks,
+# flushes, signals and exit run for real; what only a GPU can confirm is in
+# tests/gpu.
+
+load helpers
+
+setup() {
+	[ -x "$IST_BUILD/tests/fake_driver" ] ||
+	    skip "built without CUPTI's headers (no CUDA collector)"
+	FAKE=$IST_BUILD/tests/fake-cupti
+	DRV=$IST_BUILD/tests/fake_driver
+	T=$BATS_TEST_TMPDIR
+	export FAKE_CUPTI_LOG=$T/cupti.log
+}
+
+# rec ARGS...: is-record into $T/t.ist, the merged trace as JSON Lines in
+# $T/t.jsonl
+rec() {
+	run is-record -o "$T/t.ist" "$@"
+	is-merge "$T/t.ist" | is-cat > "$T/t.jsonl"
+}
+
+count() {
+	jq -s "[.[] | select($1)] | length" "$T/t.jsonl"
+}
+
+@test "the collector links no libcupti: it finds one when the program runs" {
+	run readelf -d "$IST_BUILD/lib/libinferscope-cupti.so"
+	assert_success
+	refute_output --partial libcupti
+	refute_output --partial RUNPATH
+	run nm -D --undefined-only "$IST_BUILD/lib/libinferscope-cupti.so"
+	refute_output --partial cupti
+}
+
+@test "a CUDA program: kernels after their launches, a pageable copy, the sync on its thread, the quiet calls left out" {
+	LD_LIBRARY_PATH=$FAKE rec -- "$DRV" basic
+	assert_success
+	assert_output --partial "app done"
+	assert_equal "$(count '.type=="gpu_kernel"')" 2
+	run jq -r 'select(.type=="cuda_api") | .name' "$T/t.jsonl"
+	assert_output "$(printf '%s\n' cudaLaunchKernel cuLaunchKernel \
+	    cudaMemcpyAsync cudaStreamSynchronize)"
+	# every kernel follows the launch that shares its correlation, on
+	# the merged clock
+	run jq -s '[.[] | select(.type=="cuda_api")] as $a |
+	    [.[] | select(.type=="gpu_kernel") | . as $k |
+	     $a[] | select(.correlation == $k.correlation and
+	     .start_ns < $k.start_ns)] | length' "$T/t.jsonl"
+	assert_output 2
+	assert_equal "$(count '.type=="h2d_copy" and .pageable and .bytes==4194304')" 1
+	# the failed cudaEventQuery is no sync; the stream sync is on the
+	# launching thread
+	run jq -r 'select(.type=="sync") | [.kind, .tid == .pid] | @tsv' \
+	    "$T/t.jsonl"
+	assert_output "$(printf 'stream\ttrue')"
+	assert_equal "$(count '.type=="loss"')" 0
+	assert_equal "$(count '.type=="device" and .name=="Fake H100"')" 1
+}
+
+@test "what the collector asks of CUPTI: per-thread buffers, runtime calls but the noisy ones, driver calls only for launches, copies and syncs, all off at exit" {
+	LD_LIBRARY_PATH=$FAKE rec -- "$DRV" basic
+	assert_success
+	run cat "$FAKE_CUPTI_LOG"
+	assert_line "subscribe"
+	assert_line "attr 9 1"              # PER_THREAD_ACTIVITY_BUFFER
+	assert_line "enable 5"              # RUNTIME
+	refute_line "enable 4"              # DRIVER: never all of it
+	assert_line "runtime_api cudaGetDevice_v3020 0"
+	assert_line "runtime_api cudaEventQuery_v3020 0"
+	assert_line "driver_api cuLaunchKernel 1"
+	assert_line "driver_api cuMemcpyHtoD_v2 1"
+	assert_line "driver_api cuStreamSynchronize 1"
+	refute_line --partial "driver_api cuCtxGetCurrent"
+	assert_line "all_sync_records 0"
+	# the runtime's finer settings come after RUNTIME, which resets them
+	run awk '/^enable 5$/ { e = NR } /^runtime_api/ { r = NR }
+	    END { exit !(e && r > e) }' "$FAKE_CUPTI_LOG"
+	assert_success
+	# at exit: every kind enabled is disabled again, and unsubscribed
+	for k in $(sed -n 's/^enable //p' "$FAKE_CUPTI_LOG"); do
+		grep -qx "disable $k" "$FAKE_CUPTI_LOG" ||
+		    fail "kind $k left enabled at exit"
+	done
+	grep -qx unsubscribe "$FAKE_CUPTI_LOG" || fail "still subscribed"
+}
+
+@test "libcupti is found: INFERSCOPE_CUPTI, a copy already loaded, the driver's major, the nvidia wheels, CUDA_HOME" {
+	mkdir -p "$T/own" "$T/lp" "$T/sp/site-packages/nvidia/cuda_cupti/lib" \
+	    "$T/sp/site-packages/nvidia/cuda_runtime/lib" "$T/home/lib64"
+	cp "$FAKE/libcupti.so.13" "$T/own/libcupti.so.13"
+	cp "$FAKE/libcupti.so.13" "$T/lp/libcupti.so.13"
+	cp "$FAKE/libcupti.so.13" "$T/lp/libcupti.so.12"
+	cp "$FAKE/libcupti.so.13" \
+	    "$T/sp/site-packages/nvidia/cuda_cupti/lib/libcupti.so.12"
+	cp "$FAKE/libdummy.so" \
+	    "$T/sp/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12"
+	cp "$FAKE/libcupti.so.13" "$T/home/lib64/libcupti.so.12"
+	loaded() {
+		rm -f "$FAKE_CUPTI_LOG"
+		run env "$@" is-record -o "$T/t.ist" -- "$DRV" basic
+		assert_success
+		head -1 "$FAKE_CUPTI_LOG" | sed 's/^loaded //'
+	}
+	assert_equal "$(loaded INFERSCOPE_CUPTI="$T/own/libcupti.so.13")" \
+	    "$T/own/libcupti.so.13"
+	# the program's own copy (torch's), even with another on the path
+	assert_equal "$(loaded FAKE_DLOPEN="$T/own/libcupti.so.13" \
+	    LD_LIBRARY_PATH="$T/lp")" "$T/own/libcupti.so.13"
+	# a 12.8 driver: CUPTI 12, not 13
+	assert_equal "$(loaded FAKE_DRIVER_VERSION=12080 \
+	    LD_LIBRARY_PATH="$T/lp")" "$T/lp/libcupti.so.12"
+	assert_equal "$(loaded FAKE_DRIVER_VERSION=12080 \
+	    FAKE_DLOPEN="$T/sp/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12")" \
+	    "$T/sp/site-packages/nvidia/cuda_cupti/lib/libcupti.so.12"
+	assert_equal "$(loaded FAKE_DRIVER_VERSION=12080 CUDA_HOME="$T/home")" \
+	    "$T/home/lib64/libcupti.so.12"
+}
+
+@test "a CUPTI that cannot serve leaves the program untouched: too old, another tool subscribed, no driver (the real libcupti)" {
+	FAKE_CUPTI_VERSION=18 INFERSCOPE_CUPTI=$FAKE/libcupti.so.13 \
+	    rec -- "$DRV" basic
+	assert_success
+	assert_output --partial "app done"
+	assert_output --partial "older than CUDA 12.0's"
+	assert_equal "$(count '.type=="gpu_kernel"')" 0
+	FAKE_CUPTI_SUBSCRIBER=1 LD_LIBRARY_PATH=$FAKE rec -- "$DRV" basic
+	assert_success
+	assert_output --partial "app done"
+	assert_output --partial "another tool holds CUPTI"
+	assert_equal "$(count '.type=="gpu_kernel"')" 0
+	# the toolkit's own libcupti, with no driver to talk to
+	rec -- "$DRV" basic
+	assert_success
+	assert_output --partial "app done"
+	assert_output --partial "no GPU activity is recorded"
+	assert_equal "$(count '.type=="gpu_kernel"')" 0
+}
+
+@test "a CUPTI of CUDA 12.6 (shorter sync records) is read as such" {
+	FAKE_CUPTI_VERSION=24 LD_LIBRARY_PATH=$FAKE rec -- "$DRV" basic
+	assert_success
+	run sh -c "is-cat '$T/t.ist' | jq -r 'select(.type==\"header\") | .producer'"
+	assert_line --partial "(CUPTI API 24)"
+	run jq -r 'select(.type=="sync" and .kind=="stream") | .tid == .pid' \
+	    "$T/t.jsonl"
+	assert_output true
+	assert_equal "$(count '.type=="gpu_kernel"')" 2
+}
+
+@test "forty CUDA threads: every launch and kernel arrives, per-thread buffers and all" {
+	LD_LIBRARY_PATH=$FAKE rec -- "$DRV" threads 40
+	assert_success
+	assert_equal "$(count '.type=="gpu_kernel"')" 4002
+	assert_equal "$(count '.type=="cuda_api"')" 4004
+	assert_equal "$(count '.type=="loss"')" 0
+}
+
+@test "--trace-size-mb bounds the activity buffers: what CUPTI could not put anywhere is a counted loss" {
+	LD_LIBRARY_PATH=$FAKE rec --trace-size-mb 4 -- "$DRV" threads 40
+	assert_success
+	# 10 records in the basic part (one, a failed query, makes no event)
+	# and 8000 from the threads: each either an event or a lost record
+	events=$(count '.type=="gpu_kernel" or .type=="cuda_api" or
+	    .type=="device" or .type=="h2d_copy" or .type=="sync"')
+	lost=$(jq -s '[.[] | select(.type=="loss" and
+	    (.reason | test("trace-size-mb"))) | .events] | add // 0' \
+	    "$T/t.jsonl")
+	[ "$lost" -gt 0 ] || fail "nothing lost with 4 buffers for 41 threads"
+	assert_equal "$((events + lost))" 8009
+}
+
+@test "torch.profiler taking CUPTI's callbacks over: the buffers it took are a loss that says so" {
+	LD_LIBRARY_PATH=$FAKE rec -- "$DRV" takeover
+	assert_success
+	assert_output --partial "app done"
+	run jq -r 'select(.type=="loss") | .reason' "$T/t.jsonl"
+	assert_output --partial "another CUPTI client (torch.profiler?)"
+	assert_equal "$(count '.name=="after_takeover_kernel"')" 0
+	# what came back before is kept
+	assert_equal "$(count '.type=="gpu_kernel"')" 2
+}
+
+@test "SIGTERM: the CUDA stream is written, then the program dies of the signal" {
+	LD_LIBRARY_PATH=$FAKE rec -- "$DRV" term
+	# it died of SIGTERM (is-record says so as a shell would): the sleep
+	# after the kill never ended it
+	assert_equal "$status" 143
+	assert_output --partial "app done"
+	refute_output --partial "not be written"
+	assert_equal "$(count '.type=="gpu_kernel"')" 2
+	assert_equal "$(count '.type=="sync"')" 1
+}
+
+@test "after the collector stops at exit, nothing more is traced" {
+	LD_LIBRARY_PATH=$FAKE rec -- "$DRV" late
+	assert_success
+	assert_equal "$(count '.type=="gpu_kernel"')" 2
+	assert_equal "$(count '.name=="after_exit_kernel"')" 0
+}
+
+@test "--ring: the CUDA stream is kept in memory and written at exit, frames standing alone" {
+	LD_LIBRARY_PATH=$FAKE rec --ring -- "$DRV" threads 4
+	assert_success
+	assert_equal "$(count '.type=="gpu_kernel"')" 402
+	assert_equal "$(count '.type=="loss"')" 0
+}
+
+@test "is-record loads the CUDA collector first: one that cannot load never reaches the program" {
+	mkdir -p "$T/inst/bin" "$T/inst/lib"
+	cp "$IST_BUILD/bin/is-record" "$T/inst/bin/"
+	printf 'not a library\n' > "$T/inst/lib/libinferscope-cupti.so"
+	run "$T/inst/bin/is-record" --no-python -o "$T/t.ist" -- \
+	    sh -c 'echo "injection=${CUDA_INJECTION64_PATH-unset}"'
+	assert_success
+	assert_output --partial "injection=unset"
+	assert_output --partial "the CUDA collector cannot be loaded"
+}

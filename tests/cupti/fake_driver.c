@@ -1,0 +1,168 @@
+/*
+ * fake_driver.c - a CUDA program and, for the CUDA collector, the driver
+ * that loads it, on a machine without either: it loads
+ * CUDA_INJECTION64_PATH and calls InitializeInjection() as the driver
+ * does at cuInit, then makes activity through the fake libcupti
+ * (fake_cupti.c) that the collector found.  It exports cuDriverGetVersion
+ * (FAKE_DRIVER_VERSION, default 13000), as libcuda does.
+ *
+ *   fake_driver SCENARIO
+ *     basic      a device, launches (runtime and driver) with kernels, a
+ *                pageable copy, a stream sync, a failed event query, and
+ *                calls the collector leaves out
+ *     threads N  N threads, each 100 launches and their kernels
+ *     takeover   basic, then another client takes CUPTI's callbacks over
+ *     term       basic, then SIGTERM to itself
+ *     late       basic, and an exit handler that launches after the
+ *                collector has stopped
+ *
+ * FAKE_DLOPEN: a library to load first (RTLD_GLOBAL), as torch loads its
+ * own libcupti or libcudart from its wheels.  It prints "app done" last.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+__attribute__((visibility("default"))) int cuDriverGetVersion(int *v);
+
+int
+cuDriverGetVersion(int *v)
+{
+	const char *e = getenv("FAKE_DRIVER_VERSION");
+	*v = e ? atoi(e) : 13000;
+	return 0;
+}
+
+static uint64_t (*now)(void);
+static void (*kernel)(const char *, uint64_t, uint64_t, uint32_t, uint32_t);
+static void (*api)(const char *, uint64_t, uint64_t, uint32_t);
+static void (*copy)(int, int, uint64_t, uint64_t, uint64_t, uint32_t);
+static void (*sync_)(int, uint64_t, uint64_t, uint32_t, int);
+static void (*device)(uint32_t, const char *, const uint8_t *);
+static void (*take_over)(void);
+static void (*flush)(uint32_t);
+
+static int
+find_fake(void)
+{
+	void *so = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+
+	if (so == NULL || (now = (uint64_t (*)(void))dlsym(so,
+	    "fake_cupti_now")) == NULL)
+		return -1;
+	*(void **)&kernel = dlsym(so, "fake_cupti_kernel");
+	*(void **)&api = dlsym(so, "fake_cupti_api");
+	*(void **)&copy = dlsym(so, "fake_cupti_memcpy");
+	*(void **)&sync_ = dlsym(so, "fake_cupti_sync");
+	*(void **)&device = dlsym(so, "fake_cupti_device");
+	*(void **)&take_over = dlsym(so, "fake_cupti_take_over");
+	*(void **)&flush = dlsym(so, "cuptiActivityFlushAll");
+	return 0;
+}
+
+/* a launch through the runtime: the call, then its kernel */
+static void
+launch(const char *name, uint32_t corr)
+{
+	uint64_t t = now();
+	api("cudaLaunchKernel_v7000", t, t + 3000, corr);
+	kernel(name, t + 5000, t + 25000, corr, 7);
+}
+
+static void
+basic(void)
+{
+	static const uint8_t uuid[16] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4,
+	    5, 6, 7, 8, 9, 10, 11, 12 };
+	uint64_t t;
+
+	device(0, "Fake H100", uuid);
+	launch("_Z6matmulPfS_S_i", 1);
+	t = now();
+	api("cuLaunchKernel", t, t + 2000, 2);
+	kernel("triton_fused_0", t + 4000, t + 9000, 2, 7);
+	t = now();
+	api("cudaGetDevice_v3020", t, t + 100, 3);
+	api("cuCtxGetCurrent", t + 200, t + 300, 4);
+	t = now();
+	api("cudaMemcpyAsync_v3020", t, t + 1000, 5);
+	copy(1 /* HTOD */, 1, 4u << 20, t + 2000, t + 402000, 5);
+	t = now();
+	api("cudaStreamSynchronize_v3020", t, t + 500000, 6);
+	sync_(3 /* STREAM_SYNCHRONIZE */, t + 10, t + 499990, 6, 0);
+	t = now();
+	api("cudaEventQuery_v3020", t, t + 50, 7);
+	sync_(1 /* EVENT_SYNCHRONIZE */, t + 5, t + 40, 7, 600);
+}
+
+static void *
+worker(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+	for (int i = 0; i < 100; i++)
+		launch("worker_kernel", (uint32_t)(1000 + id * 100 + i));
+	return NULL;
+}
+
+static void
+late(void)
+{
+	launch("after_exit_kernel", 99);
+	flush(1);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *inj = getenv("CUDA_INJECTION64_PATH");
+	const char *pre = getenv("FAKE_DLOPEN");
+	const char *what = argc > 1 ? argv[1] : "basic";
+
+	if (pre && dlopen(pre, RTLD_NOW | RTLD_GLOBAL) == NULL)
+		fprintf(stderr, "fake_driver: %s\n", dlerror());
+	if (strcmp(what, "late") == 0)
+		atexit(late);   /* runs after the collector's, registered later */
+	if (inj && *inj) {
+		void *so = dlopen(inj, RTLD_NOW | RTLD_LOCAL);
+		int (*init)(void) = so ? (int (*)(void))dlsym(so,
+		    "InitializeInjection") : NULL;
+		if (init)
+			init();
+		else
+			fprintf(stderr, "fake_driver: %s\n", dlerror());
+	}
+	if (find_fake() != 0) {
+		/* no CUPTI came: a CUDA program runs on, untraced */
+		printf("app done\n");
+		return 0;
+	}
+	basic();
+	if (strcmp(what, "threads") == 0) {
+		int n = argc > 2 ? atoi(argv[2]) : 8;
+		pthread_t t[256];
+		for (int i = 0; i < n && i < 256; i++)
+			pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
+		for (int i = 0; i < n && i < 256; i++)
+			pthread_join(t[i], NULL);
+	} else if (strcmp(what, "takeover") == 0) {
+		/* ours hold this launch when the other client comes */
+		flush(0);
+		launch("before_takeover_kernel", 49);
+		take_over();
+		launch("after_takeover_kernel", 50);
+	} else if (strcmp(what, "term") == 0) {
+		printf("app done\n");
+		fflush(stdout);
+		kill(getpid(), SIGTERM);
+		sleep(10);
+		return 3;
+	}
+	printf("app done\n");
+	return 0;
+}
