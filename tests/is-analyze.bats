@@ -120,6 +120,12 @@ fired() {
 	run q '.syncs[] | [.kind, .count, .blocked_ns, .sites[0].where] | @tsv'
 	assert_output "$(printf 'memcpy\t10\t1800000\t(no recorded caller)')"
 	assert_equal "$(q '.copies[] | select(.direction == "d2h") | .sync_calls')" 10
+	# the driver calls sharing the runtime call's correlation (an async
+	# driver copy inside cudaMemcpy): the copy is still synchronous, and
+	# the launch delay is measured from the runtime call
+	an nested_shared
+	assert_equal "$(q .launches.count)" 20
+	assert_equal "$(q '.copies[] | select(.direction == "d2h") | .sync_calls')" 10
 }
 
 @test "cpu_contention fires on run-queue wait, not without it" {

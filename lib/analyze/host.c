@@ -441,6 +441,13 @@ cuda_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
 			a->launch_max = dur;
 	}
 	c = &a->corr[(uint64_t)ev->correlation & (CORR_SLOTS - 1)];
+	/* a driver call inside the runtime call that shares its correlation
+	 * leaves the outer call's slot as it was: its start, and whether the
+	 * copy it starts is synchronous (the driver's cuMemcpyAsync inside a
+	 * cudaMemcpy would otherwise hide that) */
+	if (nested && c->thr && c->pid == ev->pid &&
+	    c->corr == ev->correlation)
+		return 0;
 	memset(c, 0, sizeof(*c));
 	c->pid = ev->pid;
 	c->corr = ev->correlation;

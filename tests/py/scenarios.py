@@ -214,19 +214,24 @@ def scenario(name):
         # memory: 100 -> 400 MiB over 2 s, 30 MiB a sample; 1500 major
         # faults; GPU 75 of 80 GiB = 93.75%
         ev.sort(key=tkey)
-    elif name == "nested":
+    elif name in ("nested", "nested_shared"):
         # as CUPTI reports it: each runtime call with the driver call it
-        # makes inside; 10 launches and 10 synchronous copies, each once
+        # makes inside; 10 launches and 10 synchronous copies, each once.
+        # nested_shared: the driver calls share the runtime call's
+        # correlation, and the copy's is an async one
         ev = meta()
+        sh = name == "nested_shared"
         for i in range(10):
             t = T0 + i * STEP
             ev.append(api("cudaLaunchKernel_v7000", t, t + 8_000, 2 * i + 1))
-            ev.append(api("cuLaunchKernel", t + 1_000, t + 7_000, 2 * i + 2))
+            ev.append(api("cuLaunchKernel", t + 1_000, t + 7_000,
+                          2 * i + 1 if sh else 2 * i + 2))
             ev.append(kern("gemm", t + 10_000, t + 110_000, 2 * i + 1))
             ev.append(api("cudaMemcpy_v3020", t + 120_000, t + 300_000,
                           1000 + i))
-            ev.append(api("cuMemcpyDtoH_v2", t + 121_000, t + 299_000,
-                          2000 + i))
+            ev.append(api("cuMemcpyAsync" if sh else "cuMemcpyDtoH_v2",
+                          t + 121_000, t + 299_000,
+                          1000 + i if sh else 2000 + i))
             ev.append(copy("d2h_copy", t + 150_000, t + 290_000, 4096, True,
                            1000 + i))
         ev.sort(key=tkey)
