@@ -1,10 +1,8 @@
 /* collector.c - rings, definitions and the writer thread of a recorder. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +44,7 @@ static struct {
 	uint64_t dropped;            /* events after the writer failed */
 	bool failed;
 	/* flight recorder */
-	uint64_t ring_bytes, events_seen;
+	uint64_t ring_bytes;
 	struct ist_flight flight;
 	bool ring;
 } C = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
@@ -619,9 +617,7 @@ ring_sink(void *ctx, const void *buf, size_t n)
 			C.events_ok = st.events;
 		return e;
 	}
-	e = ist_flight_keep(&C.flight, buf, n, st.events - C.events_seen);
-	C.events_seen = st.events;
-	return e;
+	return ist_flight_keep(&C.flight, buf, n, st.events);
 }
 
 /* Writes the kept frames, then a frame saying what was overwritten. */
@@ -669,7 +665,6 @@ open_stream(const char *path, struct ist_error *err)
 	}
 	C.ring = C.ring_bytes > 0;
 	C.flight = (struct ist_flight){ .cap_bytes = C.ring_bytes };
-	C.events_seen = 0;
 	if ((st = ist_writer_new(&C.w, ring_sink, &C.out, &wo, err)) !=
 	    IST_OK)
 		return st;
@@ -750,20 +745,12 @@ fork_hooks(void)
 	pthread_atfork(fork_prepare, fork_done, fork_done);
 }
 
-/* Creates the writer thread, which takes no signals: they go to the
- * program's threads, as they did before it existed. */
+/* Creates the writer thread (ist_term_thread: it takes no signals). */
 static enum ist_status
 start_writer(struct ist_error *err)
 {
-	sigset_t all, was;
-	int e;
-
 	C.stopping = false;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &was);
-	e = pthread_create(&C.thread, NULL, writer_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &was, NULL);
-	if (e != 0) {
+	if (ist_term_thread(&C.thread, writer_main) != 0) {
 		ist_seterr(err, IST_ENOMEM, "cannot start the writer thread");
 		return IST_ENOMEM;
 	}

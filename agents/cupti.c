@@ -11,15 +11,12 @@
  * become loss records.  Nothing here runs on the application's threads
  * except the start and the final flush.
  *
- * Timestamps come from K.cuptiGetTimestamp(); the timestamp callback
+ * Timestamps come from cuptiGetTimestamp(); the timestamp callback
  * (cuptiActivityRegisterTimestampCallback) is not used: CUDA 12.6u2 to 13.1
  * report zero kernel timestamps with it.
  */
-#include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +64,6 @@ static struct {
 	/* flight recorder (--ring): frames kept, written at the end */
 	bool ring;
 	struct ist_flight flight;
-	uint64_t events_seen;
 	uint64_t bad_times_said;     /* conv.bad_times already in a loss */
 	uint64_t unwritten;          /* events after the writer failed */
 	char werr[IST_ERROR_MAX];    /* why it failed */
@@ -155,7 +151,8 @@ static const char *const kept_driver[] = {
 	"cuCtxSynchronize", "cuEventSynchronize", "cuStreamWaitEvent",
 };
 
-/* A callback name without its version suffix ("cudaGetDevice_v3020"). */
+/* A callback name is want, or (prefix) starts with it; the entry point's
+ * version ("cudaGetDevice_v3020") is no part of the name. */
 static bool
 named(const char *name, const char *want, bool prefix)
 {
@@ -163,7 +160,7 @@ named(const char *name, const char *want, bool prefix)
 
 	if (name == NULL || strncmp(name, want, n) != 0)
 		return false;
-	return prefix || name[n] == '\0' || strncmp(name + n, "_v", 2) == 0;
+	return prefix || ist_cupti_call_len(name) == n;
 }
 
 static bool
@@ -209,14 +206,11 @@ static int
 sink(void *ctx, const void *buf, size_t n)
 {
 	struct ist_writer_stats st;
-	int e;
 
 	if (!S.ring)
 		return ist_stream_sink(ctx, buf, n);
 	ist_writer_stats(S.w, &st);
-	e = ist_flight_keep(&S.flight, buf, n, st.events - S.events_seen);
-	S.events_seen = st.events;
-	return e;
+	return ist_flight_keep(&S.flight, buf, n, st.events);
 }
 
 static void
@@ -685,19 +679,6 @@ stop_cupti(void)
 	S.subscribed = false;
 }
 
-/* The flusher, which takes no signals: they go to the program's threads,
- * as they did before it existed. */
-static void
-start_flusher(void)
-{
-	sigset_t all, was;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &was);
-	S.flusher = pthread_create(&S.thread, NULL, flusher, NULL) == 0;
-	pthread_sigmask(SIG_SETMASK, &was, NULL);
-}
-
 EXPORT int InitializeInjection(void);
 
 EXPORT int
@@ -741,7 +722,7 @@ InitializeInjection(void)
 	ist_term_reset();
 	/* without the thread, records come at exit (and when CUPTI's
 	 * buffers fill) and no clock pair is taken between */
-	start_flusher();
+	S.flusher = ist_term_thread(&S.thread, flusher) == 0;
 	ist_term_catch();
 	atexit(finish);
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);

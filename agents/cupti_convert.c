@@ -204,11 +204,8 @@ gpu_bytes(struct ist_cupti_conv *c, enum ist_type t, uint64_t s, uint64_t e,
  * A runtime, driver or internal launch call; then the sync records that
  * waited for it, in the order they came.
  */
-/* CUPTI names API calls by their callback ids' names, with the version
- * of the entry point ("cudaFree_v3020", "cuMemcpyHtoD_v2"): the call is
- * the name without it, as the user wrote it and the rules match it. */
-static size_t
-api_name_len(const char *nm)
+size_t
+ist_cupti_call_len(const char *nm)
 {
 	size_t n = strlen(nm), i = n;
 
@@ -239,7 +236,8 @@ api_call(struct ist_cupti_conv *c, const CUpti_ActivityAPI *a, bool drv,
 		out->tid = a->threadId;
 		IST_SET(out, IST_F_TID);
 		set_name(out, nm);
-		out->name.n = api_name_len(nm);
+		/* as the user wrote it, and the rules match it */
+		out->name.n = ist_cupti_call_len(nm);
 		out->correlation = a->correlationId;
 		IST_SET(out, IST_F_CORRELATION);
 		n = 1;

@@ -98,6 +98,11 @@ int ist_cupti_convert(struct ist_cupti_conv *c, const CUpti_Activity *rec,
 int ist_cupti_flush_pending(struct ist_cupti_conv *c, struct ist_event *out,
     int max);
 
+/* The length of an API call's name without the entry point's version that
+ * CUPTI's callback names carry ("cudaFree_v3020", "cuMemcpyHtoD_v2"): the
+ * call as the user wrote it. */
+size_t ist_cupti_call_len(const char *name);
+
 /* Peak bandwidth of a PCIe link from sysfs's link speed ("16.0 GT/s PCIe")
  * and width, GB/s after line encoding; 0 if not understood. */
 double ist_pcie_gbps(const char *speed, int width);

@@ -183,7 +183,8 @@ ist_flight_keep(struct ist_flight *fl, const void *buf, size_t n,
 	if ((f = malloc(sizeof(*f) + n)) == NULL)
 		return ENOMEM;
 	f->n = n;
-	f->events = events;
+	f->events = events - fl->events_seen;
+	fl->events_seen = events;
 	memcpy(f->data, buf, n);
 	if (fl->first + fl->n == fl->cap) {
 		if (fl->first > 0) {

@@ -51,9 +51,12 @@ struct ist_flight {
 	struct ist_frame **f;
 	size_t first, n, cap;
 	uint64_t bytes, cap_bytes, lost;
+	uint64_t events_seen;    /* the writer's count at the last frame */
 };
 
-/* Keeps a copy of frame buf (n bytes, events events); 0 or ENOMEM. */
+/* Keeps a copy of frame buf (n bytes); events is the writer's count of
+ * events so far (ist_writer_stats), the frame's own being those since the
+ * last one.  0 or ENOMEM. */
 int ist_flight_keep(struct ist_flight *fl, const void *buf, size_t n,
     uint64_t events);
 /* Writes the kept frames to s, oldest first, and forgets them; adds the

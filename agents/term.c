@@ -109,6 +109,19 @@ ist_term_stopped(void)
 	term_done = 1;
 }
 
+int
+ist_term_thread(pthread_t *t, void *(*fn)(void *))
+{
+	sigset_t all, was;
+	int e;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &was);
+	e = pthread_create(t, NULL, fn, NULL);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	return e;
+}
+
 void
 ist_term_die(int sig)
 {

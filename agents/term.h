@@ -18,6 +18,8 @@
 #ifndef IST_TERM_H
 #define IST_TERM_H
 
+#include <pthread.h>
+
 /* Takes the signals whose action is the default or another collector's. */
 void ist_term_catch(void);
 /* Gives back the actions ours replaced, where ours still holds. */
@@ -29,6 +31,10 @@ void ist_term_reset(void);
 /* All is written and released: a signal handed to us by another collector
  * now takes its default action at once. */
 void ist_term_stopped(void);
+/* Starts fn in a collector's own thread, which takes no signals: they go
+ * to the program's threads, as they did before it existed.  0 or an
+ * errno from pthread_create. */
+int ist_term_thread(pthread_t *t, void *(*fn)(void *));
 /* After writing everything: hand the signal on, or die of it. */
 _Noreturn void ist_term_die(int sig);
 
