@@ -535,7 +535,7 @@ after_fork_parent(void)
 }
 
 static int
-open_stream(bool ring)
+open_stream(bool ring, uint64_t budget)
 {
 	const char *dir = getenv("INFERSCOPE_DIR");
 	struct ist_writer_opts wo = { .flush_interval_ms = 1000,
@@ -552,6 +552,7 @@ open_stream(bool ring)
 	if (ist_stream_open(&S.out, path, false) != 0)
 		return -1;
 	S.ring = ring;
+	S.flight = (struct ist_flight){ .cap_bytes = budget };
 	if (ist_writer_new(&S.w, sink, &S.out, &wo, &e) != IST_OK)
 		return -1;
 	gethostname(host, sizeof(host) - 1);
@@ -615,13 +616,20 @@ subscribe(void)
 	return -1;
 }
 
-/* Buffers per thread, and how many at once: the trace budget. */
-static void
-set_buffers(void)
+/* The trace budget (--trace-size-mb), bytes: the activity buffers in use
+ * at once, and with --ring the frames kept. */
+static uint64_t
+trace_budget(void)
 {
 	const char *mb = getenv("INFERSCOPE_TRACE_SIZE_MB");
-	uint64_t budget = (uint64_t)(mb && atoll(mb) > 0 ? atoll(mb) : 100)
-	    << 20;
+
+	return (uint64_t)(mb && atoll(mb) > 0 ? atoll(mb) : 100) << 20;
+}
+
+/* Buffers per thread, and how many at once: the trace budget. */
+static void
+set_buffers(uint64_t budget)
+{
 	uint8_t one = 1;
 	size_t sz = sizeof(one), pool = 64, psz = sizeof(pool);
 
@@ -639,7 +647,7 @@ set_buffers(void)
 }
 
 static int
-start_cupti(void)
+start_cupti(uint64_t budget)
 {
 	CUptiResult r;
 
@@ -647,7 +655,7 @@ start_cupti(void)
 		return -1;
 	/* thread ids as the kernel has them (gettid), like the sampler's */
 	K.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-	set_buffers();
+	set_buffers(budget);
 	if ((r = K.cuptiActivityRegisterCallbacks(buffer_requested,
 	    buffer_completed)) != CUPTI_SUCCESS) {
 		say("cannot use CUPTI", r);
@@ -686,6 +694,7 @@ InitializeInjection(void)
 {
 	const char *en = getenv("INFERSCOPE_ENABLED");
 	const char *ring = getenv("INFERSCOPE_RING");
+	uint64_t budget = trace_budget();
 	char why[1400];
 
 	if (S.started || en == NULL || strcmp(en, "1") != 0)
@@ -700,12 +709,12 @@ InitializeInjection(void)
 	S.conv.api_version = K.version;
 	S.conv.api_name = api_name;
 	S.conv.pcie_gbps = pcie_gbps;
-	if (start_cupti() != 0) {
+	if (start_cupti(budget) != 0) {
 		stop_cupti();
 		return 1;
 	}
 	/* the stream only once CUPTI works: no empty files */
-	if (open_stream(ring && strcmp(ring, "1") == 0) != 0) {
+	if (open_stream(ring && strcmp(ring, "1") == 0, budget) != 0) {
 		if (S.out.fd >= 0) {
 			ist_stream_close(&S.out);
 			unlink(S.out.path);

@@ -210,6 +210,13 @@ count() {
 	assert_equal "$(count '.type=="loss"')" 0
 }
 
+@test "--ring keeps every frame of the CUDA stream that fits --trace-size-mb, not the last one only" {
+	LD_LIBRARY_PATH=$FAKE rec --ring -- "$DRV" frames
+	assert_success
+	assert_equal "$(count '.type=="gpu_kernel"')" 302
+	assert_equal "$(count '.type=="loss"')" 0
+}
+
 @test "is-record loads the CUDA collector first: one that cannot load never reaches the program" {
 	mkdir -p "$T/inst/bin" "$T/inst/lib"
 	cp "$IST_BUILD/bin/is-record" "$T/inst/bin/"

@@ -15,6 +15,8 @@
  *     term       basic, then SIGTERM to itself
  *     late       basic, and an exit handler that launches after the
  *                collector has stopped
+ *     frames     basic, then 3 x (1.3 s idle, 100 launches): the
+ *                collector's stream gets a frame a second, several here
  *
  * FAKE_DLOPEN: a library to load first (RTLD_GLOBAL), as torch loads its
  * own libcupti or libcudart from its wheels.  It prints "app done" last.
@@ -156,6 +158,13 @@ main(int argc, char **argv)
 		launch("before_takeover_kernel", 49);
 		take_over();
 		launch("after_takeover_kernel", 50);
+	} else if (strcmp(what, "frames") == 0) {
+		for (int r = 0; r < 3; r++) {
+			usleep(1300000);
+			for (int i = 0; i < 100; i++)
+				launch("frames_kernel", (uint32_t)(3000 + 100 * r +
+				    i));
+		}
 	} else if (strcmp(what, "term") == 0) {
 		printf("app done\n");
 		fflush(stdout);
