@@ -114,7 +114,10 @@ pcie_gbps(void *ctx, const uint8_t uuid[16])
 /* What is recorded.  Runtime API calls all but the noisy ones below;
  * driver API calls only for launches, copies, memsets, syncs and
  * allocations (cuptiActivityEnableDriverApi), where a program or library
- * (Triton, torch.compile) calls the driver directly. */
+ * (Triton, torch.compile) calls the driver directly.  Not GRAPH_TRACE:
+ * it would give one range per graph launch instead of its kernels; a
+ * graph's kernels and copies come each with their graph and node ids and
+ * the correlation of the cudaGraphLaunch that ran them. */
 static const CUpti_ActivityKind kinds[] = {
 	CUPTI_ACTIVITY_KIND_DEVICE,
 	CUPTI_ACTIVITY_KIND_CONTEXT,
@@ -631,7 +634,7 @@ static void
 set_buffers(uint64_t budget)
 {
 	uint8_t one = 1;
-	size_t sz = sizeof(one), pool = 64, psz = sizeof(pool);
+	size_t sz = sizeof(one);
 
 	S.maxbufs = (unsigned)(budget / BUF_SIZE);
 	if (S.maxbufs < 4)
@@ -640,10 +643,10 @@ set_buffers(uint64_t budget)
 		return;
 	K.cuptiActivitySetAttribute(
 	    CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &sz, &one);
-	/* CUDA graphs and many streams fill the device's buffers: more of
-	 * them before CUPTI drops records (the default is 250) */
-	K.cuptiActivitySetAttribute(
-	    CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, &psz, &pool);
+	/* The device's timestamp buffers (DEVICE_BUFFER_POOL_LIMIT) keep
+	 * CUPTI's default of 250 of ~3 MB a context: CUDA graphs and many
+	 * streams fill them, a lower limit loses kernels' times, and device
+	 * memory is taken only as they fill. */
 }
 
 static int

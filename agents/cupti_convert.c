@@ -54,6 +54,20 @@ gpu_track(struct ist_event *ev, uint32_t device, uint32_t stream,
 	}
 }
 
+/* GPU work a CUDA graph ran: its graph and node (0: none) */
+static void
+graph_ids(struct ist_event *ev, uint32_t graph, uint64_t node)
+{
+	if (graph == 0)
+		return;
+	ev->graph_id = graph;
+	IST_SET(ev, IST_F_GRAPH_ID);
+	if (node != 0 && node <= INT64_MAX) {
+		ev->graph_node = (int64_t)node;
+		IST_SET(ev, IST_F_GRAPH_NODE);
+	}
+}
+
 static void
 set_name(struct ist_event *ev, const char *s)
 {
@@ -132,6 +146,7 @@ memcpy_event(struct ist_cupti_conv *c, const ist_memcpy_rec *m,
 	if (!range(c, ev, t, c->pid, m->start, m->end))
 		return 0;
 	gpu_track(ev, m->deviceId, m->streamId, m->correlationId);
+	graph_ids(ev, m->graphId, m->graphNodeId);
 	ev->bytes = (int64_t)m->bytes;
 	IST_SET(ev, IST_F_BYTES);
 	if (t != IST_D2D_COPY) {
@@ -172,6 +187,7 @@ kernel(struct ist_cupti_conv *c, const ist_kernel_rec *k,
 	if (!range(c, out, IST_GPU_KERNEL, c->pid, k->start, k->end))
 		return 0;
 	gpu_track(out, k->deviceId, k->streamId, k->correlationId);
+	graph_ids(out, k->graphId, k->graphNodeId);
 	set_name(out, kernel_name(c, k->name));
 	out->grid[0] = k->gridX;
 	out->grid[1] = k->gridY;
@@ -184,14 +200,20 @@ kernel(struct ist_cupti_conv *c, const ist_kernel_rec *k,
 	return 1;
 }
 
+/* A peer copy or a memset (the fields they share, read from either) */
+#define GPU_BYTES(c, t, m, out) gpu_bytes(c, t, (m)->start, (m)->end, \
+	(m)->deviceId, (m)->streamId, (m)->correlationId, (m)->bytes, \
+	(m)->graphId, (m)->graphNodeId, out)
+
 static int
 gpu_bytes(struct ist_cupti_conv *c, enum ist_type t, uint64_t s, uint64_t e,
     uint32_t dev, uint32_t stream, uint32_t corr, uint64_t bytes,
-    struct ist_event *out)
+    uint32_t graph, uint64_t node, struct ist_event *out)
 {
 	if (!range(c, out, t, c->pid, s, e))
 		return 0;
 	gpu_track(out, dev, stream, corr);
+	graph_ids(out, graph, node);
 	out->bytes = (int64_t)bytes;
 	IST_SET(out, IST_F_BYTES);
 	return 1;
@@ -342,8 +364,15 @@ device(struct ist_cupti_conv *c, const CUpti_ActivityDevice5 *d,
     struct ist_event *out)
 {
 	ist_event_init(out, IST_DEVICE);
+	/* device numbers are the process's own (CUDA_VISIBLE_DEVICES): the
+	 * UUID names the GPU across processes */
+	out->pid = c->pid;
 	out->device = d->id;
+	IST_SET(out, IST_F_PID);
 	IST_SET(out, IST_F_DEVICE);
+	ist_gpu_uuid(c->uuid_buf, (const uint8_t *)d->uuid.bytes);
+	out->uuid = (struct ist_str){ c->uuid_buf, strlen(c->uuid_buf) };
+	IST_SET(out, IST_F_UUID);
 	set_name(out, d->name ? d->name : "(unnamed GPU)");
 	out->sm_count = d->numMultiprocessors;
 	out->memory_bytes = (int64_t)d->globalMemorySize;
@@ -406,16 +435,12 @@ ist_cupti_convert(struct ist_cupti_conv *c, const CUpti_Activity *rec,
 		return kernel(c, r, out);
 	case CUPTI_ACTIVITY_KIND_MEMCPY:
 		return memcpy_event(c, r, out);
-	case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-		const CUpti_ActivityMemcpyPtoP4 *m = r;
-		return gpu_bytes(c, IST_D2D_COPY, m->start, m->end, m->deviceId,
-		    m->streamId, m->correlationId, m->bytes, out);
-	}
-	case CUPTI_ACTIVITY_KIND_MEMSET: {
-		const CUpti_ActivityMemset4 *m = r;
-		return gpu_bytes(c, IST_MEMSET, m->start, m->end, m->deviceId,
-		    m->streamId, m->correlationId, m->bytes, out);
-	}
+	case CUPTI_ACTIVITY_KIND_MEMCPY2:
+		return GPU_BYTES(c, IST_D2D_COPY,
+		    (const CUpti_ActivityMemcpyPtoP4 *)r, out);
+	case CUPTI_ACTIVITY_KIND_MEMSET:
+		return GPU_BYTES(c, IST_MEMSET, (const CUpti_ActivityMemset4 *)r,
+		    out);
 	case CUPTI_ACTIVITY_KIND_RUNTIME:
 	case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API:
 		/* internal launches (cuBLAS, cuDNN) are runtime calls too:
@@ -429,16 +454,6 @@ ist_cupti_convert(struct ist_cupti_conv *c, const CUpti_Activity *rec,
 		return memory(c, r, out);
 	case CUPTI_ACTIVITY_KIND_DEVICE:
 		return device(c, r, out);
-	case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: {
-		const CUpti_ActivityGraphTrace2 *g = r;
-		if (!range(c, out, IST_GPU_KERNEL, c->pid, g->start, g->end))
-			return 0;
-		snprintf(c->name_buf, sizeof(c->name_buf), "cudaGraph %u",
-		    g->graphId);
-		gpu_track(out, g->deviceId, g->streamId, g->correlationId);
-		set_name(out, c->name_buf);
-		return 1;
-	}
 	case CUPTI_ACTIVITY_KIND_OVERHEAD:
 		overhead(c, r);
 		return 0;
@@ -505,6 +520,16 @@ slurp(const char *path, char *buf, size_t n)
 	return true;
 }
 
+void
+ist_gpu_uuid(char out[IST_GPU_UUID_LEN], const uint8_t u[16])
+{
+	/* as nvidia-smi and the driver write it */
+	snprintf(out, IST_GPU_UUID_LEN, "GPU-%02x%02x%02x%02x-%02x%02x-"
+	    "%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+	    u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+	    u[13], u[14], u[15]);
+}
+
 double
 ist_pcie_gbps_uuid(const char *proc, const char *sys, const uint8_t uuid[16])
 {
@@ -514,11 +539,7 @@ ist_pcie_gbps_uuid(const char *proc, const char *sys, const uint8_t uuid[16])
 	DIR *d;
 	double gbps = 0;
 
-	/* as nvidia-smi and the driver write it */
-	snprintf(want, sizeof(want), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-"
-	    "%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4],
-	    u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
-	    u[15]);
+	ist_gpu_uuid(want, u);
 	if ((d = opendir(proc)) == NULL)
 		return 0;
 	while (gbps == 0 && (de = readdir(d)) != NULL) {

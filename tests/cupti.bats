@@ -60,6 +60,10 @@ count() {
 	assert_output "$(printf 'stream\ttrue')"
 	assert_equal "$(count '.type=="loss"')" 0
 	assert_equal "$(count '.type=="device" and .name=="Fake H100"')" 1
+	# the device names its process and its GPU's UUID (nvidia-smi's form)
+	run jq -r 'select(.type=="device") | [.pid > 0, .uuid] | @tsv' \
+	    "$T/t.jsonl"
+	assert_output "$(printf 'true\tGPU-deadbeef-0102-0304-0506-0708090a0b0c')"
 }
 
 @test "what the collector asks of CUPTI: per-thread buffers, runtime calls but the noisy ones, driver calls only for launches, copies and syncs, all off at exit" {
@@ -68,6 +72,9 @@ count() {
 	run cat "$FAKE_CUPTI_LOG"
 	assert_line "subscribe"
 	assert_line "attr 9 1"              # PER_THREAD_ACTIVITY_BUFFER
+	# the device's timestamp buffers keep CUPTI's default (250): a lower
+	# DEVICE_BUFFER_POOL_LIMIT loses the times of graphs' kernels
+	refute_line --regexp '^attr 2 '
 	assert_line "enable 5"              # RUNTIME
 	refute_line "enable 4"              # DRIVER: never all of it
 	assert_line "runtime_api cudaGetDevice_v3020 0"

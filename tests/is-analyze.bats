@@ -113,6 +113,52 @@ fired() {
 	assert_equal "$(fired launch_bound)" 0
 }
 
+@test "kernels a CUDA graph replays: counted, and a graph is not the advice" {
+	an launch_graph
+	assert_equal "$(q '.devices[0] | [.kernels, .graph_ops] | @tsv')" "$(printf '500\t500')"
+	assert_equal "$(q '.launches.count')" 50
+	run q '.findings[] | select(.kind == "short_kernels") | .suggestion'
+	assert_output --partial "most already run in CUDA graphs"
+	refute_output --partial "capture the loop"
+	an launch
+	assert_equal "$(q '.devices[0].graph_ops')" 0
+	run q '.findings[] | select(.kind == "short_kernels") | .suggestion'
+	assert_output --partial "capture the loop in a CUDA graph"
+}
+
+@test "GPUs are told apart by UUID across processes that each call theirs device 0" {
+	an gpus_by_uuid
+	run q '.devices[] | [.device, .uuid, (.pids | join(",")), .label,
+	    .kernels, .busy_ns, .active_ns] | @tsv'
+	assert_line --index 0 "$(printf '0\tGPU-aaaaaaaa-0000-0000-0000-000000000001\t100\t0 (GPU-aaaaaaaa)\t10\t2000000\t9200000')"
+	assert_line --index 1 "$(printf '0\tGPU-bbbbbbbb-0000-0000-0000-000000000002\t200\t0 (GPU-bbbbbbbb)\t10\t5000000\t9500000')"
+	assert_equal "${#lines[@]}" 2
+	# each GPU's idle time is what its own process's thread was doing
+	assert_equal "$(q '[.devices[].idle_attribution.pid] | @tsv')" "$(printf '100\t200')"
+	is-analyze "$T/gpus_by_uuid.ist" | is-report -f md > "$T/r.md"
+	grep -q '^| GPU 0 (GPU-aaaaaaaa) | Test GPU' "$T/r.md"
+	grep -q '^| GPU 0 (GPU-bbbbbbbb) | Test GPU' "$T/r.md"
+	# two processes on one GPU: one device, both processes, the union
+	an gpus_same_uuid
+	run q '.devices[] | [(.pids | join(",")), .label, .kernels, .busy_ns,
+	    .active_ns] | @tsv'
+	assert_output "$(printf '100,200\t0\t20\t6000000\t9600000')"
+	# a 1.0 trace (no UUID): device 0 is one device, as it always was
+	an gpus_no_uuid
+	run q '.devices[] | [.uuid, .label, .kernels, .busy_ns] | @tsv'
+	assert_output "$(printf '\t0\t20\t6000000')"
+}
+
+@test "a hostile UUID never reaches a report" {
+	python3 tests/py/scenarios.py gpus_by_uuid |
+	    sed 's/GPU-aaaaaaaa-0000/GPU-<b>x\\u001b[31m/' |
+	    is-cat --encode -o "$T/h.ist"
+	is-analyze "$T/h.ist" | is-report -f md > "$T/r.md"
+	run grep -c $'<b>\|\e' "$T/r.md"
+	assert_output 0
+	grep -q '^| GPU 0 | Test GPU' "$T/r.md"
+}
+
 @test "a driver call inside a runtime call is one launch, one sync" {
 	an nested
 	# 10 kernel launches and 10 copies: 20 calls that start GPU work

@@ -80,19 +80,128 @@ thread_name(const struct ist_analyzer *a, const struct thr *t)
 	return a->str.e[t->name].p;
 }
 
+/* Devices in the order of their numbers, then of their UUIDs */
+static int
+by_devno(const void *x, const void *y, void *ctx)
+{
+	const struct ist_analyzer *a = ctx;
+	const struct dev *p = &a->dev[*(const int *)x];
+	const struct dev *q = &a->dev[*(const int *)y];
+
+	if (p->devno != q->devno)
+		return p->devno < q->devno ? -1 : 1;
+	return strcmp(a->str.e[p->uuid].p, a->str.e[q->uuid].p);
+}
+
+/* Which GPU dev i is: its UUID, the processes that named it so, and the
+ * label reports give it after "GPU ": its number, and the UUID's start
+ * when another GPU has the same number (in another process) */
+static void
+dev_identity(const struct ist_analyzer *a, int i, json_t *o)
+{
+	const struct dev *d = &a->dev[i];
+	json_t *pids = json_array();
+	bool shared = false;
+	char label[64];
+
+	for (int k = 0; k < a->nbind; k++)
+		if (a->dbind[k].slot == i)
+			json_array_append_new(pids, json_integer(
+			    a->dbind[k].pid));
+	for (int k = 0; k < a->ndev; k++)
+		shared |= k != i && (a->dev[k].seen || a->dev[k].info) &&
+		    a->dev[k].devno == d->devno;
+	if (shared && d->uuid)
+		snprintf(label, sizeof(label), "%lld (%.12s)",
+		    (long long)d->devno, a->str.e[d->uuid].p);
+	else
+		snprintf(label, sizeof(label), "%lld", (long long)d->devno);
+	json_object_set_new(o, "uuid", d->uuid ?
+	    json_string(a->str.e[d->uuid].p) : json_null());
+	json_object_set_new(o, "pids", pids);
+	json_object_set_new(o, "label", json_string(label));
+}
+
+/* Does dev i belong to process pid: one of those that named it by UUID,
+ * or any when none did */
+static bool
+dev_of_pid(const struct ist_analyzer *a, int i, int64_t pid)
+{
+	bool named = false;
+
+	for (int k = 0; k < a->nbind; k++)
+		if (a->dbind[k].slot == i) {
+			if (a->dbind[k].pid == pid)
+				return true;
+			named = true;
+		}
+	return !named;
+}
+
+/* What the thread that launched most work (of dev i's processes) was
+ * doing while dev i was idle; null without launches */
+static json_t *
+idle_attribution(const struct ist_analyzer *a, int i, int64_t idle)
+{
+	const struct thr *t;
+	json_t *top;
+	uint32_t thr = 0;
+	uint64_t best = 0;
+	int n = 0;
+	int64_t other = 0;
+
+	for (uint32_t k = 0; k < a->nthr; k++)
+		if (a->thr[k].launches > best &&
+		    dev_of_pid(a, i, a->thr[k].pid)) {
+			best = a->thr[k].launches;
+			thr = k + 1;
+		}
+	if (thr == 0)
+		return json_null();
+	t = &a->thr[thr - 1];
+	top = json_array();
+	for (uint32_t k = 0; k < a->nidle; k++) {
+		const struct pend *p = &a->idle[k];
+		unsigned kind = (unsigned)(p->key >> 32) & 7;
+		if ((int)(p->key >> 59) != i ||
+		    ((p->key >> 40) & 0x7ffff) != thr - 1)
+			continue;
+		if (n++ >= 8) {
+			other += p->ns;
+			continue;
+		}
+		json_array_append_new(top, json_pack("{s:s,s:s,s:I,s:o}",
+		    "kind", kind < 5 ? frame_kind[kind] : kind == 6 ? "none" :
+		    "other", "what", kind == 6 ? "(no recorded activity)" :
+		    kind == 7 ? "(other activity)" :
+		    a->str.e[(uint32_t)p->key].p, "ns", JI(p->ns), "share",
+		    jreal(idle ? (double)p->ns / (double)idle : 0, 4)));
+	}
+	if (other)
+		json_array_append_new(top, json_pack("{s:s,s:s,s:I,s:o}",
+		    "kind", "other", "what", "(other activity)", "ns",
+		    JI(other), "share", jreal(idle ? (double)other /
+		    (double)idle : 0, 4)));
+	return json_pack("{s:I,s:I,s:s,s:o}", "pid", JI(t->pid), "tid",
+	    JI(t->tid), "thread", thread_name(a, t), "top", top);
+}
+
 static json_t *
 devices_json(struct ist_analyzer *a)
 {
 	json_t *arr = json_array();
+	int order[MAXDEV];
 
 	if (a->nidle)
 		qsort_r(a->idle, a->nidle, sizeof(*a->idle), by_ns_idle, NULL);
-	for (int i = 0; i < MAXDEV; i++) {
+	for (int i = 0; i < a->ndev; i++)
+		order[i] = i;
+	qsort_r(order, (size_t)a->ndev, sizeof(order[0]), by_devno, a);
+	for (int x = 0; x < a->ndev; x++) {
+		int i = order[x];
 		struct dev *d = &a->dev[i];
-		json_t *o, *top, *ut;
+		json_t *o, *ut;
 		int64_t active, idle;
-		uint32_t thr = 0;
-		uint64_t best = 0;
 
 		if (!d->seen && !d->info)
 			continue;
@@ -103,10 +212,13 @@ devices_json(struct ist_analyzer *a)
 		active = d->seen ? d->ce - d->first : 0;
 		idle = active - d->busy;
 		o = json_pack("{s:I,s:s,s:I,s:I,s:o,s:I,s:I}",
-		    "device", JI(i), "name", a->str.e[d->name].p,
+		    "device", JI(d->devno), "name", a->str.e[d->name].p,
 		    "sm_count", JI(d->sm), "memory_bytes", JI(d->mem),
 		    "pcie_gbps", jreal(d->pcie, 3), "ops", JI(d->ops),
 		    "kernels", JI(d->kernels));
+		json_object_set_new(o, "graph_ops", json_integer(
+		    JI(d->graph_ops)));
+		dev_identity(a, i, o);
 		json_object_set_new(o, "active_start_ns", json_integer(
 		    d->seen ? d->first : 0));
 		json_object_set_new(o, "active_end_ns", json_integer(
@@ -123,51 +235,8 @@ devices_json(struct ist_analyzer *a)
 		    "kernel_wait_ns", JI(d->kernel_wait), "other_ns",
 		    JI(d->other)));
 		json_object_set_new(o, "idle_gaps", an_topk_json(&d->gaps));
-		/* attribution: the thread that launched most work */
-		for (uint32_t k = 0; k < a->nthr; k++)
-			if (a->thr[k].launches > best) {
-				best = a->thr[k].launches;
-				thr = k + 1;
-			}
-		top = json_array();
-		if (thr) {
-			const struct thr *t = &a->thr[thr - 1];
-			int n = 0;
-			int64_t other = 0;
-			for (uint32_t k = 0; k < a->nidle; k++) {
-				const struct pend *p = &a->idle[k];
-				unsigned kind = (unsigned)(p->key >> 32) & 7;
-				if ((int)(p->key >> 59) != i ||
-				    ((p->key >> 40) & 0x7ffff) != thr - 1)
-					continue;
-				if (n++ >= 8) {
-					other += p->ns;
-					continue;
-				}
-				json_array_append_new(top, json_pack(
-				    "{s:s,s:s,s:I,s:o}", "kind",
-				    kind < 5 ? frame_kind[kind] : kind == 6 ?
-				    "none" : "other", "what", kind == 6 ?
-				    "(no recorded activity)" : kind == 7 ?
-				    "(other activity)" :
-				    a->str.e[(uint32_t)p->key].p, "ns", JI(p->ns),
-				    "share", jreal(idle ? (double)p->ns /
-				    (double)idle : 0, 4)));
-			}
-			if (other)
-				json_array_append_new(top, json_pack(
-				    "{s:s,s:s,s:I,s:o}", "kind", "other",
-				    "what", "(other activity)", "ns", JI(other),
-				    "share", jreal(idle ? (double)other /
-				    (double)idle : 0, 4)));
-			json_object_set_new(o, "idle_attribution", json_pack(
-			    "{s:I,s:I,s:s,s:o}", "pid", JI(t->pid), "tid",
-			    JI(t->tid), "thread", thread_name(a, t), "top",
-			    top));
-		} else {
-			json_object_set_new(o, "idle_attribution", json_null());
-			json_decref(top);
-		}
+		json_object_set_new(o, "idle_attribution",
+		    idle_attribution(a, i, idle));
 		json_object_set_new(o, "kernel_p50_ns",
 		    json_integer(an_dist_pct(&d->kdur, 50)));
 		json_object_set_new(o, "kernel_p95_ns",

@@ -115,11 +115,11 @@ int64_t
 an_name_id(struct ist_analyzer *a, const struct ist_event *ev,
     enum ist_field f)
 {
-	const struct ist_str *s = f == IST_F_NAME ? &ev->name :
-	    f == IST_F_FILE ? &ev->file : f == IST_F_KIND ? &ev->kind :
-	    f == IST_F_HOST ? &ev->host : &ev->domain;
+	const struct ist_str *s;
+
 	if (!IST_HAS(ev, f))
 		return 0;
+	s = ist_field_str((struct ist_event *)ev, f);   /* read only */
 	return an_intern(&a->str, s->p, s->n);
 }
 
@@ -244,6 +244,61 @@ place(struct ist_analyzer *a, const struct ist_event *ev)
 	return !(IST_HAS(ev, IST_F_END) && end < key);
 }
 
+/* The dev index for device number devno with no UUID known; a new one for
+ * a UUID (uuid != 0) not seen before */
+static int
+dev_slot(struct ist_analyzer *a, int64_t devno, uint32_t uuid)
+{
+	for (int i = 0; i < a->ndev; i++)
+		if (a->dev[i].uuid == uuid && (uuid || a->dev[i].devno == devno))
+			return i;
+	if (a->ndev == MAXDEV)
+		return MAXDEV - 1;
+	a->dev[a->ndev].used = true;
+	a->dev[a->ndev].devno = devno;
+	a->dev[a->ndev].uuid = uuid;
+	return a->ndev++;
+}
+
+int
+an_dev_of(struct ist_analyzer *a, const struct ist_event *ev)
+{
+	int64_t devno = IST_HAS(ev, IST_F_DEVICE) ? ev->device : 0;
+
+	if (IST_HAS(ev, IST_F_PID))
+		for (int i = 0; i < a->nbind; i++)
+			if (a->dbind[i].pid == ev->pid &&
+			    a->dbind[i].devno == devno)
+				return a->dbind[i].slot;
+	return dev_slot(a, devno, 0);
+}
+
+/* A device record: with its process and UUID, the GPU it names is one
+ * across processes (CUDA_VISIBLE_DEVICES numbers each process's from 0) */
+static struct dev *
+device_of(struct ist_analyzer *a, const struct ist_event *ev)
+{
+	int64_t u;
+	int slot;
+
+	if (!IST_HAS(ev, IST_F_UUID) || !IST_HAS(ev, IST_F_PID) ||
+	    ev->uuid.n == 0)
+		return &a->dev[an_dev_of(a, ev)];
+	if ((u = an_name_id(a, ev, IST_F_UUID)) < 0)
+		return NULL;
+	slot = dev_slot(a, ev->device, (uint32_t)u);
+	for (int i = 0; i < a->nbind; i++)
+		if (a->dbind[i].pid == ev->pid &&
+		    a->dbind[i].devno == ev->device) {
+			a->dbind[i].slot = slot;
+			return &a->dev[slot];
+		}
+	if (a->nbind < (int)(sizeof(a->dbind) / sizeof(a->dbind[0])))
+		a->dbind[a->nbind++] = (struct devbind){ ev->pid, ev->device,
+		    slot };
+	return &a->dev[slot];
+}
+
 /* A process, thread or device record: names and what they say. */
 static int
 naming(struct ist_analyzer *a, const struct ist_event *ev)
@@ -253,7 +308,7 @@ naming(struct ist_analyzer *a, const struct ist_event *ev)
 	struct dev *d;
 	int64_t n;
 
-	if (ev->type == IST_DEVICE && (ev->device < 0 || ev->device >= MAXDEV))
+	if (ev->type == IST_DEVICE && ev->device < 0)
 		return 0;
 	if ((n = an_name_id(a, ev, IST_F_NAME)) < 0)
 		return -1;
@@ -281,7 +336,8 @@ naming(struct ist_analyzer *a, const struct ist_event *ev)
 		t->name = (uint32_t)n;
 		return 0;
 	default:
-		d = &a->dev[ev->device];
+		if ((d = device_of(a, ev)) == NULL)
+			return -1;
 		d->info = true;
 		d->name = (uint32_t)n;
 		d->sm = IST_HAS(ev, IST_F_SM_COUNT) ? ev->sm_count : 0;
@@ -331,9 +387,8 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 		break;
 	case IST_MEMORY_ALLOC:
 	case IST_MEMORY_FREE:
-		if (IST_HAS(ev, IST_F_DEVICE) && ev->device >= 0 &&
-		    ev->device < MAXDEV) {
-			struct dev *d = &a->dev[ev->device];
+		if (IST_HAS(ev, IST_F_DEVICE) && ev->device >= 0) {
+			struct dev *d = &a->dev[an_dev_of(a, ev)];
 			d->mem_cur += ev->type == IST_MEMORY_ALLOC ? ev->bytes :
 			    -ev->bytes;
 			if (d->mem_cur > d->mem_peak)

@@ -113,12 +113,17 @@ struct pend {
 	int64_t ns;
 };
 
+/* A GPU: by its UUID where its device record says it, else by the number
+ * its process gave it (processes each see their GPUs from 0) */
 struct dev {
-	bool seen, info;
+	bool used, seen, info;
+	int64_t devno;           /* the number in its processes' records */
+	uint32_t uuid;           /* interned; 0 unknown */
 	uint32_t name;
 	int64_t sm, mem;
 	double pcie;
 	uint64_t ops, kernels, ngaps;
+	uint64_t graph_ops;      /* of ops, those a CUDA graph ran */
 	int64_t first, cs, ce;   /* first start; the current busy interval */
 	int64_t busy, host_wait, kernel_wait, other;
 	struct topk gaps;
@@ -193,6 +198,10 @@ struct ist_analyzer {
 	uint32_t nproc, capproc;
 	struct u64map procmap;
 	struct dev dev[MAXDEV];
+	int ndev;
+	/* (pid, device number) -> dev index, from device records with a UUID */
+	struct devbind { int64_t pid, devno; int slot; } dbind[4 * MAXDEV];
+	int nbind;
 	struct sstat *sc;
 	uint32_t nsc, capsc;
 	struct u64map scmap;
@@ -236,6 +245,9 @@ struct ist_analyzer {
 
 /* ---- across the analyzer's files ---- */
 
+/* The dev index of ev's GPU (its pid and device number); MAXDEV - 1 when
+ * there are more GPUs than that */
+int an_dev_of(struct ist_analyzer *a, const struct ist_event *ev);
 int an_dist_add(struct dist *d, int64_t v);
 int64_t an_dist_pct(struct dist *d, double p);
 void an_dist_release(struct dist *d);

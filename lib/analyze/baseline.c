@@ -169,8 +169,9 @@ check_one(const char *c, const json_t *an, bool *failed, struct ist_buf *why,
 			if (ist_jnum(x, "ops") > 0 &&
 			    ist_jnum(x, "busy_pct") < lim) {
 				*failed = true;
-				ist_buf_printf(why, "GPU %d busy %.1f%% < %g%%\n",
-				    (int)ist_jint(x, "device"),
+				char l[48];
+				ist_buf_printf(why, "GPU %s busy %.1f%% < %g%%\n",
+				    ist_dev_label(x, l, sizeof(l)),
 				    ist_jnum(x, "busy_pct"), lim);
 			}
 		return IST_OK;

@@ -155,12 +155,10 @@ gpu_op(struct ist_analyzer *a, const struct ist_event *ev)
 {
 	struct dev *d;
 	struct corr *c = NULL;
-	int devno = IST_HAS(ev, IST_F_DEVICE) ? (int)ev->device : 0;
+	int devno = an_dev_of(a, ev);
 	int64_t s = ev->start_ns, e = ev->end_ns;
 	uint32_t launcher = 0;
 
-	if (devno < 0 || devno >= MAXDEV)
-		devno = MAXDEV - 1;
 	d = &a->dev[devno];
 	if (IST_HAS(ev, IST_F_CORRELATION)) {
 		struct corr *x = &a->corr[(uint64_t)ev->correlation &
@@ -180,6 +178,7 @@ gpu_op(struct ist_analyzer *a, const struct ist_event *ev)
 		}
 	}
 	d->ops++;
+	d->graph_ops += IST_HAS(ev, IST_F_GRAPH_ID);
 	if (!d->seen) {
 		d->seen = true;
 		d->first = d->cs = s;
@@ -260,14 +259,12 @@ int
 an_kernel(struct ist_analyzer *a, const struct ist_event *ev)
 {
 	int64_t name = an_name_id(a, ev, IST_F_NAME), k, dur;
-	int devno = IST_HAS(ev, IST_F_DEVICE) ? (int)ev->device : 0;
+	int devno = an_dev_of(a, ev);
 	bool created;
 	struct kstat *ks;
 
 	if (name < 0)
 		return -1;
-	if (devno < 0 || devno >= MAXDEV)
-		devno = MAXDEV - 1;
 	k = an_stat_of(&a->knmap, (void **)&a->kn, &a->nkn, &a->capkn,
 	    sizeof(*a->kn), (uint64_t)name, &created);
 	if (k < 0)

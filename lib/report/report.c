@@ -296,6 +296,7 @@ summary(struct ist_buf *o, const json_t *an)
 	const json_t *run = json_object_get(an, "run"), *v = json_object_get(an,
 	    "verdict"), *d, *p;
 	struct nums u = { 0 };
+	char l[48];
 	size_t i;
 	bool py = false;
 
@@ -326,7 +327,7 @@ summary(struct ist_buf *o, const json_t *an)
 		}
 	}
 	json_array_foreach(json_object_get(an, "devices"), i, d) {
-		ist_buf_printf(o, "| GPU %d | ", (int)ist_jint(d, "device"));
+		ist_buf_printf(o, "| GPU %s | ", ist_dev_label(d, l, sizeof(l)));
 		text(o, ist_jstr(d, "name"));
 		ist_buf_printf(o, " (%d SMs, %s, link %.1f GB/s) |\n",
 		    (int)ist_jint(d, "sm_count"), bytes(&u, ist_jnum(d,
@@ -343,6 +344,7 @@ breakdown(struct ist_buf *o, const json_t *an)
 {
 	const json_t *d, *x, *devs = json_object_get(an, "devices");
 	struct nums u = { 0 };
+	char l[48];
 	size_t i, j;
 
 	ist_buf_printf(o, "## Time breakdown\n\n");
@@ -355,8 +357,8 @@ breakdown(struct ist_buf *o, const json_t *an)
 	    "Kernel wait | Other |\n|---|---:|---:|---:|---:|---:|---:|\n");
 	json_array_foreach(devs, i, d) {
 		const json_t *b = json_object_get(d, "idle_breakdown");
-		ist_buf_printf(o, "| %d | %s | %s (%.1f%%) | %s (%.1f%%) | %s | "
-		    "%s | %s |\n", (int)ist_jint(d, "device"),
+		ist_buf_printf(o, "| %s | %s | %s (%.1f%%) | %s (%.1f%%) | %s | "
+		    "%s | %s |\n", ist_dev_label(d, l, sizeof(l)),
 		    dur(&u, ist_jnum(d, "active_ns")), dur(&u, ist_jnum(d, "busy_ns")),
 		    ist_jnum(d, "busy_pct"), dur(&u, ist_jnum(d, "idle_ns")),
 		    ist_jnum(d, "idle_pct"), dur(&u, ist_jnum(b, "host_wait_ns")),
@@ -369,8 +371,8 @@ breakdown(struct ist_buf *o, const json_t *an)
 		if (!json_is_object(at) || json_array_size(json_object_get(at,
 		    "top")) == 0)
 			continue;
-		ist_buf_printf(o, "While GPU %d was idle, thread ",
-		    (int)ist_jint(d, "device"));
+		ist_buf_printf(o, "While GPU %s was idle, thread ",
+		    ist_dev_label(d, l, sizeof(l)));
 		code(o, ist_jstr(at, "thread"));
 		ist_buf_printf(o, " (%lld) was in:\n\n| What | Kind | Idle time "
 		    "| Share |\n|---|---|---:|---:|\n", (long long)ist_jint(at,
@@ -578,6 +580,7 @@ memory_table(struct ist_buf *o, const json_t *an)
 {
 	const json_t *x, *arr;
 	struct nums u = { 0 };
+	char l[48];
 	size_t i, n;
 
 	ist_buf_printf(o, "## Memory\n\n");
@@ -607,8 +610,8 @@ memory_table(struct ist_buf *o, const json_t *an)
 	json_array_foreach(json_object_get(an, "devices"), i, x)
 		if (ist_jnum(x, "memory_peak_bytes") > 0) {
 			n++;
-			ist_buf_printf(o, "GPU %d memory peak: %s of %s.\n\n",
-			    (int)ist_jint(x, "device"), bytes(&u, ist_jnum(x,
+			ist_buf_printf(o, "GPU %s memory peak: %s of %s.\n\n",
+			    ist_dev_label(x, l, sizeof(l)), bytes(&u, ist_jnum(x,
 			    "memory_peak_bytes")), bytes(&u, ist_jnum(x,
 			    "memory_bytes")));
 		}

@@ -351,15 +351,15 @@ util_svg(struct ist_buf *o, const json_t *an)
 		    *vals = json_object_get(u, "values");
 		size_t n = json_array_size(vals);
 		double bw = ist_jnum(u, "bucket_ns"), x0 = LABEL, w = COLS;
-		char b[32];
+		char b[32], l[48];
 
 		if (n == 0)
 			continue;
-		ist_buf_printf(o, "<figure><figcaption>GPU %d utilisation from its "
+		ist_buf_printf(o, "<figure><figcaption>GPU %s utilisation from its "
 		    "first operation (%s buckets)</figcaption>\n<svg xmlns=\"http://www.w3"
 		    ".org/2000/svg\" class=\"chart\" viewBox=\"0 0 %d 150\" "
 		    "role=\"img\" aria-label=\"GPU utilisation\">\n",
-		    (int)ist_jint(d, "device"), dur_tick(b, sizeof(b), bw),
+		    ist_dev_label(d, l, sizeof(l)), dur_tick(b, sizeof(b), bw),
 		    LABEL + COLS + 10);
 		ist_buf_printf(o, "<text x=\"%d\" y=\"14\" class=\"ax\" "
 		    "text-anchor=\"end\">100%%</text><text x=\"%d\" y=\"110\" "

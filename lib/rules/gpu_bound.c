@@ -16,7 +16,7 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 		ktotal += ist_jnum(k, "total_ns");
 	json_array_foreach(json_object_get(an, "devices"), i, d) {
 		double busy = ist_jnum(d, "busy_pct");
-		char title[256], sug[512];
+		char title[256], sug[512], l[48];
 		json_t *f, *ev, *top;
 
 		if (ist_jnum(d, "ops") == 0)
@@ -34,8 +34,8 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 			    ist_round(ktotal > 0 ? ist_jnum(k, "total_ns") /
 			    ktotal : 0, 4)));
 		}
-		snprintf(title, sizeof(title), "GPU %d is busy %.1f%% of its "
-		    "active window", (int)ist_jint(d, "device"), busy);
+		snprintf(title, sizeof(title), "GPU %s is busy %.1f%% of its "
+		    "active window", ist_dev_label(d, l, sizeof(l)), busy);
 		snprintf(sug, sizeof(sug), "the GPU is the bottleneck: speed "
 		    "up the dominant kernels%s%s%s (lower precision with tensor "
 		    "cores: bf16/fp8, fused attention such as "

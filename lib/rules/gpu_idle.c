@@ -17,7 +17,7 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 		const json_t *att = json_object_get(d, "idle_attribution"),
 		    *bd = json_object_get(d, "idle_breakdown"), *top, *t0;
 		double idle = ist_jnum(d, "idle_pct"), hw, kw, ot;
-		char title[256], sug[768];
+		char title[256], sug[768], l[48];
 		json_t *f, *ev;
 
 		if (ist_jnum(d, "ops") == 0)
@@ -31,9 +31,9 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 		hw = ist_jnum(bd, "host_wait_ns");
 		kw = ist_jnum(bd, "kernel_wait_ns");
 		ot = ist_jnum(bd, "other_ns");
-		snprintf(title, sizeof(title), "GPU %d is idle %.1f%% of its "
+		snprintf(title, sizeof(title), "GPU %s is idle %.1f%% of its "
 		    "active window (%.3f ms of %.3f ms)",
-		    (int)ist_jint(d, "device"), idle,
+		    ist_dev_label(d, l, sizeof(l)), idle,
 		    ist_jnum(d, "idle_ns") / 1e6,
 		    ist_jnum(d, "active_ns") / 1e6);
 		if (kw > hw && kw > ot)

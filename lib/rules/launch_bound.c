@@ -11,7 +11,7 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	const json_t *d, *l = json_object_get(an, "launches");
 	double launches = ist_jnum(l, "count"), slow = ist_jnum(l,
 	    "slow_count");
-	char title[256];
+	char title[256], lb[48];
 	json_t *f, *ev;
 	size_t i;
 	bool any = false;
@@ -25,13 +25,20 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 		if (k < p->min_kernels || med >= p->kernel_median_us ||
 		    idle < p->min_idle_pct)
 			continue;
-		snprintf(title, sizeof(title), "GPU %d runs %.0f short kernels "
+		snprintf(title, sizeof(title), "GPU %s runs %.0f short kernels "
 		    "(median %.1f us) with launch gaps: idle %.1f%%",
-		    (int)ist_jint(d, "device"), k, med, idle);
+		    ist_dev_label(d, lb, sizeof(lb)), k, med, idle);
 		f = ist_finding(out, "launch_bound", "short_kernels",
 		    ist_severity(p->kernel_median_us / (med > 0.001 ? med :
 		    0.001), 1), ist_margin_confidence(p->kernel_median_us,
-		    med > 0.001 ? med : 0.001), title, "each kernel costs less than launching it: capture "
+		    med > 0.001 ? med : 0.001), title,
+		    /* kernels a graph replays: a graph is not the cure */
+		    2 * ist_jnum(d, "graph_ops") >= ist_jnum(d, "ops") ?
+		    "each kernel costs less than its share of the graph "
+		    "replay: most already run in CUDA graphs, so fuse "
+		    "elementwise ops (torch.compile) or give each kernel more "
+		    "work (larger batches)" :
+		    "each kernel costs less than launching it: capture "
 		    "the loop in a CUDA graph (torch.cuda.CUDAGraph, "
 		    "torch.compile(mode=\"reduce-overhead\")), fuse elementwise "
 		    "ops (torch.compile), or give each launch more work "

@@ -63,7 +63,7 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	const json_t *pr, *d;
 	double phys = ist_jnum(json_object_get(an, "system"), "memory_bytes");
 	bool any = false;
-	char title[256];
+	char title[256], l[48];
 	json_t *f, *ev;
 	size_t i;
 
@@ -117,8 +117,8 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 		any = true;
 		if (mem <= 0 || 100 * peak / mem < p->gpu_peak_pct)
 			continue;
-		snprintf(title, sizeof(title), "GPU %d memory peaked at %.0f%% "
-		    "of its %.1f GiB", (int)ist_jint(d, "device"), 100 * peak /
+		snprintf(title, sizeof(title), "GPU %s memory peaked at %.0f%% "
+		    "of its %.1f GiB", ist_dev_label(d, l, sizeof(l)), 100 * peak /
 		    mem, mem / 1073741824);
 		f = ist_finding(out, "memory_pressure", "gpu_peak", "medium",
 		    0.8, title, "GPU memory is nearly full: the caching "

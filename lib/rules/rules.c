@@ -300,6 +300,19 @@ ist_jstr(const json_t *o, const char *key)
 	return s ? s : "";
 }
 
+const char *
+ist_dev_label(const json_t *d, char *buf, size_t n)
+{
+	const char *l = json_string_value(json_object_get(d, "label"));
+
+	if (l != NULL && *l && strlen(l) < n &&
+	    strspn(l, "0123456789abcdefABCDEF-GPU ()") == strlen(l))
+		snprintf(buf, n, "%s", l);
+	else
+		snprintf(buf, n, "%lld", ist_jint(d, "device"));
+	return buf;
+}
+
 double
 ist_round(double v, int digits)
 {

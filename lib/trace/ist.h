@@ -22,7 +22,7 @@
 
 #define IST_FORMAT_NAME "inferscope-trace"
 #define IST_VERSION_MAJOR 1
-#define IST_VERSION_MINOR 0
+#define IST_VERSION_MINOR 1
 #define IST_PACKAGE_VERSION "0.1.0"
 /* A garbage collection, as the Python collector records it: a cpu_call
  * named "gc (generation 2)" (formats/trace-format.md). */
@@ -117,6 +117,7 @@ enum ist_field {
 	IST_F_PAGEABLE, IST_F_KIND, IST_F_VALUE, IST_F_EVENTS, IST_F_REASON,
 	IST_F_METADATA, IST_F_DOMAIN, IST_F_DOMAIN_NS, IST_F_DATA,
 	IST_F_START, IST_F_END, IST_F_TS,
+	IST_F_UUID, IST_F_GRAPH_ID, IST_F_GRAPH_NODE,          /* 1.1 */
 	/* header only */
 	IST_F_FORMAT, IST_F_VERSION, IST_F_PRODUCER, IST_F_PIDS, IST_F_CLOCKS,
 	IST_F_REALTIME_NS, IST_F_MONOTONIC_NS, IST_F_SOURCES,
@@ -142,12 +143,13 @@ struct ist_event {
 	uint64_t has;
 	int64_t pid, tid, device, stream;
 	int64_t start_ns, end_ns, ts_ns;
-	struct ist_str name, file, host, kind, reason, domain;
+	struct ist_str name, file, host, kind, reason, domain, uuid;
 	int64_t line;
 	int64_t sm_count, memory_bytes;
 	double pcie_gbps;
 	int64_t correlation, bytes, events, domain_ns;
 	int64_t grid[3], block[3];
+	int64_t graph_id, graph_node;  /* GPU work a CUDA graph ran */
 	bool pageable;
 	bool value_is_int;         /* counter: integer or float value */
 	int64_t ivalue;

@@ -20,6 +20,8 @@
 #define P(f, j, t, req) { IST_F_##f, j, FT_##t, R_PAYLOAD, req }
 #define NAME P(NAME, "name", STR, true)
 #define CORR P(CORRELATION, "correlation", INT, false)
+#define GRAPH P(GRAPH_ID, "graph_id", INT, false), \
+	P(GRAPH_NODE, "graph_node_id", INT, false)
 #define N(a) (int)(sizeof(a) / sizeof((a)[0])), a
 
 static const struct ist_fieldspec f_header[] = {
@@ -42,9 +44,10 @@ static const struct ist_fieldspec f_thread[] = {
 	PID, TID, P(NAME, "name", STR, false),
 };
 static const struct ist_fieldspec f_device[] = {
-	DEV, P(NAME, "name", STR, false), P(SM_COUNT, "sm_count", INT, false),
+	TRK(PID, "pid", false), DEV, P(NAME, "name", STR, false),
+	P(SM_COUNT, "sm_count", INT, false),
 	P(MEMORY_BYTES, "memory_bytes", INT, false),
-	P(PCIE_GBPS, "pcie_gbps", DOUBLE, false),
+	P(PCIE_GBPS, "pcie_gbps", DOUBLE, false), P(UUID, "uuid", STR, false),
 };
 static const struct ist_fieldspec f_cpu_call[] = {
 	PID, TID, NAME, P(FILE, "file", STR, false), P(LINE, "line", INT, false),
@@ -65,14 +68,15 @@ static const struct ist_fieldspec f_cuda_api[] = {
 };
 static const struct ist_fieldspec f_gpu_kernel[] = {
 	PID, DEV, STREAM, NAME, START, END, CORR,
-	P(GRID, "grid", IVEC3, false), P(BLOCK, "block", IVEC3, false),
+	P(GRID, "grid", IVEC3, false), P(BLOCK, "block", IVEC3, false), GRAPH,
 };
 static const struct ist_fieldspec f_copy[] = {
 	PID, DEV, STREAM, P(BYTES, "bytes", INT, true),
-	P(PAGEABLE, "pageable", BOOL, false), START, END, CORR,
+	P(PAGEABLE, "pageable", BOOL, false), START, END, CORR, GRAPH,
 };
 static const struct ist_fieldspec f_memset[] = {
 	PID, DEV, STREAM, P(BYTES, "bytes", INT, true), START, END, CORR,
+	GRAPH,
 };
 static const struct ist_fieldspec f_sync[] = {
 	PID, TID, P(KIND, "kind", STR, true), START, END,
@@ -149,7 +153,7 @@ ist_type_from_name(const char *name, size_t n)
 const uint16_t ist_str_at[IST_NFIELDS] = {
 	AT(NAME, name), AT(FILE, file), AT(HOST, host), AT(KIND, kind),
 	AT(REASON, reason), AT(DOMAIN, domain), AT(FORMAT, format),
-	AT(PRODUCER, producer),
+	AT(PRODUCER, producer), AT(UUID, uuid),
 };
 const uint16_t ist_int_at[IST_NFIELDS] = {
 	AT(PID, pid), AT(TID, tid), AT(DEVICE, device), AT(STREAM, stream),
@@ -158,6 +162,7 @@ const uint16_t ist_int_at[IST_NFIELDS] = {
 	AT(CORRELATION, correlation), AT(BYTES, bytes), AT(EVENTS, events),
 	AT(DOMAIN_NS, domain_ns), AT(REALTIME_NS, realtime_ns),
 	AT(MONOTONIC_NS, monotonic_ns), AT(ANALYSIS_VERSION, analysis_version),
+	AT(GRAPH_ID, graph_id), AT(GRAPH_NODE, graph_node),
 };
 const uint16_t ist_blob_at[IST_NFIELDS] = {
 	AT(CMDLINE, cmdline), AT(METADATA, metadata), AT(DATA, data),

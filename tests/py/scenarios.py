@@ -151,6 +151,56 @@ def scenario(name):
         # launch: 500 kernels of 4 us; every launch starts on an idle
         # GPU (the call begins 2 us after the previous kernel ends)
         ev.sort(key=tkey)
+    elif name == "launch_graph":
+        # the launch scenario's kernels, replayed by a CUDA graph: 50
+        # cudaGraphLaunch calls of 10 nodes each, all of graph 4
+        ev = scenario("launch")[1:]
+        for e in ev:
+            if e["type"] == "gpu_kernel":
+                n = e["correlation"] - 1
+                e["graph_id"] = 4
+                e["graph_node_id"] = n % 10 + 1
+                e["correlation"] = n // 10 + 1
+            elif e["type"] == "cuda_api":
+                n = e["correlation"] - 1
+                if n % 10:
+                    e["name"] = "cudaStreamGetCaptureInfo"
+                e["name"] = "cudaGraphLaunch" if n % 10 == 0 else e["name"]
+                e["correlation"] = n // 10 + 1 if n % 10 == 0 else 1000 + n
+    elif name in ("gpus_by_uuid", "gpus_same_uuid", "gpus_no_uuid"):
+        # two processes, each with its one GPU as device 0 (one GPU per
+        # process through CUDA_VISIBLE_DEVICES): process 100 runs 10
+        # kernels of 200 us at 1 ms steps, process 200 10 of 500 us,
+        # 100 us later.  By UUID: two GPUs, busy 2 ms of 9.2 and 5 ms of
+        # 9.5; the same UUID (two processes on one GPU): one GPU with 20
+        # kernels, busy 6 ms of 9.6 (their union); no UUID (a 1.0 trace):
+        # one device 0, as before
+        uu = {"gpus_by_uuid": ("GPU-aaaaaaaa-0000-0000-0000-000000000001",
+                               "GPU-bbbbbbbb-0000-0000-0000-000000000002"),
+              "gpus_same_uuid": ("GPU-aaaaaaaa-0000-0000-0000-000000000001",
+                                 ) * 2,
+              "gpus_no_uuid": (None, None)}[name]
+        ev = []
+        for pid, u in zip((PID, 200), uu):
+            ev.append({"type": "process", "pid": pid, "name": "python3"})
+            ev.append({"type": "thread", "pid": pid, "tid": pid,
+                       "name": "MainThread"})
+            d = {"type": "device", "pid": pid, "device": 0,
+                 "name": "Test GPU", "sm_count": 100,
+                 "memory_bytes": 80 * 2**30, "pcie_gbps": 12.0}
+            if u:
+                d["uuid"] = u
+            ev.append(d)
+        # each process's main thread launches its kernels, 50 us before
+        for i in range(10):
+            for pid, off, dur in ((PID, 0, 200_000), (200, 100_000, 500_000)):
+                t = T0 + i * STEP + off
+                a = api("cudaLaunchKernel", t - 50_000, t - 40_000, i + 1,
+                        tid=pid)
+                k = kern("gemm", t, t + dur, i + 1)
+                a["pid"] = k["pid"] = pid
+                ev += [a, k]
+        ev.sort(key=tkey)
     elif name in ("contention", "contention_ok", "contention_box",
                   "contention_unmeasured"):
         # box: the machine's other processes keep procs_running above
