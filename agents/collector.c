@@ -336,7 +336,8 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 {
 	static const enum ist_type timed[] = {
 		[IST_REC_CALL] = IST_CPU_CALL, [IST_REC_SCOPE] = IST_SCOPE,
-		[IST_REC_NVTX] = IST_NVTX_RANGE,
+		[IST_REC_NVTX] = IST_NVTX_RANGE, [IST_REC_NVTX_ON] =
+		IST_NVTX_RANGE,
 	};
 	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	struct ist_event ev;
@@ -345,7 +346,7 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 	while (tail < head) {
 		const uint8_t *p = r->buf + (tail & (r->size - 1));
 		struct ist_rec h;
-		int64_t t[2];
+		int64_t t[2], tid;
 		struct def *d;
 
 		memcpy(&h, p, sizeof(h));
@@ -371,10 +372,17 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 		case IST_REC_CALL:
 		case IST_REC_SCOPE:
 		case IST_REC_NVTX:
+		case IST_REC_NVTX_ON:
+			tid = r->tid;
+			if (h.kind == IST_REC_NVTX_ON) {
+				if (h.len < 32)
+					break;
+				memcpy(&tid, p + 24, 8);
+			}
 			if (C.failed)
 				C.dropped++;
 			else if (ist_writer_timed(C.w, timed[h.kind], C.pid,
-			    r->tid, to_ns(t[0]), to_ns(t[1]), &d->wd, &e) !=
+			    tid, to_ns(t[0]), to_ns(t[1]), &d->wd, &e) !=
 			    IST_OK)
 				wfail(&e);
 			break;

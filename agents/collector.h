@@ -27,7 +27,9 @@ enum ist_rec_kind {
 	IST_REC_MARK,      /* t0, then CBOR metadata (maybe empty); id: name */
 	IST_REC_NVTX,      /* t0, t1; id: a name */
 	IST_REC_NVTX_MARK, /* t0; id: a name */
-	IST_REC_THREAD_NAME/* then the UTF-8 name */
+	IST_REC_THREAD_NAME,/* then the UTF-8 name */
+	IST_REC_NVTX_ON    /* t0, t1, tid; id: a name: a range another
+	                    * thread started, written on that thread */
 };
 
 /* A ring record starts with this 8-byte head; sizes are multiples of 8. */

@@ -619,15 +619,6 @@ subscribe(void)
 	return -1;
 }
 
-/* The trace budget (--trace-size-mb), bytes: the activity buffers in use
- * at once, and with --ring the frames kept. */
-static uint64_t
-trace_budget(void)
-{
-	const char *mb = getenv("INFERSCOPE_TRACE_SIZE_MB");
-
-	return (uint64_t)(mb && atoll(mb) > 0 ? atoll(mb) : 100) << 20;
-}
 
 /* Buffers per thread, and how many at once: the trace budget. */
 static void
@@ -696,8 +687,9 @@ EXPORT int
 InitializeInjection(void)
 {
 	const char *en = getenv("INFERSCOPE_ENABLED");
-	const char *ring = getenv("INFERSCOPE_RING");
-	uint64_t budget = trace_budget();
+	/* the trace budget: the activity buffers in use at once, and with
+	 * --ring the frames kept */
+	uint64_t budget = ist_env_budget();
 	char why[1400];
 
 	if (S.started || en == NULL || strcmp(en, "1") != 0)
@@ -717,7 +709,7 @@ InitializeInjection(void)
 		return 1;
 	}
 	/* the stream only once CUPTI works: no empty files */
-	if (open_stream(ring && strcmp(ring, "1") == 0, budget) != 0) {
+	if (open_stream(ist_env_ring(), budget) != 0) {
 		if (S.out.fd >= 0) {
 			ist_stream_close(&S.out);
 			unlink(S.out.path);

@@ -21,6 +21,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "collector.h"
+#include "stream.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_STACK 256
@@ -42,10 +43,18 @@ struct cache_ent {
 	uint32_t id;
 };
 
+/* push/pop ranges nest per thread and per domain (the NVTX spec): one
+ * stack per domain this thread pushed in, NULL the default domain */
+struct dstack {
+	const struct domain *dom;
+	int depth;
+	struct nframe *st;           /* MAX_STACK frames, the rest counted */
+};
+
 struct tstate {
 	struct ist_ring *ring;
-	int depth;
-	struct nframe stack[MAX_STACK];
+	struct dstack *ds;
+	int nds;
 	struct cache_ent cache[CACHE];
 };
 
@@ -54,16 +63,21 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int started;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* start/end ranges, by id */
+/*
+ * start/end ranges, which may end on another thread than they started on:
+ * by id, behind the lock.  An id is its slot + 1 in the low 32 bits and
+ * the slot's use count above, so that end() finds its range in O(1) and
+ * an id ended twice (or never ours) finds nothing; freed slots are reused
+ * last in, first out.
+ */
 struct open_range {
 	uint64_t id;
-	int64_t t0;
+	int64_t t0, tid;
 	uint32_t name;
-	bool used;
+	uint32_t next_free;          /* slot + 1 of the next free one */
 };
 static struct open_range *open_r;
-static size_t open_cap;
-static uint64_t next_range = 1;
+static uint32_t open_cap, open_used, free_top;
 
 /* names: (domain, text) -> definition id, behind the lock */
 struct name_ent {
@@ -249,35 +263,84 @@ id_attr(struct tstate *t, const struct domain *dom, const void *a)
 	return attr_id(t, dom, a);
 }
 
+/* This thread's stack of domain dom; NULL when there is none and create
+ * is false, or no memory */
+static struct dstack *
+dstack(struct tstate *t, const struct domain *dom, bool create)
+{
+	struct dstack *ds;
+
+	for (int i = 0; i < t->nds; i++)
+		if (t->ds[i].dom == dom)
+			return &t->ds[i];
+	if (!create || (ds = realloc(t->ds, (size_t)(t->nds + 1) *
+	    sizeof(*ds))) == NULL)
+		return NULL;
+	t->ds = ds;
+	ds = &t->ds[t->nds];
+	*ds = (struct dstack){ dom, 0, calloc(MAX_STACK, sizeof(*ds->st)) };
+	if (ds->st == NULL)
+		return NULL;
+	t->nds++;
+	return ds;
+}
+
 static int
 push(const struct domain *dom, uint32_t (*idf)(struct tstate *,
     const struct domain *, const void *), const void *arg)
 {
 	struct tstate *t = tstate();
 	int64_t now = ist_ticks();
+	struct dstack *ds;
 
-	if (t == NULL)
+	if (t == NULL || (ds = dstack(t, dom, true)) == NULL)
 		return -1;
-	if (t->depth < MAX_STACK) {
-		t->stack[t->depth].t0 = now;
-		t->stack[t->depth].id = idf(t, dom, arg);
+	if (ds->depth < MAX_STACK) {
+		ds->st[ds->depth].t0 = now;
+		ds->st[ds->depth].id = idf(t, dom, arg);
 	}
-	return t->depth++;
+	return ds->depth++;
 }
 
 static int
-pop(void)
+pop(const struct domain *dom)
 {
 	struct tstate *t = tstate();
 	int64_t now = ist_ticks();
+	struct dstack *ds;
 
-	if (t == NULL || t->depth == 0)
+	if (t == NULL || (ds = dstack(t, dom, false)) == NULL ||
+	    ds->depth == 0)
 		return -1;
-	t->depth--;
-	if (t->depth < MAX_STACK && t->stack[t->depth].id)
-		ist_coll_timed(t->ring, IST_REC_NVTX, t->stack[t->depth].id,
-		    t->stack[t->depth].t0, now);
-	return t->depth;
+	ds->depth--;
+	if (ds->depth < MAX_STACK && ds->st[ds->depth].id)
+		ist_coll_timed(t->ring, IST_REC_NVTX, ds->st[ds->depth].id,
+		    ds->st[ds->depth].t0, now);
+	return ds->depth;
+}
+
+/* A free slot of open_r, under the lock; UINT32_MAX when out of memory */
+static uint32_t
+open_slot(void)
+{
+	uint32_t i;
+
+	if (free_top) {
+		i = free_top - 1;
+		free_top = open_r[i].next_free;
+		return i;
+	}
+	if (open_used == open_cap) {
+		uint32_t cap = open_cap ? open_cap * 2 : 64;
+		struct open_range *no;
+		if (cap > (1u << 30) ||
+		    (no = realloc(open_r, cap * sizeof(*no))) == NULL)
+			return UINT32_MAX;
+		memset(no + open_cap, 0, (cap - open_cap) * sizeof(*no));
+		open_r = no;
+		open_cap = cap;
+	}
+	return open_used++;
 }
 
 static nvtxRangeId_t
@@ -286,27 +349,19 @@ start(const struct domain *dom, uint32_t (*idf)(struct tstate *,
 {
 	struct tstate *t = tstate();
 	int64_t now = ist_ticks();
-	uint32_t name;
+	struct open_range *o;
+	uint32_t name, i;
 	uint64_t id = 0;
-	size_t i;
 
-	if (t == NULL || (name = idf(t, dom, arg)) == 0)
+	if (t == NULL || t->ring == NULL || (name = idf(t, dom, arg)) == 0)
 		return 0;
 	pthread_mutex_lock(&lock);
-	for (i = 0; i < open_cap && open_r[i].used; i++)
-		;
-	if (i == open_cap) {
-		size_t cap = open_cap ? open_cap * 2 : 64;
-		struct open_range *no = realloc(open_r, cap * sizeof(*no));
-		if (no == NULL)
-			goto out;
-		memset(no + open_cap, 0, (cap - open_cap) * sizeof(*no));
-		open_r = no;
-		open_cap = cap;
+	if ((i = open_slot()) != UINT32_MAX) {
+		o = &open_r[i];
+		/* the slot's uses so far above its number: never 0 */
+		id = ((o->id >> 32) + 1) << 32 | (i + 1);
+		*o = (struct open_range){ id, now, t->ring->tid, name, 0 };
 	}
-	id = next_range++;
-	open_r[i] = (struct open_range){ id, now, name, true };
-out:
 	pthread_mutex_unlock(&lock);
 	return id;
 }
@@ -316,20 +371,35 @@ end(nvtxRangeId_t id)
 {
 	struct tstate *t = tstate();
 	int64_t now = ist_ticks();
+	uint32_t i = (uint32_t)id - 1;
 	struct open_range r = { 0 };
+	uint64_t *x;
 
-	if (t == NULL || id == 0)
+	if (t == NULL || (uint32_t)id == 0)
 		return;
 	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < open_cap; i++)
-		if (open_r[i].used && open_r[i].id == id) {
-			r = open_r[i];
-			open_r[i].used = false;
-			break;
-		}
+	if (i < open_used && open_r[i].id == id && open_r[i].name) {
+		r = open_r[i];
+		open_r[i].name = 0;
+		open_r[i].next_free = free_top;
+		free_top = i + 1;
+	}
 	pthread_mutex_unlock(&lock);
-	if (r.used)
+	if (r.name == 0)
+		return;
+	if (t->ring == NULL || r.tid == t->ring->tid) {
 		ist_coll_timed(t->ring, IST_REC_NVTX, r.name, r.t0, now);
+		return;
+	}
+	/* started on another thread: written on that one */
+	if ((x = ist_coll_reserve(t->ring, 32)) == NULL)
+		return;
+	((struct ist_rec *)x)[0] = (struct ist_rec){ IST_REC_NVTX_ON, 0, 32,
+	    r.name };
+	x[1] = (uint64_t)r.t0;
+	x[2] = (uint64_t)now;
+	x[3] = (uint64_t)r.tid;
+	ist_coll_commit(t->ring, 32);
 }
 
 static void NVTX_API cb_markEx(const nvtxEventAttributes_t *a)
@@ -347,7 +417,7 @@ static int NVTX_API cb_pushEx(const nvtxEventAttributes_t *a)
 { return push(NULL, id_attr, a); }
 static int NVTX_API cb_pushA(const char *m) { return push(NULL, id_ascii, m); }
 static int NVTX_API cb_pushW(const wchar_t *m) { return push(NULL, id_wide, m); }
-static int NVTX_API cb_pop(void) { return pop(); }
+static int NVTX_API cb_pop(void) { return pop(NULL); }
 
 static void
 thread_name(uint32_t tid, const char *name)
@@ -377,7 +447,8 @@ static void NVTX_API cb_dend(nvtxDomainHandle_t d, nvtxRangeId_t id)
 { (void)d; end(id); }
 static int NVTX_API cb_dpush(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
 { return push((const struct domain *)d, id_attr, a); }
-static int NVTX_API cb_dpop(nvtxDomainHandle_t d) { (void)d; return pop(); }
+static int NVTX_API cb_dpop(nvtxDomainHandle_t d)
+{ return pop((const struct domain *)d); }
 
 static nvtxStringHandle_t NVTX_API
 cb_registerA(nvtxDomainHandle_t d, const char *s)
@@ -448,7 +519,6 @@ start_collector(void)
 	struct ist_coll_opts o = { 0 };
 	struct ist_error e;
 	const char *dir = getenv("INFERSCOPE_DIR");
-	const char *mb = getenv("INFERSCOPE_TRACE_SIZE_MB");
 
 	if (dir == NULL || getenv("INFERSCOPE_ENABLED") == NULL ||
 	    strcmp(getenv("INFERSCOPE_ENABLED"), "1") != 0)
@@ -457,7 +527,8 @@ start_collector(void)
 	    (long)getpid());
 	o.path = path_buf;
 	o.producer = "inferscope-nvtx " IST_PACKAGE_VERSION;
-	o.budget_bytes = (uint64_t)(mb ? atoll(mb) : 100) << 20;
+	o.budget_bytes = ist_env_budget();
+	o.ring_bytes = ist_env_ring() ? o.budget_bytes : 0;
 	o.flush_interval_ms = 250;
 	if (ist_coll_start(&o, &e) != IST_OK)
 		return;

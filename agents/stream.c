@@ -168,6 +168,23 @@ ist_stream_lost(const struct ist_stream *s, uint64_t n, const char *why)
 	}
 }
 
+uint64_t
+ist_env_budget(void)
+{
+	const char *mb = getenv("INFERSCOPE_TRACE_SIZE_MB");
+	long long v = mb ? atoll(mb) : 0;
+
+	return (uint64_t)(v > 0 && v < (1ll << 40) ? v : 100) << 20;
+}
+
+bool
+ist_env_ring(void)
+{
+	const char *r = getenv("INFERSCOPE_RING");
+
+	return r != NULL && strcmp(r, "1") == 0;
+}
+
 struct ist_frame {
 	size_t n;
 	uint64_t events;

@@ -41,6 +41,13 @@ int ist_stream_close(struct ist_stream *s);
  * and a warning. */
 void ist_stream_lost(const struct ist_stream *s, uint64_t n, const char *why);
 
+/* What is-record asks of every collector, from its environment: the trace
+ * budget in bytes (INFERSCOPE_TRACE_SIZE_MB, --trace-size-mb; 100 MiB),
+ * and whether to keep only the newest frames within it (INFERSCOPE_RING,
+ * --ring). */
+uint64_t ist_env_budget(void);
+bool ist_env_ring(void);
+
 /*
  * A flight recorder: whole frames, newest last; beyond cap_bytes the
  * oldest are forgotten (one is always kept) and their events counted in

@@ -49,6 +49,59 @@ PY
 	assert_output ok
 }
 
+@test "NVTX by the spec: nesting per thread and domain, a range ended on another thread is on its starting one, ids checked" {
+	cc -I"$inc" -o "$T/cross" tests/c/nvtx_cross.c -ldl -lpthread
+	is-record --no-sample -o "$T/t.ist" -- "$T/cross" > "$T/own.txt"
+	# pushes and pops answer each domain's level (0-based)
+	assert_equal "$(grep '^levels' "$T/own.txt")" "levels 0 0 1 1 0 0"
+	assert_equal "$(grep '^ids' "$T/own.txt")" "ids 1"
+	main=$(awk '$1 == "main" { print $2 }' "$T/own.txt")
+	worker=$(awk '$1 == "worker" { print $2 }' "$T/own.txt")
+	is-cat "$T/t.ist" > "$T/t.jsonl"
+	r() { jq -r "select(.type == \"nvtx_range\" and .name == \"$1\") | $2" "$T/t.jsonl"; }
+	# each pop ended its own domain's range: in-domain, pushed second,
+	# outlives default-outer by the 2 ms sleep (one stack for all domains
+	# ended it at default-outer's pop)
+	assert_equal "$(r in-domain .domain)" other.domain
+	assert_equal "$(r default-outer '.domain // "-"')" -
+	run jq -s -r '[.[] | select(.type == "nvtx_range")] |
+	    (map(select(.name == "in-domain"))[0]) as $d |
+	    (map(select(.name == "default-outer"))[0]) as $o |
+	    (map(select(.name == "default-inner"))[0]) as $i |
+	    [$d.start_ns < $o.start_ns, $o.end_ns < $d.end_ns,
+	     $o.start_ns <= $i.start_ns, $i.end_ns <= $o.end_ns,
+	     $d.end_ns - $o.end_ns >= 2000000] | @tsv' "$T/t.jsonl"
+	assert_output "$(printf 'false\ttrue\ttrue\ttrue\ttrue')"
+	# the start/end ranges are on the threads that started them
+	assert_equal "$(r handoff .tid)" "$main"
+	assert_equal "$(r worker-started .tid)" "$worker"
+	# 10000 open at once, each written once; a stale, repeated or foreign
+	# id ends nothing: "second" runs its whole 3 ms
+	assert_equal "$(r many .name | wc -l)" 10000
+	assert_equal "$(r first .name | wc -l)" 1
+	assert_equal "$(r second '.end_ns - .start_ns >= 3000000')" true
+	assert_equal "$(jq -s '[.[] | select(.type == "loss")] | length' "$T/t.jsonl")" 0
+}
+
+@test "--ring reaches the NVTX stream: kept in memory, frames standing alone, all of them within --trace-size-mb" {
+	cc -I"$inc" -o "$T/cross" tests/c/nvtx_cross.c -ldl -lpthread
+	for ring in "" --ring; do
+		is-record --no-sample $ring -o "$T/t.ist" -- "$T/cross" flood 1200 100 > "$T/own.txt"
+		is-cat "$T/t.ist" > "$T/t.jsonl"
+		n=$(awk '$1 == "flood" { print $2 }' "$T/own.txt")
+		assert_equal "$(jq -r 'select(.type == "nvtx_range") | .name' "$T/t.jsonl" | grep -c '^flood')" $((n + 1))
+		assert_equal "$(jq -s '[.[] | select(.type == "loss")] | length' "$T/t.jsonl")" 0
+		headers=$(jq -r 'select(.type == "header") | .producer' "$T/t.jsonl" | grep -c nvtx)
+		# 1.2 s of frames closed every 250 ms: each its own segment
+		# with --ring (any may be forgotten), one segment without
+		if [ -z "$ring" ]; then
+			assert_equal "$headers" 1
+		else
+			[ "$headers" -ge 4 ] || fail "$headers NVTX frames with --ring"
+		fi
+	done
+}
+
 @test "NVTX_INJECTION64_PATH already set: a warning, and it is left alone" {
 	NVTX_INJECTION64_PATH=/nonexistent/libother.so run --separate-stderr \
 	    is-record --no-sample -o "$T/t.ist" -- "$T/app"
