@@ -126,63 +126,103 @@ median(double *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The rate (host per domain ns) of the piece that starts at pair i: the
+ * median slope of its first few intervals, so that one stray pair among
+ * them does not set it; 1 with none. */
+static double
+piece_rate(const struct ist_clock_fit *c, size_t i)
+{
+	double w[5];
+	size_t m = 0;
+
+	for (size_t k = i + 1; k < c->n && m < 5; k++)
+		if (c->x[k] > c->x[k - 1])
+			w[m++] = (c->y[k] - c->y[k - 1]) /
+			    (c->x[k] - c->x[k - 1]);
+	return m ? median(w, m) : 1.0;
+}
+
+/* How far the host moved from pair k-1 to k beyond what rate says */
+static double
+excess(const struct ist_clock_fit *c, size_t k, double rate)
+{
+	return (c->y[k] - c->y[k - 1]) - rate * (c->x[k] - c->x[k - 1]);
+}
+
+/* The jitter bound: 8 robust standard deviations of how far each interval
+ * strays from the one before's rate (a step or a change of rate moves
+ * one or two of them), at least STEP_NS. */
+static int
+jitter_bound(const struct ist_clock_fit *c, double *lim)
+{
+	double *e = malloc(c->n * sizeof(double));
+	size_t m = 0;
+
+	if (e == NULL)
+		return -1;
+	for (size_t k = 2; k < c->n; k++)
+		if (c->x[k - 1] > c->x[k - 2])
+			e[m++] = fabs(excess(c, k, (c->y[k - 1] - c->y[k - 2]) /
+			    (c->x[k - 1] - c->x[k - 2])));
+	*lim = 8 * 1.4826 * median(e, m) / 2;  /* two intervals' jitter */
+	if (*lim < STEP_NS)
+		*lim = STEP_NS;
+	free(e);
+	return 0;
+}
+
+/* A piece from pair i to j (excluded): least squares, or through its one
+ * pair at the rate its neighbours gave */
+static int
+piece(struct ist_clock_fit *c, const bool *out, size_t i, size_t j,
+    double rate)
+{
+	double a, b;
+
+	if (lsq(c, out, i, j, &a, &b) < 2) {
+		b = rate;
+		a = c->y[i] - rate * c->x[i];
+	}
+	return add_piece(c, c->x[i], a, b);
+}
+
 /*
  * Between consecutive pairs, how far the host moved beyond what the
- * domain's rate (the median of the pairs' own slopes, so drift cancels)
- * says: jitter, save where the clock stepped (one large difference, the
- * pairs after it agreeing) or one pair strayed (two large differences of
- * opposite sign, its own and the next's).  A step starts a piece; a
- * stray pair is left out.
+ * piece's own rate says: jitter, save where the clock stepped or changed
+ * its rate (a large difference, the pairs after it agreeing with each
+ * other: Kineto may switch CUPTI to the TSC) or one pair strayed (two
+ * large differences of opposite sign, its own and the next's).  A step
+ * or a new rate starts a piece, which takes its own rate; a stray pair is
+ * left out.
  */
 static int
 split(struct ist_clock_fit *c, bool *out)
 {
-	double *d = malloc(c->n * sizeof(double));
-	double *w = malloc(c->n * sizeof(double));
-	double rate, lim;
-	size_t start = 0, m = 0;
-	double a, b;
-	int rc = -1;
+	double rate = piece_rate(c, 0), lim, d, d1;
+	size_t start = 0;
 
-	if (d == NULL || w == NULL)
-		goto done;
-	for (size_t k = 1; k < c->n; k++)
-		if (c->x[k] > c->x[k - 1])
-			w[m++] = (c->y[k] - c->y[k - 1]) / (c->x[k] - c->x[k - 1]);
-	rate = m ? median(w, m) : 1.0;
+	if (jitter_bound(c, &lim) != 0)
+		return -1;
 	for (size_t k = 1; k < c->n; k++) {
-		d[k] = (c->y[k] - c->y[k - 1]) - rate * (c->x[k] - c->x[k - 1]);
-		w[k - 1] = fabs(d[k]);
-	}
-	/* 8 robust standard deviations of the jitter, at least STEP_NS */
-	lim = 8 * 1.4826 * median(w, c->n - 1);
-	if (lim < STEP_NS)
-		lim = STEP_NS;
-	for (size_t k = 1; k < c->n; k++) {
-		if (fabs(d[k]) <= lim)
+		if (fabs(d = excess(c, k, rate)) <= lim)
 			continue;
-		if (k + 1 < c->n &&
-		    fabs(d[k + 1]) > lim && fabs(d[k] + d[k + 1]) <= lim) {
+		if (k + 1 < c->n && fabs(d1 = excess(c, k + 1, rate)) > lim &&
+		    fabs(d + d1) <= lim) {
 			out[k] = true;          /* strayed, and came back */
 			c->outliers++;
 			k++;
 		} else if (k + 1 < c->n) {
-			lsq(c, out, start, k, &a, &b);
-			if (add_piece(c, c->x[start], a, b) != 0)
-				goto done;
+			if (piece(c, out, start, k, rate) != 0)
+				return -1;
 			c->steps++;
 			start = k;
+			rate = piece_rate(c, k);
 		} else {
 			out[k] = true;          /* the last alone: no piece */
 			c->outliers++;
 		}
 	}
-	lsq(c, out, start, c->n, &a, &b);
-	rc = add_piece(c, c->x[start], a, b);
-done:
-	free(d);
-	free(w);
-	return rc;
+	return piece(c, out, start, c->n, rate);
 }
 
 static void

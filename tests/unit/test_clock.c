@@ -101,6 +101,59 @@ main(void)
 		ist_clock_release(&c);
 	}
 
+	/* Kineto can switch CUPTI's timestamps to the TSC: at pair 60 the
+	 * domain goes from ns at 300 ppm slow to 2.5 ticks a ns from a new
+	 * origin.  Pairs a second apart with +-200 ns of jitter in the host
+	 * reading.  One step, each piece its own rate; a single line (or
+	 * pieces at the first rate) maps the TSC side seconds off */
+	{
+		int64_t bad = 0, sw = 60;
+		double worst_jit = 0;
+		memset(&c, 0, sizeof(c));
+		for (int i = 0; i < 80; i++) {
+			int64_t host = 50000000000 + (int64_t)i * 1000000000;
+			int64_t jit = (int64_t)((i * 7919) % 401) - 200;
+			int64_t dom = i < sw ? 9000000000 + (int64_t)llround(
+			    (double)i * 1e9 * (1 - 300e-6)) :
+			    7000000000000 + (int64_t)llround((double)(i - sw) *
+			    1e9 * 2.5);
+			ist_clock_add(&c, host + jit, dom);
+			if (llabs(jit) > worst_jit)
+				worst_jit = (double)llabs(jit);
+		}
+		ist_clock_fit(&c);
+		for (int i = 0; i < 79; i++) {
+			double f = (double)i + 0.5;
+			int64_t host = 50000000000 + (int64_t)llround(f * 1e9);
+			int64_t dom = i < sw ? 9000000000 + (int64_t)llround(
+			    f * 1e9 * (1 - 300e-6)) : 7000000000000 +
+			    (int64_t)llround((f - sw) * 1e9 * 2.5);
+			int64_t e = llabs(ist_clock_map(&c, dom) - host);
+			/* the moment of the switch, between pairs 59 and 60,
+			 * is unknown: not asked */
+			if (i != sw - 1 && e > bad)
+				bad = e;
+		}
+		ok(c.steps == 1 && c.npiece == 2 && c.outliers == 0 &&
+		    bad <= worst_jit && fabs(c.piece[1].b - 0.4) < 1e-7,
+		    "a change of rate (to a TSC) starts a piece at its own "
+		    "rate: %zu step, %zu outliers, every time within %lld ns "
+		    "(jitter %.0f)", c.steps, c.outliers, (long long)bad,
+		    worst_jit);
+		ist_clock_release(&c);
+	}
+
+	/* jitter alone never splits: 200 pairs 100 ms apart, +-2 us */
+	memset(&c, 0, sizeof(c));
+	for (int i = 0; i < 200; i++)
+		ist_clock_add(&c, (int64_t)i * 100000000 + (int64_t)((i * 104729)
+		    % 4001) - 2000, 5000 + (int64_t)i * 100000000);
+	ist_clock_fit(&c);
+	ok(c.steps == 0 && c.outliers == 0 && c.npiece == 1,
+	    "jitter alone: one piece, no outliers (%zu, %zu)", c.steps,
+	    c.outliers);
+	ist_clock_release(&c);
+
 	/* a pair read across a preemption: 3 ms off, alone */
 	{
 		int64_t bad = 0;
