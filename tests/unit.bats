@@ -9,11 +9,11 @@ load helpers
 	assert_line --regexp '^1\.\.[0-9]+$'
 }
 
-@test "unit: is-merge's clock fit: drift, offset, residual, one pair and none, steps and stray pairs" {
+@test "unit: is-merge's clock fit: drift, offset, residual, one pair and none, steps, changes of rate and stray pairs" {
 	run "$IST_BUILD/tests/test_clock"
 	assert_success
 	refute_output --partial "not ok"
-	assert_line "1..12"
+	assert_line "1..14"
 }
 
 @test "unit: the interner, the analyzer's map, distributions and longest ranges" {
