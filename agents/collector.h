@@ -179,6 +179,25 @@ ist_coll_commit(struct ist_ring *r, size_t len)
 	    memory_order_relaxed) + len, memory_order_release);
 }
 
+/* A range another thread (tid) started, ended on this ring's thread: it is
+ * written on that thread (IST_REC_NVTX_ON). */
+static inline void
+ist_coll_range_on(struct ist_ring *r, uint32_t id, int64_t t0, int64_t t1,
+    int64_t tid)
+{
+	struct ist_rec *h = ist_coll_reserve(r, 32);
+	int64_t *t;
+
+	if (h == NULL)
+		return;
+	*h = (struct ist_rec){ IST_REC_NVTX_ON, 0, 32, id };
+	t = (int64_t *)(h + 1);
+	t[0] = t0;
+	t[1] = t1;
+	t[2] = tid;
+	ist_coll_commit(r, 32);
+}
+
 /* A timed record: t0 and t1 for a range; t0 alone for the mark kinds
  * (IST_REC_NVTX_MARK, and IST_REC_MARK without metadata). */
 static inline void

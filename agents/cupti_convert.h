@@ -56,6 +56,7 @@ extern const char *const ist_cupti_overhead_names[IST_CUPTI_OVH_N];
 
 /* a GPU's UUID as nvidia-smi writes it: "GPU-", 8-4-4-4-12 hex digits */
 #define IST_GPU_UUID_LEN 41
+void ist_gpu_uuid(char out[IST_GPU_UUID_LEN], const uint8_t u[16]);
 
 struct ist_cupti_conv {
 	int64_t pid;
@@ -115,8 +116,6 @@ double ist_pcie_gbps(const char *speed, int width);
  * directory (proc: /proc/driver/nvidia/gpus, one directory per PCI
  * address, its "information" naming the "GPU UUID") gives the address,
  * sysfs (sys: /sys/bus/pci/devices) the link.  0 if not found. */
-void ist_gpu_uuid(char out[IST_GPU_UUID_LEN], const uint8_t u[16]);
-
 double ist_pcie_gbps_uuid(const char *proc, const char *sys,
     const uint8_t uuid[16]);
 

@@ -373,7 +373,6 @@ end(nvtxRangeId_t id)
 	int64_t now = ist_ticks();
 	uint32_t i = (uint32_t)id - 1;
 	struct open_range r = { 0 };
-	uint64_t *x;
 
 	if (t == NULL || (uint32_t)id == 0)
 		return;
@@ -387,19 +386,10 @@ end(nvtxRangeId_t id)
 	pthread_mutex_unlock(&lock);
 	if (r.name == 0)
 		return;
-	if (t->ring == NULL || r.tid == t->ring->tid) {
+	if (t->ring == NULL || r.tid == t->ring->tid)
 		ist_coll_timed(t->ring, IST_REC_NVTX, r.name, r.t0, now);
-		return;
-	}
-	/* started on another thread: written on that one */
-	if ((x = ist_coll_reserve(t->ring, 32)) == NULL)
-		return;
-	((struct ist_rec *)x)[0] = (struct ist_rec){ IST_REC_NVTX_ON, 0, 32,
-	    r.name };
-	x[1] = (uint64_t)r.t0;
-	x[2] = (uint64_t)now;
-	x[3] = (uint64_t)r.tid;
-	ist_coll_commit(t->ring, 32);
+	else    /* started on another thread: written on that one */
+		ist_coll_range_on(t->ring, r.name, r.t0, now, r.tid);
 }
 
 static void NVTX_API cb_markEx(const nvtxEventAttributes_t *a)

@@ -254,22 +254,29 @@ dev_slot(struct ist_analyzer *a, int64_t devno, uint32_t uuid)
 			return i;
 	if (a->ndev == MAXDEV)
 		return MAXDEV - 1;
-	a->dev[a->ndev].used = true;
 	a->dev[a->ndev].devno = devno;
 	a->dev[a->ndev].uuid = uuid;
 	return a->ndev++;
+}
+
+/* The binding of process pid's device devno to a GPU by UUID, if any */
+static struct devbind *
+bind_of(struct ist_analyzer *a, int64_t pid, int64_t devno)
+{
+	for (int i = 0; i < a->nbind; i++)
+		if (a->dbind[i].pid == pid && a->dbind[i].devno == devno)
+			return &a->dbind[i];
+	return NULL;
 }
 
 int
 an_dev_of(struct ist_analyzer *a, const struct ist_event *ev)
 {
 	int64_t devno = IST_HAS(ev, IST_F_DEVICE) ? ev->device : 0;
+	struct devbind *b;
 
-	if (IST_HAS(ev, IST_F_PID))
-		for (int i = 0; i < a->nbind; i++)
-			if (a->dbind[i].pid == ev->pid &&
-			    a->dbind[i].devno == devno)
-				return a->dbind[i].slot;
+	if (IST_HAS(ev, IST_F_PID) && (b = bind_of(a, ev->pid, devno)))
+		return b->slot;
 	return dev_slot(a, devno, 0);
 }
 
@@ -278,6 +285,7 @@ an_dev_of(struct ist_analyzer *a, const struct ist_event *ev)
 static struct dev *
 device_of(struct ist_analyzer *a, const struct ist_event *ev)
 {
+	struct devbind *b;
 	int64_t u;
 	int slot;
 
@@ -287,13 +295,9 @@ device_of(struct ist_analyzer *a, const struct ist_event *ev)
 	if ((u = an_name_id(a, ev, IST_F_UUID)) < 0)
 		return NULL;
 	slot = dev_slot(a, ev->device, (uint32_t)u);
-	for (int i = 0; i < a->nbind; i++)
-		if (a->dbind[i].pid == ev->pid &&
-		    a->dbind[i].devno == ev->device) {
-			a->dbind[i].slot = slot;
-			return &a->dev[slot];
-		}
-	if (a->nbind < (int)(sizeof(a->dbind) / sizeof(a->dbind[0])))
+	if ((b = bind_of(a, ev->pid, ev->device)) != NULL)
+		b->slot = slot;
+	else if (a->nbind < (int)(sizeof(a->dbind) / sizeof(a->dbind[0])))
 		a->dbind[a->nbind++] = (struct devbind){ ev->pid, ev->device,
 		    slot };
 	return &a->dev[slot];

@@ -116,7 +116,7 @@ struct pend {
 /* A GPU: by its UUID where its device record says it, else by the number
  * its process gave it (processes each see their GPUs from 0) */
 struct dev {
-	bool used, seen, info;
+	bool seen, info;
 	int64_t devno;           /* the number in its processes' records */
 	uint32_t uuid;           /* interned; 0 unknown */
 	uint32_t name;

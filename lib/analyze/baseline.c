@@ -128,7 +128,7 @@ check_one(const char *c, const json_t *an, bool *failed, struct ist_buf *why,
 	const json_t *deltas = json_object_get(json_object_get(an, "baseline"),
 	    "deltas"), *x;
 	const char *op = strpbrk(c, "<>");
-	char key[256];
+	char key[256], l[48];
 	double lim;
 	size_t i, kn;
 
@@ -169,7 +169,6 @@ check_one(const char *c, const json_t *an, bool *failed, struct ist_buf *why,
 			if (ist_jnum(x, "ops") > 0 &&
 			    ist_jnum(x, "busy_pct") < lim) {
 				*failed = true;
-				char l[48];
 				ist_buf_printf(why, "GPU %s busy %.1f%% < %g%%\n",
 				    ist_dev_label(x, l, sizeof(l)),
 				    ist_jnum(x, "busy_pct"), lim);
