@@ -53,7 +53,7 @@ LIB_H = $(wildcard lib/*/*.h)
 TRACE_CORE = lib/trace/schema.c lib/trace/cbor.c lib/trace/strtab.c \
     lib/trace/writer.c
 # and every agent's own: its output file, kept by path (agents/stream.h)
-AGENT_CORE = agents/stream.c agents/term.c $(TRACE_CORE)
+AGENT_CORE = agents/stream.c agents/term.c agents/capture.c $(TRACE_CORE)
 AGENT_CFLAGS = -shared -fPIC -fvisibility=hidden -std=c11 -D_GNU_SOURCE \
     -fwrapv $(WARN) $(CFLAGS) -Ilib/trace -Iagents
 TOOLS = is-cat is-info is-merge is-record is-analyze is-report inferscope

@@ -51,6 +51,62 @@ static struct {
     .flushed = PTHREAD_COND_INITIALIZER, .out.fd = -1 };
 
 int ist_coll_use_tsc;
+static void (*on_switch)(void);
+
+int64_t
+ist_coll_switch_ticks(const struct ist_capture_switch *s)
+{
+	return ist_coll_use_tsc ? s->tsc : s->ns;
+}
+
+void
+ist_coll_on_switch(void (*fn)(void))
+{
+	on_switch = fn;
+}
+
+bool
+ist_coll_clip(int64_t *t0, int64_t *t1, int *cut)
+{
+	struct ist_capture *c = ist_cap;
+	uint64_t n, k;
+	int64_t hi = INT64_MAX, lo = INT64_MIN;
+
+	*cut = 0;
+	if (c == NULL || (n = ist_capture_n()) == 0)
+		return true;
+	/* back from the newest switch to the last at or before *t1 (the
+	 * first, the state the recording began in, holds before it too): the
+	 * state at the range's end, and the window it ended in or after */
+	for (k = n; k-- > 0 && n - k <= IST_CAPTURE_HIST; ) {
+		const struct ist_capture_switch *s =
+		    &c->hist[k % IST_CAPTURE_HIST];
+		if (ist_coll_switch_ticks(s) > *t1 && k > 0)
+			continue;
+		if (!s->on) {
+			/* ended in a pause: cut at its start */
+			if (k == 0)
+				return false;
+			hi = ist_coll_switch_ticks(s);
+			k--;
+		}
+		if (k > 0)
+			lo = ist_coll_switch_ticks(&c->hist[k %
+			    IST_CAPTURE_HIST]);
+		break;
+	}
+	if (*t0 >= hi)
+		return false;
+	if (*t1 > hi) {
+		*t1 = hi;
+		*cut |= IST_CUT_END;
+	}
+	if (*t0 < lo) {
+		*t0 = lo;
+		*cut |= IST_CUT_START;
+	}
+	return *t0 <= *t1;
+}
 
 /*
  * tick -> ns: piecewise linear between the calibration pairs taken at every
@@ -328,6 +384,42 @@ thread_record(struct ist_ring *r, const char *name, size_t n)
 	emit(&ev);
 }
 
+/* A range a capture window cut: with its cut field, by the long path */
+static void
+cut_record(enum ist_type type, int64_t tid, const int64_t t[2], int cut,
+    const struct def *d)
+{
+	struct ist_event ev;
+
+	ist_event_init(&ev, type);
+	ev.pid = C.pid;
+	ev.tid = tid;
+	ev.start_ns = to_ns(t[0]);
+	ev.end_ns = to_ns(t[1]);
+	ev.name = d->wd.name;
+	ev.cut = cut;
+	IST_SET(&ev, IST_F_PID);
+	IST_SET(&ev, IST_F_TID);
+	IST_SET(&ev, IST_F_START);
+	IST_SET(&ev, IST_F_END);
+	IST_SET(&ev, IST_F_NAME);
+	IST_SET(&ev, IST_F_CUT);
+	if (d->wd.more.p) {
+		if (type == IST_CPU_CALL) {
+			ev.file = d->wd.more;
+			IST_SET(&ev, IST_F_FILE);
+		} else if (type == IST_NVTX_RANGE) {
+			ev.domain = d->wd.more;
+			IST_SET(&ev, IST_F_DOMAIN);
+		}
+	}
+	if (type == IST_CPU_CALL && d->wd.line > 0) {
+		ev.line = d->wd.line;
+		IST_SET(&ev, IST_F_LINE);
+	}
+	emit(&ev);
+}
+
 /* Converts and writes the records of ring r up to head.  Timed records,
  * nearly all of them, take the writer's short path. */
 static void
@@ -378,6 +470,11 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 				if (h.len < 32)
 					break;
 				memcpy(&tid, p + 24, 8);
+			}
+			if (h.flags && h.kind != IST_REC_NVTX_ON) {
+				cut_record(timed[h.kind], r->tid, t, h.flags,
+				    d);
+				break;
 			}
 			if (C.failed)
 				C.dropped++;
@@ -552,7 +649,7 @@ die_of(int sig)
 static void *
 writer_main(void *arg)
 {
-	uint64_t last = 0;
+	uint64_t last = 0, switches = ist_capture_n();
 
 	(void)arg;
 	/* is-analyze tells the profiler's own CPU use by this name */
@@ -580,6 +677,10 @@ writer_main(void *arg)
 			break;
 		req = C.flush_req;
 		pthread_mutex_unlock(&C.lock);
+		if (on_switch != NULL && ist_capture_n() != switches) {
+			switches = ist_capture_n();
+			on_switch();
+		}
 		last = drain_all();
 		if (req != C.flush_done)
 			flush_now();
@@ -789,6 +890,7 @@ ist_coll_start(const struct ist_coll_opts *o, struct ist_error *err)
 	}
 	ist_coll_use_tsc = tsc_invariant();
 	calibrate(true);
+	ist_capture_attach();
 	C.running = true;
 	C.paused = false;
 	ist_term_reset();

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "ist.h"
+#include "capture_agent.h"
 
 enum ist_rec_kind {
 	IST_REC_PAD = 0,
@@ -177,6 +178,37 @@ ist_coll_commit(struct ist_ring *r, size_t len)
 {
 	atomic_store_explicit(&r->head, atomic_load_explicit(&r->head,
 	    memory_order_relaxed) + len, memory_order_release);
+}
+
+/*
+ * The capture switch (capture_agent.h), seen from the rings: a switch's
+ * time in ticks; a range clipped to the last capture window it overlaps,
+ * with the IST_CUT_* bits of the edges it was cut at (false: it overlaps
+ * none, and is not written).  A range that spans several windows is
+ * written in the last.
+ */
+int64_t ist_coll_switch_ticks(const struct ist_capture_switch *s);
+bool ist_coll_clip(int64_t *t0, int64_t *t1, int *cut);
+/* fn runs in the writer thread when the capture switch has moved (within
+ * 20 ms); NULL: none. */
+void ist_coll_on_switch(void (*fn)(void));
+
+/* A timed range whose ends a capture window cut (IST_CUT_* in the ring
+ * record's flags): written with its cut field. */
+static inline void
+ist_coll_cut(struct ist_ring *r, int kind, uint32_t id, int64_t t0,
+    int64_t t1, int cut)
+{
+	struct ist_rec *h = ist_coll_reserve(r, 24);
+	int64_t *t;
+
+	if (h == NULL)
+		return;
+	*h = (struct ist_rec){ (uint8_t)kind, (uint8_t)cut, 24, id };
+	t = (int64_t *)(h + 1);
+	t[0] = t0;
+	t[1] = t1;
+	ist_coll_commit(r, 24);
 }
 
 /* A range another thread (tid) started, ended on this ring's thread: it is

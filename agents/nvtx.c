@@ -34,6 +34,7 @@ struct domain {
 struct nframe {
 	int64_t t0;
 	uint32_t id;
+	int cw;                      /* the capture range it opened, or -1 */
 };
 
 struct cache_ent {
@@ -75,7 +76,14 @@ struct open_range {
 	int64_t t0, tid;
 	uint32_t name;
 	uint32_t next_free;          /* slot + 1 of the next free one */
+	int cw;                      /* the capture range it opened, or -1 */
 };
+
+/* the names of --capture-range nvtx:NAME: (definition id, which), set
+ * under the lock, read without it (at most CAPS, then count published) */
+#define CAPS 64
+static struct { uint32_t id; int which; } caps[CAPS];
+static _Atomic int ncaps;
 static struct open_range *open_r;
 static uint32_t open_cap, open_used, free_top;
 
@@ -145,6 +153,11 @@ global_id(const struct domain *dom, const char *text)
 	/* the definition carries the domain where functions carry a file */
 	id = ist_coll_define_func(text, dom && dom->name ? dom->name : NULL,
 	    0);
+	if (id && ist_capture_nvtx_which(text) >= 0 && ncaps < CAPS) {
+		caps[ncaps].id = id;
+		caps[ncaps].which = ist_capture_nvtx_which(text);
+		atomic_fetch_add(&ncaps, 1);
+	}
 	if (id && (names[i].text = strdup(text)) != NULL) {
 		names[i].dom = dom;
 		names[i].id = id;
@@ -231,6 +244,39 @@ attr_id(struct tstate *t, const struct domain *dom,
 
 /* ---- callbacks ---- */
 
+/* A range of name id opens: the capture range it opens a window for
+ * (recording switched on before its start is read), or -1 */
+static int
+capture_open(uint32_t id)
+{
+	int n = atomic_load(&ncaps);
+
+	for (int i = 0; i < n; i++)
+		if (caps[i].id == id)
+			return ist_capture_nvtx_open(caps[i].which) ?
+			    caps[i].which : -1;
+	return -1;
+}
+
+/* A range [t0, t1] of name id ends on ring r (started on thread tid):
+ * written as far as a capture window holds it; then the capture range it
+ * opened, if any, closes. */
+static void
+range_end(struct ist_ring *r, uint32_t id, int64_t t0, int64_t t1,
+    int64_t tid, int cw)
+{
+	int cut = 0;
+
+	if (ist_coll_clip(&t0, &t1, &cut)) {
+		if (r == NULL || tid == r->tid)
+			ist_coll_cut(r, IST_REC_NVTX, id, t0, t1, cut);
+		else    /* started on another thread: written on that one */
+			ist_coll_range_on(r, id, t0, t1, tid);
+	}
+	if (cw >= 0)
+		ist_capture_nvtx_close(cw);
+}
+
 static void
 mark(const struct domain *dom, uint32_t (*idf)(struct tstate *,
     const struct domain *, const void *), const void *arg)
@@ -239,7 +285,7 @@ mark(const struct domain *dom, uint32_t (*idf)(struct tstate *,
 	int64_t now = ist_ticks();
 	uint32_t id;
 
-	if (t && (id = idf(t, dom, arg)) != 0)
+	if (t && ist_capture_recording() && (id = idf(t, dom, arg)) != 0)
 		ist_coll_timed(t->ring, IST_REC_NVTX_MARK, id, now, 0);
 }
 
@@ -296,8 +342,10 @@ push(const struct domain *dom, uint32_t (*idf)(struct tstate *,
 	if (t == NULL || (ds = dstack(t, dom, true)) == NULL)
 		return -1;
 	if (ds->depth < MAX_STACK) {
-		ds->st[ds->depth].t0 = now;
-		ds->st[ds->depth].id = idf(t, dom, arg);
+		uint32_t id = idf(t, dom, arg);
+		int cw = ncaps ? capture_open(id) : -1;
+		ds->st[ds->depth] = (struct nframe){ cw >= 0 ? ist_ticks() :
+		    now, id, cw };
 	}
 	return ds->depth++;
 }
@@ -314,8 +362,8 @@ pop(const struct domain *dom)
 		return -1;
 	ds->depth--;
 	if (ds->depth < MAX_STACK && ds->st[ds->depth].id)
-		ist_coll_timed(t->ring, IST_REC_NVTX, ds->st[ds->depth].id,
-		    ds->st[ds->depth].t0, now);
+		range_end(t->ring, ds->st[ds->depth].id, ds->st[ds->depth].t0,
+		    now, t->ring ? t->ring->tid : 0, ds->st[ds->depth].cw);
 	return ds->depth;
 }
 
@@ -352,15 +400,20 @@ start(const struct domain *dom, uint32_t (*idf)(struct tstate *,
 	struct open_range *o;
 	uint32_t name, i;
 	uint64_t id = 0;
+	int cw;
 
 	if (t == NULL || t->ring == NULL || (name = idf(t, dom, arg)) == 0)
 		return 0;
+	if ((cw = ncaps ? capture_open(name) : -1) >= 0)
+		now = ist_ticks();
 	pthread_mutex_lock(&lock);
 	if ((i = open_slot()) != UINT32_MAX) {
 		o = &open_r[i];
 		/* the slot's uses so far above its number: never 0 */
 		id = ((o->id >> 32) + 1) << 32 | (i + 1);
-		*o = (struct open_range){ id, now, t->ring->tid, name, 0 };
+		*o = (struct open_range){ id, now, t->ring->tid, name, 0, cw };
+	} else if (cw >= 0) {
+		ist_capture_nvtx_close(cw);
 	}
 	pthread_mutex_unlock(&lock);
 	return id;
@@ -386,10 +439,7 @@ end(nvtxRangeId_t id)
 	pthread_mutex_unlock(&lock);
 	if (r.name == 0)
 		return;
-	if (t->ring == NULL || r.tid == t->ring->tid)
-		ist_coll_timed(t->ring, IST_REC_NVTX, r.name, r.t0, now);
-	else    /* started on another thread: written on that one */
-		ist_coll_range_on(t->ring, r.name, r.t0, now, r.tid);
+	range_end(t->ring, r.name, r.t0, now, r.tid, r.cw);
 }
 
 static void NVTX_API cb_markEx(const nvtxEventAttributes_t *a)

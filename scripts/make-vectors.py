@@ -82,12 +82,13 @@ def main():
             subprocess.run(args, check=True)
 
     # forward compatibility: an unknown header key, an unknown record kind
-    # (30), a known record with an extra trailing element, a skippable frame
+    # (30), a known record with an extra trailing element (after its
+    # last field, 1.2's cut), a skippable frame
     s = lambda i, t: enc([1, i, t])
     raw = (header(future_key={"a": 1}) + s(1, "main") +
            enc([2, 1, 7, 7, None, None]) +
            enc([30, "from", "the", "future"]) +
-           enc([7, 1, 1000, 500, 1, "extra element"]))
+           enc([7, 1, 1000, 500, 1, None, "extra element"]))
     skippable = b"\x50\x2a\x4d\x18" + struct.pack("<I", 3) + b"abc"
     write("valid/x-forward-compat.ist", skippable + zstd(raw))
     with open(os.path.join(valid, "x-forward-compat.jsonl"), "w") as f:

@@ -18,8 +18,9 @@
 #define EXIT_GATE 3
 
 static const char usage[] =
-    "usage: is-analyze [--json] [--summary] [--baseline file] "
-    "[--fail-on spec] [--rules-file file] [-o file] [file]\n";
+    "usage: is-analyze [--json] [--summary] [--from s] [--to s] "
+    "[--baseline file] [--fail-on spec] [--rules-file file] [-o file] "
+    "[file]\n";
 
 static void
 help(void)
@@ -38,12 +39,15 @@ help(void)
 	    "  -b, --baseline=FILE    compare with another trace or analysis\n"
 	    "  -f, --fail-on=SPEC     exit 3 when SPEC holds, e.g.\n"
 	    "                         'regression>5%%' or 'severity>=high'\n"
+	    "      --from=S           analyse from S seconds after the trace's\n"
+	    "                         start (ranges across it are cut there)\n"
 	    "  -h, --help             print this help and exit\n"
 	    "  -j, --json             print the analysis as JSON instead\n"
 	    "  -o, --output=FILE      write to FILE instead of standard output\n"
 	    "  -r, --rules-file=FILE  rule thresholds (YAML)\n"
 	    "  -s, --summary          keep only headers, processes, threads,\n"
 	    "                         devices, loss and the analysis\n"
+	    "      --to=S             analyse up to S seconds after the start\n"
 	    "  -V, --version          print the version and exit\n"
 	    "\n"
 	    "Thresholds also come from the rules: section of\n"
@@ -68,7 +72,24 @@ warn_unordered(const json_t *an, const char *what, const char *path)
 struct args {
 	const char *outpath, *baseline, *failon, *rules_file, *path;
 	bool json, summary;
+	int64_t window[2];       /* --from, --to in ns; -1: none */
 };
+
+/* seconds after the trace's start, for --from and --to */
+static int64_t
+seconds(const char *opt, const char *v)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(v, &end);
+	if (end == v || *end != '\0' || errno || !(d >= 0) || d > 1e9) {
+		warnx("%s: '%s' is not a number of seconds", opt, v);
+		exit(2);
+	}
+	return (int64_t)(d * 1e9);
+}
 
 static void
 parse_args(int argc, char **argv, struct args *o)
@@ -76,17 +97,19 @@ parse_args(int argc, char **argv, struct args *o)
 	static const struct option opts[] = {
 		{ "baseline", required_argument, NULL, 'b' },
 		{ "fail-on", required_argument, NULL, 'f' },
+		{ "from", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "rules-file", required_argument, NULL, 'r' },
 		{ "summary", no_argument, NULL, 's' },
+		{ "to", required_argument, NULL, 'T' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int c;
 
-	*o = (struct args){ .path = "-" };
+	*o = (struct args){ .path = "-", .window = { -1, -1 } };
 	while ((c = getopt_long(argc, argv, "b:f:hjo:r:sV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
@@ -94,6 +117,12 @@ parse_args(int argc, char **argv, struct args *o)
 			break;
 		case 'f':
 			o->failon = optarg;
+			break;
+		case 'F':
+			o->window[0] = seconds("--from", optarg);
+			break;
+		case 'T':
+			o->window[1] = seconds("--to", optarg);
 			break;
 		case 'h':
 			help();
@@ -117,6 +146,10 @@ parse_args(int argc, char **argv, struct args *o)
 			fprintf(stderr, "%s", usage);
 			exit(2);
 		}
+	}
+	if (o->window[1] >= 0 && o->window[1] <= o->window[0]) {
+		warnx("--to must come after --from");
+		exit(2);
 	}
 	if (argc - optind > 1) {
 		warnx("one input at a time (merge several with is-merge)");
@@ -189,7 +222,7 @@ main(int argc, char **argv)
 	    (!o.json && ist_writer_new(&w, ist_fd_sink, &out.fd, &wo, &e) !=
 	    IST_OK))
 		errx(1, "%s", e.msg);
-	st = ist_analyze_trace(r, w, o.summary, rules, &an, &e);
+	st = ist_analyze_trace(r, w, o.summary, rules, o.window, &an, &e);
 	if (an == NULL || (st != IST_OK && st != IST_TRUNCATED &&
 	    json_integer_value(json_object_get(json_object_get(an, "run"),
 	    "segments")) == 0)) {

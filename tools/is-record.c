@@ -19,9 +19,9 @@
 
 static const char usage[] =
     "usage: is-record [--no-gpu] [--no-python] [--no-python-calls] "
-    "[--no-sample] [--ring] [--log-level level] [--py-min-us n] "
-    "[--sample-hz n] [--trace-size-mb n] [-o file] -- command "
-    "[argument ...]\n"
+    "[--no-sample] [--ring] [--capture-range range] [--delay s] "
+    "[--duration s] [--log-level level] [--py-min-us n] [--sample-hz n] "
+    "[--trace-size-mb n] [-o file] -- command [argument ...]\n"
     "       is-record --recover dir [-o file]\n";
 
 static int log_level = 1; /* 0 debug, 1 info, 2 warn, 3 error */
@@ -36,6 +36,14 @@ help(void)
 	    "marker; /proc is sampled for threads, CPU and memory.  The exit\n"
 	    "status is the command's (128+N when it dies of signal N).\n"
 	    "\n"
+	    "      --capture-range=R   record only inside ranges the program\n"
+	    "                          marks: api (inferscope.start()/stop(),\n"
+	    "                          cudaProfilerStart/Stop), or\n"
+	    "                          nvtx:NAME[:COUNT] (while an NVTX range\n"
+	    "                          NAME is open; the first COUNT); repeatable\n"
+	    "      --delay=S           start recording S seconds in\n"
+	    "      --duration=S        stop recording S seconds after it began;\n"
+	    "                          the command runs on\n"
 	    "      --log-level=LEVEL   debug, info, warn or error (info)\n"
 	    "      --no-gpu            do not inject the CUDA collector\n"
 	    "      --no-python         do not inject the Python collector\n"
@@ -52,6 +60,9 @@ help(void)
 	    "      --trace-size-mb=N   buffer bound per process in MiB (100)\n"
 	    "  -h, --help              print this help and exit\n"
 	    "  -V, --version           print the version and exit\n"
+	    "\n"
+	    "SIGUSR2 to is-record pauses or resumes recording in every\n"
+	    "recorded process; the /proc sampler runs throughout.\n"
 	    "\n"
 	    "Settings also come from INFERSCOPE_LOG_LEVEL,\n"
 	    "INFERSCOPE_TRACE_SIZE_MB and ./.inferscope.yaml; the command line\n"
@@ -232,11 +243,68 @@ struct args {
 	bool no_python, no_sample, no_calls, no_gpu, ring;
 };
 
+/* seconds, for --delay and --duration: a number >= 0 */
+static int64_t
+seconds(const char *opt, const char *v)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(v, &end);
+	if (end == v || *end != '\0' || errno || !(d >= 0) || d > 1e9) {
+		warnx("%s: '%s' is not a number of seconds", opt, v);
+		exit(2);
+	}
+	return (int64_t)(d * 1e9);
+}
+
+/* --capture-range api | cudaProfilerApi | nvtx:NAME[:COUNT] */
+static void
+capture_range(struct ist_record_opts *ro, const char *v)
+{
+	const char *name, *colon;
+	char *end;
+	long count = -1;
+	size_t n;
+
+	if (strcmp(v, "api") == 0 || strcmp(v, "cudaProfilerApi") == 0) {
+		ro->capture_api = true;
+		return;
+	}
+	if (strncmp(v, "nvtx:", 5) != 0 || v[5] == '\0') {
+		warnx("--capture-range: '%s' is not api, cudaProfilerApi or "
+		    "nvtx:NAME[:COUNT]", v);
+		exit(2);
+	}
+	name = v + 5;
+	n = strlen(name);
+	if ((colon = strrchr(name, ':')) != NULL && colon[1] != '\0') {
+		errno = 0;
+		count = strtol(colon + 1, &end, 10);
+		if (*end == '\0' && !errno && count > 0 && count < INT32_MAX)
+			n = (size_t)(colon - name);
+		else
+			count = -1;     /* a name with a colon in it */
+	}
+	if (ro->nnvtx == 8 || n >= 128 || n == 0) {
+		warnx("--capture-range: %s", ro->nnvtx == 8 ? "at most 8 NVTX "
+		    "ranges" : "an NVTX range name has 1 to 127 bytes");
+		exit(2);
+	}
+	ro->nvtx[ro->nnvtx].name = strndup(name, n);
+	ro->nvtx[ro->nnvtx++].count = (int)count;
+}
+
 /* The options, into o and (those with settings) into cfg from the CLI. */
 static void
-parse_args(int argc, char **argv, struct ist_config *cfg, struct args *o)
+parse_args(int argc, char **argv, struct ist_config *cfg, struct args *o,
+    struct ist_record_opts *ro)
 {
 	static const struct option opts[] = {
+		{ "capture-range", required_argument, NULL, 'c' },
+		{ "delay", required_argument, NULL, 'd' },
+		{ "duration", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "log-level", required_argument, NULL, 'L' },
 		{ "no-gpu", no_argument, NULL, 'G' },
@@ -260,6 +328,19 @@ parse_args(int argc, char **argv, struct ist_config *cfg, struct args *o)
 		case 'h':
 			help();
 			exit(0);
+		case 'c':
+			capture_range(ro, optarg);
+			break;
+		case 'd':
+			ro->delay_ns = seconds("--delay", optarg);
+			break;
+		case 'D':
+			ro->duration_ns = seconds("--duration", optarg);
+			if (ro->duration_ns == 0) {
+				warnx("--duration: must be more than 0");
+				exit(2);
+			}
+			break;
 		case 'L':
 			set(cfg, "log_level", optarg, IST_SRC_CLI,
 			    "--log-level");
@@ -310,6 +391,11 @@ parse_args(int argc, char **argv, struct ist_config *cfg, struct args *o)
 		fprintf(stderr, "%s", usage);
 		exit(2);
 	}
+	if (ro->delay_ns && (ro->capture_api || ro->nnvtx)) {
+		warnx("--delay and --capture-range cannot be combined: a "
+		    "capture range starts recording itself");
+		exit(2);
+	}
 	if (!o->recover && optind == argc) {
 		warnx("no command to run");
 		fprintf(stderr, "%s", usage);
@@ -332,7 +418,7 @@ main(int argc, char **argv)
 
 	argv[0] = program_invocation_short_name;
 	ist_config_init(&cfg);
-	parse_args(argc, argv, &cfg, &o);
+	parse_args(argc, argv, &cfg, &o, &ro);
 	if (o.recover)
 		return recover_to(o.recover, o.outpath);
 	tool_settings(&cfg, NULL, NULL);
@@ -378,5 +464,7 @@ main(int argc, char **argv)
 	free((char *)ro.pydir);
 	free((char *)ro.nvtx_lib);
 	free((char *)ro.cupti_lib);
+	for (int i = 0; i < ro.nnvtx; i++)
+		free((char *)ro.nvtx[i].name);
 	return status;
 }

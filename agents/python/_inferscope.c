@@ -41,6 +41,9 @@
 struct frame {
 	int64_t t0;
 	uint32_t id;
+	uint8_t cfn;            /* a C function's (pushed by a C call event) */
+	uint8_t cut;            /* IST_CUT_START: opened at a window's start */
+	uint8_t dead;           /* a scope written already, at a pause */
 };
 
 struct pstate {
@@ -49,6 +52,8 @@ struct pstate {
 	uint32_t gc_id;
 	int depth;              /* may exceed MAX_DEPTH: those are not kept */
 	int sdepth;
+	uint64_t seen;          /* capture switches this thread has seen */
+	bool rec;               /* recording, as this thread last saw */
 	struct frame stack[MAX_DEPTH];
 	struct frame scopes[MAX_SCOPES];
 };
@@ -81,6 +86,8 @@ pstate(void)
 		if ((p = calloc(1, sizeof(*p))) == NULL)
 			return NULL;
 		p->ring = ist_coll_ring();
+		p->seen = ist_capture_n();
+		p->rec = ist_capture_recording();
 		me = p;
 	}
 	return p;
@@ -104,13 +111,25 @@ name_thread(struct pstate *p, PyObject *name)
 	PyErr_Clear();
 }
 
+/* A call or scope, written as it ends (cut: at a capture window's edge) */
+static inline void
+write_frame(struct pstate *p, int kind, const struct frame *f, int64_t t,
+    int cut)
+{
+	if (f->cut | cut)
+		ist_coll_cut(p->ring, kind, f->id, f->t0, t < f->t0 ? f->t0 :
+		    t, f->cut | cut);
+	else
+		ist_coll_timed(p->ring, kind, f->id, f->t0, t);
+}
+
 /* Stack of open calls: records the call when it returns. */
 static inline void
-push(struct pstate *p, uint32_t id, int64_t t)
+push(struct pstate *p, uint32_t id, int64_t t, int cfn)
 {
 	if (p->depth < MAX_DEPTH) {
-		p->stack[p->depth].t0 = t;
-		p->stack[p->depth].id = id;
+		p->stack[p->depth] = (struct frame){ t, id, (uint8_t)cfn, 0,
+		    0 };
 	} else if (p->ring) {
 		atomic_fetch_add_explicit(&p->ring->dropped, 1,
 		    memory_order_relaxed);
@@ -127,8 +146,33 @@ pop(struct pstate *p, int64_t t)
 	if (p->depth < MAX_DEPTH) {
 		struct frame *f = &p->stack[p->depth];
 		if (f->id && t - f->t0 >= min_ticks)
-			ist_coll_timed(p->ring, IST_REC_CALL, f->id, f->t0, t);
+			write_frame(p, IST_REC_CALL, f, t, 0);
 	}
+}
+
+/*
+ * The return of a Python function pops the C calls above it first, and
+ * that of a C function pops only a C call: a stack rebuilt at a capture
+ * window's start holds the Python frames alone, and a C call under way
+ * then may or may not say that it returns.  In a run that is never paused
+ * the top is always the right kind.
+ */
+static inline void
+pop_py(struct pstate *p, int64_t t)
+{
+	while (p->depth > 0 && p->depth <= MAX_DEPTH &&
+	    p->stack[p->depth - 1].cfn)
+		pop(p, t);
+	pop(p, t);
+}
+
+static inline void
+pop_c(struct pstate *p, int64_t t)
+{
+	if (p->depth > 0 && p->depth <= MAX_DEPTH &&
+	    !p->stack[p->depth - 1].cfn)
+		return;
+	pop(p, t);
 }
 
 /* ---- interning ---- */
@@ -320,6 +364,111 @@ resume_now(void *arg)
 }
 #endif
 
+/* ---- the capture switch (capture_agent.h) ---- */
+
+/* the event that finds the switch moved: one entering a function (whose
+ * frame the event pushes), one in a function under way (its return, a C
+ * call from it), or a C function's return */
+enum { AT_ENTER, AT_IN, AT_C_LEAVE };
+
+/* A window ended at t: the calls and scopes open on p's stacks end there */
+static void
+close_all(struct pstate *p, int64_t t)
+{
+	for (int i = p->depth < MAX_DEPTH ? p->depth : MAX_DEPTH; i-- > 0; )
+		if (p->stack[i].id)
+			write_frame(p, IST_REC_CALL, &p->stack[i], t,
+			    IST_CUT_END);
+	p->depth = 0;
+	for (int i = p->sdepth < MAX_SCOPES ? p->sdepth : MAX_SCOPES; i-- > 0; )
+		if (!p->scopes[i].dead) {
+			write_frame(p, IST_REC_SCOPE, &p->scopes[i], t,
+			    IST_CUT_END);
+			p->scopes[i].dead = 1;
+		}
+	p->gc_id = 0;
+}
+
+/*
+ * A window started at t: p's stacks open again with what is under way,
+ * the Python frames from f out (from its caller at AT_ENTER, whose event
+ * pushes f) and the scopes entered, each cut at the window's start; at
+ * AT_C_LEAVE, a nameless C call that the event pops.
+ */
+static void
+reopen(struct pstate *p, PyFrameObject *f, int at, int64_t t)
+{
+	PyFrameObject *fr[MAX_DEPTH], *cur = f;
+	int n = 0;
+
+	Py_XINCREF(cur);
+	if (at == AT_ENTER && cur) {
+		PyFrameObject *b = PyFrame_GetBack(cur);
+		Py_DECREF(cur);
+		cur = b;
+	}
+	while (cur && n < MAX_DEPTH - 1) {
+		fr[n++] = cur;
+		cur = PyFrame_GetBack(cur);
+	}
+	Py_XDECREF(cur);
+	p->depth = 0;
+	while (n-- > 0) {
+		PyCodeObject *code = PyFrame_GetCode(fr[n]);
+		push(p, code_id(code, fr[n]), t, 0);
+		p->stack[p->depth - 1].cut = IST_CUT_START;
+		Py_DECREF(code);
+		Py_DECREF(fr[n]);
+	}
+	if (at == AT_C_LEAVE)
+		push(p, 0, t, 1);
+	for (int i = 0; i < p->sdepth && i < MAX_SCOPES; i++) {
+		p->scopes[i].t0 = t;
+		p->scopes[i].cut = IST_CUT_START;
+		p->scopes[i].dead = 0;
+	}
+}
+
+/*
+ * The capture switch has moved since p last looked: at the first pause
+ * since then what was open ends, cut; if recording is on now, what is
+ * under way starts again at the last window's start, cut.  A thread that
+ * slept through several windows is recorded in none between.  f: the
+ * event's frame, NULL for the current one.
+ */
+static void
+capture_sync(struct pstate *p, PyFrameObject *f, int at)
+{
+	struct ist_capture *c = ist_cap;
+	uint64_t n = ist_capture_n(), k;
+	bool on = ist_capture_recording(), closed = false;
+
+	if (p->rec)
+		for (k = n - p->seen > IST_CAPTURE_HIST ? n - IST_CAPTURE_HIST :
+		    p->seen; k < n && !closed; k++)
+			if (!c->hist[k % IST_CAPTURE_HIST].on) {
+				close_all(p, ist_coll_switch_ticks(
+				    &c->hist[k % IST_CAPTURE_HIST]));
+				closed = true;
+			}
+	p->seen = n;
+	if (on && (!p->rec || closed)) {
+		int64_t t = ist_ticks();
+		for (k = n; k-- > 0 && n - k <= IST_CAPTURE_HIST; )
+			if (c->hist[k % IST_CAPTURE_HIST].on) {
+				t = ist_coll_switch_ticks(
+				    &c->hist[k % IST_CAPTURE_HIST]);
+				break;
+			}
+		reopen(p, f ? f : PyEval_GetFrame(), at, t);
+	}
+	p->rec = on;
+}
+
+/* Whether p records this event, having looked at the switch first */
+#define RECORDING(p, f, at) (((ist_cap == NULL || ist_capture_n() == \
+	(p)->seen) || (capture_sync((p), (f), (at)), 1)) && (p)->rec)
+
 /* ---- the profile hook ---- */
 
 static int
@@ -334,19 +483,27 @@ profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 		return 0;
 	switch (what) {
 	case PyTrace_CALL: {
-		PyCodeObject *code = PyFrame_GetCode(frame);
+		PyCodeObject *code;
+		if (!RECORDING(p, frame, AT_ENTER))
+			break;
+		code = PyFrame_GetCode(frame);
 		id = code_id(code, frame);
 		Py_DECREF(code);
-		push(p, id, t);
+		push(p, id, t, 0);
 		break;
 	}
 	case PyTrace_C_CALL:
-		push(p, cfunc_id(arg), t);
+		if (RECORDING(p, frame, AT_IN))
+			push(p, cfunc_id(arg), t, 1);
 		break;
 	case PyTrace_RETURN:
+		if (RECORDING(p, frame, AT_IN))
+			pop_py(p, t);
+		break;
 	case PyTrace_C_RETURN:
 	case PyTrace_C_EXCEPTION:
-		pop(p, t);
+		if (RECORDING(p, frame, AT_C_LEAVE))
+			pop_c(p, t);
 		break;
 	}
 	return 0;
@@ -361,6 +518,7 @@ profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 static const int tool_ids[] = { 4, 3 };
 static int tool_id = -1;
 static int monitoring;
+static long mon_mask;           /* the events we registered */
 static PyObject *mon_missing;   /* sys.monitoring.MISSING: no arg0 */
 
 /* PY_START, PY_RESUME, PY_THROW: (code, offset[, exc]) */
@@ -377,7 +535,7 @@ mon_enter(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 	(void)kw;
 	if (p == NULL && (p = pstate()) == NULL)
 		Py_RETURN_NONE;
-	if (n < 1 || !PyCode_Check(args[0]))
+	if (n < 1 || !PyCode_Check(args[0]) || !RECORDING(p, NULL, AT_ENTER))
 		Py_RETURN_NONE;
 	if (code_get_extra(args[0], extra_index, &extra) == 0 && extra)
 		id = (uint32_t)(uintptr_t)extra;
@@ -385,7 +543,7 @@ mon_enter(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 		PyFrameObject *f = PyEval_GetFrame();
 		id = f ? code_id((PyCodeObject *)args[0], f) : 0;
 	}
-	push(p, id, t);
+	push(p, id, t, 0);
 	Py_RETURN_NONE;
 }
 
@@ -400,8 +558,8 @@ mon_leave(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 	(void)args;
 	(void)nargsf;
 	(void)kw;
-	if (p != NULL)
-		pop(p, t);
+	if (p != NULL && RECORDING(p, NULL, AT_IN))
+		pop_py(p, t);
 	Py_RETURN_NONE;
 }
 
@@ -445,9 +603,11 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 		Py_RETURN_NONE;
 	if (p == NULL && (p = pstate()) == NULL)
 		Py_RETURN_NONE;
+	if (!RECORDING(p, NULL, AT_IN))
+		Py_RETURN_NONE;
 	c = args[2];
 	push(p, PyCFunction_Check(c) ? cfunc_id(c) : cdescr_id(
-	    ((PyMethodDescrObject *)c)->d_method, Py_TYPE(args[3])), t);
+	    ((PyMethodDescrObject *)c)->d_method, Py_TYPE(args[3])), t, 1);
 	Py_RETURN_NONE;
 }
 
@@ -462,8 +622,9 @@ mon_c_leave(PyObject *self, PyObject *const *args, size_t nargsf,
 
 	(void)self;
 	(void)kw;
-	if (n >= 3 && p != NULL && mon_is_ccall(n, args))
-		pop(p, t);
+	if (n >= 3 && p != NULL && mon_is_ccall(n, args) &&
+	    RECORDING(p, NULL, AT_C_LEAVE))
+		pop_c(p, t);
 #if PY_VERSION_HEX >= 0x030D0000
 	if (resume_pending)        /* os.fork() has returned */
 		resume_now(NULL);
@@ -561,6 +722,7 @@ monitoring_start(void)
 	Py_DECREF(r);
 	ok = 1;
 	monitoring = 1;
+	mon_mask = mask;
 out:
 	if (!ok) {
 		PyErr_Clear();
@@ -605,6 +767,76 @@ static int monitoring_start(void) { return 0; }
 static void monitoring_stop(void) { }
 #endif
 
+/* ---- the hooks, on and off with the capture switch ---- */
+
+static bool hooks_live;         /* the call hooks are installed */
+
+/*
+ * Installs or removes the call hooks of every thread, under the GIL: off,
+ * recording costs nothing beyond a paused program's own work (CPython
+ * calls no hook); on, every thread's first event reopens its stack.
+ */
+static void
+hooks_set(bool on)
+{
+	if (!active || !calls_on || on == hooks_live)
+		return;
+	hooks_live = on;
+#if PY_VERSION_HEX >= 0x030C0000
+	if (monitoring) {
+		PyObject *sys = PyImport_ImportModule("sys"), *mon, *r = NULL;
+		mon = sys ? PyObject_GetAttrString(sys, "monitoring") : NULL;
+		if (mon)
+			r = PyObject_CallMethod(mon, "set_events", "il",
+			    tool_id, on ? mon_mask : 0L);
+		Py_XDECREF(r);
+		Py_XDECREF(mon);
+		Py_XDECREF(sys);
+		PyErr_Clear();
+		return;
+	}
+	PyEval_SetProfileAllThreads(on ? profile : NULL, NULL);
+#else
+	for (PyThreadState *ts = PyInterpreterState_ThreadHead(
+	    PyInterpreterState_Get()); ts; ts = PyThreadState_Next(ts))
+		_PyEval_SetProfile(ts, on ? profile : NULL, NULL);
+#endif
+	PyErr_Clear();
+}
+
+static int
+hooks_follow(void *arg)
+{
+	(void)arg;
+	hooks_set(ist_capture_recording());
+	return 0;
+}
+
+/* In the writer thread: the switch moved (is-record's timers or signal,
+ * another process): the main thread follows at its next check. */
+static void
+capture_moved(void)
+{
+	Py_AddPendingCall(hooks_follow, NULL);
+}
+
+/* inferscope.start() and stop(): whether recording switched */
+static PyObject *
+py_capture(PyObject *self, PyObject *on)
+{
+	int want = PyObject_IsTrue(on);
+	bool done;
+
+	(void)self;
+	if (want < 0)
+		return NULL;
+	if (!active || ist_cap == NULL)
+		Py_RETURN_FALSE;
+	done = ist_capture_switch(want, IST_CW_API, 0, false);
+	hooks_set(ist_capture_recording());
+	return PyBool_FromLong(done);
+}
+
 /* ---- module functions ---- */
 
 static PyObject *
@@ -642,8 +874,9 @@ thread_hook(PyObject *self, PyObject *args)
 	Py_XDECREF(name);
 	Py_XDECREF(cur);
 	Py_XDECREF(threading);
-	if (monitoring || !calls_on) {
-		/* named; sys.monitoring already sees every thread */
+	if (monitoring || !calls_on || !hooks_live) {
+		/* named; sys.monitoring already sees every thread, and
+		 * hooks_set() every thread when recording resumes */
 		PyEval_SetProfile(NULL, NULL);
 		Py_RETURN_NONE;
 	}
@@ -661,7 +894,7 @@ py_raw_thread(PyObject *self, PyObject *args)
 {
 	(void)self;
 	(void)args;
-	if (!active || monitoring || !calls_on)
+	if (!active || monitoring || !calls_on || !hooks_live)
 		Py_RETURN_NONE;
 	return start_profiling_here();
 }
@@ -705,12 +938,18 @@ py_start(PyObject *self, PyObject *args)
 		if (p)
 			thread_name_record(p, "MainThread");
 	}
+	ist_coll_on_switch(capture_moved);
 	if (calls) {
-		if (getenv("INFERSCOPE_PY_HOOK") == NULL ||
-		    strcmp(getenv("INFERSCOPE_PY_HOOK"), "setprofile") != 0)
-			if (monitoring_start())
-				Py_RETURN_NONE;
-		return start_profiling_here();
+		PyObject *r = Py_None;
+		hooks_live = true;
+		if ((getenv("INFERSCOPE_PY_HOOK") == NULL ||
+		    strcmp(getenv("INFERSCOPE_PY_HOOK"), "setprofile") != 0) &&
+		    monitoring_start())
+			Py_INCREF(r);
+		else if ((r = start_profiling_here()) == NULL)
+			return NULL;
+		hooks_set(ist_capture_recording());
+		return r;
 	}
 	Py_RETURN_NONE;
 }
@@ -724,6 +963,9 @@ py_stop(PyObject *self, PyObject *args)
 	(void)args;
 	if (!active)
 		Py_RETURN_NONE;
+	ist_coll_on_switch(NULL);
+	if (me != NULL && ist_cap != NULL && ist_capture_n() != me->seen)
+		capture_sync(me, NULL, AT_IN);  /* a pause's cut calls */
 	PyEval_SetProfile(NULL, NULL);
 	monitoring_stop();
 	active = 0;
@@ -754,6 +996,8 @@ py_gc(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 		Py_RETURN_NONE;
 	}
 	if (strcmp(phase, "start") == 0) {
+		if (!RECORDING(p, NULL, AT_IN))
+			Py_RETURN_NONE;
 		gen = PyDict_Check(args[1]) ? PyDict_GetItemString(args[1],
 		    "generation") : NULL;
 		g = gen ? PyLong_AsLong(gen) : -1;
@@ -1041,7 +1285,8 @@ py_mark_event(PyObject *self, PyObject *args, PyObject *kw)
 		Py_RETURN_NONE;
 	if (md != Py_None && to_cbor(&b, md, 0))
 		return NULL;
-	if ((p = pstate()) == NULL || (id = name_id(name)) == 0)
+	if ((p = pstate()) == NULL || !RECORDING(p, NULL, AT_IN) ||
+	    (id = name_id(name)) == 0)
 		Py_RETURN_NONE;
 	len = (16 + b.n + 7) & ~(size_t)7;
 	pad = len - 16 - b.n;
@@ -1099,8 +1344,11 @@ scope_enter(ScopeObject *s, PyObject *unused)
 	if ((p = pstate()) == NULL)
 		goto out;
 	if (p->sdepth < MAX_SCOPES) {
-		p->scopes[p->sdepth].t0 = ist_ticks();
-		p->scopes[p->sdepth].id = s->id;
+		/* entered in a pause: on the stack, written only if a window
+		 * opens before it ends */
+		bool rec = RECORDING(p, NULL, AT_IN);
+		p->scopes[p->sdepth] = (struct frame){ ist_ticks(), s->id, 0,
+		    0, !rec };
 	}
 	p->sdepth++;
 out:
@@ -1119,10 +1367,10 @@ scope_exit(ScopeObject *s, PyObject *const *args, Py_ssize_t n)
 	(void)n;
 	if (!active || p == NULL || p->sdepth == 0)
 		Py_RETURN_FALSE;
+	(void)RECORDING(p, NULL, AT_IN);    /* a pause ends what is open */
 	p->sdepth--;
-	if (p->sdepth < MAX_SCOPES)
-		ist_coll_timed(p->ring, IST_REC_SCOPE, p->scopes[p->sdepth].id,
-		    p->scopes[p->sdepth].t0, t);
+	if (p->sdepth < MAX_SCOPES && !p->scopes[p->sdepth].dead)
+		write_frame(p, IST_REC_SCOPE, &p->scopes[p->sdepth], t, 0);
 	Py_RETURN_FALSE;
 }
 
@@ -1245,6 +1493,8 @@ static PyMethodDef methods[] = {
 	{ "_raw_thread", py_raw_thread, METH_NOARGS,
 	  "record this thread, started by _thread.start_new_thread" },
 	{ "enabled", py_enabled, METH_NOARGS, "whether recording is on" },
+	{ "_capture", py_capture, METH_O,
+	  "_capture(on): switch recording on or off in every process" },
 	{ "scope", (PyCFunction)(void (*)(void))py_scope, METH_FASTCALL,
 	  "scope(name): a timed region, as a context manager or decorator" },
 	{ "_hook", py_hook, METH_NOARGS, "which hook records calls" },

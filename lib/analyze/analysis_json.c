@@ -209,7 +209,7 @@ devices_json(struct ist_analyzer *a)
 			d->busy += d->ce - d->cs;
 			an_util_add(d, d->cs, d->ce);
 		}
-		active = d->seen ? d->ce - d->first : 0;
+		active = d->seen ? d->ce - d->first - d->paused : 0;
 		idle = active - d->busy;
 		o = json_pack("{s:I,s:s,s:I,s:I,s:o,s:I,s:I}",
 		    "device", JI(d->devno), "name", a->str.e[d->name].p,
@@ -625,6 +625,34 @@ processes_json(struct ist_analyzer *a, json_t **command)
 }
 
 
+/* run: the span analysed (the trace, or --from/--to within it), less the
+ * capture's pauses */
+static json_t *
+run_json(const struct ist_analyzer *a, json_t *command)
+{
+	int64_t s0 = a->have_t ? a->t0 : 0, s1 = a->have_t ? a->t1 : 0, p;
+	json_t *run;
+
+	if (a->have_t && a->windowed) {
+		s0 = a->win[0] > s0 ? a->win[0] : s0;
+		s1 = a->win[1] < s1 ? a->win[1] : s1;
+		s1 = s1 < s0 ? s0 : s1;
+	}
+	p = an_paused(a, s0, s1);
+	run = json_pack("{s:s,s:o,s:O,s:I,s:I,s:I,s:I,s:I}",
+	    "host", a->str.e[a->host].p, "command", command ? command :
+	    json_null(), "producers", a->producers, "segments",
+	    JI(a->segments), "start_ns", JI(s0), "end_ns", JI(s1), "wall_ns",
+	    JI(s1 - s0 - p), "events", JI(a->events));
+	json_object_set_new(run, "window", json_pack(
+	    "{s:b,s:I,s:I,s:I,s:I,s:I,s:I}", "windowed", a->windowed,
+	    "trace_start_ns", JI(a->have_t ? a->t0 : 0), "trace_end_ns",
+	    JI(a->have_t ? a->t1 : 0), "paused_ns", JI(p), "pauses",
+	    JI(a->npz + a->cap_off), "capture_records", JI(a->captures),
+	    "left_out_events", JI(a->left_out)));
+	return run;
+}
+
 /* A data-quality note, and what it costs the confidence (a factor). */
 static void __attribute__((format(printf, 4, 5)))
 dq_note(json_t *notes, double *factor, double cost, const char *fmt, ...)
@@ -666,12 +694,7 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	}
 	procs = processes_json(a, &command);
 	threads = threads_json(a);
-	run = json_pack("{s:s,s:o,s:O,s:I,s:I,s:I,s:I,s:I}",
-	    "host", a->str.e[a->host].p, "command", command ? command :
-	    json_null(), "producers", a->producers, "segments",
-	    JI(a->segments), "start_ns", JI(a->have_t ? a->t0 : 0), "end_ns",
-	    JI(a->have_t ? a->t1 : 0), "wall_ns", JI(a->have_t ? a->t1 - a->t0 :
-	    0), "events", JI(a->events));
+	run = run_json(a, command);
 	notes = json_array();
 	lost_share = a->lost ? (double)a->lost / (double)(a->lost +
 	    a->events) : 0;

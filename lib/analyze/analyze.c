@@ -237,11 +237,129 @@ place(struct ist_analyzer *a, const struct ist_event *ev)
 		a->t0 = key;
 		a->t1 = end;
 		a->have_t = true;
+		/* the window, from the trace's start */
+		a->win[0] = a->win_rel[0] >= 0 ? key + a->win_rel[0] :
+		    INT64_MIN;
+		a->win[1] = a->win_rel[1] >= 0 ? key + a->win_rel[1] :
+		    INT64_MAX;
 	}
 	if (end > a->t1)
 		a->t1 = end;
 	/* a negative range: ignored */
 	return !(IST_HAS(ev, IST_F_END) && end < key);
+}
+
+/* ---- windows: --from/--to and the capture's pauses ---- */
+
+void
+ist_analyzer_window(struct ist_analyzer *a, int64_t from_ns, int64_t to_ns)
+{
+	a->win_rel[0] = from_ns;
+	a->win_rel[1] = to_ns;
+	a->windowed = from_ns >= 0 || to_ns >= 0;
+}
+
+/* The pauses' time up to t */
+static int64_t
+paused_to(const struct ist_analyzer *a, int64_t t)
+{
+	uint32_t lo = 0, hi = a->npz;
+	int64_t sum;
+
+	/* the first pause that ends after t */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (a->pz[mid].e <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	sum = lo ? a->pz[lo - 1].sum : 0;
+	if (lo < a->npz && t > a->pz[lo].s)
+		sum += t - a->pz[lo].s;
+	else if (lo == a->npz && a->cap_off && t > a->cap_off_at)
+		sum += t - a->cap_off_at;     /* the pause under way */
+	return sum;
+}
+
+int64_t
+an_paused(const struct ist_analyzer *a, int64_t x, int64_t y)
+{
+	if ((a->npz == 0 && !a->cap_off) || y <= x)
+		return 0;
+	return paused_to(a, y) - paused_to(a, x);
+}
+
+/* A capture record: recording paused or resumed at its time */
+static int
+capture(struct ist_analyzer *a, const struct ist_event *ev)
+{
+	a->captures++;
+	if (!ev->on && !a->cap_off) {
+		a->cap_off = true;
+		a->cap_off_at = ev->ts_ns;
+	} else if (ev->on && a->cap_off) {
+		if (a->npz == a->cappz) {
+			uint32_t cap = a->cappz ? a->cappz * 2 : 16;
+			struct pause *n = realloc(a->pz, cap * sizeof(*n));
+			if (n == NULL)
+				return -1;
+			a->pz = n;
+			a->cappz = cap;
+		}
+		a->pz[a->npz] = (struct pause){ a->cap_off_at, ev->ts_ns,
+		    (a->npz ? a->pz[a->npz - 1].sum : 0) + ev->ts_ns -
+		    a->cap_off_at };
+		a->npz++;
+		a->cap_off = false;
+	}
+	return 0;
+}
+
+/* CUDA's records, which the CUDA collector writes through a pause (GPU
+ * work under way, the driver's own buffers): in a pause, left out.  The
+ * host's collectors write nothing there, and the /proc samples stay, the
+ * machine around the windows. */
+static bool
+cuda_record(enum ist_type t)
+{
+	return t == IST_CUDA_API || t == IST_GPU_KERNEL || t == IST_SYNC ||
+	    t == IST_H2D_COPY || t == IST_D2H_COPY || t == IST_D2D_COPY ||
+	    t == IST_MEMSET;
+}
+
+/*
+ * Whether ev is analysed, and as what (*out: ev, or ev cut at the
+ * window's edges in *copy): CUDA's records in a pause of the capture are
+ * left out, and with --from/--to everything outside.
+ */
+static bool
+in_window(struct ist_analyzer *a, const struct ist_event *ev,
+    struct ist_event *copy, const struct ist_event **out)
+{
+	bool range = IST_HAS(ev, IST_F_START) && IST_HAS(ev, IST_F_END);
+	int64_t key = range ? ev->start_ns : ev->ts_ns;
+	int64_t end = range ? ev->end_ns : key;
+
+	*out = ev;
+	if (!IST_HAS(ev, IST_F_START) && !IST_HAS(ev, IST_F_TS))
+		return true;
+	if (a->cap_off && cuda_record(ev->type))
+		return false;
+	if (!a->windowed)
+		return true;
+	if (key >= a->win[1] || end < a->win[0] || (!range &&
+	    key < a->win[0]))
+		return false;
+	if (range && (key < a->win[0] || end > a->win[1])) {
+		*copy = *ev;
+		if (key < a->win[0])
+			copy->start_ns = a->win[0];
+		if (end > a->win[1])
+			copy->end_ns = a->win[1];
+		*out = copy;
+	}
+	return true;
 }
 
 /* The dev index for device number devno with no UUID known; a new one for
@@ -356,6 +474,7 @@ enum ist_status
 ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
     struct ist_error *err)
 {
+	struct ist_event copy;
 	int r = 0;
 
 	if (ev->type == IST_HEADER) {
@@ -367,6 +486,14 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 	a->events++;
 	if (!place(a, ev))
 		return IST_OK;
+	if (ev->type == IST_CAPTURE) {
+		r = capture(a, ev);
+		goto out;
+	}
+	if (!in_window(a, ev, &copy, &ev)) {
+		a->left_out++;
+		return IST_OK;
+	}
 	switch (ev->type) {
 	case IST_PROCESS:
 	case IST_THREAD:
@@ -439,6 +566,7 @@ ist_analyzer_new(struct ist_analyzer **out, const struct ist_rules *rules,
 	}
 	a->rules = rules;
 	a->last_key = INT64_MIN;
+	a->win_rel[0] = a->win_rel[1] = -1;
 	a->slow_launch_ns = ist_rules_params(rules, IST_RULE_LAUNCH_BOUND)->
 	    launch_bound.slow_launch_us * 1000;
 	a->launch_delay_ns = ist_rules_params(rules, IST_RULE_LAUNCH_BOUND)->
@@ -487,6 +615,7 @@ ist_analyzer_free(struct ist_analyzer *a)
 	free(a->idle);
 	an_u64map_release(&a->idlemap);
 	free(a->corr);
+	free(a->pz);
 	an_dist_release(&a->launch_d);
 	json_decref(a->producers);
 	json_decref(a->damaged);

@@ -33,6 +33,11 @@ enum ist_status ist_analyzer_finish(struct ist_analyzer *a,
  * truncation (msg, the reader's error): stated in data_quality's
  * read_error, and every confidence lowered. */
 void ist_analyzer_read_error(struct ist_analyzer *a, const char *msg);
+/* Analyses only [from_ns, to_ns) after the trace's first event (-1: its
+ * start, its end): events outside are left out, ranges across an edge
+ * cut at it.  Call before the first event. */
+void ist_analyzer_window(struct ist_analyzer *a, int64_t from_ns,
+    int64_t to_ns);
 void ist_analyzer_free(struct ist_analyzer *a);
 
 #endif

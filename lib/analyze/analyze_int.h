@@ -118,6 +118,7 @@ struct pend {
 struct dev {
 	bool seen, info;
 	int64_t devno;           /* the number in its processes' records */
+	int64_t paused;          /* the capture's pauses between its work */
 	uint32_t uuid;           /* interned; 0 unknown */
 	uint32_t name;
 	int64_t sm, mem;
@@ -226,6 +227,16 @@ struct ist_analyzer {
 	/* run */
 	int64_t t0, t1, last_key;
 	bool have_t;
+	/* the analysis window (ist_analyzer_window): relative as asked, then
+	 * absolute once the first event is placed; and the capture's pauses
+	 * (capture records), each [s, e), with their running sums */
+	int64_t win_rel[2], win[2];
+	bool windowed;
+	bool cap_off;
+	int64_t cap_off_at;
+	struct pause { int64_t s, e, sum; } *pz;   /* sum: up to its end */
+	uint32_t npz, cappz, captures;
+	uint64_t left_out;       /* events outside the window or a pause */
 	uint64_t events, out_of_order, lost, instants, segments, bad_times;
 	int64_t profiler_cpu;
 	uint32_t host;
@@ -244,6 +255,9 @@ struct ist_analyzer {
 };
 
 /* ---- across the analyzer's files ---- */
+
+/* The capture's pauses within [x, y) (0 in a trace recorded whole) */
+int64_t an_paused(const struct ist_analyzer *a, int64_t x, int64_t y);
 
 /* The dev index of ev's GPU (its pid and device number); MAXDEV - 1 when
  * there are more GPUs than that */

@@ -59,7 +59,8 @@ credit(struct ist_analyzer *a, struct thr *t, int64_t s, int64_t e)
 		if (!d->seen || d->ce >= e)
 			continue;
 		from = s > d->ce ? s : d->ce;
-		pend_add(d, label, e - from);
+		if (e - from - an_paused(a, from, e) > 0)
+			pend_add(d, label, e - from - an_paused(a, from, e));
 	}
 }
 
@@ -186,7 +187,16 @@ gpu_op(struct ist_analyzer *a, const struct ist_event *ev)
 		d->npend = 0;
 		return 0;
 	}
-	if (s > d->ce) {
+	if (s > d->ce && an_paused(a, d->ce, s) > 0) {
+		/* a pause of the capture between: not idle, not a gap */
+		d->paused += an_paused(a, d->ce, s);
+		d->busy += d->ce - d->cs;
+		an_util_add(d, d->cs, d->ce);
+		d->cs = s;
+		d->ce = e;
+		d->npend = 0;
+		return 0;
+	} else if (s > d->ce) {
 		int64_t gap = s - d->ce;
 		d->ngaps++;
 		if (c && c->api_start >= d->ce) {

@@ -132,7 +132,7 @@ mg_pack(struct merger *m, const struct ist_reader *r, const struct ist_event *ce
 			break;
 		}
 		case FT_BOOL:
-			*p++ = ev->pageable;
+			*p++ = *ist_field_bool((struct ist_event *)ev, fs->id);
 			break;
 		case FT_DOUBLE:
 			memcpy(p, &ev->pcie_gbps, 8);
@@ -234,7 +234,7 @@ mg_unpack(const struct merger *m, const uint8_t *p, int64_t key,
 			break;
 		}
 		case FT_BOOL:
-			ev->pageable = *p++ != 0;
+			*ist_field_bool(ev, fs->id) = *p++ != 0;
 			break;
 		case FT_DOUBLE:
 			memcpy(&ev->pcie_gbps, p, 8);

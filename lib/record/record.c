@@ -337,35 +337,52 @@ start_dir(struct sampler *s, const char *tmp, char *dir, size_t n,
 	return ist_writer_header(s->w, &h, err);
 }
 
+static int64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /*
  * Samples /proc at its rate until the command (pid) exits, passing on the
- * signals sent to us alone; the signals in set are blocked.  Returns the
+ * signals sent to us alone, running the capture's timers and writing its
+ * switches (within 100 ms); the signals in set are blocked.  Returns the
  * command's wait status.
  */
 static int
 watch(struct sampler *s, const struct ist_record_opts *o, pid_t pid,
     const sigset_t *set)
 {
-	uint64_t ticks = 0;
+	int64_t every = o->sample_hz > 0 ? 1000000000L / o->sample_hz : 0;
+	int64_t next = mono_ns() + every, now;
+	uint64_t ticks = 1;
 	int status = 0;
 
 	if (o->sample_hz > 0)
 		rec_sample(s, true);
 	for (;;) {
-		struct timespec period = { 1, 0 };
+		int64_t wake, left;
+		struct timespec period;
 		siginfo_t si;
 		int sig;
-		bool done = false;
 
-		if (o->sample_hz > 0) {
-			long ns = 1000000000L / o->sample_hz;
-			period.tv_sec = ns / 1000000000L;
-			period.tv_nsec = ns % 1000000000L;
-		}
+		now = mono_ns();
+		wake = now + (s->cap ? 100000000 : 1000000000);
+		if (every && next < wake)
+			wake = next;
+		if (rec_capture_next(s) < wake)
+			wake = rec_capture_next(s);
+		left = wake > now ? wake - now : 0;
+		period = (struct timespec){ left / 1000000000,
+		    left % 1000000000 };
 		sig = sigtimedwait(set, &si, &period);
-		if (sig == SIGCHLD || sig < 0) {
+		if (sig == SIGCHLD) {
 			pid_t w;
 			int ws;
+			bool done = false;
 			while ((w = waitpid(-1, &ws, WNOHANG)) > 0)
 				if (w == pid) {
 					status = ws;
@@ -381,8 +398,14 @@ watch(struct sampler *s, const struct ist_record_opts *o, pid_t pid,
 			rec_note(s, IST_NOTE_INFO, "%s: finishing the trace",
 			    strsignal(sig));
 		}
-		if (o->sample_hz > 0 && (sig < 0 || sig == SIGCHLD))
+		now = mono_ns();
+		rec_capture_tick(s, now, sig == SIGUSR2);
+		if (every && now >= next) {
 			rec_sample(s, ticks++ % 10 == 0);
+			next += every;
+			if (next <= now)
+				next = now + every;
+		}
 	}
 }
 
@@ -464,7 +487,7 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 	pid_t pid;
 	enum ist_status st;
 	struct dirent **names = NULL;
-	int nnames = 0;
+	int nnames = 0, e;
 	bool keep = false;
 
 	*exit_status = 1;
@@ -481,7 +504,11 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &set, &old);
+	if ((e = rec_capture_start(&s, o, dir)) != 0)
+		rec_note(&s, IST_NOTE_WARN, "cannot make the capture switch "
+		    "in %s (%s): recording all of the run", dir, strerror(e));
 	if ((pid = launch(o, dir, out_fd, &s, &old, exit_status, err)) < 0) {
 		st = err->status;
 	} else {
@@ -498,6 +525,7 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 		 * they are */
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	rec_capture_end(&s);
 	add_lost(&s, dir);
 	{
 		struct ist_error ce;

@@ -27,6 +27,15 @@ struct ist_record_opts {
 	int (*open_out)(void *ctx, struct ist_error *err);
 	void *open_ctx;
 	const char *out_name;       /* the output, in messages; NULL: stdout */
+	/* capture ranges (lib/trace/capture.h): recording from delay_ns
+	 * after the start, for duration_ns (0: to the end); with
+	 * capture_api, from inferscope.start() or cudaProfilerStart();
+	 * with nvtx names, while a range of one is open (count: the first
+	 * count ranges, -1 all).  SIGUSR2 to is-record switches it. */
+	int64_t delay_ns, duration_ns;
+	bool capture_api;
+	int nnvtx;
+	struct { const char *name; int count; } nvtx[8];
 };
 
 

@@ -57,6 +57,10 @@ struct sampler {
 	int nnodes;
 	int node[MAX_NODES];
 	int64_t nlast[MAX_NODES][3];
+	/* the capture switch (capture.c) */
+	struct ist_capture *cap;
+	uint64_t cap_written;        /* switches written as records */
+	int64_t cap_delay_at, cap_end_at;   /* 0: none (or done) */
 };
 
 /* a note to the tool's callback, formatted */
@@ -64,6 +68,18 @@ void rec_note(struct sampler *s, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* an event into the sampler's stream; the first error is kept in s->err */
 void rec_swrite(struct sampler *s, const struct ist_event *ev);
+/* The capture page in dir, its first switch the state the recording
+ * begins in; 0 or an errno (then the recording is always on). */
+int rec_capture_start(struct sampler *s, const struct ist_record_opts *o,
+    const char *dir);
+/* When the next timer of the capture runs out (CLOCK_MONOTONIC ns), or
+ * INT64_MAX. */
+int64_t rec_capture_next(const struct sampler *s);
+/* Runs the timers due at now and writes the switches not yet written as
+ * capture records; toggle: SIGUSR2 came. */
+void rec_capture_tick(struct sampler *s, int64_t now, bool toggle);
+/* The last switches written; the page unmapped. */
+void rec_capture_end(struct sampler *s);
 /* one sample of the recorded processes and the machine; rescan: look for
  * new processes and sample the NUMA nodes too */
 void rec_sample(struct sampler *s, bool rescan);

@@ -290,6 +290,30 @@ findings(struct ist_buf *o, const json_t *an, double t0)
 	}
 }
 
+/* What the analysis covers when it is not the whole trace: the window
+ * asked for (--from/--to), the capture's pauses, what was left out. */
+static void
+window_rows(struct ist_buf *o, const json_t *run)
+{
+	const json_t *w = json_object_get(run, "window");
+	double t0 = ist_jnum(w, "trace_start_ns");
+	struct nums u = { 0 };
+
+	if (json_is_true(json_object_get(w, "windowed")))
+		ist_buf_printf(o, "| Window | %.3f s to %.3f s of the trace "
+		    "(%s) |\n", (ist_jnum(run, "start_ns") - t0) / 1e9,
+		    (ist_jnum(run, "end_ns") - t0) / 1e9,
+		    dur(&u, ist_jnum(w, "trace_end_ns") - t0));
+	if (ist_jnum(w, "pauses") > 0)
+		ist_buf_printf(o, "| Paused | %s in %.0f pause(s) of the "
+		    "capture, not analysed |\n", dur(&u, ist_jnum(w,
+		    "paused_ns")), ist_jnum(w, "pauses"));
+	if (ist_jnum(w, "left_out_events") > 0)
+		ist_buf_printf(o, "| Left out | %.0f events outside the "
+		    "window or in a pause |\n", ist_jnum(w,
+		    "left_out_events"));
+}
+
 static void
 summary(struct ist_buf *o, const json_t *an)
 {
@@ -315,6 +339,7 @@ summary(struct ist_buf *o, const json_t *an)
 	text(o, *ist_jstr(run, "host") ? ist_jstr(run, "host") : "unknown");
 	ist_buf_printf(o, " |\n| Duration | %s |\n",
 	    dur(&u, ist_jnum(run, "wall_ns")));
+	window_rows(o, run);
 	json_array_foreach(json_object_get(run, "producers"), i, p) {
 		const char *s = json_string_value(p), *c;
 		if (s && (c = strstr(s, "(CPython")) != NULL && !py) {

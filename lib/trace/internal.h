@@ -10,7 +10,7 @@ enum {
 	K_STRING = 1,
 	K_TRACK = 2,
 	K_FIRST_EVENT = 3,
-	K_MAX_KNOWN = 23
+	K_MAX_KNOWN = 24
 };
 
 #define IST_SELF_DESCRIBE_TAG 55799u
@@ -135,6 +135,13 @@ static inline int64_t *
 ist_field_int(struct ist_event *ev, enum ist_field f)
 {
 	return ist_int_at[f] ? (int64_t *)((char *)ev + ist_int_at[f]) : NULL;
+}
+
+/* the two bool fields: a copy's pageable, a capture's on */
+static inline bool *
+ist_field_bool(struct ist_event *ev, enum ist_field f)
+{
+	return f == IST_F_ON ? &ev->on : &ev->pageable;
 }
 
 static inline struct ist_blob *

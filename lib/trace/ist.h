@@ -22,7 +22,7 @@
 
 #define IST_FORMAT_NAME "inferscope-trace"
 #define IST_VERSION_MAJOR 1
-#define IST_VERSION_MINOR 1
+#define IST_VERSION_MINOR 2
 #define IST_PACKAGE_VERSION "0.1.0"
 /* A garbage collection, as the Python collector records it: a cpu_call
  * named "gc (generation 2)" (formats/trace-format.md). */
@@ -105,6 +105,7 @@ enum ist_type {
 	IST_LOSS,
 	IST_CLOCK,
 	IST_ANALYSIS,
+	IST_CAPTURE,            /* 1.2 */
 	IST_NTYPES
 };
 
@@ -118,6 +119,7 @@ enum ist_field {
 	IST_F_METADATA, IST_F_DOMAIN, IST_F_DOMAIN_NS, IST_F_DATA,
 	IST_F_START, IST_F_END, IST_F_TS,
 	IST_F_UUID, IST_F_GRAPH_ID, IST_F_GRAPH_NODE,          /* 1.1 */
+	IST_F_CUT, IST_F_ON,                                   /* 1.2 */
 	/* header only */
 	IST_F_FORMAT, IST_F_VERSION, IST_F_PRODUCER, IST_F_PIDS, IST_F_CLOCKS,
 	IST_F_REALTIME_NS, IST_F_MONOTONIC_NS, IST_F_SOURCES,
@@ -128,6 +130,10 @@ enum ist_field {
 /* The generation a call's name says it collected (IST_GC_NAME_FMT), -1
  * when it names no collection. */
 int ist_gc_generation(const char *s, size_t n);
+
+/* cut: a range open across a capture window's edge, closed there */
+#define IST_CUT_START 1   /* began before the window: starts at its start */
+#define IST_CUT_END 2     /* ran on past the window: ends at its end */
 
 #define IST_HAS(ev, f) (((ev)->has >> (f)) & 1u)
 #define IST_SET(ev, f) ((ev)->has |= (uint64_t)1 << (f))
@@ -151,6 +157,9 @@ struct ist_event {
 	int64_t grid[3], block[3];
 	int64_t graph_id, graph_node;  /* GPU work a CUDA graph ran */
 	bool pageable;
+	bool on;                   /* capture: recording from here */
+	int64_t cut;               /* IST_CUT_* bits of a range the capture
+	                            * window cut */
 	bool value_is_int;         /* counter: integer or float value */
 	int64_t ivalue;
 	double value;

@@ -227,7 +227,8 @@ ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
 			e = put_jstr(b, s.p, s.n);
 			break;
 		case FT_BOOL:
-			e = ist_buf_printf(b, ev->pageable ? "true" : "false");
+			e = ist_buf_printf(b, *ist_field_bool(ev, fs->id) ? "true" :
+			    "false");
 			break;
 		case FT_DOUBLE:
 			ist_fmt_double(ev->pcie_gbps, num, sizeof(num));
@@ -463,7 +464,7 @@ json_field(const struct ist_fieldspec *fs, json_t *v, struct ist_event *ev,
 	case FT_BOOL:
 		if (!json_is_boolean(v))
 			return "a boolean";
-		ev->pageable = json_is_true(v);
+		*ist_field_bool(ev, fs->id) = json_is_true(v);
 		return NULL;
 	case FT_DOUBLE:
 		if (!json_is_number(v))

@@ -631,7 +631,7 @@ decode_field(struct ist_reader *r, const struct ist_fieldspec *fs,
 	case FT_BOOL:
 		if (t->t != TK_BOOL)
 			return false;
-		ev->pageable = t->b;
+		*ist_field_bool(ev, fs->id) = t->b;
 		return true;
 	case FT_DOUBLE:
 		if (t->t == TK_FLOAT) {

@@ -49,16 +49,19 @@ static const struct ist_fieldspec f_device[] = {
 	P(MEMORY_BYTES, "memory_bytes", INT, false),
 	P(PCIE_GBPS, "pcie_gbps", DOUBLE, false), P(UUID, "uuid", STR, false),
 };
+#define CUT P(CUT, "cut", INT, false)
 static const struct ist_fieldspec f_cpu_call[] = {
 	PID, TID, NAME, P(FILE, "file", STR, false), P(LINE, "line", INT, false),
-	START, END,
+	START, END, CUT,
 };
-static const struct ist_fieldspec f_scope[] = { PID, TID, NAME, START, END };
+static const struct ist_fieldspec f_scope[] = {
+	PID, TID, NAME, START, END, CUT,
+};
 static const struct ist_fieldspec f_instant[] = {
 	PID, TID, NAME, TS, P(METADATA, "metadata", OBJECT, false),
 };
 static const struct ist_fieldspec f_nvtx_range[] = {
-	PID, TID, NAME, P(DOMAIN, "domain", STR, false), START, END,
+	PID, TID, NAME, P(DOMAIN, "domain", STR, false), START, END, CUT,
 };
 static const struct ist_fieldspec f_nvtx_mark[] = {
 	PID, TID, NAME, P(DOMAIN, "domain", STR, false), TS,
@@ -97,6 +100,9 @@ static const struct ist_fieldspec f_clock[] = {
 static const struct ist_fieldspec f_analysis[] = {
 	P(DATA, "data", OBJECT, true),
 };
+static const struct ist_fieldspec f_capture[] = {
+	PID, TS, P(ON, "on", BOOL, true), P(REASON, "reason", STR, false),
+};
 
 const struct ist_typespec ist_types[IST_NTYPES] = {
 	[IST_HEADER] = { "header", 0, TS_NONE, false, N(f_header) },
@@ -121,13 +127,14 @@ const struct ist_typespec ist_types[IST_NTYPES] = {
 	[IST_LOSS] = { "loss", 21, TS_NONE, true, N(f_loss) },
 	[IST_CLOCK] = { "clock", 22, TS_INSTANT, true, N(f_clock) },
 	[IST_ANALYSIS] = { "analysis", 23, TS_NONE, false, N(f_analysis) },
+	[IST_CAPTURE] = { "capture", 24, TS_INSTANT, true, N(f_capture) },
 };
 
 int
 ist_type_of_kind(uint64_t kind)
 {
 	if (kind >= K_FIRST_EVENT && kind <= K_MAX_KNOWN)
-		return (int)kind - 2; /* kinds 3..23 are types 1..21 */
+		return (int)kind - 2; /* kinds 3..24 are types 1..22 */
 	return -1;
 }
 
@@ -162,7 +169,7 @@ const uint16_t ist_int_at[IST_NFIELDS] = {
 	AT(CORRELATION, correlation), AT(BYTES, bytes), AT(EVENTS, events),
 	AT(DOMAIN_NS, domain_ns), AT(REALTIME_NS, realtime_ns),
 	AT(MONOTONIC_NS, monotonic_ns), AT(ANALYSIS_VERSION, analysis_version),
-	AT(GRAPH_ID, graph_id), AT(GRAPH_NODE, graph_node),
+	AT(GRAPH_ID, graph_id), AT(GRAPH_NODE, graph_node), AT(CUT, cut),
 };
 const uint16_t ist_blob_at[IST_NFIELDS] = {
 	AT(CMDLINE, cmdline), AT(METADATA, metadata), AT(DATA, data),

@@ -667,7 +667,8 @@ put_field(struct ist_writer *w, const struct ist_fieldspec *fs,
 		put_int(w, int_field(ev, fs->id));
 		break;
 	case FT_BOOL:
-		w->buf[w->n++] = ev->pageable ? 0xf5 : 0xf4;
+		w->buf[w->n++] = *ist_field_bool((struct ist_event *)ev,
+		    fs->id) ? 0xf5 : 0xf4;
 		break;
 	case FT_DOUBLE:
 		w->n += cbor_encode_double(ev->pcie_gbps, w->buf + w->n,

@@ -10,13 +10,16 @@
 
     mark_event("tokenization_complete", metadata={"tokens": 1024})
 
+    start()     # with is-record --capture-range api: record from here
+    stop()      # pause recording, in every recorded process
+
 Under is-record these become `scope` and `instant` events of the trace;
 anywhere else they cost next to nothing (under 100 ns a call).
 """
 
 import functools
 
-__all__ = ["scope", "mark_event", "enabled"]
+__all__ = ["scope", "mark_event", "enabled", "start", "stop"]
 __version__ = "0.1.0"
 
 def _decorate(s, fn):
@@ -29,7 +32,7 @@ def _decorate(s, fn):
 
 
 try:
-    from _inferscope import scope, mark_event, enabled
+    from _inferscope import scope, mark_event, enabled, _capture
 except ImportError:  # no collector built for this Python: a no-op API
     class scope:
         """A timed region, as a context manager or a decorator."""
@@ -58,3 +61,23 @@ except ImportError:  # no collector built for this Python: a no-op API
     def enabled():
         """Whether this process is being recorded."""
         return False
+
+    def _capture(on):
+        return False
+
+
+def start():
+    """Start recording, or resume it, in every process is-record records.
+
+    With `is-record --capture-range api` recording waits for this call.
+    Returns whether recording switched on: False outside is-record, when it
+    was on already, or when the capture is over (--duration).
+    """
+    return _capture(True)
+
+
+def stop():
+    """Pause recording in every recorded process until start() (or
+    SIGUSR2 to is-record).  Calls under way end at the pause, marked cut.
+    Returns whether recording switched off."""
+    return _capture(False)

@@ -1,0 +1,172 @@
+#!/usr/bin/env bats
+# Capture ranges and analysis windows: is-record --capture-range, --delay,
+# --duration and SIGUSR2; is-analyze --from/--to.  Counts are checked
+# against the program's own; times against bounds load cannot break.
+load helpers
+
+setup() {
+	T=$BATS_TEST_TMPDIR
+}
+
+# calls NAME FILE: cpu_call records of NAME in a decoded trace
+calls() {
+	grep -c "\"cpu_call\".*\"name\":\"$1\"" "$2" || true
+}
+
+@test "--capture-range api: inferscope.start()/stop() record exactly the calls inside, on every hook (3.9 setprofile, 3.11, 3.12 sys.monitoring)" {
+	n=0
+	for py in "$HOME"/.pyenv/versions/3.9.*/bin/python3 /usr/bin/python3 \
+	    "$HOME"/.pyenv/versions/3.12.*/bin/python3; do
+		[ -x "$py" ] || continue
+		run --separate-stderr is-record --capture-range api \
+		    -o "$T/t.ist" -- "$py" tests/py/capture_app.py
+		assert_success
+		is-cat "$T/t.ist" > "$T/t.jsonl"
+		# the program's own count of calls inside its windows
+		[ "$(calls __main__.work "$T/t.jsonl")" -eq "$stderr" ]
+		[ "$stderr" -eq 10 ]
+		# recording began off; two windows (api), each closed
+		run grep -c '"type":"capture"' "$T/t.jsonl"
+		[ "$output" -eq 5 ]
+		grep -q '"capture".*"on":false,"reason":"start"' "$T/t.jsonl"
+		# outer is cut twice: ended at the pause, begun at the window
+		grep -q '"name":"__main__.outer".*"cut":2' "$T/t.jsonl"
+		grep -q '"name":"__main__.outer".*"cut":1' "$T/t.jsonl"
+		# the analysis leaves the pauses out of the run's time
+		is-merge "$T/t.ist" | is-analyze --json > "$T/a.json"
+		python3 - "$T/a.json" <<-'PY'
+		import json, sys
+		a = json.load(open(sys.argv[1]))
+		r = a["run"]
+		w = r["window"]
+		assert w["pauses"] == 3 and w["capture_records"] == 5, w
+		assert r["wall_ns"] == r["end_ns"] - r["start_ns"] - \
+		    w["paused_ns"], r
+		assert w["paused_ns"] >= 20_000_000, w   # the sleep inside
+		f = {x["name"]: x["count"] for x in a["functions"]}
+		assert f["__main__.work"] == 10, f
+		PY
+		n=$((n + 1))
+	done
+	[ "$n" -ge 2 ]
+}
+
+@test "outside is-record, start() and stop() do nothing and say so" {
+	run /usr/bin/python3 -c 'import sys; sys.path.insert(0, "agents/python")
+import inferscope; print(inferscope.start(), inferscope.stop())'
+	assert_success
+	assert_output "False False"
+}
+
+@test "--delay and --duration: recording between them, the /proc sampler throughout" {
+	run --separate-stderr is-record --delay 0.3 --duration 0.4 \
+	    -o "$T/t.ist" -- sleep 1.5
+	assert_success
+	[[ "$stderr" == *"--duration is over"* ]]
+	is-cat "$T/t.ist" > "$T/t.jsonl"
+	python3 - "$T/t.jsonl" <<-'PY'
+	import json, sys
+	ev = [json.loads(l) for l in open(sys.argv[1])]
+	c = [e for e in ev if e["type"] == "capture"]
+	assert [(e["on"], e["reason"]) for e in c] == [(False, "start"),
+	    (True, "delay"), (False, "duration")], c
+	on = c[1]["ts_ns"] - c[0]["ts_ns"]
+	dur = c[2]["ts_ns"] - c[1]["ts_ns"]
+	# timers: never early, late by at most a loaded machine's second
+	assert 0.3e9 <= on < 1.3e9, on
+	assert 0.4e9 <= dur < 1.4e9, dur
+	# samples before, inside and after the window
+	s = [e["ts_ns"] for e in ev if e["type"] == "counter"]
+	assert min(s) < c[1]["ts_ns"] and max(s) > c[2]["ts_ns"], (min(s),
+	    max(s))
+	PY
+}
+
+@test "SIGUSR2 to is-record pauses and resumes recording in the program" {
+	cat > "$T/app.py" <<-'EOF2'
+	import sys, time
+	def tick(): pass
+	print("ready", flush=True)
+	t = time.monotonic()
+	while time.monotonic() - t < 1.5:
+	    tick(); time.sleep(0.001)
+	EOF2
+	is-record -o "$T/t.ist" -- /usr/bin/python3 "$T/app.py" \
+	    > "$T/out.txt" 2> "$T/err.txt" &
+	pid=$!
+	for _ in $(seq 100); do grep -q ready "$T/out.txt" && break; sleep 0.05; done
+	sleep 0.2
+	kill -USR2 $pid
+	sleep 0.3
+	kill -USR2 $pid
+	wait $pid
+	grep -q "SIGUSR2: recording pauses" "$T/err.txt"
+	grep -q "SIGUSR2: recording resumes" "$T/err.txt"
+	is-cat "$T/t.ist" > "$T/t.jsonl"
+	python3 - "$T/t.jsonl" <<-'PY'
+	import json, sys
+	ev = [json.loads(l) for l in open(sys.argv[1])]
+	c = [e for e in ev if e["type"] == "capture"]
+	assert [(e["on"], e["reason"]) for e in c] == [(False, "signal"),
+	    (True, "signal")], c
+	off, on = c[0]["ts_ns"], c[1]["ts_ns"]
+	ticks = [e for e in ev if e.get("name") == "__main__.tick"]
+	# ticks before and after the pause; none starts inside it
+	assert any(e["start_ns"] < off for e in ticks)
+	assert any(e["start_ns"] > on for e in ticks)
+	assert not [e for e in ticks if off < e["start_ns"] < on]
+	PY
+}
+
+@test "--capture-range nvtx:NAME:COUNT records while the first COUNT ranges NAME are open" {
+	[ -x "$IST_BUILD/examples/nvtx_pipeline" ] || skip "built without the NVTX headers"
+	run --separate-stderr is-record --no-sample \
+	    --capture-range nvtx:request:2 -o "$T/t.ist" -- \
+	    "$IST_BUILD/examples/nvtx_pipeline"
+	assert_success
+	is-cat "$T/t.ist" > "$T/t.jsonl"
+	# of five requests, the first two; nothing of the model's loading
+	[ "$(grep -c '"nvtx_range".*"name":"request"' "$T/t.jsonl")" -eq 2 ]
+	[ "$(grep -c '"nvtx_range".*"name":"infer"' "$T/t.jsonl")" -eq 2 ]
+	[ "$(grep -c '"nvtx_mark"' "$T/t.jsonl")" -eq 2 ]
+	! grep -q '"name":"load model"' "$T/t.jsonl"
+	[ "$(grep -c '"capture".*"reason":"nvtx:request"' "$T/t.jsonl")" -eq 4 ]
+}
+
+@test "is-analyze --from/--to: the window's time exactly, ranges cut at its edges, said in the report" {
+	cat > "$T/app.py" <<-'EOF2'
+	import time
+	def spin(s):
+	    t = time.perf_counter()
+	    while time.perf_counter() - t < s: pass
+	spin(0.6)
+	EOF2
+	is-record -o "$T/t.ist" -- /usr/bin/python3 "$T/app.py"
+	is-merge "$T/t.ist" > "$T/m.ist"
+	is-analyze --json --from 0.1 --to 0.3 "$T/m.ist" > "$T/a.json"
+	python3 - "$T/a.json" <<-'PY'
+	import json, sys
+	a = json.load(open(sys.argv[1]))
+	r = a["run"]
+	assert r["window"]["windowed"] is True
+	assert r["wall_ns"] == 200_000_000, r
+	assert r["start_ns"] - r["window"]["trace_start_ns"] == 100_000_000
+	f = {x["name"]: x for x in a["functions"]}
+	# spin ran through the window: 200 ms of it, to the nanosecond
+	assert f["__main__.spin"]["incl_ns"] == 200_000_000, f["__main__.spin"]
+	PY
+	is-analyze --from 0.1 --to 0.3 "$T/m.ist" | is-report > "$T/r.md"
+	grep -q '^| Window | 0.100 s to 0.300 s of the trace' "$T/r.md"
+	grep -q '^| Duration | 200.00 ms |' "$T/r.md"
+}
+
+@test "capture and window options: bad values are one clear line and exit 2" {
+	run -2 is-record --capture-range bogus -- true
+	assert_output --partial "--capture-range: 'bogus' is not api"
+	run -2 is-record --delay x -- true
+	assert_output --partial "--delay: 'x' is not a number of seconds"
+	run -2 is-record --delay 1 --capture-range api -- true
+	assert_output --partial "cannot be combined"
+	run -2 is-analyze --from 2 --to 1 /dev/null
+	assert_output --partial "--to must come after --from"
+}
