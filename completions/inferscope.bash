@@ -62,10 +62,11 @@ _inferscope_tool()
 		fi
 		;;
 	is-analyze)
-		opts="--baseline --fail-on --help --json --output --rules-file
-		    --summary --version"
+		opts="--baseline --fail-on --from --help --json --output
+		    --rules-file --summary --to --version"
 		case $prev in
 		-o|--output|-b|--baseline) _filedir; return ;;
+		--from|--to) return ;;
 		-r|--rules-file) _filedir '@(yaml|yml)'; return ;;
 		-f|--fail-on)
 			COMPREPLY=($(compgen -W "regression>5% wall>5%
@@ -105,16 +106,22 @@ _inferscope_tool()
 				return
 			fi
 		done
-		opts="--help --log-level --no-gpu --no-python --no-python-calls
-		    --no-sample --output --py-min-us --recover --ring
-		    --sample-hz --trace-size-mb --version"
+		opts="--capture-range --delay --duration --help --log-level
+		    --no-gpu --no-python --no-python-calls --no-sample --output
+		    --py-min-us --recover --ring --sample-hz --trace-size-mb
+		    --version"
 		case $prev in
 		-o|--output) _filedir; return ;;
 		--recover) _filedir -d; return ;;
 		--log-level)
 			COMPREPLY=($(compgen -W "debug info warn error" -- "$cur"))
 			return ;;
-		--py-min-us|--sample-hz|--trace-size-mb) return ;;
+		--py-min-us|--sample-hz|--trace-size-mb|--delay|--duration)
+			return ;;
+		--capture-range)
+			COMPREPLY=($(compgen -W "api nvtx:" -- "$cur"))
+			compopt -o nospace
+			return ;;
 		esac
 		if [[ $cur != -* ]]; then
 			_command_offset "$cword"

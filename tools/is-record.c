@@ -37,8 +37,8 @@ help(void)
 	    "status is the command's (128+N when it dies of signal N).\n"
 	    "\n"
 	    "      --capture-range=R   record only inside ranges the program\n"
-	    "                          marks: api (inferscope.start()/stop(),\n"
-	    "                          cudaProfilerStart/Stop), or\n"
+	    "                          marks: api (inferscope.start()/stop()),\n"
+	    "                          or\n"
 	    "                          nvtx:NAME[:COUNT] (while an NVTX range\n"
 	    "                          NAME is open; the first COUNT); repeatable\n"
 	    "      --delay=S           start recording S seconds in\n"
@@ -259,7 +259,7 @@ seconds(const char *opt, const char *v)
 	return (int64_t)(d * 1e9);
 }
 
-/* --capture-range api | cudaProfilerApi | nvtx:NAME[:COUNT] */
+/* --capture-range api | nvtx:NAME[:COUNT] */
 static void
 capture_range(struct ist_record_opts *ro, const char *v)
 {
@@ -268,13 +268,13 @@ capture_range(struct ist_record_opts *ro, const char *v)
 	long count = -1;
 	size_t n;
 
-	if (strcmp(v, "api") == 0 || strcmp(v, "cudaProfilerApi") == 0) {
+	if (strcmp(v, "api") == 0) {
 		ro->capture_api = true;
 		return;
 	}
 	if (strncmp(v, "nvtx:", 5) != 0 || v[5] == '\0') {
-		warnx("--capture-range: '%s' is not api, cudaProfilerApi or "
-		    "nvtx:NAME[:COUNT]", v);
+		warnx("--capture-range: '%s' is not api or nvtx:NAME[:COUNT]",
+		    v);
 		exit(2);
 	}
 	name = v + 5;
