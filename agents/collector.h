@@ -99,10 +99,7 @@ enum ist_status ist_coll_after_fork(const char *path, struct ist_error *err);
 static inline int64_t
 ist_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return ist_capture_now_ns();
 }
 
 /*
@@ -193,24 +190,6 @@ bool ist_coll_clip(int64_t *t0, int64_t *t1, int *cut);
  * 20 ms); NULL: none. */
 void ist_coll_on_switch(void (*fn)(void));
 
-/* A timed range whose ends a capture window cut (IST_CUT_* in the ring
- * record's flags): written with its cut field. */
-static inline void
-ist_coll_cut(struct ist_ring *r, int kind, uint32_t id, int64_t t0,
-    int64_t t1, int cut)
-{
-	struct ist_rec *h = ist_coll_reserve(r, 24);
-	int64_t *t;
-
-	if (h == NULL)
-		return;
-	*h = (struct ist_rec){ (uint8_t)kind, (uint8_t)cut, 24, id };
-	t = (int64_t *)(h + 1);
-	t[0] = t0;
-	t[1] = t1;
-	ist_coll_commit(r, 24);
-}
-
 /* A range another thread (tid) started, ended on this ring's thread: it is
  * written on that thread (IST_REC_NVTX_ON). */
 static inline void
@@ -231,10 +210,11 @@ ist_coll_range_on(struct ist_ring *r, uint32_t id, int64_t t0, int64_t t1,
 }
 
 /* A timed record: t0 and t1 for a range; t0 alone for the mark kinds
- * (IST_REC_NVTX_MARK, and IST_REC_MARK without metadata). */
+ * (IST_REC_NVTX_MARK, and IST_REC_MARK without metadata).  flags: the
+ * IST_CUT_* bits of a range a capture window cut (ist_coll_cut). */
 static inline void
-ist_coll_timed(struct ist_ring *r, int kind, uint32_t id, int64_t t0,
-    int64_t t1)
+ist_coll_rec(struct ist_ring *r, int kind, int flags, uint32_t id,
+    int64_t t0, int64_t t1)
 {
 	size_t len = kind == IST_REC_NVTX_MARK || kind == IST_REC_MARK ? 16 :
 	    24;
@@ -244,7 +224,7 @@ ist_coll_timed(struct ist_ring *r, int kind, uint32_t id, int64_t t0,
 	if (h == NULL)
 		return;
 	h->kind = (uint8_t)kind;
-	h->flags = 0;
+	h->flags = (uint8_t)flags;
 	h->len = (uint16_t)len;
 	h->id = id;
 	t = (int64_t *)(h + 1);
@@ -252,6 +232,21 @@ ist_coll_timed(struct ist_ring *r, int kind, uint32_t id, int64_t t0,
 	if (len == 24)
 		t[1] = t1;
 	ist_coll_commit(r, len);
+}
+
+static inline void
+ist_coll_timed(struct ist_ring *r, int kind, uint32_t id, int64_t t0,
+    int64_t t1)
+{
+	ist_coll_rec(r, kind, 0, id, t0, t1);
+}
+
+/* A range whose ends a capture window cut: written with its cut field */
+static inline void
+ist_coll_cut(struct ist_ring *r, int kind, uint32_t id, int64_t t0,
+    int64_t t1, int cut)
+{
+	ist_coll_rec(r, kind, cut, id, t0, t1);
 }
 
 /* Names the ring's thread (names over 1000 bytes are not kept). */

@@ -122,6 +122,7 @@ global_id(const struct domain *dom, const char *text)
 {
 	uint32_t id = 0;
 	size_t i;
+	int which;
 
 	pthread_mutex_lock(&lock);
 	if ((names_n + 1) * 2 > names_cap) {
@@ -153,9 +154,10 @@ global_id(const struct domain *dom, const char *text)
 	/* the definition carries the domain where functions carry a file */
 	id = ist_coll_define_func(text, dom && dom->name ? dom->name : NULL,
 	    0);
-	if (id && ist_capture_nvtx_which(text) >= 0 && ncaps < CAPS) {
+	if (id && (which = ist_capture_nvtx_which(text)) >= 0 &&
+	    ncaps < CAPS) {
 		caps[ncaps].id = id;
-		caps[ncaps].which = ist_capture_nvtx_which(text);
+		caps[ncaps].which = which;
 		atomic_fetch_add(&ncaps, 1);
 	}
 	if (id && (names[i].text = strdup(text)) != NULL) {

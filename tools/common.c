@@ -52,3 +52,18 @@ tool_open_input(const char *path)
 		err(1, "cannot open '%s'", path);
 	return fd;
 }
+
+int64_t
+tool_seconds(const char *opt, const char *v)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(v, &end);
+	if (end == v || *end != '\0' || errno || !(d >= 0) || d > 1e9) {
+		warnx("%s: '%s' is not a number of seconds", opt, v);
+		exit(2);
+	}
+	return (int64_t)(d * 1e9);
+}

@@ -7,6 +7,8 @@
 #ifndef IST_TOOLS_COMMON_H
 #define IST_TOOLS_COMMON_H
 
+#include <stdint.h>
+
 #include "config.h"
 
 struct ist_rules;
@@ -24,6 +26,10 @@ void tool_version(void);
  */
 void tool_settings(struct ist_config *cfg, struct ist_rules **rules,
     const char *rules_file);
+
+/* A number of seconds >= 0 given to option opt (--delay, --from), in ns;
+ * exits 2 naming opt when v is not one. */
+int64_t tool_seconds(const char *opt, const char *v);
 
 /* An input by name ("-": standard input); exits 1 naming it when it
  * cannot be opened. */

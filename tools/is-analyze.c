@@ -75,22 +75,6 @@ struct args {
 	int64_t window[2];       /* --from, --to in ns; -1: none */
 };
 
-/* seconds after the trace's start, for --from and --to */
-static int64_t
-seconds(const char *opt, const char *v)
-{
-	char *end;
-	double d;
-
-	errno = 0;
-	d = strtod(v, &end);
-	if (end == v || *end != '\0' || errno || !(d >= 0) || d > 1e9) {
-		warnx("%s: '%s' is not a number of seconds", opt, v);
-		exit(2);
-	}
-	return (int64_t)(d * 1e9);
-}
-
 static void
 parse_args(int argc, char **argv, struct args *o)
 {
@@ -119,10 +103,10 @@ parse_args(int argc, char **argv, struct args *o)
 			o->failon = optarg;
 			break;
 		case 'F':
-			o->window[0] = seconds("--from", optarg);
+			o->window[0] = tool_seconds("--from", optarg);
 			break;
 		case 'T':
-			o->window[1] = seconds("--to", optarg);
+			o->window[1] = tool_seconds("--to", optarg);
 			break;
 		case 'h':
 			help();

@@ -243,22 +243,6 @@ struct args {
 	bool no_python, no_sample, no_calls, no_gpu, ring;
 };
 
-/* seconds, for --delay and --duration: a number >= 0 */
-static int64_t
-seconds(const char *opt, const char *v)
-{
-	char *end;
-	double d;
-
-	errno = 0;
-	d = strtod(v, &end);
-	if (end == v || *end != '\0' || errno || !(d >= 0) || d > 1e9) {
-		warnx("%s: '%s' is not a number of seconds", opt, v);
-		exit(2);
-	}
-	return (int64_t)(d * 1e9);
-}
-
 /* --capture-range api | nvtx:NAME[:COUNT] */
 static void
 capture_range(struct ist_record_opts *ro, const char *v)
@@ -332,10 +316,10 @@ parse_args(int argc, char **argv, struct ist_config *cfg, struct args *o,
 			capture_range(ro, optarg);
 			break;
 		case 'd':
-			ro->delay_ns = seconds("--delay", optarg);
+			ro->delay_ns = tool_seconds("--delay", optarg);
 			break;
 		case 'D':
-			ro->duration_ns = seconds("--duration", optarg);
+			ro->duration_ns = tool_seconds("--duration", optarg);
 			if (ro->duration_ns == 0) {
 				warnx("--duration: must be more than 0");
 				exit(2);

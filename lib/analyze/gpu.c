@@ -55,12 +55,12 @@ credit(struct ist_analyzer *a, struct thr *t, int64_t s, int64_t e)
 	label |= (uint64_t)(t - a->thr) << 40;
 	for (int i = 0; i < MAXDEV; i++) {
 		struct dev *d = &a->dev[i];
-		int64_t from;
+		int64_t from, ns;
 		if (!d->seen || d->ce >= e)
 			continue;
 		from = s > d->ce ? s : d->ce;
-		if (e - from - an_paused(a, from, e) > 0)
-			pend_add(d, label, e - from - an_paused(a, from, e));
+		if ((ns = e - from - an_paused(a, from, e)) > 0)
+			pend_add(d, label, ns);
 	}
 }
 
@@ -157,7 +157,7 @@ gpu_op(struct ist_analyzer *a, const struct ist_event *ev)
 	struct dev *d;
 	struct corr *c = NULL;
 	int devno = an_dev_of(a, ev);
-	int64_t s = ev->start_ns, e = ev->end_ns;
+	int64_t s = ev->start_ns, e = ev->end_ns, paused;
 	uint32_t launcher = 0;
 
 	d = &a->dev[devno];
@@ -187,9 +187,9 @@ gpu_op(struct ist_analyzer *a, const struct ist_event *ev)
 		d->npend = 0;
 		return 0;
 	}
-	if (s > d->ce && an_paused(a, d->ce, s) > 0) {
+	if (s > d->ce && (paused = an_paused(a, d->ce, s)) > 0) {
 		/* a pause of the capture between: not idle, not a gap */
-		d->paused += an_paused(a, d->ce, s);
+		d->paused += paused;
 		d->busy += d->ce - d->cs;
 		an_util_add(d, d->cs, d->ce);
 		d->cs = s;

@@ -17,6 +17,7 @@
 
 #include <zstd.h>
 
+#include "capture.h"
 #include "record_int.h"
 
 /* ---- gathering the streams ---- */
@@ -337,15 +338,6 @@ start_dir(struct sampler *s, const char *tmp, char *dir, size_t n,
 	return ist_writer_header(s->w, &h, err);
 }
 
-static int64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /*
  * Samples /proc at its rate until the command (pid) exits, passing on the
  * signals sent to us alone, running the capture's timers and writing its
@@ -357,7 +349,7 @@ watch(struct sampler *s, const struct ist_record_opts *o, pid_t pid,
     const sigset_t *set)
 {
 	int64_t every = o->sample_hz > 0 ? 1000000000L / o->sample_hz : 0;
-	int64_t next = mono_ns() + every, now;
+	int64_t next = ist_capture_now_ns() + every, now;
 	uint64_t ticks = 1;
 	int status = 0;
 
@@ -369,7 +361,7 @@ watch(struct sampler *s, const struct ist_record_opts *o, pid_t pid,
 		siginfo_t si;
 		int sig;
 
-		now = mono_ns();
+		now = ist_capture_now_ns();
 		wake = now + (s->cap ? 100000000 : 1000000000);
 		if (every && next < wake)
 			wake = next;
@@ -398,7 +390,7 @@ watch(struct sampler *s, const struct ist_record_opts *o, pid_t pid,
 			rec_note(s, IST_NOTE_INFO, "%s: finishing the trace",
 			    strsignal(sig));
 		}
-		now = mono_ns();
+		now = ist_capture_now_ns();
 		rec_capture_tick(s, now, sig == SIGUSR2);
 		if (every && now >= next) {
 			rec_sample(s, ticks++ % 10 == 0);
