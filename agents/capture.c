@@ -53,6 +53,28 @@ ist_capture_switch(bool on, int why, int arg, bool close)
 	    close);
 }
 
+void
+ist_capture_last_dump(int64_t *ns, int *why)
+{
+	*ns = 0;
+	*why = IST_DW_SIGNAL;
+	if (ist_cap == NULL)
+		return;
+	ist_capture_lock(ist_cap);
+	*ns = ist_cap->dump_ns;
+	*why = (int)ist_cap->dump_why;
+	ist_capture_unlock(ist_cap);
+}
+
+bool
+ist_capture_ask_dump(int why)
+{
+	if (ist_cap == NULL)
+		return false;
+	ist_capture_dump(ist_cap, why);
+	return true;
+}
+
 int
 ist_capture_nvtx_which(const char *text)
 {

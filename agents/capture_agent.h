@@ -29,6 +29,28 @@ ist_capture_n(void)
 	    memory_order_acquire) : 0;
 }
 
+/* The flight recorder's dumps asked for so far */
+static inline uint64_t
+ist_capture_dumps(void)
+{
+	return ist_cap ? atomic_load_explicit(&ist_cap->dumps,
+	    memory_order_acquire) : 0;
+}
+
+/* The last dump's time and reason (IST_DW_*). */
+void ist_capture_last_dump(int64_t *ns, int *why);
+
+/* Whether a ring is written at exit: --ring alone, or --dump-on exit. */
+static inline bool
+ist_capture_dump_exit(void)
+{
+	return ist_cap == NULL || ist_cap->dump_exit;
+}
+
+/* Asks every recorded process's flight recorder to write its window
+ * (inferscope.dump()); false when there is no page. */
+bool ist_capture_ask_dump(int why);
+
 /* Switches, from this process (IST_CW_API, IST_CW_CUDA, IST_CW_NVTX); false
  * when there is no page, it was so already or the capture is closed. */
 bool ist_capture_switch(bool on, int why, int arg, bool close);

@@ -30,6 +30,7 @@ static struct {
 	bool running, stopping, thread_started;
 	bool paused;                 /* writer stopped across a fork */
 	uint64_t flush_req, flush_done;  /* ist_coll_flush() handshake */
+	bool flush_final;            /* ist_coll_flush(), not a dump's wait */
 	struct ist_stream out;       /* the stream, by fd and by path */
 	struct ist_writer *w;
 	struct ist_ring *rings;
@@ -47,8 +48,11 @@ static struct {
 	uint64_t ring_bytes;
 	struct ist_flight flight;
 	bool ring;
+	bool dying;                  /* of a signal: the ring is written */
+	int64_t frame_t0;            /* the frame's oldest event's end */
 } C = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
-    .flushed = PTHREAD_COND_INITIALIZER, .out.fd = -1 };
+    .flushed = PTHREAD_COND_INITIALIZER, .out.fd = -1,
+    .frame_t0 = INT64_MAX };
 
 int ist_coll_use_tsc;
 static void (*on_switch)(void);
@@ -482,6 +486,8 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 			    tid, to_ns(t[0]), to_ns(t[1]), &d->wd, &e) !=
 			    IST_OK)
 				wfail(&e);
+			if (to_ns(t[1]) < C.frame_t0)
+				C.frame_t0 = to_ns(t[1]);
 			break;
 		case IST_REC_MARK:
 		case IST_REC_NVTX_MARK:
@@ -505,6 +511,8 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 			IST_SET(&ev, IST_F_TID);
 			IST_SET(&ev, IST_F_NAME);
 			emit(&ev);
+			if (ev.ts_ns < C.frame_t0)
+				C.frame_t0 = ev.ts_ns;
 			break;
 		}
 		tail += h.len;
@@ -617,6 +625,16 @@ drain_all(void)
 
 static enum ist_status finish(struct ist_error *err);
 static enum ist_status ring_finish(struct ist_error *err);
+static void dump_now(void);
+
+/* Whether the ring is written as the stream ends: with --ring alone or
+ * --dump-on exit, and always when a signal kills the process (the flight
+ * recorder's black box).  Otherwise only dumps write it. */
+static bool
+ring_at_end(void)
+{
+	return C.dying || ist_capture_dump_exit();
+}
 
 /* In the writer thread, after a drain: everything recorded goes to the
  * file now; a flight recorder writes the frames it keeps and from then on
@@ -629,7 +647,7 @@ flush_now(void)
 	if (C.failed)
 		return;
 	if (ist_writer_flush(C.w, &e) != IST_OK ||
-	    (C.ring && ring_finish(&e) != IST_OK))
+	    (C.ring && ring_at_end() && ring_finish(&e) != IST_OK))
 		wfail(&e);
 }
 
@@ -639,6 +657,7 @@ die_of(int sig)
 {
 	struct ist_error e;
 
+	C.dying = true;
 	/* C.running stays: ist_coll_stop() at exit waits for this thread,
 	 * which never returns; from ist_coll_stop(), all is written */
 	if (C.w != NULL && finish(&e) != IST_OK)
@@ -650,6 +669,7 @@ static void *
 writer_main(void *arg)
 {
 	uint64_t last = 0, switches = ist_capture_n();
+	uint64_t dumps = ist_capture_dumps();
 
 	(void)arg;
 	/* is-analyze tells the profiler's own CPU use by this name */
@@ -657,6 +677,7 @@ writer_main(void *arg)
 	pthread_mutex_lock(&C.lock);
 	while (!C.stopping) {
 		uint64_t req;
+		bool final;
 
 		if (ist_term_pending()) {
 			pthread_mutex_unlock(&C.lock);
@@ -676,13 +697,19 @@ writer_main(void *arg)
 		if (C.stopping)
 			break;
 		req = C.flush_req;
+		final = C.flush_final;
+		C.flush_final = false;
 		pthread_mutex_unlock(&C.lock);
 		if (on_switch != NULL && ist_capture_n() != switches) {
 			switches = ist_capture_n();
 			on_switch();
 		}
 		last = drain_all();
-		if (req != C.flush_done)
+		if (ist_capture_dumps() != dumps) {
+			dumps = ist_capture_dumps();
+			dump_now();
+		}
+		if (final)
 			flush_now();
 		pthread_mutex_lock(&C.lock);
 		if (req != C.flush_done) {
@@ -697,8 +724,10 @@ writer_main(void *arg)
 	return NULL;
 }
 
-enum ist_status
-ist_coll_flush(void)
+/* One pass of the writer thread, asked for and waited for; final: the
+ * stream is written out as for an exec. */
+static enum ist_status
+writer_pass(bool final)
 {
 	uint64_t want;
 
@@ -706,6 +735,7 @@ ist_coll_flush(void)
 		return IST_OK;
 	pthread_mutex_lock(&C.lock);
 	want = ++C.flush_req;
+	C.flush_final = C.flush_final || final;
 	pthread_cond_signal(&C.wake);
 	while (C.flush_done < want && C.thread_started)
 		pthread_cond_wait(&C.flushed, &C.lock);
@@ -713,40 +743,115 @@ ist_coll_flush(void)
 	return C.failed ? C.werr.status : IST_OK;
 }
 
+enum ist_status
+ist_coll_flush(void)
+{
+	return writer_pass(true);
+}
+
+bool
+ist_coll_dump(void)
+{
+	if (!C.running || C.ring_bytes == 0 ||
+	    !ist_capture_ask_dump(IST_DW_API))
+		return false;
+	(void)writer_pass(false);      /* a failure is told at stop */
+	return true;
+}
+
 /* The flight recorder's sink: keep frames, forget the oldest. */
 static int
 ring_sink(void *ctx, const void *buf, size_t n)
 {
 	struct ist_writer_stats st;
+	int64_t t0 = C.frame_t0;
 	int e;
 
 	ist_writer_stats(C.w, &st);
+	C.frame_t0 = INT64_MAX;
 	if (!C.ring) {
 		if ((e = ist_stream_sink(ctx, buf, n)) == 0)
 			C.events_ok = st.events;
 		return e;
 	}
-	return ist_flight_keep(&C.flight, buf, n, st.events);
+	return ist_flight_keep(&C.flight, buf, n, st.events, t0);
 }
 
-/* Writes the kept frames, then a frame saying what was overwritten. */
-static enum ist_status
-ring_finish(struct ist_error *err)
+static void
+capture_record(bool on, int64_t ts, const char *reason)
 {
+	struct ist_event ev;
+
+	ist_event_init(&ev, IST_CAPTURE);
+	ev.pid = C.pid;
+	ev.ts_ns = ts;
+	ev.on = on;
+	ev.reason = S(reason);
+	IST_SET(&ev, IST_F_PID);
+	IST_SET(&ev, IST_F_TS);
+	IST_SET(&ev, IST_F_ON);
+	IST_SET(&ev, IST_F_REASON);
+	emit(&ev);
+}
+
+/*
+ * Writes the kept frames, then a frame saying what was overwritten and,
+ * when the window does not reach back to the stream's start or the last
+ * dump, where it begins (a capture record, on); mid-run (a dump, at `at`),
+ * also where it ends (off), and the recorder keeps on.
+ */
+static enum ist_status
+ring_write(struct ist_error *err, bool mid, int64_t at, int why)
+{
+	uint64_t lost;
+	int64_t from;
 	int e;
 
 	C.ring = false;         /* from here the sink writes to the file */
-	if ((e = ist_flight_write(&C.flight, &C.out, &C.events_ok)) != 0) {
+	if ((e = ist_flight_write(&C.flight, &C.out, &C.events_ok, &lost,
+	    &from)) != 0) {
 		ist_seterr(err, IST_EIO, "cannot write '%s': %s", C.out.path,
 		    strerror(e));
 		if (err)
 			err->sys_errno = e;
 		return IST_EIO;
 	}
-	if (C.flight.lost)
-		loss_record(C.flight.lost, "flight recorder: older events "
+	if (lost)
+		loss_record(lost, "flight recorder: older events "
 		    "overwritten");
+	if (from != INT64_MIN)
+		capture_record(true, from, "ring");
+	if (!mid)
+		return IST_OK;
+	capture_record(false, at, ist_dump_reason(why));
+	if (ist_writer_flush(C.w, err) != IST_OK)
+		return err ? err->status : IST_EIO;
+	C.ring = true;
+	ist_flight_resume(&C.flight, at);
 	return IST_OK;
+}
+
+static enum ist_status
+ring_finish(struct ist_error *err)
+{
+	return ring_write(err, false, 0, 0);
+}
+
+/* In the writer thread: a dump was asked for (is-record's SIGUSR1,
+ * inferscope.dump()): the window so far goes to the file. */
+static void
+dump_now(void)
+{
+	struct ist_error e = { 0 };
+	int64_t at;
+	int why;
+
+	if (C.failed || !C.ring)
+		return;
+	ist_capture_last_dump(&at, &why);
+	if (ist_writer_flush(C.w, &e) != IST_OK ||
+	    ring_write(&e, true, at, why) != IST_OK)
+		wfail(&e);
 }
 
 static enum ist_status
@@ -961,7 +1066,7 @@ finish(struct ist_error *err)
 
 	drain_all();
 	if (C.ring)
-		flush_now();     /* the kept frames */
+		flush_now();     /* the kept frames, unless only dumps write */
 	ist_writer_stats(C.w, &ws);
 	if (C.failed) {
 		if (err)
@@ -972,6 +1077,8 @@ finish(struct ist_error *err)
 		st = ist_writer_close(C.w, err);       /* frees it */
 	}
 	C.w = NULL;
+	/* a ring still kept: only dumps write it (--dump-on without exit) */
+	ist_flight_release(&C.flight);
 	if (st != IST_OK) {
 		/* what never reached the file: the events of the frames
 		 * that failed, and those after */

@@ -73,6 +73,10 @@ enum ist_status ist_coll_stop(struct ist_error *err);
 /* Has the writer thread write everything recorded so far, and waits for
  * it (before an exec replaces the program). */
 enum ist_status ist_coll_flush(void);
+/* inferscope.dump(): asks every recorded process's flight recorder to
+ * write its window, and waits until this one's has; false without a
+ * ring (--ring, --dump-on) or a capture page. */
+bool ist_coll_dump(void);
 bool ist_coll_running(void);
 
 /* The calling thread's ring, created on first use (NULL: not running). */

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture_agent.h"
 #include "cupti_convert.h"
 #include "cupti_load.h"
 #include "internal.h"
@@ -63,12 +64,14 @@ static struct {
 	CUpti_SubscriberHandle sub;
 	/* flight recorder (--ring): frames kept, written at the end */
 	bool ring;
+	bool dying;                  /* of a signal: the ring is written */
 	struct ist_flight flight;
+	int64_t frame_t0;            /* the frame's oldest event's end */
 	uint64_t bad_times_said;     /* conv.bad_times already in a loss */
 	uint64_t unwritten;          /* events after the writer failed */
 	char werr[IST_ERROR_MAX];    /* why it failed */
 } S = { .lock = PTHREAD_MUTEX_INITIALIZER, .blk = PTHREAD_MUTEX_INITIALIZER,
-    .out.fd = -1 };
+    .out.fd = -1, .frame_t0 = INT64_MAX };
 
 static void
 say(const char *what, CUptiResult r)
@@ -210,10 +213,13 @@ sink(void *ctx, const void *buf, size_t n)
 {
 	struct ist_writer_stats st;
 
+	int64_t t0 = S.frame_t0;
+
+	S.frame_t0 = INT64_MAX;
 	if (!S.ring)
 		return ist_stream_sink(ctx, buf, n);
 	ist_writer_stats(S.w, &st);
-	return ist_flight_keep(&S.flight, buf, n, st.events);
+	return ist_flight_keep(&S.flight, buf, n, st.events, t0);
 }
 
 static void
@@ -231,6 +237,8 @@ put(const struct ist_event *ev)
 		ist_writer_free(S.w);
 		S.w = NULL;
 		S.unwritten++;
+	} else if (ist_event_done(ev) < S.frame_t0) {
+		S.frame_t0 = ist_event_done(ev);
 	}
 }
 
@@ -361,18 +369,24 @@ static void stop_cupti(void);
 
 /* Every second: a clock pair and whatever CUPTI has completed.  A
  * terminating signal is written out here, then the process dies of it. */
+static void dump_now(void);
+
 static void *
 flusher(void *arg)
 {
+	uint64_t dumps = ist_capture_dumps();
+
 	(void)arg;
 	pthread_setname_np(pthread_self(), "inferscope-gpu");
 	while (!atomic_load(&S.stopping)) {
 		struct timespec ts = { 0, 50000000 };
 		int sig = 0;
 		for (int i = 0; i < 20 && !atomic_load(&S.stopping) &&
-		    (sig = ist_term_pending()) == 0; i++)
+		    (sig = ist_term_pending()) == 0 &&
+		    ist_capture_dumps() == dumps; i++)
 			nanosleep(&ts, NULL);
 		if (sig) {
+			S.dying = true;
 			finish_from(true);
 			ist_term_die(sig);
 		}
@@ -382,6 +396,10 @@ flusher(void *arg)
 		clock_pair();
 		pthread_mutex_unlock(&S.lock);
 		K.cuptiActivityFlushAll(0);
+		if (ist_capture_dumps() != dumps) {
+			dumps = ist_capture_dumps();
+			dump_now();
+		}
 	}
 	return NULL;
 }
@@ -437,29 +455,84 @@ taken_over_loss(void)
 	loss(0, why);
 }
 
-/* The kept frames (--ring), then what the recorder overwrote. */
 static void
-ring_out(void)
+capture_record(bool on, int64_t ts, const char *reason)
+{
+	struct ist_event ev;
+
+	ist_event_init(&ev, IST_CAPTURE);
+	ev.pid = S.pid;
+	ev.ts_ns = ts;
+	ev.on = on;
+	ev.reason = (struct ist_str){ reason, strlen(reason) };
+	IST_SET(&ev, IST_F_PID);
+	IST_SET(&ev, IST_F_TS);
+	IST_SET(&ev, IST_F_ON);
+	IST_SET(&ev, IST_F_REASON);
+	put(&ev);
+}
+
+/*
+ * The kept frames (--ring), then what the recorder overwrote and where
+ * its window begins; mid-run (a dump at `at`), where it ends, and the
+ * recorder keeps on.  At the end, only with --ring alone or --dump-on
+ * exit, or when a signal kills the process.
+ */
+static void
+ring_out(bool mid, int64_t at, int why)
 {
 	struct ist_error e;
-	uint64_t written = 0;
+	uint64_t written = 0, lost;
+	int64_t from;
 	int err;
 
-	if (!S.ring || S.w == NULL)
+	if (!S.ring || S.w == NULL || (!mid && !S.dying &&
+	    !ist_capture_dump_exit()))
 		return;
 	if (ist_writer_flush(S.w, &e) != IST_OK) {
 		snprintf(S.werr, sizeof(S.werr), "%s", e.msg);
 		S.unwritten++;
 	}
 	S.ring = false;
-	if ((err = ist_flight_write(&S.flight, &S.out, &written)) != 0) {
+	if ((err = ist_flight_write(&S.flight, &S.out, &written, &lost,
+	    &from)) != 0) {
 		snprintf(S.werr, sizeof(S.werr), "cannot write '%.300s': %s",
 		    S.out.path, strerror(err));
 		S.unwritten++;
 	}
-	if (S.flight.lost)
-		loss(S.flight.lost, "flight recorder: older events "
-		    "overwritten");
+	if (lost)
+		loss(lost, "flight recorder: older events overwritten");
+	if (from != INT64_MIN)
+		capture_record(true, from, "ring");
+	if (!mid)
+		return;
+	capture_record(false, at, ist_dump_reason(why));
+	if (ist_writer_flush(S.w, &e) != IST_OK) {
+		snprintf(S.werr, sizeof(S.werr), "%s", e.msg);
+		S.unwritten++;
+	}
+	S.ring = true;
+	ist_flight_resume(&S.flight, at);
+}
+
+/* In the flusher: a dump was asked for (is-record's SIGUSR1,
+ * inferscope.dump()), the GPU activity completed so far goes with it. */
+static void
+dump_now(void)
+{
+	uint64_t g = 0;
+	int64_t at, h;
+	int why;
+
+	ist_capture_last_dump(&at, &why);
+	K.cuptiActivityFlushAll(0);
+	/* the dump's time, on CUPTI's clock like the rest of the stream */
+	h = mono_ns();
+	if (K.cuptiGetTimestamp(&g) == CUPTI_SUCCESS)
+		at += (int64_t)g - h;
+	pthread_mutex_lock(&S.lock);
+	ring_out(true, at, why);
+	pthread_mutex_unlock(&S.lock);
 }
 
 static void
@@ -486,7 +559,7 @@ finish_from(bool flusher_thread)
 	taken_over_loss();
 	overhead_counters();
 	clock_pair();
-	ring_out();
+	ring_out(false, 0, 0);
 	if (S.w && ist_writer_close(S.w, &e) != IST_OK) {
 		snprintf(S.werr, sizeof(S.werr), "%s", e.msg);
 		S.unwritten++;
@@ -556,6 +629,7 @@ open_stream(bool ring, uint64_t budget)
 		return -1;
 	S.ring = ring;
 	S.flight = (struct ist_flight){ .cap_bytes = budget };
+	(void)ist_capture_attach();     /* dumps; at exit, whether to write */
 	if (ist_writer_new(&S.w, sink, &S.out, &wo, &e) != IST_OK)
 		return -1;
 	gethostname(host, sizeof(host) - 1);

@@ -188,18 +188,20 @@ ist_env_ring(void)
 struct ist_frame {
 	size_t n;
 	uint64_t events;
+	int64_t t0;
 	uint8_t data[];
 };
 
 int
 ist_flight_keep(struct ist_flight *fl, const void *buf, size_t n,
-    uint64_t events)
+    uint64_t events, int64_t t0)
 {
 	struct ist_frame *f;
 
 	if ((f = malloc(sizeof(*f) + n)) == NULL)
 		return ENOMEM;
 	f->n = n;
+	f->t0 = t0;
 	f->events = events - fl->events_seen;
 	fl->events_seen = events;
 	memcpy(f->data, buf, n);
@@ -233,10 +235,21 @@ ist_flight_keep(struct ist_flight *fl, const void *buf, size_t n,
 
 int
 ist_flight_write(struct ist_flight *fl, struct ist_stream *s,
-    uint64_t *events)
+    uint64_t *events, uint64_t *lost, int64_t *from)
 {
+	int64_t t0 = INT64_MAX;
 	int e = 0;
 
+	/* the window: from its oldest event, never before the last dump */
+	for (size_t i = 0; i < fl->n; i++)
+		if (fl->f[fl->first + i]->t0 < t0)
+			t0 = fl->f[fl->first + i]->t0;
+	if (fl->dumped && (t0 == INT64_MAX || t0 < fl->dump_at))
+		t0 = fl->dump_at;
+	*lost = fl->lost;
+	*from = (fl->lost && t0 != INT64_MAX) ? t0 : fl->dumped ?
+	    fl->dump_at : INT64_MIN;
+	fl->lost = 0;
 	for (size_t i = 0; i < fl->n; i++) {
 		struct ist_frame *f = fl->f[fl->first + i];
 		if (e == 0 && (e = ist_stream_sink(s, f->data, f->n)) == 0)
@@ -244,6 +257,13 @@ ist_flight_write(struct ist_flight *fl, struct ist_stream *s,
 	}
 	ist_flight_release(fl);
 	return e;
+}
+
+void
+ist_flight_resume(struct ist_flight *fl, int64_t at)
+{
+	fl->dumped = true;
+	fl->dump_at = at;
 }
 
 void

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ist.h"
+
 /*
  * A recorded program may close every descriptor it inherited
  * (os.closerange(3, N), a daemon closing 0..N, a sandbox), or put a file
@@ -53,23 +55,44 @@ bool ist_env_ring(void);
  * oldest are forgotten (one is always kept) and their events counted in
  * lost, for a loss record.
  */
+/* When an event was complete: its end, or its time; INT64_MAX for none.
+ * A frame's oldest is the age of the frame. */
+static inline int64_t
+ist_event_done(const struct ist_event *ev)
+{
+	return IST_HAS(ev, IST_F_END) ? ev->end_ns : IST_HAS(ev, IST_F_TS) ?
+	    ev->ts_ns : INT64_MAX;
+}
+
 struct ist_frame;
 struct ist_flight {
 	struct ist_frame **f;
 	size_t first, n, cap;
 	uint64_t bytes, cap_bytes, lost;
 	uint64_t events_seen;    /* the writer's count at the last frame */
+	bool dumped;             /* a window was written mid-run */
+	int64_t dump_at;         /* when the last one ended */
 };
 
 /* Keeps a copy of frame buf (n bytes); events is the writer's count of
  * events so far (ist_writer_stats), the frame's own being those since the
- * last one.  0 or ENOMEM. */
+ * last one; t0 the earliest time an event of the frame was complete
+ * (ist_event_done; INT64_MAX: none).  0 or ENOMEM. */
 int ist_flight_keep(struct ist_flight *fl, const void *buf, size_t n,
-    uint64_t events);
-/* Writes the kept frames to s, oldest first, and forgets them; adds the
- * events of those written to *events.  0 or an errno. */
+    uint64_t events, int64_t t0);
+/*
+ * Writes the kept frames to s, oldest first, and forgets them; adds the
+ * events of those written to *events.  *lost: the events overwritten
+ * since the last write, for a loss record; *from: where the window
+ * begins when a capture record must say so (older frames were
+ * overwritten, or a window was written before), else INT64_MIN.  0 or an
+ * errno.
+ */
 int ist_flight_write(struct ist_flight *fl, struct ist_stream *s,
-    uint64_t *events);
+    uint64_t *events, uint64_t *lost, int64_t *from);
+/* After a window written mid-run (a dump, ending at `at`, on the
+ * stream's clock): the recorder keeps on, its next window from there. */
+void ist_flight_resume(struct ist_flight *fl, int64_t at);
 /* Forgets the kept frames unwritten (the parent's, after a fork). */
 void ist_flight_release(struct ist_flight *fl);
 

@@ -170,4 +170,75 @@ import inferscope; print(inferscope.start(), inferscope.stop())'
 	assert_output --partial "cannot be combined"
 	run -2 is-analyze --from 2 --to 1 /dev/null
 	assert_output --partial "--to must come after --from"
+	run -2 is-record --dump-on SIGUSR3 -- true
+	assert_output "is-record: --dump-on: 'SIGUSR3' is not SIGUSR1, api or exit"
+}
+
+# window FILE.ist: the merged trace's analysis, checked to end at the dump
+# (the one capture record, off) and to count the program's calls exactly
+dumped_window() {
+	is-cat "$1" > "$T/t.jsonl"
+	[ "$(calls __main__.before "$T/t.jsonl")" -eq 300 ]
+	[ "$(calls __main__.after "$T/t.jsonl")" -eq 0 ]
+	is-merge "$1" | is-analyze --json > "$T/a.json"
+	python3 - "$T/t.jsonl" "$T/a.json" "$2" <<-'PY'
+	import json, sys
+	recs = [json.loads(l) for l in open(sys.argv[1])]
+	caps = [r for r in recs if r["type"] == "capture"]
+	assert [(c["on"], c["reason"]) for c in caps] == \
+	    [(False, sys.argv[3])], caps
+	r = json.load(open(sys.argv[2]))["run"]
+	# nothing recorded after the dump: the run ends there
+	assert r["window"]["paused_ns"] == r["end_ns"] - caps[0]["ts_ns"], r
+	assert r["wall_ns"] == caps[0]["ts_ns"] - r["start_ns"], r
+	PY
+}
+
+@test "--dump-on api and SIGUSR1: the flight recorder's window is written at the dump, what follows is not, and the analysis ends there" {
+	run --separate-stderr is-record --dump-on api -o "$T/a.ist" -- \
+	    /usr/bin/python3 tests/py/dump_app.py api
+	assert_success
+	assert_equal "$stderr" "True"
+	dumped_window "$T/a.ist" dump:api
+	run --separate-stderr is-record --dump-on SIGUSR1 -o "$T/s.ist" -- \
+	    /usr/bin/python3 tests/py/dump_app.py signal
+	assert_success
+	assert_equal "$stderr" "$(printf 'is-record: SIGUSR1: the flight recorders write their windows\nTrue')"
+	dumped_window "$T/s.ist" dump:signal
+	# no dump at all: said, and nothing of the program's is kept
+	run --separate-stderr is-record --dump-on SIGUSR1 -o "$T/n.ist" -- \
+	    /usr/bin/python3 -c 'def f(): pass
+f()'
+	assert_success
+	assert_equal "$stderr" "is-record: warning: --dump-on: no dump came (SIGUSR1 to is-record, inferscope.dump()): the trace holds no event of the recorded processes"
+	[ "$(is-cat "$T/n.ist" | grep -c '"cpu_call"')" -eq 0 ]
+}
+
+@test "--ring with a dump: the overwritten start is a pause that ends where the kept window begins; the window after the dump follows at exit" {
+	run --separate-stderr is-record --ring --trace-size-mb 1 \
+	    -o "$T/r.ist" -- /usr/bin/python3 tests/py/dump_app.py api big
+	assert_success
+	assert_equal "$stderr" "True"
+	is-cat "$T/r.ist" > "$T/t.jsonl"
+	grep -q '"loss".*"reason":"flight recorder: older events overwritten"' \
+	    "$T/t.jsonl"
+	kept=$(grep -c '"instant".*"name":"big"' "$T/t.jsonl")
+	[ "$kept" -gt 0 ] && [ "$kept" -lt 4000 ]
+	# after the dump, at exit: all of the second window
+	[ "$(calls __main__.after "$T/t.jsonl")" -eq 1000 ]
+	is-merge "$T/r.ist" | is-analyze --json > "$T/a.json"
+	python3 - "$T/t.jsonl" "$T/a.json" <<-'PY'
+	import json, sys
+	recs = [json.loads(l) for l in open(sys.argv[1])]
+	caps = [r for r in recs if r["type"] == "capture"]
+	assert [(c["on"], c["reason"]) for c in caps] == [(True, "ring"),
+	    (False, "dump:api"), (True, "ring")], caps
+	start, dump, again = (c["ts_ns"] for c in caps)
+	assert again == dump, caps           # nothing overwritten since
+	r = json.load(open(sys.argv[2]))["run"]
+	assert r["start_ns"] < start < dump, (r, caps)
+	# the one pause: from the trace's start to the kept window
+	w = r["window"]
+	assert w["pauses"] == 1 and w["paused_ns"] == start - r["start_ns"], r
+	PY
 }

@@ -224,6 +224,21 @@ count() {
 	assert_equal "$(count '.type=="loss"')" 0
 }
 
+@test "--dump-on SIGUSR1: the CUDA stream's window is written at the signal, with the capture record that ends it, and not at exit" {
+	LD_LIBRARY_PATH=$FAKE rec --dump-on SIGUSR1 -- "$DRV" dump
+	assert_success
+	assert_output --partial "SIGUSR1: the flight recorders write"
+	assert_equal "$(count '.type=="gpu_kernel"')" 2
+	assert_equal "$(count '.name=="after_dump_kernel"')" 0
+	assert_equal "$(count '.type=="capture" and .on==false and .reason=="dump:signal"')" 1
+	# with exit among the triggers the window after the dump follows,
+	# from the dump on
+	LD_LIBRARY_PATH=$FAKE rec --dump-on SIGUSR1 --dump-on exit -- "$DRV" dump
+	assert_success
+	assert_equal "$(count '.type=="gpu_kernel"')" 12
+	assert_equal "$(count '.type=="capture" and .on and .reason=="ring"')" 1
+}
+
 @test "is-record loads the CUDA collector first: one that cannot load never reaches the program" {
 	mkdir -p "$T/inst/bin" "$T/inst/lib"
 	cp "$IST_BUILD/bin/is-record" "$T/inst/bin/"

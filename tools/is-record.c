@@ -19,8 +19,8 @@
 
 static const char usage[] =
     "usage: is-record [--no-gpu] [--no-python] [--no-python-calls] "
-    "[--no-sample] [--ring] [--capture-range range] [--delay s] "
-    "[--duration s] [--log-level level] [--py-min-us n] [--sample-hz n] "
+    "[--no-sample] [--ring] [--dump-on when] [--capture-range range] "
+    "[--delay s] [--duration s] [--log-level level] [--py-min-us n] [--sample-hz n] "
     "[--trace-size-mb n] [-o file] -- command [argument ...]\n"
     "       is-record --recover dir [-o file]\n";
 
@@ -42,6 +42,10 @@ help(void)
 	    "                          nvtx:NAME[:COUNT] (while an NVTX range\n"
 	    "                          NAME is open; the first COUNT); repeatable\n"
 	    "      --delay=S           start recording S seconds in\n"
+	    "      --dump-on=WHEN      flight recorder (implies --ring) written\n"
+	    "                          only when WHEN comes: SIGUSR1 (to\n"
+	    "                          is-record), api (inferscope.dump()) or\n"
+	    "                          exit; repeatable\n"
 	    "      --duration=S        stop recording S seconds after it began;\n"
 	    "                          the command runs on\n"
 	    "      --log-level=LEVEL   debug, info, warn or error (info)\n"
@@ -55,14 +59,15 @@ help(void)
 	    "                          killed left in DIR (it names DIR)\n"
 	    "      --ring              flight recorder: keep only the newest\n"
 	    "                          trace-size-mb of each process, written\n"
-	    "                          when it exits\n"
+	    "                          when it exits and at inferscope.dump()\n"
 	    "      --sample-hz=N       /proc samples per second (100)\n"
 	    "      --trace-size-mb=N   buffer bound per process in MiB (100)\n"
 	    "  -h, --help              print this help and exit\n"
 	    "  -V, --version           print the version and exit\n"
 	    "\n"
 	    "SIGUSR2 to is-record pauses or resumes recording in every\n"
-	    "recorded process; the /proc sampler runs throughout.\n"
+	    "recorded process; the /proc sampler runs throughout.  With\n"
+	    "--dump-on SIGUSR1, SIGUSR1 writes every flight recorder's window.\n"
 	    "\n"
 	    "Settings also come from INFERSCOPE_LOG_LEVEL,\n"
 	    "INFERSCOPE_TRACE_SIZE_MB and ./.inferscope.yaml; the command line\n"
@@ -280,6 +285,22 @@ capture_range(struct ist_record_opts *ro, const char *v)
 	ro->nvtx[ro->nnvtx++].count = (int)count;
 }
 
+/* --dump-on SIGUSR1 | api | exit */
+static void
+dump_on(struct ist_record_opts *ro, const char *v)
+{
+	if (strcmp(v, "SIGUSR1") == 0 || strcmp(v, "USR1") == 0)
+		ro->dump_on |= IST_DUMP_ON_SIGNAL;
+	else if (strcmp(v, "api") == 0)
+		ro->dump_on |= IST_DUMP_ON_API;
+	else if (strcmp(v, "exit") == 0)
+		ro->dump_on |= IST_DUMP_ON_EXIT;
+	else {
+		warnx("--dump-on: '%s' is not SIGUSR1, api or exit", v);
+		exit(2);
+	}
+}
+
 /* The options, into o and (those with settings) into cfg from the CLI. */
 static void
 parse_args(int argc, char **argv, struct ist_config *cfg, struct args *o,
@@ -288,6 +309,7 @@ parse_args(int argc, char **argv, struct ist_config *cfg, struct args *o,
 	static const struct option opts[] = {
 		{ "capture-range", required_argument, NULL, 'c' },
 		{ "delay", required_argument, NULL, 'd' },
+		{ "dump-on", required_argument, NULL, 'u' },
 		{ "duration", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "log-level", required_argument, NULL, 'L' },
@@ -324,6 +346,10 @@ parse_args(int argc, char **argv, struct ist_config *cfg, struct args *o,
 				warnx("--duration: must be more than 0");
 				exit(2);
 			}
+			break;
+		case 'u':
+			dump_on(ro, optarg);
+			o->ring = true;
 			break;
 		case 'L':
 			set(cfg, "log_level", optarg, IST_SRC_CLI,

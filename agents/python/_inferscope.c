@@ -837,6 +837,23 @@ py_capture(PyObject *self, PyObject *on)
 	return PyBool_FromLong(done);
 }
 
+/* inferscope.dump(): whether the flight recorders were asked to write;
+ * this process's is written when it returns */
+static PyObject *
+py_dump(PyObject *self, PyObject *args)
+{
+	(void)self;
+	(void)args;
+	bool done = false;
+
+	if (active) {
+		Py_BEGIN_ALLOW_THREADS
+		done = ist_coll_dump();
+		Py_END_ALLOW_THREADS
+	}
+	return PyBool_FromLong(done);
+}
+
 /* ---- module functions ---- */
 
 static PyObject *
@@ -1495,6 +1512,8 @@ static PyMethodDef methods[] = {
 	{ "enabled", py_enabled, METH_NOARGS, "whether recording is on" },
 	{ "_capture", py_capture, METH_O,
 	  "_capture(on): switch recording on or off in every process" },
+	{ "_dump", py_dump, METH_NOARGS,
+	  "_dump(): the flight recorders write their windows" },
 	{ "scope", (PyCFunction)(void (*)(void))py_scope, METH_FASTCALL,
 	  "scope(name): a timed region, as a context manager or decorator" },
 	{ "_hook", py_hook, METH_NOARGS, "which hook records calls" },

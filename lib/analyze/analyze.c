@@ -294,10 +294,17 @@ an_paused(const struct ist_analyzer *a, int64_t x, int64_t y)
 static int
 capture(struct ist_analyzer *a, const struct ist_event *ev)
 {
-	a->captures++;
+	/* a first record that switches on: nothing was recorded before it
+	 * (a flight recorder's window, whose older events it overwrote) */
+	if (a->captures++ == 0 && ev->on && ev->ts_ns > a->t0) {
+		a->cap_off = true;
+		a->cap_off_at = a->t0;
+	}
 	if (!ev->on && !a->cap_off) {
 		a->cap_off = true;
 		a->cap_off_at = ev->ts_ns;
+	} else if (ev->on && a->cap_off && ev->ts_ns <= a->cap_off_at) {
+		a->cap_off = false;     /* back on at once: no pause */
 	} else if (ev->on && a->cap_off) {
 		if (a->npz == a->cappz) {
 			uint32_t cap = a->cappz ? a->cappz * 2 : 16;

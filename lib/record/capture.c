@@ -1,6 +1,6 @@
 /* capture.c - is-record's side of the capture switch (capture.h): the page,
- * the --delay and --duration timers, SIGUSR2, and a capture record per
- * switch in the sampler's stream. */
+ * the --delay and --duration timers, SIGUSR2, the flight recorder's
+ * SIGUSR1, and a capture record per switch in the sampler's stream. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -46,6 +46,8 @@ rec_capture_start(struct sampler *s, const struct ist_record_opts *o,
 	    ist_capture_tsc(), (int32_t)getpid(), on, IST_CW_START, 0 };
 	c->on = on;
 	c->n = 1;
+	c->dump_exit = o->dump_on == 0 || (o->dump_on & IST_DUMP_ON_EXIT);
+	s->dump_on = o->ring ? o->dump_on : 0;
 	s->cap_delay_at = o->delay_ns > 0 ? c->hist[0].ns + o->delay_ns : 0;
 	s->cap_end_at = o->duration_ns > 0 ? c->hist[0].ns +
 	    (o->delay_ns > 0 ? o->delay_ns : 0) + o->duration_ns : 0;
@@ -110,7 +112,7 @@ write_switches(struct sampler *s)
 }
 
 void
-rec_capture_tick(struct sampler *s, int64_t now, bool toggle)
+rec_capture_tick(struct sampler *s, int64_t now, bool toggle, bool dump)
 {
 	struct ist_capture *c = s->cap;
 
@@ -136,6 +138,11 @@ rec_capture_tick(struct sampler *s, int64_t now, bool toggle)
 			    "over (--duration, or the last NVTX capture "
 			    "range); recording stays off");
 	}
+	if (dump) {
+		ist_capture_dump(c, IST_DW_SIGNAL);
+		rec_note(s, IST_NOTE_INFO, "SIGUSR1: the flight recorders "
+		    "write their windows");
+	}
 	write_switches(s);
 }
 
@@ -145,6 +152,12 @@ rec_capture_end(struct sampler *s)
 	if (s->cap == NULL)
 		return;
 	write_switches(s);
+	if (s->dump_on && !(s->dump_on & IST_DUMP_ON_EXIT) &&
+	    atomic_load(&s->cap->dumps) == 0)
+		rec_note(s, IST_NOTE_WARN, "--dump-on: no dump came (%s): the "
+		    "trace holds no event of the recorded processes",
+		    s->dump_on & IST_DUMP_ON_SIGNAL ? "SIGUSR1 to is-record, "
+		    "inferscope.dump()" : "inferscope.dump()");
 	munmap(s->cap, sizeof(*s->cap));
 	s->cap = NULL;
 }

@@ -391,7 +391,7 @@ watch(struct sampler *s, const struct ist_record_opts *o, pid_t pid,
 			    strsignal(sig));
 		}
 		now = ist_capture_now_ns();
-		rec_capture_tick(s, now, sig == SIGUSR2);
+		rec_capture_tick(s, now, sig == SIGUSR2, sig == SIGUSR1);
 		if (every && now >= next) {
 			rec_sample(s, ticks++ % 10 == 0);
 			next += every;
@@ -497,6 +497,8 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGUSR2);
+	if (o->ring && (o->dump_on & IST_DUMP_ON_SIGNAL))
+		sigaddset(&set, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	if ((e = rec_capture_start(&s, o, dir)) != 0)
 		rec_note(&s, IST_NOTE_WARN, "cannot make the capture switch "

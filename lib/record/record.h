@@ -9,6 +9,10 @@
 #include <stdbool.h>
 #include "ist.h"
 
+#define IST_DUMP_ON_SIGNAL 1u      /* SIGUSR1 to is-record */
+#define IST_DUMP_ON_API 2u         /* inferscope.dump() */
+#define IST_DUMP_ON_EXIT 4u        /* the process's end */
+
 struct ist_record_opts {
 	char *const *argv;          /* the command */
 	const char *pydir;          /* bootstrap dir for PYTHONPATH; NULL: none */
@@ -34,6 +38,9 @@ struct ist_record_opts {
 	 * count ranges, -1 all).  SIGUSR2 to is-record switches it. */
 	int64_t delay_ns, duration_ns;
 	bool capture_api;
+	/* with ring: the flight recorder writes its window at these
+	 * (IST_DUMP_ON_*); none: at exit and at inferscope.dump() */
+	unsigned dump_on;
 	int nnvtx;
 	struct { const char *name; int count; } nvtx[8];
 };

@@ -61,6 +61,7 @@ struct sampler {
 	struct ist_capture *cap;
 	uint64_t cap_written;        /* switches written as records */
 	int64_t cap_delay_at, cap_end_at;   /* 0: none (or done) */
+	unsigned dump_on;            /* IST_DUMP_ON_* (with --ring) */
 };
 
 /* a note to the tool's callback, formatted */
@@ -76,8 +77,9 @@ int rec_capture_start(struct sampler *s, const struct ist_record_opts *o,
  * INT64_MAX. */
 int64_t rec_capture_next(const struct sampler *s);
 /* Runs the timers due at now and writes the switches not yet written as
- * capture records; toggle: SIGUSR2 came. */
-void rec_capture_tick(struct sampler *s, int64_t now, bool toggle);
+ * capture records; toggle: SIGUSR2 came; dump: SIGUSR1 (--dump-on). */
+void rec_capture_tick(struct sampler *s, int64_t now, bool toggle,
+    bool dump);
 /* The last switches written; the page unmapped. */
 void rec_capture_end(struct sampler *s);
 /* one sample of the recorded processes and the machine; rescan: look for

@@ -41,6 +41,13 @@ enum ist_capture_why {
 	IST_CW_NWHY
 };
 
+/* why the flight recorder (--ring) wrote its window mid-run */
+enum ist_dump_why {
+	IST_DW_SIGNAL,       /* SIGUSR1 to is-record (--dump-on SIGUSR1) */
+	IST_DW_API,          /* inferscope.dump() */
+	IST_DW_NWHY
+};
+
 struct ist_capture_switch {
 	int64_t ns;          /* CLOCK_MONOTONIC */
 	int64_t tsc;         /* the TSC then (0 where there is none) */
@@ -63,6 +70,13 @@ struct ist_capture {
 	_Atomic int32_t nvtx_count[IST_CAPTURE_NVTX];
 	_Atomic int32_t nvtx_open;       /* capture ranges open now */
 	char nvtx[IST_CAPTURE_NVTX][IST_CAPTURE_NAME];
+	/* the flight recorder: each collector with a ring writes its window
+	 * when dumps moves (dump_ns, dump_why: the last one's, under lock);
+	 * at exit only when dump_exit (--ring alone, --dump-on exit) */
+	uint32_t dump_exit;
+	uint32_t dump_why;
+	int64_t dump_ns;
+	_Atomic uint64_t dumps;
 	struct ist_capture_switch hist[IST_CAPTURE_HIST];
 };
 
@@ -94,6 +108,38 @@ ist_capture_reason(int why)
 	return why >= 0 && why < IST_CW_NWHY ? r[why] : "unknown";
 }
 
+/* The reason of a capture record closing a window the flight recorder
+ * wrote mid-run. */
+static inline const char *
+ist_dump_reason(int why)
+{
+	return why == IST_DW_API ? "dump:api" : "dump:signal";
+}
+
+static inline void
+ist_capture_lock(struct ist_capture *c)
+{
+	while (atomic_exchange_explicit(&c->lock, 1, memory_order_acquire))
+		sched_yield();
+}
+
+static inline void
+ist_capture_unlock(struct ist_capture *c)
+{
+	atomic_store_explicit(&c->lock, 0, memory_order_release);
+}
+
+/* Asks every flight recorder to write its window now. */
+static inline void
+ist_capture_dump(struct ist_capture *c, int why)
+{
+	ist_capture_lock(c);
+	c->dump_ns = ist_capture_now_ns();
+	c->dump_why = (uint32_t)why;
+	atomic_fetch_add_explicit(&c->dumps, 1, memory_order_release);
+	ist_capture_unlock(c);
+}
+
 /*
  * Switches recording on or off, now; false when it was so already or the
  * capture is closed.  close: after this switch, none (--duration, the last
@@ -106,8 +152,7 @@ ist_capture_set(struct ist_capture *c, bool on, int why, int arg, bool close)
 	uint64_t n;
 	bool done = false;
 
-	while (atomic_exchange_explicit(&c->lock, 1, memory_order_acquire))
-		sched_yield();
+	ist_capture_lock(c);
 	if (!atomic_load_explicit(&c->closed, memory_order_relaxed) &&
 	    atomic_load_explicit(&c->on, memory_order_relaxed) != (uint32_t)on) {
 		n = atomic_load_explicit(&c->n, memory_order_relaxed);
@@ -124,7 +169,7 @@ ist_capture_set(struct ist_capture *c, bool on, int why, int arg, bool close)
 	}
 	if (close)
 		atomic_store_explicit(&c->closed, 1, memory_order_relaxed);
-	atomic_store_explicit(&c->lock, 0, memory_order_release);
+	ist_capture_unlock(c);
 	return done;
 }
 

@@ -17,6 +17,8 @@
  *                collector has stopped
  *     frames     basic, then 3 x (1.3 s idle, 100 launches): the
  *                collector's stream gets a frame a second, several here
+ *     dump       basic, SIGUSR1 to its parent (is-record --dump-on
+ *                SIGUSR1), 0.6 s, then 10 launches
  *
  * FAKE_DLOPEN: a library to load first (RTLD_GLOBAL), as torch loads its
  * own libcupti or libcudart from its wheels.  It prints "app done" last.
@@ -165,6 +167,11 @@ main(int argc, char **argv)
 				launch("frames_kernel", (uint32_t)(3000 + 100 * r +
 				    i));
 		}
+	} else if (strcmp(what, "dump") == 0) {
+		kill(getppid(), SIGUSR1);
+		usleep(600000);
+		for (int i = 0; i < 10; i++)
+			launch("after_dump_kernel", (uint32_t)(4000 + i));
 	} else if (strcmp(what, "term") == 0) {
 		printf("app done\n");
 		fflush(stdout);

@@ -12,6 +12,7 @@
 
     start()     # with is-record --capture-range api: record from here
     stop()      # pause recording, in every recorded process
+    dump()      # with is-record --ring: write the flight recorder now
 
 Under is-record these become `scope` and `instant` events of the trace;
 anywhere else they cost next to nothing (under 100 ns a call).
@@ -19,7 +20,7 @@ anywhere else they cost next to nothing (under 100 ns a call).
 
 import functools
 
-__all__ = ["scope", "mark_event", "enabled", "start", "stop"]
+__all__ = ["scope", "mark_event", "enabled", "start", "stop", "dump"]
 __version__ = "0.1.0"
 
 def _decorate(s, fn):
@@ -32,7 +33,7 @@ def _decorate(s, fn):
 
 
 try:
-    from _inferscope import scope, mark_event, enabled, _capture
+    from _inferscope import scope, mark_event, enabled, _capture, _dump
 except ImportError:  # no collector built for this Python: a no-op API
     class scope:
         """A timed region, as a context manager or a decorator."""
@@ -65,6 +66,9 @@ except ImportError:  # no collector built for this Python: a no-op API
     def _capture(on):
         return False
 
+    def _dump():
+        return False
+
 
 def start():
     """Start recording, or resume it, in every process is-record records.
@@ -81,3 +85,14 @@ def stop():
     SIGUSR2 to is-record).  Calls under way end at the pause, marked cut.
     Returns whether recording switched off."""
     return _capture(False)
+
+
+def dump():
+    """Write the flight recorder's window now, in every recorded process.
+
+    Under `is-record --ring` (or `--dump-on api`) each process keeps only
+    its newest events; this writes them to the trace, as a latency spike
+    or an error is seen, and recording goes on.  Returns whether the
+    recorders were asked: False outside is-record or without --ring.
+    """
+    return _dump()
