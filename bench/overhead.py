@@ -177,7 +177,56 @@ def main():
             print("  torch-encoder loop, instructions per iteration: "
                   "untraced %.0f, ours %.0f (%.3fx)" % (per[0], per[1],
                                                       per[1] / per[0]))
+    capture_modes(build, pys, n, use_cg, quick, tmp)
     shutil.rmtree(tmp)
+
+
+def capture_modes(build, pys, n, use_cg, quick, tmp):
+    """What each capture mode of is-record costs on fib: recording, paused
+    all along (--capture-range api, no start()), a flight recorder
+    (--ring) and one that never dumps (--dump-on api)."""
+    rec = os.path.join(build, "bin", "is-record")
+    path = os.path.join(HERE, "workloads", "fib.py")
+    arg = "22" if quick else "30"
+    out = os.path.join(tmp, "m.ist")
+    modes = [("recording", []), ("paused", ["--capture-range", "api"]),
+             ("--ring", ["--ring"]),
+             ("--dump-on api", ["--dump-on", "api", "--log-level", "error"])]
+    print("\ncapture modes, fib(%s): median wall of %d interleaved runs, "
+          "ratio to untraced" % (arg, n))
+    for ver, py in pys:
+        runs = [([py, path, arg], ENV)] + [
+            ([rec, "-o", out] + m + ["--", py, path, arg], ENV)
+            for _, m in modes]
+        t = interleaved(runs, n)
+        print("  %-5s untraced %6.3f s  " % (ver, t[0]) + "  ".join(
+            "%s %.2fx" % (name, x / t[0]) for (name, _), x in
+            zip(modes, t[1:])))
+        sys.stdout.flush()
+    if not (use_cg and shutil.which("valgrind")):
+        return
+    # instructions per call, paused against untraced: what a program pays
+    # outside its capture windows
+    print("  instructions per call paused (callgrind, fib(20) - fib(0), "
+          "under is-record --capture-range api)")
+    for ver, py in pys:
+        per = []
+        for pre in ([], [rec, "-o", out, "--capture-range", "api", "--"]):
+            a = callgrind_under(pre, [py, path, "0"])
+            b = callgrind_under(pre, [py, path, "20"])
+            per.append((b - a) / 21891)
+        print("  %-5s untraced %6.0f   paused %6.0f (%.3fx)" % (
+            ver, per[0], per[1], per[1] / per[0]))
+
+
+def callgrind_under(pre, cmd):
+    """callgrind's count of cmd, run under the prefix pre (is-record)."""
+    r = subprocess.run(pre + ["valgrind", "--tool=callgrind",
+                              "--callgrind-out-file=/dev/null"] + cmd,
+                       env=ENV, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, check=True)
+    m = re.search(r"Collected : (\d+)", r.stderr)
+    return int(m.group(1)) if m else None
 
 
 if __name__ == "__main__":

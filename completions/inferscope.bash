@@ -106,7 +106,7 @@ _inferscope_tool()
 				return
 			fi
 		done
-		opts="--capture-range --delay --duration --help --log-level
+		opts="--capture-range --delay --dump-on --duration --help --log-level
 		    --no-gpu --no-python --no-python-calls --no-sample --output
 		    --py-min-us --recover --ring --sample-hz --trace-size-mb
 		    --version"
@@ -117,6 +117,9 @@ _inferscope_tool()
 			COMPREPLY=($(compgen -W "debug info warn error" -- "$cur"))
 			return ;;
 		--py-min-us|--sample-hz|--trace-size-mb|--delay|--duration)
+			return ;;
+		--dump-on)
+			COMPREPLY=($(compgen -W "SIGUSR1 api exit" -- "$cur"))
 			return ;;
 		--capture-range)
 			COMPREPLY=($(compgen -W "api nvtx:" -- "$cur"))
