@@ -661,11 +661,54 @@ open_stream(bool ring, uint64_t budget)
 	return 0;
 }
 
+/* cudaProfilerStart/Stop (and the driver's cuProfilerStart/Stop, which the
+ * runtime's call): with --capture-range api or cudaProfilerApi, they switch
+ * recording in every recorded process, on as the start returns, off as
+ * the stop is entered. */
 static void CUPTIAPI
-no_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
+on_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
     const void *data)
 {
-	(void)u, (void)d, (void)id, (void)data;
+	const CUpti_CallbackData *cd = data;
+	bool start;
+
+	(void)u;
+	if (d == CUPTI_CB_DOMAIN_RUNTIME_API)
+		start = id == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000;
+	else if (d == CUPTI_CB_DOMAIN_DRIVER_API)
+		start = id == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
+	else
+		return;
+	if (cd->callbackSite == (start ? CUPTI_API_EXIT : CUPTI_API_ENTER))
+		(void)ist_capture_switch(start, IST_CW_CUDA, 0, false);
+}
+
+static void
+profiler_api(void)
+{
+	static const struct { CUpti_CallbackDomain d; CUpti_CallbackId id; }
+	    cb[] = {
+		{ CUPTI_CB_DOMAIN_RUNTIME_API,
+		  CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 },
+		{ CUPTI_CB_DOMAIN_RUNTIME_API,
+		  CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000 },
+		{ CUPTI_CB_DOMAIN_DRIVER_API,
+		  CUPTI_DRIVER_TRACE_CBID_cuProfilerStart },
+		{ CUPTI_CB_DOMAIN_DRIVER_API,
+		  CUPTI_DRIVER_TRACE_CBID_cuProfilerStop },
+	};
+
+	if (!S.subscribed || K.cuptiEnableCallback == NULL ||
+	    !ist_capture_attach() || !ist_cap->api)
+		return;
+	for (size_t i = 0; i < sizeof(cb) / sizeof(*cb); i++)
+		if (K.cuptiEnableCallback(1, S.sub, cb[i].d, cb[i].id) !=
+		    CUPTI_SUCCESS) {
+			fprintf(stderr, "inferscope: warning: cudaProfilerStart "
+			    "and Stop cannot be followed: CUPTI refused their "
+			    "callbacks\n");
+			return;
+		}
 }
 
 /* CUPTI takes one subscriber (before 13.2): taken first, another tool
@@ -678,9 +721,10 @@ subscribe(void)
 
 	if (K.cuptiSubscribe == NULL)
 		return 0;
-	r = K.cuptiSubscribe(&S.sub, no_callback, NULL);
+	r = K.cuptiSubscribe(&S.sub, on_callback, NULL);
 	if (r == CUPTI_SUCCESS) {
 		S.subscribed = true;
+		profiler_api();
 		return 0;
 	}
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
@@ -692,7 +736,6 @@ subscribe(void)
 	say("cannot use CUPTI", r);
 	return -1;
 }
-
 
 /* Buffers per thread, and how many at once: the trace budget. */
 static void

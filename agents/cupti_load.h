@@ -33,7 +33,8 @@
 	X(cuptiActivityEnableRuntimeApi) \
 	X(cuptiActivitySetAttribute) \
 	X(cuptiSubscribe) \
-	X(cuptiUnsubscribe)
+	X(cuptiUnsubscribe) \
+	X(cuptiEnableCallback)
 
 struct ist_cupti_api {
 #define IST_CUPTI_FN(n) __typeof__(n) *n;

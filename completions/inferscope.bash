@@ -122,7 +122,7 @@ _inferscope_tool()
 			COMPREPLY=($(compgen -W "SIGUSR1 api exit" -- "$cur"))
 			return ;;
 		--capture-range)
-			COMPREPLY=($(compgen -W "api nvtx:" -- "$cur"))
+			COMPREPLY=($(compgen -W "api cudaProfilerApi nvtx:" -- "$cur"))
 			compopt -o nospace
 			return ;;
 		esac

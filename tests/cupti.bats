@@ -224,6 +224,22 @@ count() {
 	assert_equal "$(count '.type=="loss"')" 0
 }
 
+@test "--capture-range cudaProfilerApi: cudaProfilerStart/Stop switch recording; the window's kernels are analysed, those before and after are not" {
+	LD_LIBRARY_PATH=$FAKE rec --capture-range cudaProfilerApi -- "$DRV" profiler
+	assert_success
+	grep -q "callback runtime 171 on" "$FAKE_CUPTI_LOG"
+	grep -q "callback driver 309 on" "$FAKE_CUPTI_LOG"
+	assert_equal "$(count '.type=="capture" and .reason=="cudaProfilerApi"')" 2
+	is-merge "$T/t.ist" | is-analyze --json > "$T/a.json"
+	# all five launched inside, though the last may run past the stop;
+	# matmul (before the start) and the three after the stop left out
+	assert_equal "$(jq -c '[.kernels[] | [.name, .count]]' "$T/a.json")" \
+	    '[["inside_kernel",5]]'
+	# without the option the calls switch nothing
+	LD_LIBRARY_PATH=$FAKE rec -- "$DRV" profiler
+	assert_equal "$(count '.type=="capture"')" 0
+}
+
 @test "--dump-on SIGUSR1: the CUDA stream's window is written at the signal, with the capture record that ends it, and not at exit" {
 	LD_LIBRARY_PATH=$FAKE rec --dump-on SIGUSR1 -- "$DRV" dump
 	assert_success

@@ -37,8 +37,9 @@ help(void)
 	    "status is the command's (128+N when it dies of signal N).\n"
 	    "\n"
 	    "      --capture-range=R   record only inside ranges the program\n"
-	    "                          marks: api (inferscope.start()/stop()),\n"
-	    "                          or\n"
+	    "                          marks: api (inferscope.start()/stop()\n"
+	    "                          and cudaProfilerStart()/Stop(); also\n"
+	    "                          named cudaProfilerApi), or\n"
 	    "                          nvtx:NAME[:COUNT] (while an NVTX range\n"
 	    "                          NAME is open; the first COUNT); repeatable\n"
 	    "      --delay=S           start recording S seconds in\n"
@@ -248,7 +249,7 @@ struct args {
 	bool no_python, no_sample, no_calls, no_gpu, ring;
 };
 
-/* --capture-range api | nvtx:NAME[:COUNT] */
+/* --capture-range api | cudaProfilerApi | nvtx:NAME[:COUNT] */
 static void
 capture_range(struct ist_record_opts *ro, const char *v)
 {
@@ -257,13 +258,13 @@ capture_range(struct ist_record_opts *ro, const char *v)
 	long count = -1;
 	size_t n;
 
-	if (strcmp(v, "api") == 0) {
+	if (strcmp(v, "api") == 0 || strcmp(v, "cudaProfilerApi") == 0) {
 		ro->capture_api = true;
 		return;
 	}
 	if (strncmp(v, "nvtx:", 5) != 0 || v[5] == '\0') {
-		warnx("--capture-range: '%s' is not api or nvtx:NAME[:COUNT]",
-		    v);
+		warnx("--capture-range: '%s' is not api, cudaProfilerApi or "
+		    "nvtx:NAME[:COUNT]", v);
 		exit(2);
 	}
 	name = v + 5;

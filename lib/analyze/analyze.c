@@ -335,10 +335,25 @@ cuda_record(enum ist_type t)
 	    t == IST_MEMSET;
 }
 
+/* GPU work whose launch was analysed (in a window of the capture): kept
+ * where it runs on into a pause, as the window's own work. */
+static bool
+launched_inside(const struct ist_analyzer *a, const struct ist_event *ev)
+{
+	const struct corr *c;
+
+	if (ev->type == IST_CUDA_API || ev->type == IST_SYNC ||
+	    !IST_HAS(ev, IST_F_CORRELATION))
+		return false;
+	c = &a->corr[(uint64_t)ev->correlation & (CORR_SLOTS - 1)];
+	return c->corr == ev->correlation && c->pid == ev->pid;
+}
+
 /*
  * Whether ev is analysed, and as what (*out: ev, or ev cut at the
  * window's edges in *copy): CUDA's records in a pause of the capture are
- * left out, and with --from/--to everything outside.
+ * left out (but for GPU work launched before it), and with --from/--to
+ * everything outside.
  */
 static bool
 in_window(struct ist_analyzer *a, const struct ist_event *ev,
@@ -351,7 +366,7 @@ in_window(struct ist_analyzer *a, const struct ist_event *ev,
 	*out = ev;
 	if (!IST_HAS(ev, IST_F_START) && !IST_HAS(ev, IST_F_TS))
 		return true;
-	if (a->cap_off && cuda_record(ev->type))
+	if (a->cap_off && cuda_record(ev->type) && !launched_inside(a, ev))
 		return false;
 	if (!a->windowed)
 		return true;

@@ -35,7 +35,7 @@ enum ist_capture_why {
 	IST_CW_DELAY,        /* --delay ran out */
 	IST_CW_DURATION,     /* --duration ran out: closed for good */
 	IST_CW_API,          /* inferscope.start()/stop() */
-	IST_CW_CUDA,         /* cudaProfilerStart/Stop (not yet switched) */
+	IST_CW_CUDA,         /* cudaProfilerStart/Stop */
 	IST_CW_NVTX,         /* an NVTX capture range (arg: which) */
 	IST_CW_SIGNAL,       /* SIGUSR2 to is-record */
 	IST_CW_NWHY

@@ -53,6 +53,9 @@ static CUpti_BuffersCallbackCompleteFunc done;
 static bool kind_on[64];
 static bool runtime_off[NCBID], driver_on[NCBID];
 static int subscribers;
+static CUpti_CallbackFunc sub_fn;      /* the subscriber's callback */
+static void *sub_arg;
+static bool cb_on[2][NCBID];          /* enabled: [driver][cbid] */
 static _Atomic size_t dropped;
 static _Atomic int64_t clock_step;
 static struct tbuf { uint8_t *buf; size_t size, used; } tb[NTHREADS];
@@ -66,7 +69,8 @@ static const struct { int driver; uint32_t id; const char *name; } names[] = {
 	RT(cudaMemcpyAsync_v3020), RT(cudaStreamSynchronize_v3020),
 	RT(cudaEventQuery_v3020), RT(cudaGraphLaunch_v10000),
 	DR(cuLaunchKernel), DR(cuCtxGetCurrent), DR(cuMemcpyHtoD_v2),
-	DR(cuStreamSynchronize),
+	DR(cuStreamSynchronize), RT(cudaProfilerStart_v4000),
+	RT(cudaProfilerStop_v4000), DR(cuProfilerStart), DR(cuProfilerStop),
 };
 #define NNAMES (sizeof(names) / sizeof(*names))
 
@@ -166,13 +170,28 @@ cuptiSetThreadIdType(CUpti_ActivityThreadIdType t)
 API CUptiResult
 cuptiSubscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc f, void *u)
 {
-	(void)f, (void)u;
 	if (subscribers > 0 || (getenv("FAKE_CUPTI_SUBSCRIBER") &&
 	    strcmp(getenv("FAKE_CUPTI_SUBSCRIBER"), "1") == 0))
 		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 	subscribers++;
+	sub_fn = f;
+	sub_arg = u;
 	*h = (CUpti_SubscriberHandle)&subscribers;
 	say("subscribe");
+	return CUPTI_SUCCESS;
+}
+
+API CUptiResult
+cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle h,
+    CUpti_CallbackDomain d, CUpti_CallbackId id)
+{
+	(void)h;
+	if ((d != CUPTI_CB_DOMAIN_RUNTIME_API &&
+	    d != CUPTI_CB_DOMAIN_DRIVER_API) || id >= NCBID)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	cb_on[d == CUPTI_CB_DOMAIN_DRIVER_API][id] = enable != 0;
+	say("callback %s %u %s", d == CUPTI_CB_DOMAIN_DRIVER_API ? "driver" :
+	    "runtime", (unsigned)id, enable ? "on" : "off");
 	return CUPTI_SUCCESS;
 }
 
@@ -181,6 +200,7 @@ cuptiUnsubscribe(CUpti_SubscriberHandle h)
 {
 	(void)h;
 	subscribers--;
+	sub_fn = NULL;
 	say("unsubscribe");
 	return CUPTI_SUCCESS;
 }
@@ -379,6 +399,19 @@ fake_cupti_api(const char *name, uint64_t s, uint64_t e, uint32_t corr)
 		;
 	if (i == NNAMES)
 		abort();
+	/* the subscriber's callback, at the call's entry and exit */
+	if (sub_fn && cb_on[names[i].driver][names[i].id]) {
+		CUpti_CallbackData cd;
+		memset(&cd, 0, sizeof(cd));
+		cd.functionName = name;
+		cd.correlationId = corr;
+		cd.callbackSite = CUPTI_API_ENTER;
+		sub_fn(sub_arg, names[i].driver ? CUPTI_CB_DOMAIN_DRIVER_API :
+		    CUPTI_CB_DOMAIN_RUNTIME_API, names[i].id, &cd);
+		cd.callbackSite = CUPTI_API_EXIT;
+		sub_fn(sub_arg, names[i].driver ? CUPTI_CB_DOMAIN_DRIVER_API :
+		    CUPTI_CB_DOMAIN_RUNTIME_API, names[i].id, &cd);
+	}
 	if (names[i].driver ? !driver_on[names[i].id] :
 	    (!kind_on[CUPTI_ACTIVITY_KIND_RUNTIME] || runtime_off[names[i].id]))
 		return;

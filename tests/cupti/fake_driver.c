@@ -17,6 +17,8 @@
  *                collector has stopped
  *     frames     basic, then 3 x (1.3 s idle, 100 launches): the
  *                collector's stream gets a frame a second, several here
+ *     profiler   basic, cudaProfilerStart, 5 launches, cudaProfilerStop,
+ *                3 launches
  *     dump       basic, SIGUSR1 to its parent (is-record --dump-on
  *                SIGUSR1), 0.6 s, then 10 launches
  *
@@ -167,6 +169,15 @@ main(int argc, char **argv)
 				launch("frames_kernel", (uint32_t)(3000 + 100 * r +
 				    i));
 		}
+	} else if (strcmp(what, "profiler") == 0) {
+		uint64_t t = now();
+		api("cudaProfilerStart_v4000", t, t + 1000, 5000);
+		for (int i = 0; i < 5; i++)
+			launch("inside_kernel", (uint32_t)(5001 + i));
+		t = now();
+		api("cudaProfilerStop_v4000", t, t + 1000, 5010);
+		for (int i = 0; i < 3; i++)
+			launch("outside_kernel", (uint32_t)(5011 + i));
 	} else if (strcmp(what, "dump") == 0) {
 		kill(getppid(), SIGUSR1);
 		usleep(600000);

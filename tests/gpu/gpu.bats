@@ -53,3 +53,32 @@ print("%d kernels, %d h2d, %d d2h, %d syncs in readback" % (
 PY
 	assert_success
 }
+
+@test "--capture-range cudaProfilerApi on a GPU: torch.cuda.profiler.start()/stop() bracket the kernels analysed" {
+	python3 -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' ||
+	    fail "no CUDA device visible to python3's torch"
+	cd "$BATS_TEST_TMPDIR"
+	cat > app.py <<'PY'
+import torch
+x = torch.ones(1024, 1024, device="cuda")
+for _ in range(5):            # before: not analysed
+    x = x * 1.0001
+torch.cuda.synchronize()
+torch.cuda.profiler.start()
+for _ in range(7):
+    x = torch.mm(x, x) / 1024
+torch.cuda.synchronize()
+torch.cuda.profiler.stop()
+for _ in range(3):
+    x = x * 1.0001
+torch.cuda.synchronize()
+PY
+	run -0 is-record --capture-range cudaProfilerApi -o t.ist -- python3 app.py
+	is-merge t.ist | is-analyze --json > a.json
+	run jq -r '[.kernels[] | .count] | add' a.json
+	# the 7 matmuls and 7 divisions, whatever kernels torch picks
+	[ "$output" -ge 14 ] && [ "$output" -le 21 ] || fail "$output kernels"
+	run jq -r '[.kernels[] | select(.name | test("mul|Mul")) |
+	    select(.name | test("gemm|sgemm|cutlass") | not) | .count] | add // 0' a.json
+	[ "$output" -le 7 ] || fail "$output elementwise multiplies analysed"
+}
