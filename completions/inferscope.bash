@@ -63,10 +63,14 @@ _inferscope_tool()
 		;;
 	is-analyze)
 		opts="--baseline --fail-on --from --help --json --output
-		    --rules-file --summary --to --version"
+		    --rules-file --skip-warmup --step --summary --to --version"
 		case $prev in
 		-o|--output|-b|--baseline) _filedir; return ;;
-		--from|--to) return ;;
+		--from|--to)
+			COMPREPLY=($(compgen -W "step:" -- "$cur"))
+			compopt -o nospace
+			return ;;
+		--step) return ;;
 		-r|--rules-file) _filedir '@(yaml|yml)'; return ;;
 		-f|--fail-on)
 			COMPREPLY=($(compgen -W "regression>5% wall>5%

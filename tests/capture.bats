@@ -242,3 +242,48 @@ f()'
 	assert w["pauses"] == 1 and w["paused_ns"] == start - r["start_ns"], r
 	PY
 }
+
+@test "windows by step: --from step:N --to step:M and --skip-warmup, on a scope and on a Python function, against the program's own clock" {
+	for kind in scope function; do
+		run --separate-stderr is-record -o "$T/r.ist" -- \
+		    /usr/bin/python3 tests/py/steps_app.py $kind
+		assert_success
+		is-merge -o "$T/m.ist" "$T/r.ist"
+		is-analyze --json --from step:3 --to step:5 "$T/m.ist" > "$T/a.json"
+		is-analyze --json --skip-warmup "$T/m.ist" > "$T/w.json"
+		python3 - "$T/a.json" "$T/w.json" "$kind" "$stderr" <<-'PY'
+		import json, sys
+		a, w = (json.load(open(f))["run"] for f in sys.argv[1:3])
+		took, before3, after5 = sys.argv[4].rsplit(" ", 2)
+		took = [float(x) for x in took.split()]
+		name = "step" if sys.argv[3] == "scope" else "__main__.step"
+		s = a["window"]["steps"]
+		assert s == {"name": name, "record": "scope" if name == "step"
+		    else "cpu_call", "count": 8, "from": 3, "to": 5,
+		    "warmup": None}, s
+		# steps 3 to 5 lie within the program's own bracket of them
+		assert int(before3) <= a["start_ns"] < a["end_ns"] <= \
+		    int(after5), (a, before3, after5)
+		assert a["wall_ns"] >= 3 * 50_000_000, a
+		# warm-up: the first steps over 1.5 times the median, by the
+		# program's own durations
+		med = sorted(took)[len(took) // 2]
+		k = 0
+		while k + 1 < len(took) and took[k] > 1.5 * med:
+		    k += 1
+		ws = w["window"]["steps"]
+		assert ws["warmup"] == k and ws["from"] == k + 1, (ws, took)
+		assert k == 2, took        # 0.5 s against 0.05 s
+		assert w["end_ns"] == w["window"]["trace_end_ns"], w
+		assert w["start_ns"] > int(before3) - 10**9 // 10, w
+		PY
+	done
+	is-analyze --skip-warmup "$T/m.ist" | is-report > "$T/r.md"
+	grep -q '^| Window | after warm-up (start-up and the first 2 steps left out): steps 3 to 8 of 8 (`__main__.step`), ' "$T/r.md"
+	run -1 is-analyze --from step:9 "$T/m.ist"
+	assert_output "is-analyze: '$T/m.ist' has 8 steps (__main__.step): step:9 is past them"
+	run -2 is-analyze --skip-warmup - < "$T/m.ist"
+	assert_output --partial "give a file, not standard input"
+	run -2 is-analyze --from 1 --to step:3 "$T/m.ist"
+	assert_output --partial "cannot be combined"
+}

@@ -11,16 +11,18 @@
 #include "baseline.h"
 #include "rules.h"
 #include "output.h"
+#include "steps.h"
 #include "common.h"
 #include "config.h"
+#include "internal.h"
 #include "ist.h"
 
 #define EXIT_GATE 3
 
 static const char usage[] =
     "usage: is-analyze [--json] [--summary] [--from s] [--to s] "
-    "[--baseline file] [--fail-on spec] [--rules-file file] [-o file] "
-    "[file]\n";
+    "[--skip-warmup] [--step name] [--baseline file] [--fail-on spec] "
+    "[--rules-file file] [-o file] [file]\n";
 
 static void
 help(void)
@@ -40,14 +42,21 @@ help(void)
 	    "  -f, --fail-on=SPEC     exit 3 when SPEC holds, e.g.\n"
 	    "                         'regression>5%%' or 'severity>=high'\n"
 	    "      --from=S           analyse from S seconds after the trace's\n"
-	    "                         start (ranges across it are cut there)\n"
+	    "                         start (ranges across it are cut there),\n"
+	    "                         or from the start of step N (step:N)\n"
 	    "  -h, --help             print this help and exit\n"
 	    "  -j, --json             print the analysis as JSON instead\n"
 	    "  -o, --output=FILE      write to FILE instead of standard output\n"
 	    "  -r, --rules-file=FILE  rule thresholds (YAML)\n"
 	    "  -s, --summary          keep only headers, processes, threads,\n"
 	    "                         devices, loss and the analysis\n"
-	    "      --to=S             analyse up to S seconds after the start\n"
+	    "      --skip-warmup      analyse from the first step whose time\n"
+	    "                         has settled: imports, loading and the\n"
+	    "                         slow first steps left out\n"
+	    "      --step=NAME        the scope, NVTX range or function that is\n"
+	    "                         a step (found when not given)\n"
+	    "      --to=S             analyse up to S seconds after the start,\n"
+	    "                         or to the end of step M (step:M)\n"
 	    "  -V, --version          print the version and exit\n"
 	    "\n"
 	    "Thresholds also come from the rules: section of\n"
@@ -71,9 +80,30 @@ warn_unordered(const json_t *an, const char *what, const char *path)
 
 struct args {
 	const char *outpath, *baseline, *failon, *rules_file, *path;
-	bool json, summary;
+	bool json, summary, skip_warmup;
 	int64_t window[2];       /* --from, --to in ns; -1: none */
+	long step[2];            /* --from step:N, --to step:M; 0: none */
+	const char *step_name;   /* --step */
 };
+
+/* --from/--to: S seconds, or step:N (1 the first) */
+static void
+edge(const char *opt, const char *v, int64_t *ns, long *step)
+{
+	char *end;
+
+	if (strncmp(v, "step:", 5) != 0) {
+		*ns = tool_seconds(opt, v);
+		return;
+	}
+	errno = 0;
+	*step = strtol(v + 5, &end, 10);
+	if (v[5] == '\0' || *end != '\0' || errno || *step < 1) {
+		warnx("%s: '%s' is not step:N with N a step number from 1",
+		    opt, v);
+		exit(2);
+	}
+}
 
 static void
 parse_args(int argc, char **argv, struct args *o)
@@ -86,6 +116,8 @@ parse_args(int argc, char **argv, struct args *o)
 		{ "json", no_argument, NULL, 'j' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "rules-file", required_argument, NULL, 'r' },
+		{ "skip-warmup", no_argument, NULL, 'W' },
+		{ "step", required_argument, NULL, 'S' },
 		{ "summary", no_argument, NULL, 's' },
 		{ "to", required_argument, NULL, 'T' },
 		{ "version", no_argument, NULL, 'V' },
@@ -103,10 +135,16 @@ parse_args(int argc, char **argv, struct args *o)
 			o->failon = optarg;
 			break;
 		case 'F':
-			o->window[0] = tool_seconds("--from", optarg);
+			edge("--from", optarg, &o->window[0], &o->step[0]);
 			break;
 		case 'T':
-			o->window[1] = tool_seconds("--to", optarg);
+			edge("--to", optarg, &o->window[1], &o->step[1]);
+			break;
+		case 'W':
+			o->skip_warmup = true;
+			break;
+		case 'S':
+			o->step_name = optarg;
 			break;
 		case 'h':
 			help();
@@ -131,7 +169,18 @@ parse_args(int argc, char **argv, struct args *o)
 			exit(2);
 		}
 	}
-	if (o->window[1] >= 0 && o->window[1] <= o->window[0]) {
+	if ((o->step[0] || o->step[1] || o->skip_warmup) &&
+	    (o->window[0] >= 0 || o->window[1] >= 0)) {
+		warnx("a window by step (step:N, --skip-warmup) and one in "
+		    "seconds cannot be combined");
+		exit(2);
+	}
+	if (o->skip_warmup && o->step[0]) {
+		warnx("--skip-warmup and --from step:N cannot be combined");
+		exit(2);
+	}
+	if ((o->window[1] >= 0 && o->window[1] <= o->window[0]) ||
+	    (o->step[1] && o->step[1] < o->step[0])) {
 		warnx("--to must come after --from");
 		exit(2);
 	}
@@ -170,6 +219,72 @@ put_analysis(const struct args *o, json_t *an, struct ist_writer *w,
 		errx(1, "%s", ist_output_fail(out, &e));
 }
 
+/* A name from the trace, fit for a terminal: control characters as '?'. */
+static const char *
+printable(const char *s, char *buf, size_t n)
+{
+	size_t k = 0, len = strlen(s), c;
+
+	while (len > 0 && k + 1 < n) {
+		if ((c = ist_control_len(s, len)) != 0) {
+			buf[k++] = '?';
+		} else {
+			buf[k++] = *s;
+			c = 1;
+		}
+		s += c;
+		len -= c;
+	}
+	buf[k] = '\0';
+	return buf;
+}
+
+/* A window by step: the steps found in the file, and the span of those
+ * asked for (--from step:N, --to step:M, --skip-warmup). */
+static void
+step_window(const struct args *o, struct ist_window *w)
+{
+	const struct ist_step *st;
+	struct ist_steps *s;
+	struct ist_error e = { 0 };
+	const char *name;
+	enum ist_type type;
+	size_t n, warm = 0;
+	long from = o->step[0], to = o->step[1];
+
+	if (strcmp(o->path, "-") == 0)
+		errx(2, "a window by step reads the trace twice: give a file, "
+		    "not standard input");
+	if (ist_steps_scan(o->path, o->step_name, &s, &e) != IST_OK)
+		errx(1, "%s", e.msg);
+	st = ist_steps_get(s, &n, &name, &type);
+	if (n == 0)
+		errx(1, "'%s': %s", o->path, o->step_name ? "no step of that "
+		    "name (a scope, NVTX range or Python function)" :
+		    "no step found: no scope, NVTX range or Python function "
+		    "recurs 3 times or more (name one with --step)");
+	if ((size_t)from > n || (size_t)to > n) {
+		char b[200];
+		errx(1, "'%s' has %zu steps (%s): step:%ld is past them",
+		    o->path, n, printable(name, b, sizeof(b)), (size_t)from >
+		    n ? from : to);
+	}
+	if (o->skip_warmup) {
+		warm = ist_steps_warmup(s);
+		from = (long)warm + 1;
+	}
+	w->at = true;
+	w->from = from ? st[from - 1].start : INT64_MIN;
+	w->to = to ? st[to - 1].end : INT64_MAX;
+	w->how = json_pack("{s:s,s:s,s:I,s:o,s:o,s:o}", "name", name,
+	    "record", ist_type_name(type), "count", (json_int_t)n,
+	    "from", from ? json_integer(from) : json_null(),
+	    "to", to ? json_integer(to) : json_null(),
+	    "warmup", o->skip_warmup ? json_integer((json_int_t)warm) :
+	    json_null());
+	ist_steps_free(s);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -185,12 +300,15 @@ main(int argc, char **argv)
 	struct ist_error e = { 0 };
 	struct ist_buf why = { 0 };
 	json_t *an = NULL, *base = NULL;
+	struct ist_window win = { { -1, -1 }, false, 0, 0, NULL };
 	enum ist_status st;
 	char m[600];
 	int fd, status = 0;
 
 	argv[0] = program_invocation_short_name;
 	parse_args(argc, argv, &o);
+	win.rel[0] = o.window[0];
+	win.rel[1] = o.window[1];
 	ist_config_init(&cfg);
 	tool_settings(&cfg, &rules, o.rules_file);
 	if (o.baseline && ist_analysis_load(o.baseline, rules, &base, &e) !=
@@ -199,6 +317,8 @@ main(int argc, char **argv)
 	if (base)
 		warn_unordered(base, "baseline ", o.baseline);
 
+	if (o.step[0] || o.step[1] || o.skip_warmup)
+		step_window(&o, &win);
 	fd = tool_open_input(o.path);
 	if (ist_output_open(&out, o.outpath, !o.json, &e) != IST_OK)
 		errx(1, "%s", e.msg);
@@ -206,7 +326,7 @@ main(int argc, char **argv)
 	    (!o.json && ist_writer_new(&w, ist_fd_sink, &out.fd, &wo, &e) !=
 	    IST_OK))
 		errx(1, "%s", e.msg);
-	st = ist_analyze_trace(r, w, o.summary, rules, o.window, &an, &e);
+	st = ist_analyze_trace(r, w, o.summary, rules, &win, &an, &e);
 	if (an == NULL || (st != IST_OK && st != IST_TRUNCATED &&
 	    json_integer_value(json_object_get(json_object_get(an, "run"),
 	    "segments")) == 0)) {
@@ -241,6 +361,7 @@ main(int argc, char **argv)
 	ist_buf_release(&why);
 	json_decref(an);
 	json_decref(base);
+	json_decref(win.how);
 	ist_reader_free(r);
 	ist_rules_free(rules);
 	ist_config_release(&cfg);

@@ -93,8 +93,8 @@ kept_in_summary(enum ist_type t)
 
 enum ist_status
 ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
-    const struct ist_rules *rules, const int64_t window[2], json_t **out,
-    struct ist_error *err)
+    const struct ist_rules *rules, const struct ist_window *window,
+    json_t **out, struct ist_error *err)
 {
 	struct ist_analyzer *a = NULL;
 	const struct ist_event *ev;
@@ -106,8 +106,11 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 	*out = NULL;
 	if ((st = ist_analyzer_new(&a, rules, err)) != IST_OK)
 		return st;
-	if (window)
-		ist_analyzer_window(a, window[0], window[1]);
+	if (window && window->at)
+		ist_analyzer_window_at(a, window->from, window->to,
+		    json_incref(window->how));
+	else if (window)
+		ist_analyzer_window(a, window->rel[0], window->rel[1]);
 	while ((rst = ist_reader_next(r, &ev, err)) == IST_OK) {
 		if (ev->type == IST_ANALYSIS) {
 			/* kept in case there is nothing to analyse again (a

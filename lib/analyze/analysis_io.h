@@ -14,11 +14,17 @@ struct ist_rules;
  * the new one with ist_write_analysis().  Returns IST_OK, IST_TRUNCATED (a warning in err),
  * or the reader's error; in all three cases *out is the analysis of what
  * was read.  Other errors (writer, memory) leave *out NULL.  window: NULL,
- * or the span analysed (ist_analyzer_window).
+ * or the span analysed (ist_analyzer_window, ist_analyzer_window_at).
  */
+struct ist_window {
+	int64_t rel[2];     /* ns from the trace's start (-1: its start, end) */
+	bool at;            /* or instead, in trace time: */
+	int64_t from, to;   /* INT64_MIN, INT64_MAX: no bound */
+	json_t *how;        /* with at: run.window.steps (borrowed) */
+};
 enum ist_status ist_analyze_trace(struct ist_reader *r, struct ist_writer *w,
-    bool summary, const struct ist_rules *rules, const int64_t window[2],
-    json_t **out, struct ist_error *err);
+    bool summary, const struct ist_rules *rules,
+    const struct ist_window *window, json_t **out, struct ist_error *err);
 /* The analysis an analysis record holds; NULL if it is not JSON-able. */
 json_t *ist_analysis_of_event(const struct ist_event *ev);
 /* Writes an analysis record holding an. */

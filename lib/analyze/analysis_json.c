@@ -650,6 +650,8 @@ run_json(const struct ist_analyzer *a, json_t *command)
 	    JI(a->have_t ? a->t1 : 0), "paused_ns", JI(p), "pauses",
 	    JI(a->npz + a->cap_off), "capture_records", JI(a->captures),
 	    "left_out_events", JI(a->left_out)));
+	json_object_set(json_object_get(run, "window"), "steps", a->win_how ?
+	    a->win_how : json_null());
 	return run;
 }
 

@@ -238,10 +238,12 @@ place(struct ist_analyzer *a, const struct ist_event *ev)
 		a->t1 = end;
 		a->have_t = true;
 		/* the window, from the trace's start */
-		a->win[0] = a->win_rel[0] >= 0 ? key + a->win_rel[0] :
-		    INT64_MIN;
-		a->win[1] = a->win_rel[1] >= 0 ? key + a->win_rel[1] :
-		    INT64_MAX;
+		if (!a->win_at) {
+			a->win[0] = a->win_rel[0] >= 0 ? key + a->win_rel[0] :
+			    INT64_MIN;
+			a->win[1] = a->win_rel[1] >= 0 ? key + a->win_rel[1] :
+			    INT64_MAX;
+		}
 	}
 	if (end > a->t1)
 		a->t1 = end;
@@ -257,6 +259,17 @@ ist_analyzer_window(struct ist_analyzer *a, int64_t from_ns, int64_t to_ns)
 	a->win_rel[0] = from_ns;
 	a->win_rel[1] = to_ns;
 	a->windowed = from_ns >= 0 || to_ns >= 0;
+}
+
+void
+ist_analyzer_window_at(struct ist_analyzer *a, int64_t from, int64_t to,
+    json_t *how)
+{
+	a->win[0] = from;
+	a->win[1] = to;
+	a->windowed = a->win_at = true;
+	json_decref(a->win_how);
+	a->win_how = how;
 }
 
 /* The pauses' time up to t */
@@ -637,6 +650,7 @@ ist_analyzer_free(struct ist_analyzer *a)
 	free(a->idle);
 	an_u64map_release(&a->idlemap);
 	free(a->corr);
+	json_decref(a->win_how);
 	free(a->pz);
 	an_dist_release(&a->launch_d);
 	json_decref(a->producers);

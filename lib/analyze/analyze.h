@@ -38,6 +38,11 @@ void ist_analyzer_read_error(struct ist_analyzer *a, const char *msg);
  * cut at it.  Call before the first event. */
 void ist_analyzer_window(struct ist_analyzer *a, int64_t from_ns,
     int64_t to_ns);
+/* Analyses only [from, to) in trace time (INT64_MIN, INT64_MAX: no
+ * bound): a window by step; how (taken) says how it was chosen, in the
+ * analysis as run.window.steps. */
+void ist_analyzer_window_at(struct ist_analyzer *a, int64_t from,
+    int64_t to, json_t *how);
 void ist_analyzer_free(struct ist_analyzer *a);
 
 #endif

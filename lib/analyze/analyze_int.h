@@ -231,7 +231,8 @@ struct ist_analyzer {
 	 * absolute once the first event is placed; and the capture's pauses
 	 * (capture records), each [s, e), with their running sums */
 	int64_t win_rel[2], win[2];
-	bool windowed;
+	bool windowed, win_at;   /* win_at: win given in trace time */
+	json_t *win_how;         /* run.window.steps, or NULL */
 	bool cap_off;
 	int64_t cap_off_at;
 	struct pause { int64_t s, e, sum; } *pz;   /* sum: up to its end */

@@ -299,11 +299,37 @@ window_rows(struct ist_buf *o, const json_t *run)
 	double t0 = ist_jnum(w, "trace_start_ns");
 	struct nums u = { 0 };
 
-	if (json_is_true(json_object_get(w, "windowed")))
-		ist_buf_printf(o, "| Window | %.3f s to %.3f s of the trace "
-		    "(%s) |\n", (ist_jnum(run, "start_ns") - t0) / 1e9,
+	const json_t *st = json_object_get(w, "steps");
+
+	if (json_is_true(json_object_get(w, "windowed"))) {
+		ist_buf_printf(o, "| Window | ");
+		if (json_is_object(st)) {
+			double n = ist_jnum(st, "count");
+			double f = json_is_integer(json_object_get(st,
+			    "from")) ? ist_jnum(st, "from") : 1;
+			double to = json_is_integer(json_object_get(st, "to")) ?
+			    ist_jnum(st, "to") : n;
+			if (json_is_integer(json_object_get(st, "warmup")))
+				ist_buf_printf(o, "after warm-up (start-up and "
+				    "the first %.0f steps left out): ",
+				    ist_jnum(st, "warmup"));
+			if (!json_is_integer(json_object_get(st, "from")) &&
+			    !json_is_integer(json_object_get(st, "warmup")))
+				ist_buf_printf(o, "up to the end of step %.0f of "
+				    "%.0f (", to, n);
+			else if (f == to)
+				ist_buf_printf(o, "step %.0f of %.0f (", f, n);
+			else
+				ist_buf_printf(o, "steps %.0f to %.0f of %.0f (",
+				    f, to, n);
+			code(o, ist_jstr(st, "name"));
+			ist_buf_printf(o, "), ");
+		}
+		ist_buf_printf(o, "%.3f s to %.3f s of the trace (%s) |\n",
+		    (ist_jnum(run, "start_ns") - t0) / 1e9,
 		    (ist_jnum(run, "end_ns") - t0) / 1e9,
 		    dur(&u, ist_jnum(w, "trace_end_ns") - t0));
+	}
 	if (ist_jnum(w, "pauses") > 0)
 		ist_buf_printf(o, "| Paused | %s in %.0f pause(s) of the "
 		    "capture, not analysed |\n", dur(&u, ist_jnum(w,

@@ -1,0 +1,353 @@
+/*
+ * steps.c - a program's steps: the unit of work it repeats (a training or
+ * inference step, a request), found in a trace without being told, for
+ * analysis windows by step and --skip-warmup.
+ *
+ * Two passes over a merged trace.  The first counts, per thread and name,
+ * the scopes, NVTX ranges and Python functions (those with a file: not
+ * builtins) that recur, an occurrence nested in another of its own name
+ * (recursion) not counted; the second collects the chosen one's
+ * occurrences.  The step is the candidate with the most time among those
+ * that occur at least three times: a scope or NVTX range the program
+ * marked before any Python function, and on the thread that launches the
+ * most CUDA work (else any).  Memory: one entry per thread and name, and
+ * the chosen one's occurrences.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "steps.h"
+
+#define MIN_STEPS 3
+/* a step is warm-up while it takes more than this times the median */
+#define SETTLED 1.5
+
+struct cand {
+	char *name;              /* NULL: a free slot */
+	int64_t tid;
+	int kind;                /* 0 scope or NVTX range, 1 Python function */
+	enum ist_type type;
+	uint64_t count;
+	int64_t total, last_end;
+};
+
+struct launcher {
+	int64_t tid;
+	uint64_t launches;
+};
+
+struct ist_steps {
+	char *want;              /* --step NAME, or NULL */
+	struct cand *c;
+	size_t n, cap;           /* cap: a power of two */
+	struct launcher *l;
+	size_t nl, capl;
+	const struct cand *chosen;
+	struct ist_step *s;      /* the chosen one's occurrences */
+	size_t ns, caps;
+	int64_t last_end;
+};
+
+static uint64_t
+hash(int64_t tid, const char *name, size_t n)
+{
+	uint64_t h = 1469598103934665603ull ^ (uint64_t)tid;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)name[i]) * 1099511628211ull;
+	return h;
+}
+
+static struct cand *
+slot(struct ist_steps *s, int64_t tid, const char *name, size_t n)
+{
+	size_t i = hash(tid, name, n) & (s->cap - 1);
+
+	for (; s->c[i].name; i = (i + 1) & (s->cap - 1))
+		if (s->c[i].tid == tid && strncmp(s->c[i].name, name, n) == 0 &&
+		    s->c[i].name[n] == '\0')
+			return &s->c[i];
+	return &s->c[i];
+}
+
+static int
+grow(struct ist_steps *s)
+{
+	struct cand *old = s->c;
+	size_t ocap = s->cap, ncap = ocap ? ocap * 2 : 256;
+
+	if ((s->c = calloc(ncap, sizeof(*s->c))) == NULL) {
+		s->c = old;
+		return -1;
+	}
+	s->cap = ncap;
+	for (size_t k = 0; k < ocap; k++)
+		if (old[k].name)
+			*slot(s, old[k].tid, old[k].name,
+			    strlen(old[k].name)) = old[k];
+	free(old);
+	return 0;
+}
+
+enum ist_status
+ist_steps_new(struct ist_steps **out, const char *name,
+    struct ist_error *err)
+{
+	struct ist_steps *s = calloc(1, sizeof(*s));
+
+	if (s == NULL || grow(s) != 0 || (name && (s->want = strdup(name)) ==
+	    NULL)) {
+		ist_steps_free(s);
+		ist_seterr(err, IST_ENOMEM, "cannot find steps: %s",
+		    strerror(ENOMEM));
+		return IST_ENOMEM;
+	}
+	*out = s;
+	return IST_OK;
+}
+
+/* Which kind of candidate ev is: 0 a mark, 1 a Python function, -1 none */
+static int
+kind_of(const struct ist_event *ev)
+{
+	if (!IST_HAS(ev, IST_F_START) || !IST_HAS(ev, IST_F_END) ||
+	    !IST_HAS(ev, IST_F_NAME) || !IST_HAS(ev, IST_F_TID) ||
+	    ev->end_ns < ev->start_ns)
+		return -1;
+	if (ev->type == IST_SCOPE || ev->type == IST_NVTX_RANGE)
+		return 0;
+	if (ev->type == IST_CPU_CALL && IST_HAS(ev, IST_F_FILE) &&
+	    ev->file.n > 0 && ev->file.p[0] != '<' &&
+	    strncmp(ev->name.p, "importlib.", ev->name.n < 10 ?
+	    ev->name.n : 10) != 0)
+		return 1;
+	return -1;
+}
+
+static int
+count_launch(struct ist_steps *s, int64_t tid)
+{
+	for (size_t i = 0; i < s->nl; i++)
+		if (s->l[i].tid == tid) {
+			s->l[i].launches++;
+			return 0;
+		}
+	if (s->nl == s->capl) {
+		size_t cap = s->capl ? s->capl * 2 : 8;
+		struct launcher *n = realloc(s->l, cap * sizeof(*n));
+		if (n == NULL)
+			return -1;
+		s->l = n;
+		s->capl = cap;
+	}
+	s->l[s->nl++] = (struct launcher){ tid, 1 };
+	return 0;
+}
+
+enum ist_status
+ist_steps_add(struct ist_steps *s, const struct ist_event *ev,
+    struct ist_error *err)
+{
+	struct cand *c;
+	int k;
+
+	if (ev->type == IST_CUDA_API && IST_HAS(ev, IST_F_TID) &&
+	    IST_HAS(ev, IST_F_CORRELATION)) {
+		if (count_launch(s, ev->tid) != 0)
+			goto nomem;
+		return IST_OK;
+	}
+	if ((k = kind_of(ev)) < 0)
+		return IST_OK;
+	if (s->want && (ev->name.n != strlen(s->want) ||
+	    memcmp(ev->name.p, s->want, ev->name.n) != 0))
+		return IST_OK;
+	c = slot(s, ev->tid, ev->name.p, ev->name.n);
+	if (c->name == NULL) {
+		if ((s->n + 1) * 2 > s->cap) {
+			if (grow(s) != 0)
+				goto nomem;
+			c = slot(s, ev->tid, ev->name.p, ev->name.n);
+		}
+		if ((c->name = strndup(ev->name.p, ev->name.n)) == NULL)
+			goto nomem;
+		c->tid = ev->tid;
+		c->kind = k;
+		c->type = ev->type;
+		c->last_end = INT64_MIN;
+		s->n++;
+	}
+	if (ev->start_ns < c->last_end)
+		return IST_OK;          /* inside another of its name */
+	c->count++;
+	c->total += ev->end_ns - ev->start_ns;
+	c->last_end = ev->end_ns;
+	return IST_OK;
+nomem:
+	ist_seterr(err, IST_ENOMEM, "cannot find steps: %s", strerror(ENOMEM));
+	return IST_ENOMEM;
+}
+
+/* b is a better step than a */
+static bool
+better(const struct cand *b, const struct cand *a, int64_t launcher)
+{
+	bool bl = b->tid == launcher, al = a->tid == launcher;
+
+	if (bl != al)
+		return bl;
+	if (b->kind != a->kind)
+		return b->kind < a->kind;
+	return b->total > a->total;
+}
+
+const char *
+ist_steps_choose(struct ist_steps *s)
+{
+	int64_t launcher = INT64_MIN;
+	uint64_t most = 0;
+
+	for (size_t i = 0; i < s->nl; i++)
+		if (s->l[i].launches > most) {
+			most = s->l[i].launches;
+			launcher = s->l[i].tid;
+		}
+	s->chosen = NULL;
+	for (size_t i = 0; i < s->cap; i++) {
+		const struct cand *c = &s->c[i];
+		if (c->name == NULL || c->count < MIN_STEPS)
+			continue;
+		if (s->chosen == NULL || better(c, s->chosen, launcher))
+			s->chosen = c;
+	}
+	s->last_end = INT64_MIN;
+	return s->chosen ? s->chosen->name : NULL;
+}
+
+enum ist_status
+ist_steps_collect(struct ist_steps *s, const struct ist_event *ev,
+    struct ist_error *err)
+{
+	const struct cand *c = s->chosen;
+
+	if (c == NULL || ev->type != c->type || kind_of(ev) < 0 ||
+	    ev->tid != c->tid || ev->name.n != strlen(c->name) ||
+	    memcmp(ev->name.p, c->name, ev->name.n) != 0 ||
+	    ev->start_ns < s->last_end)
+		return IST_OK;
+	if (s->ns == s->caps) {
+		size_t cap = s->caps ? s->caps * 2 : 64;
+		struct ist_step *n = realloc(s->s, cap * sizeof(*n));
+		if (n == NULL) {
+			ist_seterr(err, IST_ENOMEM, "cannot find steps: %s",
+			    strerror(ENOMEM));
+			return IST_ENOMEM;
+		}
+		s->s = n;
+		s->caps = cap;
+	}
+	s->s[s->ns++] = (struct ist_step){ ev->start_ns, ev->end_ns };
+	s->last_end = ev->end_ns;
+	return IST_OK;
+}
+
+const struct ist_step *
+ist_steps_get(const struct ist_steps *s, size_t *n, const char **name,
+    enum ist_type *type)
+{
+	*n = s->ns;
+	if (name)
+		*name = s->chosen ? s->chosen->name : NULL;
+	if (type)
+		*type = s->chosen ? s->chosen->type : IST_CPU_CALL;
+	return s->s;
+}
+
+static int
+by_dur(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+size_t
+ist_steps_warmup(const struct ist_steps *s)
+{
+	int64_t *d, median;
+	size_t k = 0;
+
+	if (s->ns < MIN_STEPS || (d = malloc(s->ns * sizeof(*d))) == NULL)
+		return 0;
+	for (size_t i = 0; i < s->ns; i++)
+		d[i] = s->s[i].end - s->s[i].start;
+	qsort(d, s->ns, sizeof(*d), by_dur);
+	median = d[s->ns / 2];
+	free(d);
+	while (k + 1 < s->ns && (double)(s->s[k].end - s->s[k].start) >
+	    SETTLED * (double)median)
+		k++;
+	return k;
+}
+
+void
+ist_steps_free(struct ist_steps *s)
+{
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < s->cap; i++)
+		free(s->c[i].name);
+	free(s->c);
+	free(s->l);
+	free(s->s);
+	free(s->want);
+	free(s);
+}
+
+enum ist_status
+ist_steps_scan(const char *path, const char *name, struct ist_steps **out,
+    struct ist_error *err)
+{
+	struct ist_steps *s;
+	enum ist_status st;
+
+	if ((st = ist_steps_new(&s, name, err)) != IST_OK)
+		return st;
+	for (int pass = 0; pass < 2; pass++) {
+		struct ist_reader *r = NULL;
+		const struct ist_event *ev;
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0) {
+			ist_seterr(err, IST_EIO, "cannot open '%s': %s", path,
+			    strerror(errno));
+			st = IST_EIO;
+			break;
+		}
+		if ((st = ist_reader_new(&r, ist_fd_source, &fd, path, err)) ==
+		    IST_OK) {
+			while ((st = ist_reader_next(r, &ev, err)) == IST_OK &&
+			    (st = pass ? ist_steps_collect(s, ev, err) :
+			    ist_steps_add(s, ev, err)) == IST_OK)
+				;
+			ist_reader_free(r);
+		}
+		close(fd);
+		/* a truncated trace: the steps it holds */
+		if (st != IST_END && st != IST_TRUNCATED)
+			break;
+		st = IST_OK;
+		if (pass == 0 && ist_steps_choose(s) == NULL)
+			break;
+	}
+	if (st != IST_OK) {
+		ist_steps_free(s);
+		return st;
+	}
+	*out = s;
+	return IST_OK;
+}

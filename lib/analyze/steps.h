@@ -1,0 +1,41 @@
+/*
+ * steps.h - a program's steps: the unit of work it repeats, found in a
+ * merged trace (steps.c), for analysis windows by step (is-analyze --from
+ * step:N) and --skip-warmup.
+ */
+#ifndef IST_STEPS_H
+#define IST_STEPS_H
+
+#include <stddef.h>
+#include "ist.h"
+
+struct ist_step {
+	int64_t start, end;
+};
+
+struct ist_steps;
+
+/* name: the step's name (--step), or NULL to find it. */
+enum ist_status ist_steps_new(struct ist_steps **out, const char *name,
+    struct ist_error *err);
+/* The first pass: every event, in time order. */
+enum ist_status ist_steps_add(struct ist_steps *s, const struct ist_event *ev,
+    struct ist_error *err);
+/* After the first pass: the step's name, or NULL when nothing recurs. */
+const char *ist_steps_choose(struct ist_steps *s);
+/* The second pass: every event again, collecting the steps. */
+enum ist_status ist_steps_collect(struct ist_steps *s,
+    const struct ist_event *ev, struct ist_error *err);
+/* The steps (*n of them, in time order), their name and record type. */
+const struct ist_step *ist_steps_get(const struct ist_steps *s, size_t *n,
+    const char **name, enum ist_type *type);
+/* How many steps are warm-up: the first ones, until one takes at most 1.5
+ * times the median step (never all of them). */
+size_t ist_steps_warmup(const struct ist_steps *s);
+/* Both passes over the trace file at path (read twice: a file, not a
+ * pipe). */
+enum ist_status ist_steps_scan(const char *path, const char *name,
+    struct ist_steps **out, struct ist_error *err);
+void ist_steps_free(struct ist_steps *s);
+
+#endif
