@@ -250,6 +250,8 @@ f()'
 		assert_success
 		is-merge -o "$T/m.ist" "$T/r.ist"
 		is-analyze --json --from step:3 --to step:5 "$T/m.ist" > "$T/a.json"
+		# the same window, as one range
+		is-analyze --json --from step:3-5 "$T/m.ist" | cmp - "$T/a.json"
 		is-analyze --json --skip-warmup "$T/m.ist" > "$T/w.json"
 		python3 - "$T/a.json" "$T/w.json" "$kind" "$stderr" <<-'PY'
 		import json, sys
@@ -286,4 +288,8 @@ f()'
 	assert_output --partial "give a file, not standard input"
 	run -2 is-analyze --from 1 --to step:3 "$T/m.ist"
 	assert_output --partial "cannot be combined"
+	run -2 is-analyze --from step:3-x "$T/m.ist"
+	assert_output "is-analyze: --from: 'step:3-x' is not step:N or step:N-M with N a step number from 1"
+	run -2 is-analyze --from step:5-3 "$T/m.ist"
+	assert_output "is-analyze: --to must come after --from"
 }

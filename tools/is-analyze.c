@@ -43,7 +43,8 @@ help(void)
 	    "                         'regression>5%%' or 'severity>=high'\n"
 	    "      --from=S           analyse from S seconds after the trace's\n"
 	    "                         start (ranges across it are cut there),\n"
-	    "                         or from the start of step N (step:N)\n"
+	    "                         or from the start of step N (step:N;\n"
+	    "                         step:N-M: to the end of step M)\n"
 	    "  -h, --help             print this help and exit\n"
 	    "  -j, --json             print the analysis as JSON instead\n"
 	    "  -o, --output=FILE      write to FILE instead of standard output\n"
@@ -86,9 +87,10 @@ struct args {
 	const char *step_name;   /* --step */
 };
 
-/* --from/--to: S seconds, or step:N (1 the first) */
+/* --from/--to: S seconds, or step:N (1 the first); --from step:N-M is
+ * --from step:N --to step:M */
 static void
-edge(const char *opt, const char *v, int64_t *ns, long *step)
+edge(const char *opt, const char *v, int64_t *ns, long *step, long *to)
 {
 	char *end;
 
@@ -98,9 +100,15 @@ edge(const char *opt, const char *v, int64_t *ns, long *step)
 	}
 	errno = 0;
 	*step = strtol(v + 5, &end, 10);
+	if (to && *end == '-' && end > v + 5) {
+		const char *m = end + 1;
+		*to = strtol(m, &end, 10);
+		if (*m == '\0' || *to < 1)
+			end = (char *)m;    /* not a number: refused below */
+	}
 	if (v[5] == '\0' || *end != '\0' || errno || *step < 1) {
-		warnx("%s: '%s' is not step:N with N a step number from 1",
-		    opt, v);
+		warnx("%s: '%s' is not step:N%s with N a step number from 1",
+		    opt, v, to ? " or step:N-M" : "");
 		exit(2);
 	}
 }
@@ -135,10 +143,11 @@ parse_args(int argc, char **argv, struct args *o)
 			o->failon = optarg;
 			break;
 		case 'F':
-			edge("--from", optarg, &o->window[0], &o->step[0]);
+			edge("--from", optarg, &o->window[0], &o->step[0],
+			    &o->step[1]);
 			break;
 		case 'T':
-			edge("--to", optarg, &o->window[1], &o->step[1]);
+			edge("--to", optarg, &o->window[1], &o->step[1], NULL);
 			break;
 		case 'W':
 			o->skip_warmup = true;
