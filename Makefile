@@ -26,14 +26,14 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fwrapv $(WARN) $(CFLAGS) $(LIB_INC)
 LIBS = -lcbor -lzstd -ljansson -lyaml -lcmark-gfm -lcmark-gfm-extensions \
        -lpthread -lm
 
-# The Python collector is built for every CPython 3.9 or later found here:
-# PYTHON, Debian's, and the newest pyenv build of each of 3.9 to 3.13
+# The Python collector is built for every CPython 3.8 or later found here:
+# PYTHON, Debian's, and the newest pyenv build of each of 3.8 to 3.14
 # (PYTHONS= replaces the list, PYTHON= adds one).
 PYTHON ?= python3
 PYTHON_SYS ?= /usr/bin/python3
 PYENV_ROOT ?= $(HOME)/.pyenv
 PYTHONS ?= $(PYTHON) $(wildcard /usr/bin/python3) \
-    $(foreach v,9 10 11 12 13 14,$(lastword $(sort \
+    $(foreach v,8 9 10 11 12 13 14,$(lastword $(sort \
     $(wildcard $(PYENV_ROOT)/versions/3.$(v).*/bin/python3))))
 
 ifneq ($(SANITIZE),)

@@ -7,10 +7,10 @@ setup() {
 	T=$BATS_TEST_TMPDIR
 }
 
-# every CPython 3.9+ the build made a collector for
+# every CPython 3.8+ the build made a collector for
 pythons() {
 	local py
-	for py in /usr/bin/python3 "$HOME"/.pyenv/versions/3.{9,10,11,12,13}.*/bin/python3; do
+	for py in /usr/bin/python3 "$HOME"/.pyenv/versions/3.{8,9,10,11,12,13}.*/bin/python3; do
 		[ -x "$py" ] || continue
 		tag=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 		[ -f "$IST_BUILD/python/_inferscope$tag" ] && echo "$py"

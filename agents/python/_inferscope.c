@@ -25,8 +25,49 @@
 #define MAX_SCOPES 256
 #define MAX_META 60000
 
+#if PY_VERSION_HEX < 0x03080000
+#error "InferScope needs Python 3.8 or later"
+#endif
 #if PY_VERSION_HEX < 0x03090000
-#error "InferScope needs Python 3.9 or later"
+/* 3.8: the accessors 3.9 added, on the fields they read */
+static inline PyCodeObject *
+PyFrame_GetCode(PyFrameObject *f)
+{
+	Py_INCREF(f->f_code);
+	return f->f_code;
+}
+
+static inline PyFrameObject *
+PyFrame_GetBack(PyFrameObject *f)
+{
+	Py_XINCREF(f->f_back);
+	return f->f_back;
+}
+
+static inline PyFrameObject *
+PyThreadState_GetFrame(PyThreadState *t)
+{
+	Py_XINCREF(t->frame);
+	return t->frame;
+}
+#define PyInterpreterState_Get _PyInterpreterState_Get
+
+/* another thread's profile hook, as 3.8's PyEval_SetProfile sets its own */
+static int
+_PyEval_SetProfile(PyThreadState *ts, Py_tracefunc func, PyObject *arg)
+{
+	PyObject *old = ts->c_profileobj;
+
+	Py_XINCREF(arg);
+	ts->c_profilefunc = NULL;
+	ts->c_profileobj = NULL;
+	ts->use_tracing = ts->c_tracefunc != NULL;
+	Py_XDECREF(old);
+	ts->c_profilefunc = func;
+	ts->c_profileobj = arg;
+	ts->use_tracing = func != NULL || ts->c_tracefunc != NULL;
+	return 0;
+}
 #endif
 #if PY_VERSION_HEX >= 0x030C0000
 #define code_get_extra PyUnstable_Code_GetExtra
@@ -1529,7 +1570,8 @@ static struct PyModuleDef module = {
 	NULL, NULL, NULL, NULL
 };
 
-PyMODINIT_FUNC
+/* exported whatever -fvisibility: 3.8's PyMODINIT_FUNC does not say so */
+__attribute__((visibility("default"))) PyMODINIT_FUNC
 PyInit__inferscope(void)
 {
 	PyObject *m;
