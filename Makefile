@@ -8,6 +8,11 @@ MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/vendor-completions
 PYDIR ?= $(PREFIX)/lib/inferscope/python
+# the Python API alone (no bootstrap), which each Python's inferscope.pth
+# puts on its path; and a wheel of it for venvs
+APIDIR ?= $(PREFIX)/lib/inferscope/site
+WHEELDIR ?= $(PREFIX)/share/inferscope
+VERSION = 0.1.0
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -324,6 +329,16 @@ install: all
 	install -m 644 $(B)/python/inferscope/__init__.py \
 	    $(DESTDIR)$(PYDIR)/inferscope
 	install -m 755 $(B)/python/_inferscope*.so $(DESTDIR)$(PYDIR)
+	install -d $(DESTDIR)$(APIDIR)/inferscope $(DESTDIR)$(WHEELDIR)
+	install -m 644 $(B)/python/inferscope/__init__.py \
+	    $(DESTDIR)$(APIDIR)/inferscope
+	install -m 755 $(B)/python/_inferscope*.so $(DESTDIR)$(APIDIR)
+	$(PYTHON_SYS) scripts/make-wheel.py $(B)/python $(DESTDIR)$(WHEELDIR) \
+	    $(VERSION) >/dev/null
+	@for p in $(PYTHONS); do \
+	    site=$$($$p -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
+	    install -d "$(DESTDIR)$$site" && \
+	    echo "$(APIDIR)" > "$(DESTDIR)$$site/inferscope.pth" || exit 1; done
 	if [ -n "$(NVTX_LIB)" ]; then install -m 755 $(NVTX_LIB) \
 	    $(DESTDIR)$(PREFIX)/lib/inferscope/; fi
 	if [ -n "$(CUPTI_LIB)" ]; then install -m 755 $(CUPTI_LIB) \
@@ -332,7 +347,10 @@ install: all
 uninstall:
 	for t in $(TOOLS); do rm -f $(DESTDIR)$(BINDIR)/$$t \
 	    $(DESTDIR)$(MANDIR)/man1/$$t.1 $(DESTDIR)$(BASHCOMPDIR)/$$t; done
-	rm -rf $(DESTDIR)$(PYDIR)
+	rm -rf $(DESTDIR)$(PYDIR) $(DESTDIR)$(APIDIR) $(DESTDIR)$(WHEELDIR)
+	-for p in $(PYTHONS); do \
+	    site=$$($$p -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
+	    rm -f "$(DESTDIR)$$site/inferscope.pth"; done
 	rm -f $(DESTDIR)$(PREFIX)/lib/inferscope/libinferscope-nvtx.so \
 	    $(DESTDIR)$(PREFIX)/lib/inferscope/libinferscope-cupti.so
 	rm -f $(DESTDIR)$(MANDIR)/man5/is-trace.5 \

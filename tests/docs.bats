@@ -104,6 +104,43 @@ TOOLS="inferscope is-analyze is-cat is-info is-merge is-record is-report"
 	    /usr/bin/python3 -c 'import inferscope; print(inferscope.enabled())'
 	assert_success
 	assert_output True
+	# the API outside is-record: each Python's inferscope.pth names the
+	# API's directory (no bootstrap in it), which imports anywhere
+	site=$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+	assert_equal "$(cat "$d$site/inferscope.pth")" /usr/lib/inferscope/site
+	[ ! -e "$d/usr/lib/inferscope/site/sitecustomize.py" ]
+	run /usr/bin/python3 -c "import sys
+sys.path.insert(0, '$d/usr/lib/inferscope/site')
+from inferscope import scope, mark_event, enabled
+with scope('x'):
+    mark_event('y', {'k': 1})
+print(enabled())"
+	assert_success
+	assert_output False
+}
+
+@test "a venv gets the Python API from the installed wheel, offline, and is-record records it" {
+	py=$(ls -d "$HOME"/.pyenv/versions/3.12.*/bin/python3 2>/dev/null | tail -1)
+	[ -n "$py" ] || skip "no pyenv Python 3.12 to make a venv from"
+	d=$BATS_TEST_TMPDIR/root
+	make -s install DESTDIR="$d" PREFIX=/usr B="$IST_BUILD"
+	"$py" -m venv "$BATS_TEST_TMPDIR/v"
+	v=$BATS_TEST_TMPDIR/v/bin/python
+	run "$v" -m pip install -q --no-index \
+	    "$d/usr/share/inferscope/inferscope-0.1.0-py3-none-any.whl"
+	assert_success
+	run "$v" -c 'from inferscope import scope, enabled; print(enabled())'
+	assert_output False
+	run is-record -o "$BATS_TEST_TMPDIR/v.ist" -- "$v" -c 'import inferscope
+def f(): pass
+f(); f(); print(inferscope.enabled())'
+	assert_success
+	assert_output True
+	assert_equal "$(is-cat "$BATS_TEST_TMPDIR/v.ist" | grep -c '"__main__.f"')" 2
+	run "$v" -m pip uninstall -q -y inferscope
+	assert_success
+	run "$v" -c 'import inferscope'
+	assert_failure
 }
 
 @test "the README demo excerpt is what make demo prints" {
