@@ -51,11 +51,15 @@ calls() {
 	[ "$n" -ge 2 ]
 }
 
-@test "outside is-record, start() and stop() do nothing and say so" {
+@test "outside is-record, start(), stop() and dump() do nothing and say so; dump() without a flight recorder too" {
 	run /usr/bin/python3 -c 'import sys; sys.path.insert(0, "agents/python")
-import inferscope; print(inferscope.start(), inferscope.stop())'
+import inferscope; print(inferscope.start(), inferscope.stop(), inferscope.dump())'
 	assert_success
-	assert_output "False False"
+	assert_output "False False False"
+	run --separate-stderr is-record -o "$T/t.ist" -- /usr/bin/python3 -c \
+	    'import inferscope; print(inferscope.dump())'
+	assert_success
+	assert_output False
 }
 
 @test "--delay and --duration: recording between them, the /proc sampler throughout" {
