@@ -159,10 +159,10 @@ $(B)/lib/libinferscope-nvtx.so: agents/nvtx.c agents/collector.c \
 	    agents/collector.c $(AGENT_CORE) -lcbor -lzstd -lpthread
 
 # the extension is never built with sanitizers: Python is not instrumented
-pyext: $(B)/.deps
+pyext: $(B)/.deps $(PYIO_LIB)
 	@for p in $(PYTHONS); do sh scripts/build-pyext.sh "$$p" $(B)/python \
 	    "$(CC)" "$(CFLAGS)" "agents/collector.c $(AGENT_CORE)" \
-	    "-lcbor -lzstd" || exit 1; done
+	    "-lcbor -lzstd" "$(PYIO_LIB) $(LIBS)" || exit 1; done
 
 # Plain make only checks for the Debian packages it needs; make deps (and
 # so make check and make demo, for which the variable is set below)
@@ -190,6 +190,21 @@ $(B)/lib/%.o: lib/%.c $(LIB_H) | $(B)/.deps
 $(B)/libinferscope.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
+
+# _inferscope_io links libinferscope into Python, which runs without the
+# sanitizers' runtime: a sanitized build gives it an unsanitized copy
+ifneq ($(SANITIZE),)
+PYIO_LIB = $(B)/plain/libinferscope.a
+$(B)/plain/%.o: %.c $(LIB_H) | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -fPIC -fwrapv $(WARN) $(CFLAGS) \
+	    $(LIB_INC) -c -o $@ $<
+$(PYIO_LIB): $(LIB_SRC:%.c=$(B)/plain/%.o)
+	rm -f $@
+	ar rcs $@ $^
+else
+PYIO_LIB = $(B)/libinferscope.a
+endif
 
 $(B)/tools/common.o: tools/common.c tools/common.h $(LIB_H) | $(B)/.deps
 	@mkdir -p $(dir $@)

@@ -27,7 +27,7 @@ def main():
     info = "inferscope-%s.dist-info" % version
     files = [os.path.join("inferscope", "__init__.py")]
     files += sorted(f for f in os.listdir(pydir)
-                    if f.startswith("_inferscope.") and f.endswith(".so"))
+                    if f.startswith("_inferscope") and f.endswith(".so"))
     meta = {
         info + "/METADATA": "Metadata-Version: 2.1\nName: inferscope\n"
         "Version: %s\nSummary: InferScope's Python API: scope, mark_event, "

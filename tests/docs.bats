@@ -131,6 +131,10 @@ print(enabled())"
 	assert_success
 	run "$v" -c 'from inferscope import scope, enabled; print(enabled())'
 	assert_output False
+	# the trace reader came with it
+	run "$v" -c 'import inferscope
+print(len(list(inferscope.read("formats/vectors/valid/all-types.ist"))))'
+	assert_output "$(is-cat formats/vectors/valid/all-types.ist | wc -l)"
 	run is-record -o "$BATS_TEST_TMPDIR/v.ist" -- "$v" -c 'import inferscope
 def f(): pass
 f(); f(); print(inferscope.enabled())'

@@ -14,13 +14,19 @@
     stop()      # pause recording, in every recorded process
     dump()      # with is-record --ring: write the flight recorder now
 
+Traces, read in any Python through InferScope's own C reader:
+
+    for rec in read("run.ist"): ...          # dicts, as is-cat prints them
+    a = analysis("run.ist")                  # a["verdict"], a["findings"]
+
 Under is-record these become `scope` and `instant` events of the trace;
 anywhere else they cost next to nothing (under 100 ns a call).
 """
 
 import functools
 
-__all__ = ["scope", "mark_event", "enabled", "start", "stop", "dump"]
+__all__ = ["scope", "mark_event", "enabled", "start", "stop", "dump",
+           "read", "analysis", "Analysis"]
 __version__ = "0.1.0"
 
 def _decorate(s, fn):
@@ -96,3 +102,71 @@ def dump():
     recorders were asked: False outside is-record or without --ring.
     """
     return _dump()
+
+
+def _io():
+    try:
+        import _inferscope_io
+    except ImportError as e:
+        raise ImportError("inferscope: no trace reader built for this "
+                          "Python (%s)" % e) from None
+    return _inferscope_io
+
+
+def _path(src):
+    """A trace's path from a path or an open file."""
+    import os
+    if hasattr(src, "fileno"):
+        return "/proc/self/fd/%d" % src.fileno()
+    return os.fspath(src)
+
+
+def read(src):
+    """The records of a trace (a path or an open file), each a dict with the
+    field names and values of is-cat's JSON Lines (formats/jsonl.md), merged
+    or not, every segment.  A damaged trace raises ValueError with the
+    message the tools print; a truncated one warns and yields what
+    precedes the cut."""
+    r = _io()._Reader(_path(src))
+    yield from r
+    if r.truncated is not None:
+        import warnings
+        warnings.warn(r.truncated, stacklevel=2)
+
+
+class Analysis(dict):
+    """An analysis (formats/analysis.md) as a dict, shown in Jupyter as the
+    HTML report and in a REPL as the verdict and the top findings."""
+
+    def _text(self):
+        import json
+        return json.dumps(self)
+
+    def markdown(self):
+        """The Markdown report, as is-report writes it."""
+        return _io().render(self._text(), "markdown")
+
+    def html(self):
+        """The HTML report, one self-contained page."""
+        return _io().render(self._text(), "html")
+
+    def _repr_html_(self):
+        return self.html()
+
+    def __repr__(self):
+        lines = [l for l in self.markdown().splitlines()
+                 if l.startswith("**Verdict") or l.startswith("### ")]
+        return "\n".join(lines[:4]) or "<inferscope analysis>"
+
+
+def analysis(src):
+    """The analysis of a trace (a path or an open file) as a dict: a["verdict"],
+    a["findings"]; analysed afresh by InferScope's own analyzer, as
+    is-analyze does with its default rules."""
+    import json
+    text, truncated = _io().analysis_json(_path(src))
+    if truncated:
+        import warnings
+        warnings.warn("inferscope: the trace is truncated: the analysis is "
+                      "of what precedes the cut", stacklevel=2)
+    return Analysis(json.loads(text))
