@@ -178,7 +178,39 @@ def main():
                   "untraced %.0f, ours %.0f (%.3fx)" % (per[0], per[1],
                                                       per[1] / per[0]))
     capture_modes(build, pys, n, use_cg, quick, tmp)
+    python_read(build, quick, tmp)
     shutil.rmtree(tmp)
+
+
+def python_read(build, quick, tmp):
+    """inferscope.read() against json.loads over is-cat's output of the
+    same trace (a recording of fib), records per second, best of 3."""
+    rec = os.path.join(build, "bin", "is-record")
+    merge = os.path.join(build, "bin", "is-merge")
+    cat = os.path.join(build, "bin", "is-cat")
+    raw, trace = os.path.join(tmp, "f.ist"), os.path.join(tmp, "fm.ist")
+    subprocess.run([rec, "-o", raw, "--", "/usr/bin/python3",
+                    os.path.join(HERE, "workloads", "fib.py"),
+                    "22" if quick else "27"], env=ENV, check=True,
+                   stdout=subprocess.DEVNULL)
+    subprocess.run([merge, "-o", trace, raw], check=True)
+    code = ("import json, subprocess, sys, time, inferscope\n"
+            "best = [0, 0]\n"
+            "out = subprocess.run([sys.argv[2], sys.argv[1]], check=True, "
+            "capture_output=True).stdout.splitlines()\n"
+            "for _ in range(3):\n"
+            "    t = time.perf_counter()\n"
+            "    n = sum(1 for _ in inferscope.read(sys.argv[1]))\n"
+            "    best[0] = max(best[0], n / (time.perf_counter() - t))\n"
+            "    t = time.perf_counter()\n"
+            "    m = sum(1 for l in out if json.loads(l))\n"
+            "    best[1] = max(best[1], m / (time.perf_counter() - t))\n"
+            "print('%d records: read() %.2f M/s, json.loads of is-cat %.2f M/s'"
+            " % (n, best[0] / 1e6, best[1] / 1e6))\n")
+    r = subprocess.run(["/usr/bin/python3", "-c", code, trace, cat],
+                       env=dict(ENV, PYTHONPATH=os.path.join(build, "python")),
+                       capture_output=True, text=True, check=True)
+    print("\nPython trace reader (3.11): " + r.stdout.strip())
 
 
 def capture_modes(build, pys, n, use_cg, quick, tmp):

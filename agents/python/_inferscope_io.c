@@ -29,10 +29,24 @@
 #include "rules.h"
 
 static PyObject *py_loads;       /* json.loads, for CBOR-valued fields */
+/* the dicts' keys and type names, made once: interned strings */
+static PyObject *key_type, *type_name[IST_NTYPES];
+static PyObject **field_key[IST_NTYPES];
+
+#define SCACHE 4096
+
+/* strings decoded lately, by where the reader keeps them: a trace names
+ * the same functions and threads over and over */
+struct scache {
+	const char *p;
+	size_t n;
+	PyObject *v;
+};
 
 typedef struct {
 	PyObject_HEAD
 	struct ist_reader *r;
+	struct scache *sc;
 	int fd;
 	PyObject *truncated;     /* the truncation warning, or None */
 	struct ist_buf buf;
@@ -54,6 +68,11 @@ Reader_dealloc(Reader *self)
 {
 	reader_close(self);
 	ist_buf_release(&self->buf);
+	if (self->sc) {
+		for (size_t i = 0; i < SCACHE; i++)
+			Py_XDECREF(self->sc[i].v);
+		PyMem_Free(self->sc);
+	}
 	Py_XDECREF(self->truncated);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -106,10 +125,34 @@ from_json(struct ist_buf *b)
 static PyObject *
 str_value(Reader *self, struct ist_str s)
 {
-	PyObject *v = PyUnicode_DecodeUTF8(s.p, (Py_ssize_t)s.n, NULL);
+	struct scache *c = NULL;
+	PyObject *v;
 
-	if (v != NULL || !PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+	if (self->sc == NULL && (self->sc = PyMem_Calloc(SCACHE,
+	    sizeof(*self->sc))) == NULL)
+		return PyErr_NoMemory();
+	c = &self->sc[((uintptr_t)s.p >> 3) & (SCACHE - 1)];
+	if (c->v && c->p == s.p && c->n == s.n) {
+		/* the same place may hold another string later: compared */
+		Py_ssize_t n;
+		const char *u = PyUnicode_AsUTF8AndSize(c->v, &n);
+		if (u && (size_t)n == s.n && memcmp(u, s.p, s.n) == 0) {
+			Py_INCREF(c->v);
+			return c->v;
+		}
+		PyErr_Clear();
+	}
+	v = PyUnicode_DecodeUTF8(s.p, (Py_ssize_t)s.n, NULL);
+	if (v != NULL) {
+		Py_XDECREF(c->v);
+		c->p = s.p;
+		c->n = s.n;
+		c->v = v;
+		Py_INCREF(v);
 		return v;
+	}
+	if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+		return NULL;
 	PyErr_Clear();
 	self->buf.n = 0;
 	if (ist_buf_json_string(&self->buf, s.p, s.n))
@@ -158,6 +201,27 @@ field_value(Reader *self, const struct ist_event *cev,
 	return NULL;
 }
 
+static int
+keys_init(void)
+{
+	if ((key_type = PyUnicode_InternFromString("type")) == NULL)
+		return -1;
+	for (int t = 0; t < IST_NTYPES; t++) {
+		const struct ist_typespec *ts = &ist_types[t];
+		if (ts->name == NULL)
+			continue;
+		if ((type_name[t] = PyUnicode_InternFromString(ts->name)) ==
+		    NULL || (field_key[t] = calloc((size_t)ts->nfields + 1,
+		    sizeof(PyObject *))) == NULL)
+			return -1;
+		for (int i = 0; i < ts->nfields; i++)
+			if ((field_key[t][i] = PyUnicode_InternFromString(
+			    ts->fields[i].json)) == NULL)
+				return -1;
+	}
+	return 0;
+}
+
 static PyObject *
 event_dict(Reader *self, const struct ist_event *ev)
 {
@@ -166,22 +230,22 @@ event_dict(Reader *self, const struct ist_event *ev)
 
 	if (d == NULL)
 		return NULL;
-	if ((v = PyUnicode_FromString(ts->name)) == NULL ||
-	    PyDict_SetItemString(d, "type", v) != 0)
-		goto fail;
-	Py_DECREF(v);
+	if (PyDict_SetItem(d, key_type, type_name[ev->type]) != 0)
+		goto fail0;
 	for (int i = 0; i < ts->nfields; i++) {
 		const struct ist_fieldspec *fs = &ts->fields[i];
 		if (!IST_HAS(ev, fs->id))
 			continue;
-		if ((v = field_value(self, ev, fs)) == NULL ||
-		    PyDict_SetItemString(d, fs->json, v) != 0)
-			goto fail;
+		if ((v = field_value(self, ev, fs)) == NULL)
+			goto fail0;
+		if (PyDict_SetItem(d, field_key[ev->type][i], v) != 0) {
+			Py_DECREF(v);
+			goto fail0;
+		}
 		Py_DECREF(v);
 	}
 	return d;
-fail:
-	Py_XDECREF(v);
+fail0:
 	Py_DECREF(d);
 	return NULL;
 }
@@ -326,7 +390,7 @@ PyInit__inferscope_io(void)
 {
 	PyObject *m, *json;
 
-	if (PyType_Ready(&ReaderType) < 0)
+	if (PyType_Ready(&ReaderType) < 0 || keys_init() != 0)
 		return NULL;
 	if ((json = PyImport_ImportModule("json")) == NULL)
 		return NULL;
