@@ -49,6 +49,12 @@ LDSAN = -fsanitize=$(SANITIZE)
 else
 B ?= build
 endif
+# what _inferscope_io (the trace reader for Python) links: below
+ifneq ($(SANITIZE),)
+PYIO_LIB = $(B)/plain/libinferscope.a
+else
+PYIO_LIB = $(B)/libinferscope.a
+endif
 
 LIB_SRC = $(foreach d,$(LIB_DIRS),$(wildcard lib/$(d)/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(B)/%.o)
@@ -194,7 +200,6 @@ $(B)/libinferscope.a: $(LIB_OBJ)
 # _inferscope_io links libinferscope into Python, which runs without the
 # sanitizers' runtime: a sanitized build gives it an unsanitized copy
 ifneq ($(SANITIZE),)
-PYIO_LIB = $(B)/plain/libinferscope.a
 $(B)/plain/%.o: %.c $(LIB_H) | $(B)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -fPIC -fwrapv $(WARN) $(CFLAGS) \
@@ -202,8 +207,6 @@ $(B)/plain/%.o: %.c $(LIB_H) | $(B)/.deps
 $(PYIO_LIB): $(LIB_SRC:%.c=$(B)/plain/%.o)
 	rm -f $@
 	ar rcs $@ $^
-else
-PYIO_LIB = $(B)/libinferscope.a
 endif
 
 $(B)/tools/common.o: tools/common.c tools/common.h $(LIB_H) | $(B)/.deps
