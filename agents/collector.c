@@ -782,15 +782,7 @@ capture_record(bool on, int64_t ts, const char *reason)
 {
 	struct ist_event ev;
 
-	ist_event_init(&ev, IST_CAPTURE);
-	ev.pid = C.pid;
-	ev.ts_ns = ts;
-	ev.on = on;
-	ev.reason = S(reason);
-	IST_SET(&ev, IST_F_PID);
-	IST_SET(&ev, IST_F_TS);
-	IST_SET(&ev, IST_F_ON);
-	IST_SET(&ev, IST_F_REASON);
+	ist_capture_event(&ev, C.pid, ts, on, reason);
 	emit(&ev);
 }
 

@@ -460,15 +460,7 @@ capture_record(bool on, int64_t ts, const char *reason)
 {
 	struct ist_event ev;
 
-	ist_event_init(&ev, IST_CAPTURE);
-	ev.pid = S.pid;
-	ev.ts_ns = ts;
-	ev.on = on;
-	ev.reason = (struct ist_str){ reason, strlen(reason) };
-	IST_SET(&ev, IST_F_PID);
-	IST_SET(&ev, IST_F_TS);
-	IST_SET(&ev, IST_F_ON);
-	IST_SET(&ev, IST_F_REASON);
+	ist_capture_event(&ev, S.pid, ts, on, reason);
 	put(&ev);
 }
 
@@ -515,8 +507,9 @@ ring_out(bool mid, int64_t at, int why)
 	ist_flight_resume(&S.flight, at);
 }
 
-/* In the flusher: a dump was asked for (is-record's SIGUSR1,
- * inferscope.dump()), the GPU activity completed so far goes with it. */
+/* In the flusher, right after its flush: a dump was asked for
+ * (is-record's SIGUSR1, inferscope.dump()); the GPU activity completed so
+ * far goes with it. */
 static void
 dump_now(void)
 {
@@ -525,7 +518,6 @@ dump_now(void)
 	int why;
 
 	ist_capture_last_dump(&at, &why);
-	K.cuptiActivityFlushAll(0);
 	/* the dump's time, on CUPTI's clock like the rest of the stream */
 	h = mono_ns();
 	if (K.cuptiGetTimestamp(&g) == CUPTI_SUCCESS)

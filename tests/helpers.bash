@@ -23,3 +23,15 @@ golden() {
 	[ -f "$1" ] || fail "no golden file $1 (run with UPDATE_GOLDEN=1)"
 	assert_equal "$2" "$(cat "$1")"
 }
+
+# built_pythons MODULE: every CPython 3.8+ here (Debian's, pyenv's) for
+# which the build made MODULE (_inferscope, the collector; _inferscope_io,
+# the trace reader), one path a line
+built_pythons() {
+	local py tag
+	for py in /usr/bin/python3 "$HOME"/.pyenv/versions/3.{8,9,10,11,12,13}.*/bin/python3; do
+		[ -x "$py" ] || continue
+		tag=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+		[ -f "$IST_BUILD/python/$1$tag" ] && echo "$py"
+	done
+}

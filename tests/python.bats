@@ -9,19 +9,9 @@ setup() {
 	export PYTHONPATH=$IST_BUILD/python
 }
 
-# every CPython 3.8+ the build made the trace reader for
-pythons() {
-	local py
-	for py in /usr/bin/python3 "$HOME"/.pyenv/versions/3.{8,9,10,11,12,13}.*/bin/python3; do
-		[ -x "$py" ] || continue
-		tag=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-		[ -f "$IST_BUILD/python/_inferscope_io$tag" ] && echo "$py"
-	done
-}
-
 @test "read(): every record of every valid vector equals is-cat's JSON Lines, on every Python" {
 	n=0
-	for py in $(pythons); do
+	for py in $(built_pythons _inferscope_io); do
 		for v in formats/vectors/valid/*.ist; do
 			is-cat "$v" > "$T/cat.jsonl"
 			run "$py" -c 'import json, sys, inferscope

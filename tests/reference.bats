@@ -7,20 +7,10 @@ setup() {
 	T=$BATS_TEST_TMPDIR
 }
 
-# every CPython 3.8+ the build made a collector for
-pythons() {
-	local py
-	for py in /usr/bin/python3 "$HOME"/.pyenv/versions/3.{8,9,10,11,12,13}.*/bin/python3; do
-		[ -x "$py" ] || continue
-		tag=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-		[ -f "$IST_BUILD/python/_inferscope$tag" ] && echo "$py"
-	done
-}
-
 check_program() {
 	local prog=$ROOT/tests/reference/$1 need n=0
 	need=$(sed -n 's/^# needs: //p' "$prog")
-	for py in $(pythons); do
+	for py in $(built_pythons _inferscope); do
 		if [ -n "$need" ] && ! "$py" -c "import $need" 2>/dev/null; then
 			continue
 		fi
@@ -46,7 +36,7 @@ check_program() {
 
 @test "reference: each module's self and cumulative import time against -X importtime in the same run, on every Python" {
 	local n=0
-	for py in $(pythons); do
+	for py in $(built_pythons _inferscope); do
 		# ours and -X importtime read the clock a few microseconds
 		# apart: a preemption that falls between moves one figure by a
 		# time slice, which a loaded machine does now and then; a

@@ -228,26 +228,6 @@ put_analysis(const struct args *o, json_t *an, struct ist_writer *w,
 		errx(1, "%s", ist_output_fail(out, &e));
 }
 
-/* A name from the trace, fit for a terminal: control characters as '?'. */
-static const char *
-printable(const char *s, char *buf, size_t n)
-{
-	size_t k = 0, len = strlen(s), c;
-
-	while (len > 0 && k + 1 < n) {
-		if ((c = ist_control_len(s, len)) != 0) {
-			buf[k++] = '?';
-		} else {
-			buf[k++] = *s;
-			c = 1;
-		}
-		s += c;
-		len -= c;
-	}
-	buf[k] = '\0';
-	return buf;
-}
-
 /* A window by step: the steps found in the file, and the span of those
  * asked for (--from step:N, --to step:M, --skip-warmup). */
 static void
@@ -274,9 +254,10 @@ step_window(const struct args *o, struct ist_window *w)
 		    "recurs 3 times or more (name one with --step)");
 	if ((size_t)from > n || (size_t)to > n) {
 		char b[200];
+		snprintf(b, sizeof(b), "%s", name);
+		ist_terminal_safe(b);
 		errx(1, "'%s' has %zu steps (%s): step:%ld is past them",
-		    o->path, n, printable(name, b, sizeof(b)), (size_t)from >
-		    n ? from : to);
+		    o->path, n, b, (size_t)from > n ? from : to);
 	}
 	if (o->skip_warmup) {
 		warm = ist_steps_warmup(s);

@@ -319,18 +319,13 @@ capture(struct ist_analyzer *a, const struct ist_event *ev)
 	} else if (ev->on && a->cap_off && ev->ts_ns <= a->cap_off_at) {
 		a->cap_off = false;     /* back on at once: no pause */
 	} else if (ev->on && a->cap_off) {
-		if (a->npz == a->cappz) {
-			uint32_t cap = a->cappz ? a->cappz * 2 : 16;
-			struct pause *n = realloc(a->pz, cap * sizeof(*n));
-			if (n == NULL)
-				return -1;
-			a->pz = n;
-			a->cappz = cap;
-		}
-		a->pz[a->npz] = (struct pause){ a->cap_off_at, ev->ts_ns,
-		    (a->npz ? a->pz[a->npz - 1].sum : 0) + ev->ts_ns -
-		    a->cap_off_at };
-		a->npz++;
+		int64_t before = a->npz ? a->pz[a->npz - 1].sum : 0;
+		struct pause *pz = an_push((void **)&a->pz, &a->npz,
+		    &a->cappz, sizeof(*a->pz));
+		if (pz == NULL)
+			return -1;
+		*pz = (struct pause){ a->cap_off_at, ev->ts_ns,
+		    before + ev->ts_ns - a->cap_off_at };
 		a->cap_off = false;
 	}
 	return 0;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyze_int.h"
 #include "internal.h"
 #include "steps.h"
 
@@ -45,10 +46,10 @@ struct ist_steps {
 	struct cand *c;
 	size_t n, cap;           /* cap: a power of two */
 	struct launcher *l;
-	size_t nl, capl;
+	uint32_t nl, capl;
 	const struct cand *chosen;
 	struct ist_step *s;      /* the chosen one's occurrences */
-	size_t ns, caps;
+	uint32_t ns, caps;
 	int64_t last_end;
 };
 
@@ -131,20 +132,17 @@ kind_of(const struct ist_event *ev)
 static int
 count_launch(struct ist_steps *s, int64_t tid)
 {
-	for (size_t i = 0; i < s->nl; i++)
+	struct launcher *l;
+
+	for (uint32_t i = 0; i < s->nl; i++)
 		if (s->l[i].tid == tid) {
 			s->l[i].launches++;
 			return 0;
 		}
-	if (s->nl == s->capl) {
-		size_t cap = s->capl ? s->capl * 2 : 8;
-		struct launcher *n = realloc(s->l, cap * sizeof(*n));
-		if (n == NULL)
-			return -1;
-		s->l = n;
-		s->capl = cap;
-	}
-	s->l[s->nl++] = (struct launcher){ tid, 1 };
+	if ((l = an_push((void **)&s->l, &s->nl, &s->capl,
+	    sizeof(*l))) == NULL)
+		return -1;
+	*l = (struct launcher){ tid, 1 };
 	return 0;
 }
 
@@ -233,24 +231,20 @@ ist_steps_collect(struct ist_steps *s, const struct ist_event *ev,
     struct ist_error *err)
 {
 	const struct cand *c = s->chosen;
+	struct ist_step *st;
 
 	if (c == NULL || ev->type != c->type || kind_of(ev) < 0 ||
 	    ev->tid != c->tid || ev->name.n != strlen(c->name) ||
 	    memcmp(ev->name.p, c->name, ev->name.n) != 0 ||
 	    ev->start_ns < s->last_end)
 		return IST_OK;
-	if (s->ns == s->caps) {
-		size_t cap = s->caps ? s->caps * 2 : 64;
-		struct ist_step *n = realloc(s->s, cap * sizeof(*n));
-		if (n == NULL) {
-			ist_seterr(err, IST_ENOMEM, "cannot find steps: %s",
-			    strerror(ENOMEM));
-			return IST_ENOMEM;
-		}
-		s->s = n;
-		s->caps = cap;
+	if ((st = an_push((void **)&s->s, &s->ns, &s->caps,
+	    sizeof(*st))) == NULL) {
+		ist_seterr(err, IST_ENOMEM, "cannot find steps: %s",
+		    strerror(ENOMEM));
+		return IST_ENOMEM;
 	}
-	s->s[s->ns++] = (struct ist_step){ ev->start_ns, ev->end_ns };
+	*st = (struct ist_step){ ev->start_ns, ev->end_ns };
 	s->last_end = ev->end_ns;
 	return IST_OK;
 }

@@ -93,20 +93,12 @@ write_switches(struct sampler *s)
 		if (s->cap_written == 0 && w->on)
 			continue;
 
-		ist_event_init(&ev, IST_CAPTURE);
-		ev.pid = w->pid;
-		ev.ts_ns = w->ns;
-		ev.on = w->on;
 		if (w->why == IST_CW_NVTX && w->arg < IST_CAPTURE_NVTX)
 			snprintf(why, sizeof(why), "nvtx:%s", c->nvtx[w->arg]);
 		else
 			snprintf(why, sizeof(why), "%s",
 			    ist_capture_reason(w->why));
-		ev.reason = (struct ist_str){ why, strlen(why) };
-		IST_SET(&ev, IST_F_PID);
-		IST_SET(&ev, IST_F_TS);
-		IST_SET(&ev, IST_F_ON);
-		IST_SET(&ev, IST_F_REASON);
+		ist_capture_event(&ev, w->pid, w->ns, w->on, why);
 		rec_swrite(s, &ev);
 	}
 }

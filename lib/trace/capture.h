@@ -17,11 +17,14 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 #endif
+
+#include "ist.h"
 
 #define IST_CAPTURE_FILE "capture"
 #define IST_CAPTURE_MAGIC 0x50435349u     /* "ISCP" */
@@ -106,6 +109,23 @@ ist_capture_reason(int why)
 	static const char *const r[IST_CW_NWHY] = { "start", "delay",
 	    "duration", "api", "cudaProfilerApi", "nvtx", "signal" };
 	return why >= 0 && why < IST_CW_NWHY ? r[why] : "unknown";
+}
+
+/* A capture record: recording on or off at ts (the stream's clock), as
+ * process pid saw it, for reason (borrowed). */
+static inline void
+ist_capture_event(struct ist_event *ev, int64_t pid, int64_t ts, bool on,
+    const char *reason)
+{
+	ist_event_init(ev, IST_CAPTURE);
+	ev->pid = pid;
+	ev->ts_ns = ts;
+	ev->on = on;
+	ev->reason = (struct ist_str){ reason, strlen(reason) };
+	IST_SET(ev, IST_F_PID);
+	IST_SET(ev, IST_F_TS);
+	IST_SET(ev, IST_F_ON);
+	IST_SET(ev, IST_F_REASON);
 }
 
 /* The reason of a capture record closing a window the flight recorder
