@@ -49,6 +49,9 @@ static struct {
 	struct ist_flight flight;
 	bool ring;
 	bool dying;                  /* of a signal: the ring is written */
+	/* the capture's switches and dumps when the writer started: those
+	 * after are its to act on, however late the thread first runs */
+	uint64_t switches0, dumps0;
 	int64_t frame_t0;            /* the frame's oldest event's end */
 } C = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
     .flushed = PTHREAD_COND_INITIALIZER, .out.fd = -1,
@@ -668,8 +671,7 @@ die_of(int sig)
 static void *
 writer_main(void *arg)
 {
-	uint64_t last = 0, switches = ist_capture_n();
-	uint64_t dumps = ist_capture_dumps();
+	uint64_t last = 0, switches = C.switches0, dumps = C.dumps0;
 
 	(void)arg;
 	/* is-analyze tells the profiler's own CPU use by this name */
@@ -956,6 +958,8 @@ static enum ist_status
 start_writer(struct ist_error *err)
 {
 	C.stopping = false;
+	C.switches0 = ist_capture_n();
+	C.dumps0 = ist_capture_dumps();
 	if (ist_term_thread(&C.thread, writer_main) != 0) {
 		ist_seterr(err, IST_ENOMEM, "cannot start the writer thread");
 		return IST_ENOMEM;

@@ -67,6 +67,8 @@ static struct {
 	bool dying;                  /* of a signal: the ring is written */
 	struct ist_flight flight;
 	int64_t frame_t0;            /* the frame's oldest event's end */
+	uint64_t dumps0;             /* dumps asked for before the flusher:
+	                              * those after are its own to write */
 	uint64_t bad_times_said;     /* conv.bad_times already in a loss */
 	uint64_t unwritten;          /* events after the writer failed */
 	char werr[IST_ERROR_MAX];    /* why it failed */
@@ -374,7 +376,7 @@ static void dump_now(void);
 static void *
 flusher(void *arg)
 {
-	uint64_t dumps = ist_capture_dumps();
+	uint64_t dumps = S.dumps0;
 
 	(void)arg;
 	pthread_setname_np(pthread_self(), "inferscope-gpu");
@@ -835,6 +837,7 @@ InitializeInjection(void)
 	ist_term_reset();
 	/* without the thread, records come at exit (and when CUPTI's
 	 * buffers fill) and no clock pair is taken between */
+	S.dumps0 = ist_capture_dumps();
 	S.flusher = ist_term_thread(&S.thread, flusher) == 0;
 	ist_term_catch();
 	atexit(finish);
