@@ -81,10 +81,14 @@ def main():
     info = os.path.join(build, "bin", "is-info")
     tmp = tempfile.mkdtemp()
     trace = os.path.join(tmp, "t.ist")
-    pys = [("3.11", "/usr/bin/python3")]
-    for v in ("3.12", "3.13"):
+    # every Python the collector is built for: Debian's 3.11, pyenv's others
+    pys = []
+    for v in ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13"):
+        if v == "3.11":
+            pys.append((v, "/usr/bin/python3"))
+            continue
         cands = sorted(d for d in os.listdir(os.path.expanduser(
-            "~/.pyenv/versions")) if d.startswith(v)) if os.path.isdir(
+            "~/.pyenv/versions")) if d.startswith(v + ".")) if os.path.isdir(
             os.path.expanduser("~/.pyenv/versions")) else []
         if cands:
             pys.append((v, os.path.expanduser("~/.pyenv/versions/%s/bin/"
@@ -177,7 +181,8 @@ def main():
             print("  torch-encoder loop, instructions per iteration: "
                   "untraced %.0f, ours %.0f (%.3fx)" % (per[0], per[1],
                                                       per[1] / per[0]))
-    capture_modes(build, pys, n, use_cg, quick, tmp)
+    # the modes on the three newest: what they cost differs little by Python
+    capture_modes(build, pys[-3:], n, use_cg, quick, tmp)
     python_read(build, quick, tmp)
     shutil.rmtree(tmp)
 
@@ -194,23 +199,43 @@ def python_read(build, quick, tmp):
                     "22" if quick else "27"], env=ENV, check=True,
                    stdout=subprocess.DEVNULL)
     subprocess.run([merge, "-o", trace, raw], check=True)
-    code = ("import json, subprocess, sys, time, inferscope\n"
-            "best = [0, 0]\n"
-            "out = subprocess.run([sys.argv[2], sys.argv[1]], check=True, "
-            "capture_output=True).stdout.splitlines()\n"
-            "for _ in range(3):\n"
-            "    t = time.perf_counter()\n"
-            "    n = sum(1 for _ in inferscope.read(sys.argv[1]))\n"
-            "    best[0] = max(best[0], n / (time.perf_counter() - t))\n"
-            "    t = time.perf_counter()\n"
-            "    m = sum(1 for l in out if json.loads(l))\n"
-            "    best[1] = max(best[1], m / (time.perf_counter() - t))\n"
-            "print('%d records: read() %.2f M/s, json.loads of is-cat %.2f M/s'"
-            " % (n, best[0] / 1e6, best[1] / 1e6))\n")
-    r = subprocess.run(["/usr/bin/python3", "-c", code, trace, cat],
+    code = """
+import json, subprocess, sys, time, inferscope
+import pandas as pd
+out = subprocess.run([sys.argv[2], sys.argv[1]], check=True,
+                     capture_output=True).stdout.splitlines()
+calls = [l for l in out if l.startswith(b'{"type":"cpu_call"')]
+best = [0] * 4
+for _ in range(3):
+    t = time.perf_counter()
+    n = sum(1 for _ in inferscope.read(sys.argv[1]))
+    best[0] = max(best[0], n / (time.perf_counter() - t))
+    t = time.perf_counter()
+    m = sum(1 for l in out if json.loads(l))
+    best[1] = max(best[1], m / (time.perf_counter() - t))
+    t = time.perf_counter()
+    rows = len(inferscope.dataframe(sys.argv[1], "cpu_call"))
+    best[2] = max(best[2], rows / (time.perf_counter() - t))
+    t = time.perf_counter()
+    rows2 = len(pd.DataFrame([json.loads(l) for l in calls]))
+    best[3] = max(best[3], rows2 / (time.perf_counter() - t))
+    t = time.perf_counter()
+    subprocess.run([sys.argv[3], sys.argv[1]], check=True,
+                   stdout=subprocess.DEVNULL)
+    best.append(n / (time.perf_counter() - t))
+print("%d records: read() %.2f M/s, json.loads of is-cat %.2f M/s" % (
+    n, best[0] / 1e6, best[1] / 1e6))
+print("%d cpu_call rows: dataframe() %.2f M rows/s, pandas.DataFrame of "
+      "json.loads of is-cat %.2f M rows/s; is-info reads the trace at "
+      "%.2f M records/s (the reader both share)" % (
+          rows, best[2] / 1e6, best[3] / 1e6, max(best[4:]) / 1e6))
+"""
+    info = os.path.join(build, "bin", "is-info")
+    r = subprocess.run(["/usr/bin/python3", "-c", code, trace, cat, info],
                        env=dict(ENV, PYTHONPATH=os.path.join(build, "python")),
                        capture_output=True, text=True, check=True)
-    print("\nPython trace reader (3.11): " + r.stdout.strip())
+    print("\nPython trace reader (3.11):\n  " + r.stdout.strip().replace(
+        "\n", "\n  "))
 
 
 def capture_modes(build, pys, n, use_cg, quick, tmp):

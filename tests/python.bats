@@ -61,13 +61,148 @@ print(len(recs))' "$T/cut.ist" "$T/cut.jsonl"
 	is-merge -o "$T/m.ist" "$T/r.ist"
 	is-analyze --json "$T/m.ist" > "$T/a.json"
 	is-analyze "$T/m.ist" | is-report > "$T/r.md"
+	is-report -f html "$T/m.ist" > "$T/r.html"
 	run /usr/bin/python3 -c 'import json, sys, inferscope
 a = inferscope.analysis(sys.argv[1])
 assert a == json.load(open(sys.argv[2]))
 assert a.markdown() == open(sys.argv[3]).read()
+# in Jupyter: is-report'"'"'s page, timeline charts and all
 h = a._repr_html_()
+assert h == open(sys.argv[4]).read()
 assert h.startswith("<!DOCTYPE html>") and "http" not in h.split("<body")[0]
-print(repr(a))' "$T/m.ist" "$T/a.json" "$T/r.md"
+print(repr(a))' "$T/m.ist" "$T/a.json" "$T/r.md" "$T/r.html"
 	assert_success
 	assert_line --index 0 --regexp '^\*\*Verdict: [a-z-]+\*\* \(confidence [0-9.]+\)\.'
+	# a trace is-analyze wrote: the analysis it carries (here of a window,
+	# which a fresh one would not have)
+	is-analyze --skip-warmup "$T/m.ist" > "$T/an.ist"
+	is-analyze --skip-warmup --json "$T/m.ist" > "$T/w.json"
+	run /usr/bin/python3 -c 'import json, sys, inferscope
+a = inferscope.analysis(sys.argv[1])
+assert a == json.load(open(sys.argv[2]))
+print(a["run"]["window"]["steps"]["from"])' "$T/an.ist" "$T/w.json"
+	assert_success
+	assert_output 3
+}
+
+@test "dataframe(): one column per field, every row equal to is-cat's records of that type, on every vector" {
+	n=0
+	for v in formats/vectors/valid/*.ist; do
+		is-cat "$v" > "$T/cat.jsonl"
+		run /usr/bin/python3 -W error -c 'import json, math, sys, inferscope
+import pandas as pd
+with open(sys.argv[2]) as f:
+    cat = [json.loads(l) for l in f]
+cols = {"cpu_call": ["pid", "tid", "name", "file", "line", "start_ns",
+                     "end_ns", "cut"]}
+n = 0
+for t in sorted({r["type"] for r in cat}):
+    want = [r for r in cat if r["type"] == t]
+    df = inferscope.dataframe(sys.argv[1], t)
+    assert len(df) == len(want), (t, len(df), len(want))
+    if t in cols:
+        assert list(df.columns) == cols[t], list(df.columns)
+    for i, r in enumerate(want):
+        for c in df.columns:
+            got = df[c].iloc[i]
+            if c not in r:
+                assert got is None or got is pd.NA or (
+                    isinstance(got, float) and math.isnan(got)), (t, c, got)
+            else:
+                w = r[c]
+                if isinstance(got, (list, dict, str)) or got is None:
+                    assert got == w, (t, i, c, got, w)
+                else:
+                    assert got == w and type(w)(got) == w, (t, i, c, got, w)
+        n += 1
+    # integers stay int64 where every row has them; times always do
+    for c in ("start_ns", "end_ns", "ts_ns"):
+        if c in df.columns and len(df):
+            assert str(df[c].dtype) == "int64", (t, c, df[c].dtype)
+print(n)' "$v" "$T/cat.jsonl"
+		assert_success
+		assert_output "$(wc -l < "$T/cat.jsonl")"
+		n=$((n + 1))
+	done
+	[ "$n" -ge 4 ]
+}
+
+@test "dataframe(): a recorded run's calls and scopes, counted and summed as is-analyze does; columns() on every Python" {
+	is-record -o "$T/r.ist" -- /usr/bin/python3 tests/py/steps_app.py function 2> "$T/took"
+	is-merge -o "$T/m.ist" "$T/r.ist"
+	is-analyze --json "$T/m.ist" > "$T/a.json"
+	run /usr/bin/python3 -c 'import json, sys, inferscope
+a = json.load(open(sys.argv[2]))
+df = inferscope.dataframe(sys.argv[1], "cpu_call")
+df["dur"] = df.end_ns - df.start_ns
+g = df.groupby("name").dur.agg(["count", "sum"])
+for f in a["functions"]:
+    assert g.loc[f["name"], "count"] == f["count"], f
+# step() and work() do not recurse: their calls sum to the inclusive time
+for name in ("__main__.step", "__main__.work"):
+    f = next(f for f in a["functions"] if f["name"] == name)
+    assert g.loc[name, "sum"] == f["incl_ns"], (name, g.loc[name], f)
+print(g.loc["__main__.step", "count"], g.loc["__main__.work", "count"])
+# the rows of the reference: the program timed each step with perf_counter
+took = [float(x) for x in open(sys.argv[3]).read().split()[:8]]
+steps = df[df.name == "__main__.step"].dur.tolist()
+assert len(took) == len(steps) == 8
+for t, s in zip(took, steps):
+    # the call lies inside the bracket: what is between is a few us, or a
+    # time slice on a loaded machine
+    assert -1e5 <= t * 1e9 - s < 0.2 * t * 1e9, (t, s)' "$T/m.ist" "$T/a.json" "$T/took"
+	assert_success
+	assert_output "8 8"
+	# the columns behind it, in every Python a reader was built for
+	want=$(is-cat "$T/m.ist" | grep -c '"type":"cpu_call"')
+	for py in $(built_pythons _inferscope_io); do
+		run "$py" -c 'import sys, _inferscope_io
+cols, n, trunc = _inferscope_io.columns(sys.argv[1], "cpu_call")
+assert trunc is None and [c[0] for c in cols][:3] == ["pid", "tid", "name"]
+print(n)' "$T/m.ist"
+		assert_success
+		assert_output "$want"
+	done
+}
+
+@test "dataframe(): an unknown type, a damaged, a non-trace and a truncated file" {
+	v=formats/vectors/valid/multi-frame.ist
+	run /usr/bin/python3 -c 'import sys, inferscope; inferscope.dataframe(sys.argv[1], "calls")' "$v"
+	assert_failure
+	assert_output --partial "ValueError: inferscope: no record type 'calls' (formats/jsonl.md lists them)"
+	run /usr/bin/python3 -c 'import sys, inferscope; inferscope.dataframe(sys.argv[1], "cpu_call")' formats/vectors/invalid/bit-flip.ist
+	assert_failure
+	assert_output --partial "ValueError: $(sed -e 's/^is-cat: //' formats/vectors/invalid/bit-flip.err)"
+	run /usr/bin/python3 -c 'import sys, inferscope; inferscope.dataframe(sys.argv[1], "cpu_call")' README.md
+	assert_failure
+	assert_output --partial "ValueError: 'README.md' is not an InferScope trace"
+	head -c $(($(stat -c %s "$v") - 5)) "$v" > "$T/cut.ist"
+	is-cat "$T/cut.ist" 2> /dev/null > "$T/cut.jsonl" || true
+	t=$(head -2 "$T/cut.jsonl" | tail -1 | jq -r .type)
+	run --separate-stderr /usr/bin/python3 -W always -c 'import sys, inferscope
+print(len(inferscope.dataframe(sys.argv[1], sys.argv[2])))' "$T/cut.ist" "$t"
+	assert_success
+	assert_output "$(grep -c "\"type\":\"$t\"" "$T/cut.jsonl")"
+	[[ $stderr == *"UserWarning: "*"$T/cut.ist"* ]] || fail "$stderr"
+}
+
+@test "the README's notebook example runs as written on a recorded trace" {
+	sed -n '/^!is-record -o run.ist/,/^```/p' README.md | sed '1d;$d' > "$T/nb.py"
+	[ "$(wc -l < "$T/nb.py")" -eq 4 ] || fail "README block: $(cat "$T/nb.py")"
+	cd "$T"
+	is-record -o run.ist -- /usr/bin/python3 "$BATS_TEST_DIRNAME/py/steps_app.py" function 2> /dev/null
+	# as a notebook runs it: each statement's expression value shown
+	run /usr/bin/python3 - nb.py <<-'PY'
+	import ast, sys
+	g = {}
+	for node in ast.parse(open(sys.argv[1]).read()).body:
+	    if isinstance(node, ast.Expr):
+	        node = ast.Expr(ast.Call(ast.Name("print", ast.Load()),
+	                                 [node.value], []))
+	    exec(compile(ast.fix_missing_locations(ast.Module([node], [])),
+	                 "nb", "exec"), g)
+	PY
+	assert_success
+	assert_line --regexp '^__main__\.step +[0-9]{10}$'
+	assert_line --regexp "^\{'classification': '[a-z-]+'"
 }

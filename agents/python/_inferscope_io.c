@@ -8,7 +8,8 @@
  *   _Reader(path)       an iterator of records, each a dict with is-cat's
  *                       JSON Lines names and values (formats/jsonl.md);
  *                       truncation: .truncated holds the warning
- *   analysis_json(path) the analysis of the trace, as JSON text
+ *   columns(path, type) one record type as columns (inferscope.dataframe)
+ *   report(path, fmt)   is-report's report of a trace, and its analysis
  *   render(json, fmt)   an analysis as "markdown" or "html"
  */
 #define PY_SSIZE_T_CLEAN
@@ -16,8 +17,10 @@
 #include <structmember.h>
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -43,14 +46,31 @@ struct scache {
 	PyObject *v;
 };
 
+/* what turning fields into Python values keeps between records */
+struct conv {
+	struct scache *sc;
+	struct ist_buf buf;
+};
+
 typedef struct {
 	PyObject_HEAD
 	struct ist_reader *r;
-	struct scache *sc;
+	struct conv c;
 	int fd;
 	PyObject *truncated;     /* the truncation warning, or None */
-	struct ist_buf buf;
 } Reader;
+
+static void
+conv_release(struct conv *c)
+{
+	ist_buf_release(&c->buf);
+	if (c->sc) {
+		for (size_t i = 0; i < SCACHE; i++)
+			Py_XDECREF(c->sc[i].v);
+		PyMem_Free(c->sc);
+	}
+	c->sc = NULL;
+}
 
 static void
 reader_close(Reader *self)
@@ -67,12 +87,7 @@ static void
 Reader_dealloc(Reader *self)
 {
 	reader_close(self);
-	ist_buf_release(&self->buf);
-	if (self->sc) {
-		for (size_t i = 0; i < SCACHE; i++)
-			Py_XDECREF(self->sc[i].v);
-		PyMem_Free(self->sc);
-	}
+	conv_release(&self->c);
 	Py_XDECREF(self->truncated);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -123,7 +138,7 @@ from_json(struct ist_buf *b)
 /* A string as is-cat writes it: invalid UTF-8 bytes are U+FFFD there,
  * which its JSON rendering decides. */
 static PyObject *
-str_value(Reader *self, struct ist_str s)
+str_value(struct conv *self, struct ist_str s)
 {
 	struct scache *c = NULL;
 	PyObject *v;
@@ -161,7 +176,7 @@ str_value(Reader *self, struct ist_str s)
 }
 
 static PyObject *
-field_value(Reader *self, const struct ist_event *cev,
+field_value(struct conv *self, const struct ist_event *cev,
     const struct ist_fieldspec *fs)
 {
 	struct ist_event *ev = (struct ist_event *)cev;  /* read only */
@@ -223,7 +238,7 @@ keys_init(void)
 }
 
 static PyObject *
-event_dict(Reader *self, const struct ist_event *ev)
+event_dict(struct conv *self, const struct ist_event *ev)
 {
 	const struct ist_typespec *ts = &ist_types[ev->type];
 	PyObject *d = PyDict_New(), *v;
@@ -261,7 +276,7 @@ Reader_next(Reader *self)
 		return NULL;
 	st = ist_reader_next(self->r, &ev, &e);
 	if (st == IST_OK)
-		return event_dict(self, ev);
+		return event_dict(&self->c, ev);
 	reader_close(self);
 	if (st == IST_TRUNCATED) {
 		Py_DECREF(self->truncated);
@@ -293,48 +308,80 @@ static PyTypeObject ReaderType = {
 	.tp_new = Reader_new,
 };
 
-/* analysis_json(path): the trace analysed, as JSON text */
+/*
+ * report(path, fmt): is-report's report of a trace ("markdown", "html",
+ * with its timeline charts, or "json"), written to a memory file and read
+ * back, with the analysis behind it (the trace's own when it carries one,
+ * else made here with the default rules): (report text, analysis as JSON
+ * text, truncation warning or None).
+ */
 static PyObject *
-analysis_json(PyObject *mod, PyObject *args)
+report(PyObject *mod, PyObject *args)
 {
-	const char *path;
+	const char *path, *fmt;
 	struct ist_reader *r = NULL;
-	struct ist_rules *rules;
+	struct ist_rules *rules = NULL;
+	struct ist_report_opts o = { 0 };
+	struct ist_report_result res = { 0 };
 	struct ist_error e = { 0 };
 	enum ist_status st = IST_OK;
-	json_t *an = NULL;
-	char *text;
-	PyObject *out;
-	int fd;
+	PyObject *out = NULL, *text = NULL;
+	char *an = NULL;
+	int fd = -1, mfd = -1;
+	off_t len;
 
 	(void)mod;
-	if (!PyArg_ParseTuple(args, "s", &path))
+	if (!PyArg_ParseTuple(args, "ss", &path, &fmt))
 		return NULL;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return PyErr_Format(PyExc_OSError, "cannot open '%s': %s",
-		    path, strerror(errno));
-	if ((rules = ist_rules_new()) == NULL) {
-		close(fd);
-		return PyErr_NoMemory();
+	o.format = strcmp(fmt, "html") == 0 ? IST_REPORT_HTML :
+	    strcmp(fmt, "json") == 0 ? IST_REPORT_JSON : IST_REPORT_MD;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		PyErr_Format(PyExc_OSError, "cannot open '%s': %s", path,
+		    strerror(errno));
+		goto done;
+	}
+	if ((mfd = memfd_create("inferscope-report", MFD_CLOEXEC)) < 0) {
+		PyErr_SetFromErrno(PyExc_OSError);
+		goto done;
+	}
+	if ((o.rules = rules = ist_rules_new()) == NULL) {
+		PyErr_NoMemory();
+		goto done;
 	}
 	Py_BEGIN_ALLOW_THREADS
 	if ((st = ist_reader_new(&r, ist_fd_source, &fd, path, &e)) == IST_OK)
-		st = ist_analyze_trace(r, NULL, false, rules, NULL, &an, &e);
+		st = ist_report_trace(r, &o, mfd, &res, &e);
 	Py_END_ALLOW_THREADS
+	if (res.analysis == NULL || (st != IST_OK && st != IST_TRUNCATED)) {
+		PyErr_SetString(PyExc_ValueError, e.msg[0] ? e.msg :
+		    "no analysis");
+		goto done;
+	}
+	if ((an = ist_analysis_dumps(res.analysis)) == NULL) {
+		PyErr_NoMemory();
+		goto done;
+	}
+	if ((len = lseek(mfd, 0, SEEK_END)) < 0 ||
+	    (text = PyBytes_FromStringAndSize(NULL, len)) == NULL)
+		goto done_errno;
+	if (pread(mfd, PyBytes_AS_STRING(text), (size_t)len, 0) != len)
+		goto done_errno;
+	out = Py_BuildValue("(Nss)", PyUnicode_FromEncodedObject(text,
+	    "utf-8", "replace"), an, st == IST_TRUNCATED ? e.msg : NULL);
+	goto done;
+done_errno:
+	if (!PyErr_Occurred())
+		PyErr_SetFromErrno(PyExc_OSError);
+done:
+	Py_XDECREF(text);
+	free(an);
+	json_decref(res.analysis);
 	ist_reader_free(r);
 	ist_rules_free(rules);
-	close(fd);
-	if (an == NULL || (st != IST_OK && st != IST_TRUNCATED)) {
-		json_decref(an);
-		PyErr_SetString(PyExc_ValueError, e.msg);
-		return NULL;
-	}
-	text = ist_analysis_dumps(an);
-	json_decref(an);
-	if (text == NULL)
-		return PyErr_NoMemory();
-	out = Py_BuildValue("(si)", text, st == IST_TRUNCATED);
-	free(text);
+	if (fd >= 0)
+		close(fd);
+	if (mfd >= 0)
+		close(mfd);
 	return out;
 }
 
@@ -371,9 +418,455 @@ render(PyObject *mod, PyObject *args)
 	return out;
 }
 
+/* ---- one record type as columns, for inferscope.dataframe() ---- */
+
+/* Memory handed to Python as a writable buffer (numpy.frombuffer keeps it
+ * alive): a column's values, or its absent-row mask. */
+typedef struct {
+	PyObject_HEAD
+	void *p;                 /* mapped (grow_mem), size bytes */
+	Py_ssize_t n;
+	size_t size;
+} Block;
+
+static int
+Block_getbuffer(Block *self, Py_buffer *view, int flags)
+{
+	return PyBuffer_FillInfo(view, (PyObject *)self, self->p, self->n, 0,
+	    flags);
+}
+
+static void
+Block_dealloc(Block *self)
+{
+	if (self->p)
+		munmap(self->p, self->size);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyBufferProcs Block_as_buffer = {
+	(getbufferproc)Block_getbuffer, NULL
+};
+
+static PyTypeObject BlockType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "_inferscope_io._Block",
+	.tp_basicsize = sizeof(Block),
+	.tp_dealloc = (destructor)Block_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "a column's memory, read through the buffer protocol",
+	.tp_as_buffer = &Block_as_buffer,
+};
+
+/* n bytes at p (grow_mem's, size bytes mapped) as a Block, which unmaps
+ * them; unmapped on failure */
+static PyObject *
+block_of(void *p, size_t n, size_t size)
+{
+	Block *b = PyObject_New(Block, &BlockType);
+
+	if (b == NULL) {
+		if (p)
+			munmap(p, size);
+		return NULL;
+	}
+	b->p = p;
+	b->n = (Py_ssize_t)n;
+	b->size = size;
+	return (PyObject *)b;
+}
+
+/*
+ * A column: 'i' int64, 'f' double (NaN where absent), 'b' bool (a byte),
+ * 's' strings as codes (int32, -1 where absent) into the column's own
+ * table, numbered as first seen, 'o' Python objects (the JSON-valued
+ * fields, grid and block).  A counter's value starts as 'i' and becomes
+ * 'f' at its first float, as pandas would have it.
+ */
+struct col {
+	const struct ist_fieldspec *fs;
+	char kind;
+	void *v;
+	uint8_t *mask;           /* 1: absent; NULL while no row is */
+	PyObject *objs;          /* 'o' */
+	struct ist_strtab st;    /* 's' */
+	uint32_t *sid_code;      /* 's': this segment's string id -> code + 1 */
+	size_t nsid;
+};
+
+static size_t
+col_width(char kind)
+{
+	return kind == 'b' ? 1 : kind == 's' ? 4 : 8;
+}
+
+static char
+col_kind(const struct ist_fieldspec *fs)
+{
+	if (fs->id == IST_F_VERSION)
+		return 'o';
+	switch (fs->ft) {
+	case FT_INT:
+	case FT_NUMBER:
+		return 'i';
+	case FT_DOUBLE:
+		return 'f';
+	case FT_BOOL:
+		return 'b';
+	case FT_STR:
+		return 's';
+	default:
+		return 'o';
+	}
+}
+
+/* Column memory is mapped apart and grown with mremap, which moves the
+ * pages already written without copying or faulting them again, and the
+ * kernel is asked for huge pages there: a column of millions of rows
+ * otherwise costs a page fault per 4 KiB, in a VM as much as reading it. */
+static void *
+grow_mem(void *p, size_t old, size_t size)
+{
+	void *q = p == NULL ? mmap(NULL, size, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) :
+	    mremap(p, old, size, MREMAP_MAYMOVE);
+
+	if (q == MAP_FAILED)
+		return NULL;
+	(void)madvise(q, size, MADV_HUGEPAGE);
+	return q;
+}
+
+static int
+cols_grow(struct col *c, int nc, size_t n, size_t *cap)
+{
+	size_t ncap = *cap ? *cap * 2 : 65536;
+
+	if (n < *cap)
+		return 0;
+	for (int i = 0; i < nc; i++) {
+		size_t w = col_width(c[i].kind);
+		void *v;
+		if (c[i].kind == 'o')
+			continue;
+		if ((v = grow_mem(c[i].v, *cap * w, ncap * w)) == NULL)
+			return -1;
+		c[i].v = v;
+		if (c[i].mask) {
+			if ((v = grow_mem(c[i].mask, *cap, ncap)) == NULL)
+				return -1;
+			c[i].mask = v;
+		}
+	}
+	*cap = ncap;
+	return 0;
+}
+
+/* row n of c absent: the mask made on the first, every earlier row there */
+static int
+col_absent(struct col *c, size_t n, size_t cap)
+{
+	if (c->mask == NULL && (c->mask = grow_mem(NULL, 0, cap)) == NULL)
+		return -1;
+	c->mask[n] = 1;
+	switch (c->kind) {
+	case 'i':
+		((int64_t *)c->v)[n] = 0;
+		break;
+	case 'f':
+		((double *)c->v)[n] = NAN;
+		break;
+	case 'b':
+		((uint8_t *)c->v)[n] = 0;
+		break;
+	case 's':
+		((int32_t *)c->v)[n] = -1;
+		break;
+	}
+	return 0;
+}
+
+/* the code of a string: by the segment's string id, else interned */
+static int
+str_code(struct col *c, struct ist_reader *r, const struct ist_event *ev,
+    int32_t *code)
+{
+	struct ist_str s = *ist_field_str((struct ist_event *)ev, c->fs->id);
+	uint32_t sid = ev->type == IST_HEADER ? 0 :
+	    ist_reader_string_id(r, c->fs->id), id;
+
+	if (sid && sid < c->nsid && c->sid_code[sid]) {
+		*code = (int32_t)c->sid_code[sid] - 1;
+		return 0;
+	}
+	if ((id = ist_strtab_intern(&c->st, s.p, s.n, NULL)) == 0 ||
+	    id > INT32_MAX)
+		return -1;
+	if (sid) {
+		if (sid >= c->nsid) {
+			size_t nn = c->nsid ? c->nsid : 1024;
+			uint32_t *m;
+			while (nn <= sid)
+				nn *= 2;
+			if ((m = realloc(c->sid_code, nn * sizeof(*m))) == NULL)
+				return -1;
+			memset(m + c->nsid, 0, (nn - c->nsid) * sizeof(*m));
+			c->sid_code = m;
+			c->nsid = nn;
+		}
+		c->sid_code[sid] = id;
+	}
+	*code = (int32_t)id - 1;
+	return 0;
+}
+
+/* Row n of every column from ev: 0, -1 out of memory, -2 a Python error */
+static int
+cols_row(struct col *c, int nc, struct ist_reader *r,
+    const struct ist_event *cev, size_t n, size_t cap, struct conv *cv)
+{
+	struct ist_event *ev = (struct ist_event *)cev;  /* read only */
+
+	for (int i = 0; i < nc; i++) {
+		const struct ist_fieldspec *fs = c[i].fs;
+		if (c[i].kind == 'o') {
+			PyObject *o;
+			int rc;
+			if (!IST_HAS(ev, fs->id)) {
+				o = Py_None;
+				Py_INCREF(o);
+			} else if ((o = field_value(cv, ev, fs)) == NULL)
+				return -2;
+			rc = PyList_Append(c[i].objs, o);
+			Py_DECREF(o);
+			if (rc != 0)
+				return -2;
+			continue;
+		}
+		if (!IST_HAS(ev, fs->id)) {
+			if (col_absent(&c[i], n, cap) != 0)
+				return -1;
+			continue;
+		}
+		if (c[i].mask)
+			c[i].mask[n] = 0;
+		switch (c[i].kind) {
+		case 'i':
+			if (fs->ft == FT_NUMBER && !ev->value_is_int) {
+				/* the first float: the column becomes one */
+				int64_t *iv = c[i].v;
+				double *dv = c[i].v;
+				for (size_t j = 0; j < n; j++)
+					dv[j] = c[i].mask && c[i].mask[j] ?
+					    NAN : (double)iv[j];
+				c[i].kind = 'f';
+				dv[n] = ev->value;
+				break;
+			}
+			((int64_t *)c[i].v)[n] = fs->ft == FT_NUMBER ?
+			    ev->ivalue : *ist_field_int(ev, fs->id);
+			break;
+		case 'f':
+			((double *)c[i].v)[n] = fs->ft == FT_NUMBER ?
+			    (ev->value_is_int ? (double)ev->ivalue :
+			    ev->value) : ev->pcie_gbps;
+			break;
+		case 'b':
+			((uint8_t *)c[i].v)[n] = *ist_field_bool(ev, fs->id);
+			break;
+		case 's':
+			if (str_code(&c[i], r, ev, &((int32_t *)c[i].v)[n]))
+				return -1;
+			break;
+		}
+	}
+	return 0;
+}
+
+static void
+cols_free(struct col *c, int nc, size_t cap)
+{
+	for (int i = 0; c && i < nc; i++) {
+		if (c[i].v)
+			munmap(c[i].v, cap * col_width(c[i].kind));
+		if (c[i].mask)
+			munmap(c[i].mask, cap);
+		free(c[i].sid_code);
+		Py_XDECREF(c[i].objs);
+		ist_strtab_release(&c[i].st);
+	}
+	free(c);
+}
+
+/* column i as (name, kind, values, mask or None, strings or objects or
+ * None); frees what it hands over */
+static PyObject *
+col_tuple(struct col *c, size_t n, size_t cap, struct conv *cv)
+{
+	PyObject *vals = Py_None, *mask = Py_None, *extra = Py_None, *t;
+
+	Py_INCREF(Py_None);
+	Py_INCREF(Py_None);
+	Py_INCREF(Py_None);
+	if (c->kind == 'o') {
+		Py_DECREF(extra);
+		extra = c->objs;
+		c->objs = NULL;
+	} else {
+		Py_DECREF(vals);
+		vals = block_of(c->v, n * col_width(c->kind),
+		    cap * col_width(c->kind));
+		c->v = NULL;
+		if (vals == NULL)
+			goto fail;
+		if (c->mask && c->kind != 'f') {
+			Py_DECREF(mask);
+			mask = block_of(c->mask, n, cap);
+			c->mask = NULL;
+			if (mask == NULL)
+				goto fail;
+		}
+	}
+	if (c->kind == 's') {
+		Py_DECREF(extra);
+		if ((extra = PyList_New((Py_ssize_t)c->st.n)) == NULL)
+			goto fail;
+		for (uint32_t i = 0; i < c->st.n; i++) {
+			const struct ist_strent *e = ist_strtab_get(&c->st,
+			    i + 1);
+			PyObject *s = str_value(cv, (struct ist_str){ e->p,
+			    e->n });
+			if (s == NULL)
+				goto fail;
+			PyList_SET_ITEM(extra, i, s);
+		}
+	}
+	t = Py_BuildValue("(sCOOO)", c->fs->json, c->kind, vals, mask, extra);
+	Py_DECREF(vals);
+	Py_DECREF(mask);
+	Py_DECREF(extra);
+	return t;
+fail:
+	Py_XDECREF(vals);
+	Py_XDECREF(mask);
+	Py_XDECREF(extra);
+	return NULL;
+}
+
+#define CHUNK (1u << 18)   /* records read between looks at signals */
+
+/*
+ * columns(path, type): the records of one type as columns, without a
+ * Python object per record: ([column tuple, ...], rows, truncation warning
+ * or None).  The reader runs without the GIL unless a column holds Python
+ * objects.
+ */
+static PyObject *
+columns(PyObject *mod, PyObject *args)
+{
+	const char *path, *tname;
+	struct ist_reader *r = NULL;
+	struct ist_error e = { 0 };
+	enum ist_status st = IST_OK;
+	const struct ist_typespec *ts;
+	struct col *c = NULL;
+	struct conv cv = { 0 };
+	size_t n = 0, cap = 0;
+	PyObject *out = NULL, *list = NULL;
+	bool objs = false;
+	int type, fd = -1, rc = 0;
+
+	(void)mod;
+	if (!PyArg_ParseTuple(args, "ss", &path, &tname))
+		return NULL;
+	if ((type = ist_type_from_name(tname, strlen(tname))) < 0)
+		return PyErr_Format(PyExc_ValueError, "inferscope: no record "
+		    "type '%s' (formats/jsonl.md lists them)", tname);
+	ts = &ist_types[type];
+	if ((c = calloc((size_t)ts->nfields + 1, sizeof(*c))) == NULL)
+		return PyErr_NoMemory();
+	for (int i = 0; i < ts->nfields; i++) {
+		c[i].fs = &ts->fields[i];
+		c[i].kind = col_kind(c[i].fs);
+		if (c[i].kind == 'o') {
+			objs = true;
+			if ((c[i].objs = PyList_New(0)) == NULL)
+				goto done;
+		}
+	}
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		PyErr_Format(PyExc_OSError, "cannot open '%s': %s", path,
+		    strerror(errno));
+		goto done;
+	}
+	if (ist_reader_new(&r, ist_fd_source, &fd, path, &e) != IST_OK) {
+		PyErr_SetString(PyExc_ValueError, e.msg);
+		goto done;
+	}
+	while (st == IST_OK && rc == 0) {
+		PyThreadState *ts_save = objs ? NULL : PyEval_SaveThread();
+		for (unsigned k = 0; k < CHUNK; k++) {
+			const struct ist_event *ev;
+			if ((st = ist_reader_next(r, &ev, &e)) != IST_OK)
+				break;
+			if (ev->type == IST_HEADER) {
+				/* a new segment numbers its strings afresh */
+				for (int i = 0; i < ts->nfields; i++)
+					if (c[i].sid_code)
+						memset(c[i].sid_code, 0,
+						    c[i].nsid * sizeof(uint32_t));
+			}
+			if (ev->type != (enum ist_type)type)
+				continue;
+			if ((rc = cols_grow(c, ts->nfields, n, &cap)) != 0 ||
+			    (rc = cols_row(c, ts->nfields, r, ev, n, cap,
+			    &cv)) != 0)
+				break;
+			n++;
+		}
+		if (ts_save)
+			PyEval_RestoreThread(ts_save);
+		if (rc == 0 && st == IST_OK && PyErr_CheckSignals() != 0)
+			rc = -2;
+	}
+	if (rc == -1) {
+		PyErr_NoMemory();
+		goto done;
+	}
+	if (rc == -2)
+		goto done;
+	if (st != IST_END && st != IST_TRUNCATED) {
+		PyErr_SetString(PyExc_ValueError, e.msg);
+		goto done;
+	}
+	if ((list = PyList_New(ts->nfields)) == NULL)
+		goto done;
+	for (int i = 0; i < ts->nfields; i++) {
+		PyObject *t = col_tuple(&c[i], n, cap, &cv);
+		if (t == NULL)
+			goto done;
+		PyList_SET_ITEM(list, i, t);
+	}
+	if (st == IST_TRUNCATED)
+		out = Py_BuildValue("(Ons)", list, (Py_ssize_t)n, e.msg);
+	else
+		out = Py_BuildValue("(OnO)", list, (Py_ssize_t)n, Py_None);
+done:
+	Py_XDECREF(list);
+	cols_free(c, ts->nfields, cap);
+	conv_release(&cv);
+	ist_reader_free(r);
+	if (fd >= 0)
+		close(fd);
+	return out;
+}
+
 static PyMethodDef methods[] = {
-	{ "analysis_json", analysis_json, METH_VARARGS,
-	  "analysis_json(path): (the analysis as JSON text, truncated)" },
+	{ "report", report, METH_VARARGS,
+	  "report(path, fmt): (the report, the analysis as JSON text, "
+	  "truncation or None)" },
+	{ "columns", columns, METH_VARARGS,
+	  "columns(path, type): (column tuples, rows, truncation or None)" },
 	{ "render", render, METH_VARARGS,
 	  "render(json_text, fmt): the report, markdown or html" },
 	{ NULL, NULL, 0, NULL }
@@ -390,7 +883,8 @@ PyInit__inferscope_io(void)
 {
 	PyObject *m, *json;
 
-	if (PyType_Ready(&ReaderType) < 0 || keys_init() != 0)
+	if (PyType_Ready(&ReaderType) < 0 || PyType_Ready(&BlockType) < 0 ||
+	    keys_init() != 0)
 		return NULL;
 	if ((json = PyImport_ImportModule("json")) == NULL)
 		return NULL;

@@ -134,9 +134,45 @@ def read(src):
         warnings.warn(r.truncated, stacklevel=2)
 
 
+def dataframe(src, type):
+    """The records of one type (a path or an open file) as a pandas
+    DataFrame: one column per field of formats/jsonl.md, in its order;
+    times and other integers as int64 (pandas' nullable Int64 where some
+    row lacks the field), strings as str (None where absent), flags as
+    bool.  Read by libinferscope's reader into columns, with no Python
+    object per record; pandas is imported only here.  A truncated trace
+    warns and gives the rows before the cut."""
+    import numpy as np
+    import pandas as pd
+    cols, n, truncated = _io().columns(_path(src), type)
+    data = {}
+    for name, kind, values, mask, extra in cols:
+        if kind == "o":
+            a = np.empty(n, dtype=object)
+            a[:] = extra
+        elif kind == "s":
+            a = np.array(extra + [None], dtype=object)[
+                np.frombuffer(values, np.int32)]
+        elif kind == "f":
+            a = np.frombuffer(values, np.float64)
+        else:
+            a = np.frombuffer(values, np.int64 if kind == "i" else np.bool_)
+            if mask is not None:
+                m = np.frombuffer(mask, np.bool_)
+                a = (pd.arrays.IntegerArray if kind == "i" else
+                     pd.arrays.BooleanArray)(a, m)
+        data[name] = a
+    if truncated is not None:
+        import warnings
+        warnings.warn(truncated, stacklevel=2)
+    return pd.DataFrame(data, copy=False)
+
+
 class Analysis(dict):
     """An analysis (formats/analysis.md) as a dict, shown in Jupyter as the
     HTML report and in a REPL as the verdict and the top findings."""
+
+    _trace = None       # the trace it came from: the HTML's timeline
 
     def _text(self):
         import json
@@ -147,7 +183,12 @@ class Analysis(dict):
         return _io().render(self._text(), "markdown")
 
     def html(self):
-        """The HTML report, one self-contained page."""
+        """The HTML report, one self-contained page; with the timeline
+        charts when the analysis was read from a trace file that is still
+        there (they are drawn from its records)."""
+        import os
+        if self._trace is not None and os.path.exists(self._trace):
+            return _io().report(self._trace, "html")[0]
         return _io().render(self._text(), "html")
 
     def _repr_html_(self):
@@ -160,13 +201,18 @@ class Analysis(dict):
 
 
 def analysis(src):
-    """The analysis of a trace (a path or an open file) as a dict: a["verdict"],
-    a["findings"]; analysed afresh by InferScope's own analyzer, as
-    is-analyze does with its default rules."""
+    """The analysis of a trace (a path or an open file) as a dict:
+    a["verdict"], a["findings"].  It is the analysis the trace carries
+    (is-analyze's output) or, without one, made afresh by InferScope's own
+    analyzer with its default rules, as is-report does."""
     import json
-    text, truncated = _io().analysis_json(_path(src))
-    if truncated:
+    path = _path(src)
+    _, text, truncated = _io().report(path, "json")
+    if truncated is not None:
         import warnings
-        warnings.warn("inferscope: the trace is truncated: the analysis is "
-                      "of what precedes the cut", stacklevel=2)
-    return Analysis(json.loads(text))
+        warnings.warn(truncated, stacklevel=2)
+    a = Analysis(json.loads(text))
+    if not hasattr(src, "fileno"):
+        import os
+        a._trace = os.path.abspath(path)
+    return a
