@@ -45,7 +45,10 @@ _inferscope_tool()
 		-o|--output|-r|--report|-t|--trace) _filedir; return ;;
 		-R|--rules-file) _filedir '@(yaml|yml)'; return ;;
 		-f|--format)
-			COMPREPLY=($(compgen -W "md html json perfetto" -- "$cur"))
+			# perfetto only for analyze: run writes a report it names
+			local fmts="md html json"
+			[[ $sub == analyze ]] && fmts+=" perfetto"
+			COMPREPLY=($(compgen -W "$fmts" -- "$cur"))
 			return ;;
 		-l|--log-level)
 			COMPREPLY=($(compgen -W "debug info warn error" -- "$cur"))

@@ -53,6 +53,26 @@ TOOLS="inferscope is-analyze is-cat is-info is-merge is-record is-report"
 	assert_output "--encode"
 }
 
+@test "bash completion offers each command only the formats it accepts" {
+	complete_line() {
+		bash -c 'source /usr/share/bash-completion/bash_completion
+			source completions/inferscope.bash
+			COMP_LINE=$1; read -ra COMP_WORDS <<< "$1"
+			COMP_WORDS+=(""); COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+			COMP_POINT=${#COMP_LINE}
+			_inferscope_tool; echo "${COMPREPLY[*]}"' _ "$1"
+	}
+	run complete_line "inferscope run --format "
+	assert_output "md html json"
+	run complete_line "inferscope analyze --format "
+	assert_output "md html json perfetto"
+	run complete_line "is-report --format "
+	assert_output "md html json perfetto"
+	# and each is what the command takes: run refuses perfetto
+	run -2 inferscope run --format perfetto -- true
+	assert_output --partial "--format wants md, html or json, not 'perfetto'"
+}
+
 @test "zsh completion parses" {
 	run zsh -n completions/_inferscope
 	assert_success

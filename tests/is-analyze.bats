@@ -338,6 +338,13 @@ fired() {
 		[[ $stderr == "is-analyze: bad --fail-on condition '$spec' (want "*"; P is 0 or more, at most 100 for gpu_busy)" ]]
 	done
 	run -3 is-analyze --fail-on 'gpu_busy<100' -o /dev/null "$T/g.ist"
+	# checked before any input is read: no warning about the trace, no
+	# output, even where the input does not exist
+	run -2 --separate-stderr is-analyze --fail-on bogus formats/vectors/valid/all-types.ist
+	assert_output ""
+	[[ $stderr == "is-analyze: bad --fail-on condition 'bogus' (want "* ]]
+	run -2 --separate-stderr is-analyze --fail-on 'wall>5%' "$T/none.ist"
+	assert_equal "$stderr" "is-analyze: --fail-on 'wall>5%' needs --baseline"
 }
 
 @test "thresholds come from a rules file and from .inferscope.yaml, the file winning" {

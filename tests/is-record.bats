@@ -369,6 +369,39 @@ PY
 	assert_equal "$(cat err.txt)" "is-record: Terminated: finishing the trace"
 }
 
+@test "Ctrl-C on a terminal: one KeyboardInterrupt, the trace whole, no 'Exception ignored' or 'lost sys.stderr'" {
+	# a real terminal (script's pty): ^C is the line discipline's SIGINT
+	# to the foreground group, which is-record does not pass on again
+	cat > app.py <<'EOF'
+import threading, time
+def f(): pass
+for _ in range(500): f()
+threading.Thread(target=time.sleep, args=(0.2,)).start()
+open("ready", "w").close()
+time.sleep(30)
+EOF
+	for py in /usr/bin/python3 $(built_pythons _inferscope | grep -v /usr/bin/python3 | tail -1); do
+		rm -f ready
+		mkfifo keys
+		script -qfec "is-record -o $T/t.ist -- $py app.py" /dev/null < keys > out.txt 2>&1 &
+		local pid=$!
+		exec 7> keys
+		for _ in $(seq 200); do [ -e ready ] && break; sleep 0.05; done
+		printf '\003' >&7
+		st=0
+		wait $pid || st=$?
+		exec 7>&-
+		rm keys
+		assert_equal "$st" 130
+		run -0 grep -c "KeyboardInterrupt" out.txt
+		assert_output 1
+		run grep -E "Exception ignored|lost sys\.stderr|inferscope: (warning|error)" out.txt
+		assert_failure
+		is-cat "$T/t.ist" > "$T/t.jsonl"
+		assert_equal "$(q count cpu_call __main__.f)" 500
+	done
+}
+
 @test "SIGTERM as the program exits (its own atexit): all written, and it dies of it" {
 	printf 'import atexit, os, signal\ndef f(): pass\nfor _ in range(200): f()\natexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))\n' > app.py
 	rec -- $PY app.py

@@ -275,6 +275,25 @@ step_window(const struct args *o, struct ist_window *w)
 	ist_steps_free(s);
 }
 
+/* A --fail-on spec checked before any input is read: a bad condition is a
+ * usage error, with nothing written and no trace read */
+static void
+check_failon(const struct args *o)
+{
+	struct ist_error e = { 0 };
+	struct ist_buf why = { 0 };
+	json_t *empty = o->baseline ? json_pack("{s:{s:[]}}", "baseline",
+	    "deltas") : json_object();
+	bool failed;
+
+	if (empty == NULL)
+		errx(1, "out of memory");
+	if (ist_failon_check(o->failon, empty, &failed, &why, &e) != IST_OK)
+		errx(2, "%s", e.msg);
+	ist_buf_release(&why);
+	json_decref(empty);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -297,6 +316,8 @@ main(int argc, char **argv)
 
 	argv[0] = program_invocation_short_name;
 	parse_args(argc, argv, &o);
+	if (o.failon)
+		check_failon(&o);
 	win.rel[0] = o.window[0];
 	win.rel[1] = o.window[1];
 	ist_config_init(&cfg);

@@ -51,11 +51,19 @@ def _inferscope_boot():
         return
 
     def stop():
-        try:
-            _inferscope._stop()
-        except OSError as e:
-            # one line, not a traceback in the program's own output
-            sys.stderr.write("inferscope: error: %s\n" % e)
+        # an interrupt here (Ctrl-C pressed again, or a kill of the whole
+        # process group, which is-record passes on as well) neither cuts
+        # the trace short nor prints "Exception ignored in atexit callback"
+        while True:
+            try:
+                _inferscope._stop()
+                return
+            except KeyboardInterrupt:
+                continue
+            except OSError as e:
+                # one line, not a traceback in the program's own output
+                sys.stderr.write("inferscope: error: %s\n" % e)
+                return
 
     atexit.register(stop)
     # garbage collections, each as a call on the thread it paused
