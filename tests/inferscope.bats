@@ -116,6 +116,15 @@ inferscope: no trace was written; no report"
 	printf 'trace_size_mb: lots\n' > .inferscope.yaml
 	run -2 --separate-stderr inferscope config show
 	assert_equal "$stderr" "inferscope: '.inferscope.yaml':1:16: trace_size_mb must be an integer from 1 to 65536, not 'lots'"
+	# an unknown rule: exit 2 with nothing printed, as is-analyze does
+	printf 'rules:\n  bogus:\n    x: 1\n' > .inferscope.yaml
+	run -2 --separate-stderr inferscope config show
+	assert_output ""
+	assert_equal "$stderr" "inferscope: '.inferscope.yaml':2:3: unknown rule 'bogus'"
+	is-cat --encode "$ROOT/examples/trace.jsonl" > ex.ist
+	run -2 --separate-stderr is-analyze ex.ist
+	assert_output ""
+	assert_equal "$stderr" "is-analyze: '.inferscope.yaml':2:3: unknown rule 'bogus'"
 }
 
 @test "INFERSCOPE_ENABLED=0 runs the script without tracing" {

@@ -234,15 +234,17 @@ config_show(void)
 	const char *k;
 	json_t *v;
 
+	/* the rules first: an unknown one is a usage error, as in is-analyze,
+	 * with nothing printed */
+	if (r == NULL)
+		errx(1, "out of memory");
+	if (ist_rules_configure(r, &cfg, rules_cli, &e) != IST_OK)
+		errx(2, "%s", e.msg);
 	for (int i = 0; i < IST_NKEYS; i++)
 		printf("%-22s %-12s %s%s%s\n", ist_config_key_name(i),
 		    *ist_config_str(&cfg, i) ? ist_config_str(&cfg, i) :
 		    "(none)", ist_source_name(cfg.source[i]),
 		    cfg.where[i] ? " " : "", cfg.where[i] ? cfg.where[i] : "");
-	if (r == NULL)
-		errx(1, "out of memory");
-	if (ist_rules_configure(r, &cfg, rules_cli, &e) != IST_OK)
-		errx(2, "%s", e.msg);
 	printf("rules (defaults, then .inferscope.yaml rules:, then %s):\n",
 	    rules_file() ? rules_file() : "no rules file");
 	j = ist_rules_json(r);
