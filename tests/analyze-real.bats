@@ -72,10 +72,13 @@ assert len(own) == len(rec) == 10, (own, rec)
 assert all(r >= o for o, r in zip(own, rec)), (own, rec)
 assert sum(r - o <= 200_000 for o, r in zip(own, rec)) >= 8, (own, rec)
 CHECK
-	# each sleep lasts at least 20 ms and (here) under 26 ms
+	# each sleep lasts at least 20 ms; the longest is the longest scope
+	# recorded (an upper bound in ms would be one that load can break:
+	# the per-step bound above is the one against the program's own)
 	min=$(jq -r '.scopes[] | select(.name == "step") | .p50_ns' a.json)
 	max=$(jq -r '.scopes[] | select(.name == "step") | .max_ns' a.json)
-	[ "$min" -ge 20000000 ] && [ "$max" -lt 26000000 ]
+	[ "$min" -ge 20000000 ]
+	assert_equal "$max" "$(sort -n rec.txt | tail -1)"
 	# time.sleep is the top function by self time, called 10 times
 	run jq -r '.functions[0] | [.name, .count] | @tsv' a.json
 	assert_output "$(printf 'time.sleep\t10')"
