@@ -25,7 +25,6 @@
 
 #include <jansson.h>
 
-#include "analysis_io.h"
 #include "internal.h"
 #include "ist.h"
 #include "report.h"
@@ -102,11 +101,30 @@ Reader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	return (PyObject *)self;
 }
 
+/* A reader on path, through *fd (which must outlive it): 0, or -1 with
+ * the Python error the tools' message makes (*fd left for the caller to
+ * close when it was opened) */
+static int
+open_trace(const char *path, int *fd, struct ist_reader **r)
+{
+	struct ist_error e = { 0 };
+
+	if ((*fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		PyErr_Format(PyExc_OSError, "cannot open '%s': %s", path,
+		    strerror(errno));
+		return -1;
+	}
+	if (ist_reader_new(r, ist_fd_source, fd, path, &e) != IST_OK) {
+		PyErr_SetString(PyExc_ValueError, e.msg);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 Reader_init(Reader *self, PyObject *args, PyObject *kw)
 {
 	const char *path;
-	struct ist_error e = { 0 };
 
 	if (!PyArg_ParseTuple(args, "s", &path))
 		return -1;
@@ -114,15 +132,8 @@ Reader_init(Reader *self, PyObject *args, PyObject *kw)
 	Py_XDECREF(self->truncated);
 	self->truncated = Py_None;
 	Py_INCREF(Py_None);
-	if ((self->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		PyErr_Format(PyExc_OSError, "cannot open '%s': %s", path,
-		    strerror(errno));
-		return -1;
-	}
-	if (ist_reader_new(&self->r, ist_fd_source, &self->fd, path, &e) !=
-	    IST_OK) {
+	if (open_trace(path, &self->fd, &self->r) != 0) {
 		reader_close(self);
-		PyErr_SetString(PyExc_ValueError, e.msg);
 		return -1;
 	}
 	return 0;
@@ -310,10 +321,10 @@ static PyTypeObject ReaderType = {
 
 /*
  * report(path, fmt): is-report's report of a trace ("markdown", "html",
- * with its timeline charts, or "json"), written to a memory file and read
- * back, with the analysis behind it (the trace's own when it carries one,
- * else made here with the default rules): (report text, analysis as JSON
- * text, truncation warning or None).
+ * with its timeline charts, or "json", which holds the analysis: the
+ * trace's own when it carries one, else made here with the default
+ * rules), written to a memory file and read back: (report text,
+ * truncation warning or None).
  */
 static PyObject *
 report(PyObject *mod, PyObject *args)
@@ -326,7 +337,6 @@ report(PyObject *mod, PyObject *args)
 	struct ist_error e = { 0 };
 	enum ist_status st = IST_OK;
 	PyObject *out = NULL, *text = NULL;
-	char *an = NULL;
 	int fd = -1, mfd = -1;
 	off_t len;
 
@@ -335,11 +345,8 @@ report(PyObject *mod, PyObject *args)
 		return NULL;
 	o.format = strcmp(fmt, "html") == 0 ? IST_REPORT_HTML :
 	    strcmp(fmt, "json") == 0 ? IST_REPORT_JSON : IST_REPORT_MD;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		PyErr_Format(PyExc_OSError, "cannot open '%s': %s", path,
-		    strerror(errno));
+	if (open_trace(path, &fd, &r) != 0)
 		goto done;
-	}
 	if ((mfd = memfd_create("inferscope-report", MFD_CLOEXEC)) < 0) {
 		PyErr_SetFromErrno(PyExc_OSError);
 		goto done;
@@ -349,16 +356,11 @@ report(PyObject *mod, PyObject *args)
 		goto done;
 	}
 	Py_BEGIN_ALLOW_THREADS
-	if ((st = ist_reader_new(&r, ist_fd_source, &fd, path, &e)) == IST_OK)
-		st = ist_report_trace(r, &o, mfd, &res, &e);
+	st = ist_report_trace(r, &o, mfd, &res, &e);
 	Py_END_ALLOW_THREADS
 	if (res.analysis == NULL || (st != IST_OK && st != IST_TRUNCATED)) {
 		PyErr_SetString(PyExc_ValueError, e.msg[0] ? e.msg :
 		    "no analysis");
-		goto done;
-	}
-	if ((an = ist_analysis_dumps(res.analysis)) == NULL) {
-		PyErr_NoMemory();
 		goto done;
 	}
 	if ((len = lseek(mfd, 0, SEEK_END)) < 0 ||
@@ -366,15 +368,14 @@ report(PyObject *mod, PyObject *args)
 		goto done_errno;
 	if (pread(mfd, PyBytes_AS_STRING(text), (size_t)len, 0) != len)
 		goto done_errno;
-	out = Py_BuildValue("(Nss)", PyUnicode_FromEncodedObject(text,
-	    "utf-8", "replace"), an, st == IST_TRUNCATED ? e.msg : NULL);
+	out = Py_BuildValue("(Ns)", PyUnicode_FromEncodedObject(text,
+	    "utf-8", "replace"), st == IST_TRUNCATED ? e.msg : NULL);
 	goto done;
 done_errno:
 	if (!PyErr_Occurred())
 		PyErr_SetFromErrno(PyExc_OSError);
 done:
 	Py_XDECREF(text);
-	free(an);
 	json_decref(res.analysis);
 	ist_reader_free(r);
 	ist_rules_free(rules);
@@ -794,15 +795,8 @@ columns(PyObject *mod, PyObject *args)
 				goto done;
 		}
 	}
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		PyErr_Format(PyExc_OSError, "cannot open '%s': %s", path,
-		    strerror(errno));
+	if (open_trace(path, &fd, &r) != 0)
 		goto done;
-	}
-	if (ist_reader_new(&r, ist_fd_source, &fd, path, &e) != IST_OK) {
-		PyErr_SetString(PyExc_ValueError, e.msg);
-		goto done;
-	}
 	while (st == IST_OK && rc == 0) {
 		PyThreadState *ts_save = objs ? NULL : PyEval_SaveThread();
 		for (unsigned k = 0; k < CHUNK; k++) {
@@ -863,8 +857,7 @@ done:
 
 static PyMethodDef methods[] = {
 	{ "report", report, METH_VARARGS,
-	  "report(path, fmt): (the report, the analysis as JSON text, "
-	  "truncation or None)" },
+	  "report(path, fmt): (the report, truncation or None)" },
 	{ "columns", columns, METH_VARARGS,
 	  "columns(path, type): (column tuples, rows, truncation or None)" },
 	{ "render", render, METH_VARARGS,

@@ -207,11 +207,11 @@ def analysis(src):
     analyzer with its default rules, as is-report does."""
     import json
     path = _path(src)
-    _, text, truncated = _io().report(path, "json")
+    text, truncated = _io().report(path, "json")
     if truncated is not None:
         import warnings
         warnings.warn(truncated, stacklevel=2)
-    a = Analysis(json.loads(text))
+    a = Analysis(json.loads(text)["analysis"])
     if not hasattr(src, "fileno"):
         import os
         a._trace = os.path.abspath(path)
