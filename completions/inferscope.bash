@@ -46,7 +46,7 @@ _inferscope_tool()
 		-R|--rules-file) _filedir '@(yaml|yml)'; return ;;
 		-f|--format)
 			# perfetto only for analyze: run writes a report it names
-			local fmts="md html json"
+			local fmts="md html json text"
 			[[ $sub == analyze ]] && fmts+=" perfetto"
 			COMPREPLY=($(compgen -W "$fmts" -- "$cur"))
 			return ;;
@@ -96,11 +96,15 @@ _inferscope_tool()
 		esac
 		;;
 	is-report)
-		opts="--format --help --output --version"
+		opts="--ascii --color --format --help --output --summary
+		    --version"
 		case $prev in
 		-o|--output) _filedir; return ;;
 		-f|--format)
-			COMPREPLY=($(compgen -W "md html json perfetto" -- "$cur"))
+			COMPREPLY=($(compgen -W "md html json perfetto text" -- "$cur"))
+			return ;;
+		--color)
+			COMPREPLY=($(compgen -W "always never auto" -- "$cur"))
 			return ;;
 		esac
 		;;

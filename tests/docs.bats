@@ -57,20 +57,23 @@ TOOLS="inferscope is-analyze is-cat is-info is-merge is-record is-report"
 	complete_line() {
 		bash -c 'source /usr/share/bash-completion/bash_completion
 			source completions/inferscope.bash
-			COMP_LINE=$1; read -ra COMP_WORDS <<< "$1"
+			# bash splits words at "=" (COMP_WORDBREAKS)
+			COMP_LINE=$1; read -ra COMP_WORDS <<< "${1//=/ = }"
 			COMP_WORDS+=(""); COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
 			COMP_POINT=${#COMP_LINE}
 			_inferscope_tool; echo "${COMPREPLY[*]}"' _ "$1"
 	}
 	run complete_line "inferscope run --format "
-	assert_output "md html json"
+	assert_output "md html json text"
 	run complete_line "inferscope analyze --format "
-	assert_output "md html json perfetto"
+	assert_output "md html json text perfetto"
 	run complete_line "is-report --format "
-	assert_output "md html json perfetto"
+	assert_output "md html json perfetto text"
+	run complete_line "is-report --color="
+	assert_output "always never auto"
 	# and each is what the command takes: run refuses perfetto
 	run -2 inferscope run --format perfetto -- true
-	assert_output --partial "--format wants md, html or json, not 'perfetto'"
+	assert_output --partial "--format wants md, html, json or text, not 'perfetto'"
 }
 
 @test "zsh completion parses" {
@@ -212,4 +215,22 @@ f(); f(); print(inferscope.enabled())'
 	    on && /^```$/ { if (++fence == 2) exit; next }
 	    fence == 1' README.md)
 	[ "$n" -ge 5 ]
+}
+
+@test "the README terminal excerpts are the golden text report's and --summary's" {
+	n=0
+	while IFS= read -r line; do
+		[ -n "$line" ] || continue
+		grep -qxF -- "$line" tests/golden/report-example.txt ||
+		    fail "README line not in the text report: $line"
+		n=$((n + 1))
+	done < <(awk '/^The same run in the terminal/ { on = 1 }
+	    on && /^```$/ { if (++fence == 2) exit; next }
+	    fence == 1' README.md)
+	[ "$n" -ge 5 ]
+	# the summary inferscope run ends with, for the example trace
+	is-cat --encode examples/trace.jsonl | is-merge |
+	    is-report -s -o "$BATS_TEST_TMPDIR/r.md" 2> "$BATS_TEST_TMPDIR/s"
+	assert_equal "$(sed -n '/^It ends, as pytest does/,/report in/p' README.md |
+	    sed -n 's/^    //p' | sed '$d')" "$(cat "$BATS_TEST_TMPDIR/s")"
 }

@@ -21,8 +21,18 @@ for i in range(4):
         time.sleep(0.01)
 sys.exit(7)
 PY
-	run -7 --separate-stderr inferscope run app.py
-	assert_equal "$stderr" "inferscope: report in report.md"
+	run -7 --separate-stderr inferscope run --trace kept.ist app.py
+	# it ends with the verdict and the top findings (a line each), then
+	# where the report is: the kept trace's analysis says the same
+	is-report -s -o again.md kept.ist 2> summary
+	assert_equal "$stderr" "$(cat summary)
+inferscope: report in report.md, trace in kept.ist"
+	is-report -f json kept.ist | jq '.analysis.verdict' > v.json
+	assert_equal "${stderr_lines[0]}" "Verdict: $(jq -r .classification v.json) (confidence $(printf %.2f "$(jq .confidence v.json)")). $(jq -r '.reason | (.[:1] | ascii_upcase) + .[1:]' v.json)."
+	assert_equal "$((${#stderr_lines[@]} - 2))" "$(is-report -f json kept.ist | jq '[.analysis.findings[:3][]] | length')"
+	# quiet with --log-level warn
+	run -7 --separate-stderr inferscope run --log-level warn app.py
+	assert_equal "$stderr" ""
 	grep -q '^# InferScope report' report.md
 	grep -q '^| `step` | scope | 4 |' report.md
 	[ ! -e run.ist ]
@@ -77,7 +87,13 @@ inferscope: no trace was written; no report"
 	run -1 --separate-stderr inferscope analyze missing.ist
 	assert_equal "$stderr" "inferscope: cannot open 'missing.ist': No such file or directory"
 	run -2 --separate-stderr inferscope analyze --format pdf ex.ist
-	assert_equal "$stderr" "inferscope: --format wants md, html or json (or perfetto), not 'pdf'"
+	assert_equal "$stderr" "inferscope: --format wants md, html, json or text (or perfetto), not 'pdf'"
+	# text by the extension, or asked for
+	COLUMNS= run -0 --separate-stderr inferscope analyze -o r.txt ex.ist
+	assert_equal "${stderr_lines[0]}" "Verdict: CPU-bound (confidence 0.87). The GPU is idle 75.9% of the active window, waiting for the host."
+	assert_equal "$(cat r.txt)" "$(cat "$ROOT/tests/golden/report-example.txt")"
+	COLUMNS= inferscope analyze --format text -o r2 ex.ist
+	cmp r.txt r2
 }
 
 @test "every tool takes the settings alike: a bad one in the environment or the file stops each, named" {

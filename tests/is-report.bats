@@ -89,7 +89,7 @@ f(24)'
 	(( n < $(stat -c %s "$T/m.ist") / 2 ))
 }
 
-@test "control characters in names cannot write Markdown: no link or image from a name reaches the md or the HTML" {
+@test "control characters in names cannot write Markdown or reach a terminal: no link or image from a name reaches the md or the HTML" {
 	# a carriage return ends a Markdown line: a name could start a new
 	# paragraph with a link and a tracking image
 	sed 's/"name":"inference"/"name":"inference\\r[click](https:\/\/evil.example\/x)\\r![t](https:\/\/evil.example\/t.png)\\u001b[31m\\u009b2J"/' \
@@ -103,6 +103,12 @@ f(24)'
 	run -1 grep -E '<a [^>]*evil|<img [^>]*evil' "$T/evil.html"
 	# the rest of the report is the example's
 	grep -q '^\*\*Verdict: CPU-bound\*\*' "$T/evil.md"
+	# nor a terminal: the text report has no control character at all
+	is-report -f text -o "$T/evil.txt" "$T/evil.ist"
+	run -1 grep -c $'\r\|\e\|\xc2\x9b' "$T/evil.txt"
+	COLUMNS=200 is-report -f text "$T/evil.ist" | grep -qF '  inference?[click](https://evil.example/x)?![t](https://evil.example/t.png)?[31m?2J    '
+	# and the name takes the columns it shows: the table's figures align
+	assert_equal "$(COLUMNS=200 is-report -f text "$T/evil.ist" | grep -F '  inference?[click]' | wc -L)" 200
 }
 
 @test "under the functions: the time spent importing and collecting garbage" {
@@ -110,6 +116,10 @@ f(24)'
 	run -0 is-report "$T/s.ist"
 	assert_line 'Imports took 370.00 ms in 3 imports (the import system'"'"'s functions above are theirs); slowest (cumulative, as -X importtime): `numpy` 300.00 ms, `tokenizers` 50.00 ms, `json` 20.00 ms.'
 	refute_line --partial 'Garbage collection:'
+	# the suggestion's code is a code span, in the HTML too, not literal
+	# backticks
+	assert_line --partial 'after start-up. `python -X importtime` itemises every module.'
+	is-report -f html "$T/s.ist" | grep -qF 'after start-up. <code>python -X importtime</code> itemises'
 	python3 tests/py/scenarios.py gc | is-cat --encode -o "$T/g.ist"
 	run -0 is-report "$T/g.ist"
 	assert_line 'Garbage collection: 12 collections, 90.00 ms in all (1 while importing, 30.00 ms), the longest 40.00 ms.'
@@ -159,6 +169,24 @@ p = P()
 p.feed(open(sys.argv[1], encoding="utf-8").read())
 assert p.stack == [], p.stack
 PY
+}
+
+@test "the HTML has no empty section: a trace with nothing to chart has no Charts heading" {
+	printf '%s\n' '{"type":"header","format":"inferscope-trace","version":[1,2],"producer":"t"}' \
+	    '{"type":"process","pid":1,"name":"x"}' | is-cat --encode -o "$T/empty.ist"
+	is-report -f html -o "$T/e.html" "$T/empty.ist"
+	run -1 grep -c '<h2>Charts</h2>' "$T/e.html"
+	# every heading is followed by something other than a heading
+	python3 - "$T/e.html" "$T/ex.ist" <<-'PY'
+	import re, subprocess, sys
+	for html in (open(sys.argv[1]).read(),
+	             subprocess.run(["is-report", "-f", "html", sys.argv[2]],
+	                            capture_output=True, text=True).stdout):
+	    # (a subheading may follow its heading)
+	    for m in re.finditer(r"</h([1-3])>\s*<h([1-3])>", html):
+	        assert int(m.group(2)) > int(m.group(1)), html[m.start() - 80:m.end()]
+	PY
+	is-report -f html "$T/ex.ist" | grep -q '<h2>Charts</h2>'
 }
 
 @test "the HTML renders in headless Chromium: DOM with the charts, a screenshot" {
@@ -216,6 +244,119 @@ assert ink > 0.01 * (w // 4) * (h // 4), ink
 PY
 }
 
+@test "the terminal report: golden text and ASCII, every line within COLUMNS, the same layout in ASCII" {
+	COLUMNS=80 is-report -f text -o "$T/t.txt" "$T/ex.ist"
+	golden tests/golden/report-example.txt "$(cat "$T/t.txt")"
+	COLUMNS=60 is-report -f text --ascii "$T/ex.ist" > "$T/a.txt"
+	golden tests/golden/report-example-ascii.txt "$(cat "$T/a.txt")"
+	# no colour off a terminal; ASCII is ASCII
+	run -1 grep -c $'\e' "$T/t.txt"
+	run -1 env LC_ALL=C grep -c $'[\x80-\xff]' "$T/a.txt"
+	# every width from 40: no line wider, and ASCII keeps the layout, one
+	# column for one column (the widest possible line is the ruler)
+	for w in 40 57 80 133 200; do
+		COLUMNS=$w is-report -f text "$T/ex.ist" > "$T/u$w"
+		COLUMNS=$w is-report -f text --ascii "$T/ex.ist" > "$T/a$w"
+		python3 - "$T/u$w" "$T/a$w" $w <<-'PY'
+		import sys
+		u = open(sys.argv[1], encoding="utf-8").read().split("\n")
+		a = open(sys.argv[2], encoding="ascii").read().split("\n")
+		w = int(sys.argv[3])
+		assert len(u) == len(a), (len(u), len(a))
+		for x, y in zip(u, a):
+		    assert len(x) <= w, (w, x)
+		    assert len(x) == len(y), (x, y)
+		# the timeline strips fill the width exactly
+		strips = [x for x in u if x.startswith("  GPU 0 str")]
+		assert strips and all(len(x) == w for x in strips), strips
+		PY
+	done
+	# the findings, scopes and kernels are the analysis's, in its order
+	is-report -f json "$T/ex.ist" | jq -r '.analysis.findings[].severity' > "$T/sev"
+	assert_equal "$(sed -n 's/^ *[0-9][0-9]* \([a-z]*\)  .*/\1/p' "$T/t.txt")" "$(cat "$T/sev")"
+	is-report -f json "$T/ex.ist" | jq -r '.analysis.kernels[:5][].name' > "$T/k"
+	assert_equal "$(sed -n '/^Kernels/,$p' "$T/t.txt" | tail -n +3 | sed -n 's/^  \([^ ]*\) .*/\1/p')" "$(cat "$T/k")"
+}
+
+@test "the terminal report's strip: a GPU stream busy for the first half of the run fills the first half of its strip" {
+	# a thread in one call for 100 ms; a kernel from 0 to 50 ms, then
+	# nothing on the stream
+	python3 - > "$T/h.jsonl" <<-'PY'
+	import json
+	print(json.dumps({"type": "header", "format": "inferscope-trace", "version": [1, 2], "producer": "test"}))
+	print(json.dumps({"type": "cpu_call", "pid": 1, "tid": 1, "start_ns": 0, "end_ns": 100000000, "name": "main"}))
+	print(json.dumps({"type": "gpu_kernel", "pid": 1, "device": 0, "stream": 7, "start_ns": 0, "end_ns": 50000000, "name": "k", "correlation": 1}))
+	PY
+	is-cat --encode "$T/h.jsonl" -o "$T/h.ist"
+	for w in 50 80 131; do
+		COLUMNS=$w is-report -f text "$T/h.ist" > "$T/h.txt"
+		grep '^  GPU 0 str' "$T/h.txt" > "$T/strip"
+		python3 - "$T/strip" $w <<-'PY'
+		import sys
+		line = open(sys.argv[1], encoding="utf-8").read().rstrip("\n")
+		w = int(sys.argv[2])
+		label = min(24, w // 4)
+		cells = line[2 + label + 1:]
+		assert len(cells) == w - 2 - label - 1, (len(cells), w)
+		full = cells.count("\u2588")
+		# half the cells are full, the other half blank, one partial
+		# cell at most where the kernel ends
+		half = len(cells) / 2
+		assert abs(full - half) <= 1, (full, half, cells)
+		assert cells[:int(half) - 1] == "\u2588" * (int(half) - 1), cells
+		assert cells[int(half) + 1:].strip() == "", cells
+		PY
+	done
+	# the thread's call covers the whole run: a full strip
+	grep -q "^  1/1 *$(printf '█%.0s' $(seq 1 $((80 - 2 - 20 - 1))))\$" <(COLUMNS=80 is-report -f text "$T/h.ist")
+}
+
+@test "the terminal report: colour on a terminal only, NO_COLOR and TERM=dumb honoured, --color overrides" {
+	command -v script >/dev/null || fail "script (util-linux) is missing"
+	# on a terminal (a pty from script): colour, and the terminal's width
+	script -qec "stty cols 90; TERM=xterm is-report -f text $T/ex.ist" /dev/null > "$T/tty.txt"
+	grep -q $'\e\\[1mVerdict: CPU-bound\e\\[0m' "$T/tty.txt"
+	grep -q $'\e\\[31mhigh\e\\[0m' "$T/tty.txt"
+	python3 - "$T/tty.txt" <<-'PY'
+	import re, sys
+	t = re.sub(r"\x1b\[[0-9;]*m", "", open(sys.argv[1], encoding="utf-8").read())
+	lines = [l.rstrip("\r") for l in t.split("\n")]
+	assert max(map(len, lines)) == 90, max(map(len, lines))
+	PY
+	script -qec "NO_COLOR=1 TERM=xterm is-report -f text $T/ex.ist" /dev/null > "$T/nc.txt"
+	run -1 grep -c $'\e' "$T/nc.txt"
+	script -qec "TERM=dumb is-report -f text $T/ex.ist" /dev/null > "$T/dumb.txt"
+	run -1 grep -c $'\e' "$T/dumb.txt"
+	script -qec "TERM=xterm is-report -f text --color=never $T/ex.ist" /dev/null > "$T/never.txt"
+	run -1 grep -c $'\e' "$T/never.txt"
+	# --color=always through a pipe; the text is the same without escapes
+	is-report -f text --color=always "$T/ex.ist" > "$T/always.txt"
+	grep -q $'\e\\[32m' "$T/always.txt"
+	# (and a legend of the colours under the strips)
+	assert_equal "$(sed 's/\x1b\[[0-9;]*m//g' "$T/always.txt" | grep -v '^ *█ scope  █ Python')" "$(is-report -f text "$T/ex.ist")"
+	run -2 --separate-stderr is-report -f text --color=sometimes "$T/ex.ist"
+	assert_equal "$stderr" "is-report: --color wants always, never or auto, not 'sometimes'"
+}
+
+@test "--summary: the verdict and the top three findings on stderr, a line each, cut to a terminal's width" {
+	run -0 --separate-stderr is-report --summary -o "$T/r.md" "$T/ex.ist"
+	assert_equal "$stderr" "Verdict: CPU-bound (confidence 0.87). The GPU is idle 75.9% of the active window, waiting for the host.
+  high   GPU 0 is idle 75.9% of its active window (10.569 ms of 13.917 ms)
+  high   The host is blocked in 4 synchronisations for 18.0% of the run (3.108 ms)
+  medium Host-device copies take 38.5% of GPU busy time (1.288 ms of 3.348 ms)"
+	# the report itself is unchanged
+	assert_equal "$(cat "$T/r.md")" "$(cat tests/golden/report-example.md)"
+	# on a terminal of 60 columns: each line cut there, with an ellipsis
+	script -qec "stty cols 60; NO_COLOR=1 is-report -s -o $T/r2.md $T/ex.ist" /dev/null > "$T/s.txt"
+	python3 - "$T/s.txt" <<-'PY'
+	import sys
+	lines = open(sys.argv[1], encoding="utf-8").read().replace("\r", "").split("\n")[:-1]
+	assert len(lines) == 4, lines
+	assert all(len(l) == 60 and l.endswith("\u2026") for l in lines[:3]), lines
+	assert lines[0].startswith("Verdict: CPU-bound (confidence 0.87). The GPU"), lines
+	PY
+}
+
 @test "the Perfetto export: tracks, flows from launches to kernels, counters, instants" {
 	is-report -f perfetto -o "$T/p.json" "$T/ex.ist"
 	python3 - "$T/p.json" <<'PY'
@@ -263,7 +404,7 @@ PY
 	[[ $stderr == "is-report: warning: trace '$T/cut.ist' is truncated"* ]]
 	grep -q 'the trace is truncated' "$T/out.md"
 	run -2 --separate-stderr is-report -f pdf "$T/ex.ist"
-	assert_equal "$stderr" "is-report: --format wants md, html, json or perfetto, not 'pdf'"
+	assert_equal "$stderr" "is-report: --format wants md, html, json, perfetto or text, not 'pdf'"
 	run -1 --separate-stderr is-report /nonexistent
 	assert_equal "$stderr" "is-report: cannot open '/nonexistent': No such file or directory"
 	run -1 --separate-stderr is-report -o /dev/full "$T/ex.ist"

@@ -40,8 +40,9 @@ help(void)
 	    "analyze  merge, analyse and report an existing trace\n"
 	    "config   show the settings in effect and where each came from\n"
 	    "\n"
-	    "  -f, --format=FMT       md, html or json (perfetto for analyze);\n"
-	    "                         default: from the report's extension, else md\n"
+	    "  -f, --format=FMT       md, html, json or text (perfetto for\n"
+	    "                         analyze); default: from the report's\n"
+	    "                         extension (.html .json .txt), else md\n"
 	    "  -h, --help             print this help and exit\n"
 	    "  -l, --log-level=LEVEL  debug, info, warn or error\n"
 	    "  -o, --output=FILE      the report (analyze; default report.md)\n"
@@ -79,6 +80,14 @@ rules_file(void)
 	    ist_config_str(&cfg, IST_K_RULES_FILE) : NULL;
 }
 
+/* log level warn or error: no word but warnings */
+static bool
+quiet(void)
+{
+	return strcmp(ist_config_str(&cfg, IST_K_LOG_LEVEL), "warn") == 0 ||
+	    strcmp(ist_config_str(&cfg, IST_K_LOG_LEVEL), "error") == 0;
+}
+
 static const char *
 report_format(const char *path)
 {
@@ -89,6 +98,8 @@ report_format(const char *path)
 		return "html";
 	if (dot && strcmp(dot, ".json") == 0)
 		return "json";
+	if (dot && strcmp(dot, ".txt") == 0)
+		return "text";
 	return "md";
 }
 
@@ -105,13 +116,18 @@ analyse(const char *trace, const char *out, const char *keep)
 	const char *rf = rules_file();
 	char *a1[] = { merge, (char *)trace, NULL };
 	char *a2[6] = { an };
-	char *a3[] = { rep, "-f", (char *)report_format(out), "-o",
-	    (char *)out, (char *)keep, NULL };
+	char *a3[8] = { rep, "-f", (char *)report_format(out), "-o",
+	    (char *)out };
 	char *const *argv[] = { a1, a2, a3 };
 	int status[3] = { 0 }, bad = 0;
 	struct ist_error e;
-	int k = 1;
+	int k = 5;
 
+	/* the verdict and the top findings on stderr, as the run ends */
+	if (!quiet())
+		a3[k++] = "--summary";
+	a3[k++] = (char *)keep;
+	k = 1;
 	if (keep) {
 		a2[k++] = "-o";
 		a2[k++] = (char *)keep;
@@ -212,8 +228,7 @@ run(int argc, char **argv, bool dashdash)
 	} else if (analyse(tpath, out, trace_path) != 0) {
 		warnx("the report could not be made");
 		script = script ? script : 1;
-	} else if (strcmp(ist_config_str(&cfg, IST_K_LOG_LEVEL), "warn") &&
-	    strcmp(ist_config_str(&cfg, IST_K_LOG_LEVEL), "error")) {
+	} else if (!quiet()) {
 		fprintf(stderr, "inferscope: report in %s%s%s\n", out,
 		    trace_path ? ", trace in " : "",
 		    trace_path ? trace_path : "");
@@ -313,10 +328,11 @@ main(int argc, char **argv)
 		switch (c) {
 		case 'f':
 			if (strcmp(optarg, "md") && strcmp(optarg, "html") &&
-			    strcmp(optarg, "json") && (strcmp(sub, "analyze") ||
+			    strcmp(optarg, "json") && strcmp(optarg, "text") &&
+			    (strcmp(sub, "analyze") ||
 			    strcmp(optarg, "perfetto")))
-				errx(2, "--format wants md, html or json%s, not "
-				    "'%s'", strcmp(sub, "analyze") ? "" :
+				errx(2, "--format wants md, html, json or text%s, "
+				    "not '%s'", strcmp(sub, "analyze") ? "" :
 				    " (or perfetto)", optarg);
 			format = optarg;
 			break;
@@ -362,9 +378,7 @@ main(int argc, char **argv)
 			err(1, "cannot open '%s'", argv[optind]);
 		status = analyse(argv[optind], report ? report : "report.md",
 		    NULL);
-		if (status == 0 && strcmp(ist_config_str(&cfg,
-		    IST_K_LOG_LEVEL), "warn") && strcmp(ist_config_str(&cfg,
-		    IST_K_LOG_LEVEL), "error"))
+		if (status == 0 && !quiet())
 			fprintf(stderr, "inferscope: report in %s\n", report ?
 			    report : "report.md");
 	} else {

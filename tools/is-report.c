@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "analysis_io.h"
@@ -17,7 +18,8 @@
 #include "report.h"
 
 static const char usage[] =
-    "usage: is-report [-f md|html|json|perfetto] [-o file] [file]\n";
+    "usage: is-report [-s] [-f md|html|json|perfetto|text] [-o file] "
+    "[--color[=when]] [--ascii] [file]\n";
 
 static void
 help(void)
@@ -28,12 +30,18 @@ help(void)
 	    "is-analyze; made here when the trace has none) as a report:\n"
 	    "Markdown for pull requests, one self-contained HTML page with\n"
 	    "charts, JSON (formats/analysis.md), or Chrome trace-event JSON\n"
-	    "that ui.perfetto.dev opens.  With no file, or when file is -,\n"
-	    "read standard input.\n"
+	    "that ui.perfetto.dev opens, or text for a terminal.  With no\n"
+	    "file, or when file is -, read standard input.\n"
 	    "\n"
-	    "  -f, --format=FORMAT  md (default), html, json or perfetto\n"
+	    "  -f, --format=FORMAT  md (default), html, json, perfetto or text\n"
+	    "      --ascii          text: plain ASCII, not UTF-8 blocks\n"
+	    "      --color[=WHEN]   text and --summary: colour always, never\n"
+	    "                       or auto (default: on a terminal, unless\n"
+	    "                       NO_COLOR is set)\n"
 	    "  -h, --help           print this help and exit\n"
 	    "  -o, --output=FILE    write to FILE instead of standard output\n"
+	    "  -s, --summary        also print the verdict and the top three\n"
+	    "                       findings on standard error, a line each\n"
 	    "  -V, --version        print the version and exit\n"
 	    "\n"
 	    "Exit status: 0 on success, 1 on a bad or truncated input, 2 on a\n"
@@ -89,38 +97,96 @@ static enum ist_report_format
 format_named(const char *name)
 {
 	static const char *const formats[] = { "md", "html", "json",
-	    "perfetto" };
+	    "perfetto", "text" };
 
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (strcmp(name, formats[i]) == 0)
 			return (enum ist_report_format)i;
-	warnx("--format wants md, html, json or perfetto, not '%s'", name);
+	warnx("--format wants md, html, json, perfetto or text, not '%s'",
+	    name);
 	exit(2);
 }
 
-static void
-parse_args(int argc, char **argv, enum ist_report_format *fmt,
-    const char **outpath, const char **path)
+struct args {
+	enum ist_report_format fmt;
+	const char *outpath, *path;
+	int color;           /* -1 auto, 0 never, 1 always */
+	bool ascii, summary;
+};
+
+/* Colour on fd: --color, else a terminal that is not dumb, without
+ * NO_COLOR (https://no-color.org). */
+static bool
+colour_on(int color, int fd)
 {
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+
+	if (color >= 0)
+		return color == 1;
+	return isatty(fd) && (nc == NULL || *nc == '\0') &&
+	    !(term && strcmp(term, "dumb") == 0);
+}
+
+/* Columns: COLUMNS when set, else the terminal's, else 0 (the default). */
+static int
+columns_of(int fd)
+{
+	const char *c = getenv("COLUMNS");
+	struct winsize ws;
+
+	if (c && atoi(c) > 0)
+		return atoi(c);
+	if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	return 0;
+}
+
+static void
+parse_args(int argc, char **argv, struct args *a)
+{
+	enum { O_ASCII = 256, O_COLOR };
 	static const struct option opts[] = {
+		{ "ascii", no_argument, NULL, O_ASCII },
+		{ "color", optional_argument, NULL, O_COLOR },
+		{ "colour", optional_argument, NULL, O_COLOR },
 		{ "format", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "summary", no_argument, NULL, 's' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "f:ho:V", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:ho:sV", opts, NULL)) != -1) {
 		switch (c) {
+		case O_ASCII:
+			a->ascii = true;
+			break;
+		case O_COLOR:
+			if (optarg == NULL || strcmp(optarg, "always") == 0)
+				a->color = 1;
+			else if (strcmp(optarg, "never") == 0)
+				a->color = 0;
+			else if (strcmp(optarg, "auto") == 0)
+				a->color = -1;
+			else {
+				warnx("--color wants always, never or auto, "
+				    "not '%s'", optarg);
+				exit(2);
+			}
+			break;
 		case 'f':
-			*fmt = format_named(optarg);
+			a->fmt = format_named(optarg);
 			break;
 		case 'h':
 			help();
 			exit(0);
 		case 'o':
-			*outpath = optarg;
+			a->outpath = optarg;
+			break;
+		case 's':
+			a->summary = true;
 			break;
 		case 'V':
 			tool_version();
@@ -136,7 +202,7 @@ parse_args(int argc, char **argv, enum ist_report_format *fmt,
 		exit(2);
 	}
 	if (optind < argc)
-		*path = argv[optind];
+		a->path = argv[optind];
 }
 
 /* What the report stands on that the user should know: true if damaged. */
@@ -168,8 +234,7 @@ int
 main(int argc, char **argv)
 {
 	static struct ist_config cfg;
-	enum ist_report_format fmt = IST_REPORT_MD;
-	const char *outpath = NULL, *path = "-";
+	struct args a = { IST_REPORT_MD, NULL, "-", -1, false, false };
 	struct ist_rules *rules;
 	struct ist_reader *r = NULL;
 	struct ist_output out;
@@ -183,24 +248,28 @@ main(int argc, char **argv)
 	int fd;
 
 	argv[0] = program_invocation_short_name;
-	parse_args(argc, argv, &fmt, &outpath, &path);
-	shown = strcmp(path, "-") == 0 ? "<stdin>" : path;
+	parse_args(argc, argv, &a);
+	shown = strcmp(a.path, "-") == 0 ? "<stdin>" : a.path;
 
 	/* the rules are used only when the trace carries no analysis */
 	ist_config_init(&cfg);
 	tool_settings(&cfg, &rules, NULL);
-	fd = tool_open_input(path);
-	if (ist_output_open(&out, outpath, false, &e) != IST_OK)
+	fd = tool_open_input(a.path);
+	if (ist_output_open(&out, a.outpath, false, &e) != IST_OK)
 		errx(1, "%s", e.msg);
 	sp.in = fd;
 	/* kept from a pipe only where a second reading could serve: the
 	 * Perfetto export never reads its input again */
-	sp.keep = fmt != IST_REPORT_PERFETTO && lseek(fd, 0, SEEK_CUR) < 0 ?
+	sp.keep = a.fmt != IST_REPORT_PERFETTO && lseek(fd, 0, SEEK_CUR) < 0 ?
 	    spool_open() : -1;
-	if (ist_reader_new(&r, spool_source, &sp, path, &e) != IST_OK)
+	if (ist_reader_new(&r, spool_source, &sp, a.path, &e) != IST_OK)
 		errx(1, "%s", e.msg);
-	ro = (struct ist_report_opts){ .format = fmt, .rules = rules,
+	ro = (struct ist_report_opts){ .format = a.fmt, .rules = rules,
 	    .on_header = spool_needed, .ctx = &sp };
+	/* the terminal report fits the terminal it goes to */
+	ro.text.width = columns_of(a.outpath ? -1 : STDOUT_FILENO);
+	ro.text.color = colour_on(a.color, a.outpath ? -1 : STDOUT_FILENO);
+	ro.text.ascii = a.ascii;
 	st = ist_report_trace(r, &ro, out.fd, &res, &e);
 	if (!res.wrote && res.analysis_missing && (sp.keep >= 0 ?
 	    lseek(sp.keep, 0, SEEK_SET) : lseek(fd, 0, SEEK_SET)) == 0) {
@@ -209,7 +278,7 @@ main(int argc, char **argv)
 		if (sp.keep >= 0)
 			sp.in = sp.keep;
 		sp.keep = -1;
-		if (ist_reader_new(&r, spool_source, &sp, path, &e) != IST_OK)
+		if (ist_reader_new(&r, spool_source, &sp, a.path, &e) != IST_OK)
 			errx(1, "%s", e.msg);
 		ro.analyse = true;
 		st = ist_report_trace(r, &ro, out.fd, &res, &e);
@@ -230,6 +299,21 @@ main(int argc, char **argv)
 	if (st != IST_OK)
 		warnx("%s%s", st == IST_TRUNCATED ? "warning: " : "", e.msg);
 	damaged = warn_after(shown, &res);
+	if (a.summary && res.analysis) {
+		/* the verdict where the user looks, as pytest's last lines:
+		 * cut to the terminal's width there, whole in a log */
+		struct ist_text_opts to = { isatty(STDERR_FILENO) ?
+		    columns_of(STDERR_FILENO) : 0, colour_on(a.color,
+		    STDERR_FILENO), a.ascii };
+		struct ist_buf b = { 0 };
+		int two = STDERR_FILENO;
+
+		if (isatty(STDERR_FILENO) && to.width == 0)
+			to.width = 80;
+		if (ist_report_brief(res.analysis, 3, &to, &b) == IST_OK)
+			(void)ist_fd_sink(&two, b.p, b.n);
+		ist_buf_release(&b);
+	}
 	json_decref(res.analysis);
 	ist_reader_free(r);
 	ist_rules_free(rules);

@@ -50,16 +50,42 @@ text(struct ist_buf *o, const char *s)
 	}
 }
 
-/* A sentence: text() with its first letter capitalised. */
+static void code(struct ist_buf *o, const char *s);
+
+/*
+ * A sentence of the analysis (a title, a reason, a suggestion): text() with
+ * its first letter capitalised, and what the rules wrote between backticks
+ * (`python -X importtime`) as code spans, through code(), so that whatever
+ * a span holds stays inside it.
+ */
 static void
 sentence(struct ist_buf *o, const char *s)
 {
+	struct ist_buf b = { 0 };
+	const char *q;
+
 	if (*s >= 'a' && *s <= 'z') {
 		char c = (char)(*s - 'a' + 'A');
 		ist_buf_append(o, &c, 1);
 		s++;
 	}
-	text(o, s);
+	while (*s) {
+		const char *p = strchr(s, '`');
+		if (p == NULL || (q = strchr(p + 1, '`')) == NULL || q == p + 1) {
+			text(o, s);
+			break;
+		}
+		b.n = 0;
+		ist_buf_append(&b, s, (size_t)(p - s));
+		ist_buf_append(&b, "", 1);
+		text(o, b.p);
+		b.n = 0;
+		ist_buf_append(&b, p + 1, (size_t)(q - p - 1));
+		ist_buf_append(&b, "", 1);
+		code(o, b.p);
+		s = q + 1;
+	}
+	ist_buf_release(&b);
 }
 
 /* A name as inline code; pipes escaped (a table cell ends at one). */

@@ -32,6 +32,21 @@ int ist_timeline_add(struct ist_timeline *tl, const struct ist_event *ev);
 enum ist_status ist_report_html(const json_t *an,
     const struct ist_timeline *tl, struct ist_buf *out, struct ist_error *err);
 
+/* The terminal report: the verdict, the findings, a timeline strip per
+ * thread and GPU stream, the top scopes, functions and kernels. */
+struct ist_text_opts {
+	int width;           /* columns; 0: 80 */
+	bool color;          /* SGR colour escapes */
+	bool ascii;          /* plain ASCII, not UTF-8 */
+};
+enum ist_status ist_report_text(const json_t *an,
+    const struct ist_timeline *tl, const struct ist_text_opts *to,
+    struct ist_buf *out, struct ist_error *err);
+/* The verdict and the first nfindings findings, a line each (each cut at
+ * to->width when it is not 0): what inferscope run prints when it ends. */
+enum ist_status ist_report_brief(const json_t *an, int nfindings,
+    const struct ist_text_opts *to, struct ist_buf *out);
+
 /* Chrome trace-event JSON, written as events are read. */
 struct ist_perfetto;
 enum ist_status ist_perfetto_new(struct ist_perfetto **out, int fd,
@@ -47,7 +62,8 @@ void ist_perfetto_free(struct ist_perfetto *p);
 /* ---- the whole pass (report_run.c) ---- */
 
 enum ist_report_format {
-	IST_REPORT_MD, IST_REPORT_HTML, IST_REPORT_JSON, IST_REPORT_PERFETTO
+	IST_REPORT_MD, IST_REPORT_HTML, IST_REPORT_JSON, IST_REPORT_PERFETTO,
+	IST_REPORT_TEXT
 };
 struct ist_rules;
 
@@ -70,6 +86,7 @@ struct ist_rules;
  */
 struct ist_report_opts {
 	enum ist_report_format format;
+	struct ist_text_opts text;   /* for IST_REPORT_TEXT */
 	const struct ist_rules *rules;
 	bool analyse;        /* analyse even a trace that carries its own */
 	/* called at the first header with whether it promises an analysis

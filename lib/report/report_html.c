@@ -4,9 +4,8 @@
  * timeline with a lane per thread and per GPU stream, GPU utilisation over
  * time, and the scopes by total time.  No network, no scripts.
  *
- * The timeline is binned while the trace streams past: each lane keeps the
- * time covered per category in COLS columns whose width doubles whenever
- * the run outgrows them, so memory is bounded whatever the trace's length.
+ * The timeline (report_int.h) is binned while the trace streams past; the
+ * terminal report (report_text.c) draws the same lanes.
  */
 #include <math.h>
 #include <stdio.h>
@@ -21,34 +20,12 @@
 #include "report_int.h"
 #include "rules/rules.h"
 
-#define COLS 1000
-#define MAXLANES 48
-
-enum cat { C_SCOPE, C_NVTX, C_PY, C_CUDA, C_SYNC, C_KERNEL, C_H2D, C_D2H,
-    C_D2D, C_MEMSET, NCAT };
 static const char *const cat_name[NCAT] = { "scope", "NVTX range",
     "Python call", "CUDA call", "sync", "kernel", "copy H2D", "copy D2H",
     "copy D2D", "memset" };
 static const char *const cat_color[NCAT] = { "#6a4c93", "#8a6fb3",
     "#4c8bd6", "#f0a030", "#d64c4c", "#2e9e5b", "#c0607f", "#8f5bb8",
     "#a07040", "#7a7a7a" };
-
-struct lane {
-	bool gpu;
-	int64_t pid, tid;        /* GPU: device, stream */
-	char name[96];
-	int64_t cov[NCAT][COLS];
-};
-
-struct ist_timeline {
-	struct lane *lane[MAXLANES];
-	int nlanes;
-	uint64_t undrawn;        /* events on lanes past MAXLANES */
-	int64_t t0, w;           /* origin and column width, ns */
-	bool have_t;
-	struct names { int64_t pid, tid; char name[80]; } *names;
-	size_t nnames, capnames;
-};
 
 struct ist_timeline *
 ist_timeline_new(void)
@@ -194,8 +171,8 @@ esc(struct ist_buf *o, const char *s)
 		}
 }
 
-static int
-lane_cmp(const void *x, const void *y)
+int
+ist_lane_cmp(const void *x, const void *y)
 {
 	const struct lane *a = *(struct lane *const *)x,
 	    *b = *(struct lane *const *)y;
@@ -204,6 +181,21 @@ lane_cmp(const void *x, const void *y)
 	if (a->pid != b->pid)
 		return a->pid < b->pid ? -1 : 1;
 	return a->tid < b->tid ? -1 : a->tid > b->tid;
+}
+
+int
+ist_timeline_used(const struct ist_timeline *tl)
+{
+	int n = 0;
+
+	for (int i = 0; i < tl->nlanes; i++)
+		for (int c = 0; c < NCAT; c++)
+			for (int k = COLS - 1; k >= n; k--)
+				if (tl->lane[i]->cov[c][k]) {
+					n = k + 1;
+					break;
+				}
+	return n;
 }
 
 #define LABEL 190
@@ -291,7 +283,7 @@ timeline_svg(struct ist_buf *o, const struct ist_timeline *tl)
 						ncols = k + 1;
 				}
 	}
-	qsort(sorted, (size_t)tl->nlanes, sizeof(sorted[0]), lane_cmp);
+	qsort(sorted, (size_t)tl->nlanes, sizeof(sorted[0]), ist_lane_cmp);
 	h = 8;
 	for (int i = 0; i < tl->nlanes; i++)
 		h += sorted[i]->gpu ? ROW + 6 : 2 * ROW + 6;
@@ -476,9 +468,14 @@ ist_report_html(const json_t *an, const struct ist_timeline *tl,
 		goto out;
 	}
 	ist_buf_printf(&charts, "<h2>Charts</h2>\n");
-	timeline_svg(&charts, tl);
-	util_svg(&charts, an);
-	scopes_svg(&charts, an);
+	{
+		size_t h = charts.n;
+		timeline_svg(&charts, tl);
+		util_svg(&charts, an);
+		scopes_svg(&charts, an);
+		if (charts.n == h)      /* no empty heading */
+			charts.n = 0;
+	}
 	ist_buf_printf(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
 	    "<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\""
 	    "width=device-width, initial-scale=1\">\n<meta name=\"generator\" "

@@ -5,7 +5,9 @@
 #ifndef IST_REPORT_INT_H
 #define IST_REPORT_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Room for the figures of one line of a report: each call of dur(),
@@ -25,5 +27,40 @@ const char *bytes(struct nums *u, double v);
 const char *span(struct nums *u, double s, double e, double t0);
 /* A duration for an axis tick, one digit less: "3 µs", "12.5 ms". */
 const char *dur_tick(char *b, size_t n, double ns);
+
+/*
+ * The timeline of a trace: a lane per thread and per GPU stream, each
+ * keeping the time covered per category in COLS columns whose width (w)
+ * doubles whenever the run outgrows them, so memory is bounded whatever the
+ * trace's length.  Filled by ist_timeline_add() (report_html.c), drawn by
+ * the HTML and the terminal reports.
+ */
+#define COLS 1000
+#define MAXLANES 48
+
+enum cat { C_SCOPE, C_NVTX, C_PY, C_CUDA, C_SYNC, C_KERNEL, C_H2D, C_D2H,
+    C_D2D, C_MEMSET, NCAT };
+
+struct lane {
+	bool gpu;
+	int64_t pid, tid;        /* GPU: device, stream */
+	char name[96];
+	int64_t cov[NCAT][COLS];
+};
+
+struct ist_timeline {
+	struct lane *lane[MAXLANES];
+	int nlanes;
+	uint64_t undrawn;        /* events on lanes past MAXLANES */
+	int64_t t0, w;           /* origin and column width, ns */
+	bool have_t;
+	struct names { int64_t pid, tid; char name[80]; } *names;
+	size_t nnames, capnames;
+};
+
+/* Lanes in drawing order: threads by pid and tid, then GPU streams. */
+int ist_lane_cmp(const void *x, const void *y);
+/* The columns holding anything: 1 + the last one used, 0 when none. */
+int ist_timeline_used(const struct ist_timeline *tl);
 
 #endif

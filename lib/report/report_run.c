@@ -31,13 +31,15 @@ say_truncated(json_t *an, uint64_t bytes)
 
 /* The analysis in format f: into out, or (Perfetto) straight to out_fd. */
 static enum ist_status
-render(enum ist_report_format f, json_t *an, struct ist_timeline *tl,
+render(const struct ist_report_opts *o, json_t *an, struct ist_timeline *tl,
     struct ist_perfetto **pf, int out_fd, struct ist_buf *out,
     struct ist_error *err)
 {
 	enum ist_status st;
 
-	switch (f) {
+	switch (o->format) {
+	case IST_REPORT_TEXT:
+		return ist_report_text(an, tl, &o->text, out, err);
 	case IST_REPORT_MD:
 		return ist_report_markdown(an, out, err);
 	case IST_REPORT_HTML:
@@ -50,7 +52,8 @@ render(enum ist_report_format f, json_t *an, struct ist_timeline *tl,
 			return st;
 		return ist_perfetto_finish(*pf, an, err);
 	}
-	ist_seterr(err, IST_EINVAL, "unknown report format %d", (int)f);
+	ist_seterr(err, IST_EINVAL, "unknown report format %d",
+	    (int)o->format);
 	return IST_EINVAL;
 }
 
@@ -74,7 +77,7 @@ ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
 	*res = (struct ist_report_result){ 0 };
 	if ((st = ist_analyzer_new(&a, o->rules, err)) != IST_OK)
 		return st;
-	if (f == IST_REPORT_HTML && (tl = ist_timeline_new()) == NULL) {
+	if ((f == IST_REPORT_HTML || f == IST_REPORT_TEXT) && (tl = ist_timeline_new()) == NULL) {
 		st = IST_ENOMEM;
 		ist_seterr(err, st, "out of memory");
 		goto out;
@@ -137,7 +140,7 @@ ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
 	}
 	if (rs.truncated_bytes > 0 && an)
 		say_truncated(an, rs.truncated_bytes);
-	if ((st = render(f, an, tl, &pf, out_fd, &out, &e2)) != IST_OK)
+	if ((st = render(o, an, tl, &pf, out_fd, &out, &e2)) != IST_OK)
 		goto fail;
 	res->wrote = true;
 	if (out.n && (werr = ist_fd_sink(&out_fd, out.p, out.n)) != 0) {
