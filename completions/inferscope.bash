@@ -96,10 +96,11 @@ _inferscope_tool()
 		esac
 		;;
 	is-report)
-		opts="--ascii --color --format --help --output --summary
-		    --version"
+		opts="--ascii --color --format --from --help --min-dur-us --output
+		    --summary --to --version"
 		case $prev in
 		-o|--output) _filedir; return ;;
+		--from|--to|--min-dur-us) return ;;
 		-f|--format)
 			COMPREPLY=($(compgen -W "md html json perfetto text" -- "$cur"))
 			return ;;

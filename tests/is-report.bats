@@ -388,6 +388,95 @@ assert any(e["ph"] == "X" and e["ts"] == 5000100.0 for e in ev)
 PY
 }
 
+@test "the Perfetto export of a real run names each thread once, by its own name" {
+	cat > "$T/threads.py" <<-'PY'
+	import threading, time
+	def work():
+	    sum(range(200000))
+	t = threading.Thread(target=work, name="tokenizer-worker")
+	t.start(); t.join()
+	time.sleep(0.05)
+	PY
+	is-record -o "$T/r.ist" -- /usr/bin/python3 "$T/threads.py"
+	is-merge "$T/r.ist" | is-report -f perfetto -o "$T/p.json"
+	python3 - "$T/p.json" <<-'PY'
+	import collections, json, sys
+	ev = json.load(open(sys.argv[1]))["traceEvents"]
+	m = [e for e in ev if e["ph"] == "M" and e["name"] == "thread_name"]
+	n = collections.Counter((e["pid"], e["tid"]) for e in m)
+	assert all(c == 1 for c in n.values()), n
+	names = {(e["pid"], e["tid"]): e["args"]["name"] for e in m}
+	main = [k for k in names if k[0] == k[1]]
+	# the sampler saw the main thread as "python3" first: the thread's own
+	# name wins, not the process's
+	assert [names[k] for k in main] == ["MainThread"], names
+	assert "tokenizer-worker" in names.values(), names
+	PY
+}
+
+@test "the Perfetto export narrowed: --from/--to keep the events that overlap the window, --min-dur-us the longer ranges, flows with their slices" {
+	is-cat "$T/ex.ist" > "$T/ex.jsonl"
+	for args in "--from 0.005 --to 0.010" "--from 0.012" "--to 0.0001" "--min-dur-us 100" "--from 0.004 --to 0.013 --min-dur-us 35"; do
+		is-report -f perfetto $args -o "$T/n.json" "$T/ex.ist"
+		python3 - "$T/ex.jsonl" "$T/n.json" $args <<-'PY'
+		import json, sys
+		recs = [json.loads(l) for l in open(sys.argv[1])]
+		ev = json.load(open(sys.argv[2]))["traceEvents"]
+		opt = dict(zip(sys.argv[3::2], map(float, sys.argv[4::2])))
+		t0 = next(r.get("start_ns", r.get("ts_ns")) for r in recs
+		          if "start_ns" in r or "ts_ns" in r)
+		lo = t0 + opt.get("--from", 0) * 1e9
+		hi = t0 + opt.get("--to", 1e9) * 1e9
+		md = opt.get("--min-dur-us", 0) * 1e3
+		# what should remain, from is-cat's records alone
+		want = sorted(r["start_ns"] for r in recs
+		              if "start_ns" in r and "end_ns" in r
+		              and r["type"] not in ("clock",)
+		              and r["end_ns"] >= lo and r["start_ns"] < hi
+		              and r["end_ns"] - r["start_ns"] >= md)
+		got = sorted(round(e["ts"] * 1000) for e in ev if e["ph"] == "X")
+		assert got == want, (sys.argv[3:], len(got), len(want))
+		assert all(e["dur"] * 1000 >= md for e in ev if e["ph"] == "X")
+		# instants and counters inside the window only
+		for e in ev:
+		    if e["ph"] in ("i", "C") and e.get("s") != "p":
+		        assert lo <= e["ts"] * 1000 < hi, e
+		# a flow's ends are inside slices that were kept
+		xs = {(e["pid"], e["tid"], e["ts"]) for e in ev if e["ph"] == "X"}
+		for e in ev:
+		    if e["ph"] in ("s", "f"):
+		        assert (e["pid"], e["tid"], e["ts"]) in xs, e
+		# names are whole whatever the window: the process, its two
+		# threads, the GPU (a stream is named when it is used)
+		assert sum(1 for e in ev if e["ph"] == "M") >= 4
+		PY
+	done
+	# only for perfetto, and in order
+	run -2 --separate-stderr is-report --from 1 "$T/ex.ist"
+	assert_equal "$stderr" "is-report: --from, --to and --min-dur-us shape the perfetto export (an analysis of a window: is-analyze --from/--to)"
+	run -2 --separate-stderr is-report -f perfetto --from 2 --to 1 "$T/ex.ist"
+	assert_equal "$stderr" "is-report: --to must come after --from"
+	run -2 --separate-stderr is-report -f perfetto --min-dur-us x "$T/ex.ist"
+	assert_equal "$stderr" "is-report: --min-dur-us: 'x' is not a number of microseconds"
+}
+
+@test "a Perfetto export past 1 GB is foreseen early, within 10% of what it then writes" {
+	# 7 M events: about 1.4 GB of JSON, counted, not stored
+	"$IST_BUILD/bench/bench" -n 7000000 -o "$T/big.ist" > /dev/null
+	is-report -f perfetto "$T/big.ist" 2> "$T/err" | wc -c > "$T/bytes"
+	grep -q "^is-report: warning: the Perfetto export of '$T/big.ist' will be about [0-9.]* GB (foreseen from the first [0-9]*% of the trace)" "$T/err" ||
+	    fail "$(cat "$T/err")"
+	python3 - "$T/err" "$T/bytes" <<-'PY'
+	import re, sys
+	est = float(re.search(r"about ([0-9.]+) GB", open(sys.argv[1]).read()).group(1)) * 1e9
+	real = int(open(sys.argv[2]).read())
+	assert real > 1e9 and abs(est - real) <= 0.1 * real, (est, real)
+	PY
+	# the small example: no such warning
+	run -0 --separate-stderr is-report -f perfetto -o "$T/p.json" "$T/ex.ist"
+	assert_equal "$stderr" ""
+}
+
 @test "bad input: one line naming the file, exit 1, no output file" {
 	: > "$T/empty"
 	run -1 --separate-stderr is-report -o "$T/out.md" "$T/empty"

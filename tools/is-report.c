@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analysis_io.h"
@@ -19,7 +20,7 @@
 
 static const char usage[] =
     "usage: is-report [-s] [-f md|html|json|perfetto|text] [-o file] "
-    "[--color[=when]] [--ascii] [file]\n";
+    "[--color[=when]] [--ascii] [--from s] [--to s] [--min-dur-us n] [file]\n";
 
 static void
 help(void)
@@ -34,6 +35,9 @@ help(void)
 	    "file, or when file is -, read standard input.\n"
 	    "\n"
 	    "  -f, --format=FORMAT  md (default), html, json, perfetto or text\n"
+	    "      --from=S         perfetto: from S seconds after the start\n"
+	    "      --min-dur-us=N   perfetto: only ranges of N us or longer\n"
+	    "      --to=S           perfetto: up to S seconds after the start\n"
 	    "      --ascii          text: plain ASCII, not UTF-8 blocks\n"
 	    "      --color[=WHEN]   text and --summary: colour always, never\n"
 	    "                       or auto (default: on a terminal, unless\n"
@@ -112,6 +116,7 @@ struct args {
 	const char *outpath, *path;
 	int color;           /* -1 auto, 0 never, 1 always */
 	bool ascii, summary;
+	struct ist_perfetto_opts pf;
 };
 
 /* Colour on fd: --color, else a terminal that is not dumb, without
@@ -144,12 +149,16 @@ columns_of(int fd)
 static void
 parse_args(int argc, char **argv, struct args *a)
 {
-	enum { O_ASCII = 256, O_COLOR };
+	enum { O_ASCII = 256, O_COLOR, O_FROM, O_TO, O_MINDUR };
+	bool from = false, to = false;
 	static const struct option opts[] = {
 		{ "ascii", no_argument, NULL, O_ASCII },
 		{ "color", optional_argument, NULL, O_COLOR },
 		{ "colour", optional_argument, NULL, O_COLOR },
 		{ "format", required_argument, NULL, 'f' },
+		{ "from", required_argument, NULL, O_FROM },
+		{ "min-dur-us", required_argument, NULL, O_MINDUR },
+		{ "to", required_argument, NULL, O_TO },
 		{ "help", no_argument, NULL, 'h' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "summary", no_argument, NULL, 's' },
@@ -163,6 +172,28 @@ parse_args(int argc, char **argv, struct args *a)
 		case O_ASCII:
 			a->ascii = true;
 			break;
+		case O_FROM:
+			a->pf.from_ns = tool_seconds("--from", optarg);
+			from = true;
+			break;
+		case O_TO:
+			a->pf.to_ns = tool_seconds("--to", optarg);
+			to = true;
+			break;
+		case O_MINDUR: {
+			char *end;
+			double us;
+			errno = 0;
+			us = strtod(optarg, &end);
+			if (end == optarg || *end || errno || !(us >= 0) ||
+			    us > 1e12) {
+				warnx("--min-dur-us: '%s' is not a number of "
+				    "microseconds", optarg);
+				exit(2);
+			}
+			a->pf.min_dur_ns = (int64_t)(us * 1e3);
+			break;
+		}
 		case O_COLOR:
 			if (optarg == NULL || strcmp(optarg, "always") == 0)
 				a->color = 1;
@@ -203,6 +234,58 @@ parse_args(int argc, char **argv, struct args *a)
 	}
 	if (optind < argc)
 		a->path = argv[optind];
+	if (a->fmt != IST_REPORT_PERFETTO && (from || to ||
+	    a->pf.min_dur_ns > 0)) {
+		warnx("--from, --to and --min-dur-us shape the perfetto export "
+		    "(an analysis of a window: is-analyze --from/--to)");
+		exit(2);
+	}
+	if (to && a->pf.to_ns <= a->pf.from_ns) {
+		warnx("--to must come after --from");
+		exit(2);
+	}
+}
+
+/* The Perfetto export's size, foreseen from the share of the input read:
+ * past 1 GB, the Perfetto UI in a browser struggles; say so once, early. */
+struct foresee {
+	const char *shown;
+	uint64_t in_size;    /* 0: a pipe */
+	bool warned;
+};
+
+#define BIG_EXPORT 1000000000ull
+
+static void
+foresee_size(void *ctx, uint64_t in_bytes, uint64_t events, uint64_t out)
+{
+	struct foresee *f = ctx;
+	double est;
+
+	(void)events;
+	if (f->warned || in_bytes == 0)
+		return;
+	if (f->in_size == 0) {
+		if (out <= BIG_EXPORT)
+			return;
+		warnx("warning: the Perfetto export of '%s' is past 1 GB "
+		    "already; narrow it with --from/--to or --min-dur-us",
+		    f->shown);
+		f->warned = true;
+		return;
+	}
+	/* from 2% of the input read, or 64 MB written */
+	if (in_bytes * 50 < f->in_size && out < (64u << 20))
+		return;
+	est = (double)out * (double)f->in_size / (double)in_bytes;
+	if (est > BIG_EXPORT) {
+		warnx("warning: the Perfetto export of '%s' will be about "
+		    "%.1f GB (foreseen from the first %.0f%% of the trace), more "
+		    "than the Perfetto UI opens comfortably; narrow it with "
+		    "--from/--to or --min-dur-us", f->shown, est / 1e9,
+		    100.0 * (double)in_bytes / (double)f->in_size);
+	}
+	f->warned = true;    /* foreseen once */
 }
 
 /* What the report stands on that the user should know: true if damaged. */
@@ -234,7 +317,10 @@ int
 main(int argc, char **argv)
 {
 	static struct ist_config cfg;
-	struct args a = { IST_REPORT_MD, NULL, "-", -1, false, false };
+	struct args a = { IST_REPORT_MD, NULL, "-", -1, false, false,
+	    { 0, 0, 0 } };
+	struct foresee fs = { 0 };
+	struct stat sb;
 	struct ist_rules *rules;
 	struct ist_reader *r = NULL;
 	struct ist_output out;
@@ -270,6 +356,14 @@ main(int argc, char **argv)
 	ro.text.width = columns_of(a.outpath ? -1 : STDOUT_FILENO);
 	ro.text.color = colour_on(a.color, a.outpath ? -1 : STDOUT_FILENO);
 	ro.text.ascii = a.ascii;
+	ro.perfetto = a.pf;
+	if (a.fmt == IST_REPORT_PERFETTO) {
+		fs.shown = shown;
+		fs.in_size = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ?
+		    (uint64_t)sb.st_size : 0;
+		ro.progress = foresee_size;
+		ro.progress_ctx = &fs;
+	}
 	st = ist_report_trace(r, &ro, out.fd, &res, &e);
 	if (!res.wrote && res.analysis_missing && (sp.keep >= 0 ?
 	    lseek(sp.keep, 0, SEEK_SET) : lseek(fd, 0, SEEK_SET)) == 0) {

@@ -4,7 +4,13 @@
  * thread, a process per GPU with a track per stream, flow arrows from each
  * launch call to the GPU work it launched (by correlation), counter tracks,
  * instants with their metadata.  Written event by event: memory does not
- * grow with the trace.
+ * grow with the trace (only with its processes and threads, whose names are
+ * written at the end, each once: a thread's own name, MainThread, over the
+ * process's that the sampler saw first).
+ *
+ * A window (from, to: ns after the first event with a time) keeps the
+ * events that overlap it, whole; a minimum duration drops shorter ranges,
+ * and the flow arrow of a launch or GPU slice dropped goes with it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,10 +25,22 @@
 /* GPUs are shown as processes of their own, out of the way of real pids. */
 #define GPU_PID_BASE 1000000000LL
 
+struct name {
+	int64_t pid, tid;        /* tid -1: the process */
+	char *name;
+	size_t n;
+};
+
 struct ist_perfetto {
 	int fd;
 	struct ist_buf b;
 	bool first;
+	struct ist_perfetto_opts o;
+	bool have_t0;
+	int64_t t0;
+	uint64_t written;
+	struct name *names;
+	size_t nnames, capnames;
 	uint64_t seen_gpu;       /* bit per device named */
 	struct { int64_t dev, stream; } *streams;
 	size_t nstreams, capstreams;
@@ -41,12 +59,14 @@ flush(struct ist_perfetto *p, bool force, struct ist_error *err)
 		err->sys_errno = e;
 		return IST_EIO;
 	}
+	p->written += p->b.n;
 	p->b.n = 0;
 	return IST_OK;
 }
 
 enum ist_status
-ist_perfetto_new(struct ist_perfetto **out, int fd, struct ist_error *err)
+ist_perfetto_new(struct ist_perfetto **out, int fd,
+    const struct ist_perfetto_opts *po, struct ist_error *err)
 {
 	struct ist_perfetto *p = calloc(1, sizeof(*p));
 	if (p == NULL) {
@@ -55,6 +75,8 @@ ist_perfetto_new(struct ist_perfetto **out, int fd, struct ist_error *err)
 	}
 	p->fd = fd;
 	p->first = true;
+	if (po)
+		p->o = *po;
 	ist_buf_printf(&p->b, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
 	*out = p;
 	return IST_OK;
@@ -67,7 +89,89 @@ ist_perfetto_free(struct ist_perfetto *p)
 		return;
 	ist_buf_release(&p->b);
 	free(p->streams);
+	for (size_t i = 0; i < p->nnames; i++)
+		free(p->names[i].name);
+	free(p->names);
 	free(p);
+}
+
+uint64_t
+ist_perfetto_bytes(const struct ist_perfetto *p)
+{
+	return p ? p->written + p->b.n : 0;
+}
+
+static struct name *
+name_slot(struct ist_perfetto *p, int64_t pid, int64_t tid)
+{
+	for (size_t i = 0; i < p->nnames; i++)
+		if (p->names[i].pid == pid && p->names[i].tid == tid)
+			return &p->names[i];
+	return NULL;
+}
+
+/*
+ * The name of a process (tid -1) or thread, kept to be written at the end:
+ * the last one given, except that a thread is not renamed to its process's
+ * name (the sampler's comm) once it has a name of its own.  -1: no memory.
+ */
+static int
+keep_name(struct ist_perfetto *p, int64_t pid, int64_t tid, struct ist_str s)
+{
+	struct name *x = name_slot(p, pid, tid), *proc;
+	char *c;
+
+	if (x && tid >= 0 && (proc = name_slot(p, pid, -1)) != NULL &&
+	    proc->n == s.n && memcmp(proc->name, s.p, s.n) == 0)
+		return 0;
+	if ((c = malloc(s.n + 1)) == NULL)
+		return -1;
+	memcpy(c, s.p, s.n);
+	c[s.n] = '\0';
+	if (x == NULL) {
+		if (p->nnames == p->capnames) {
+			size_t cap = p->capnames ? p->capnames * 2 : 16;
+			struct name *nn = realloc(p->names, cap * sizeof(*nn));
+			if (nn == NULL) {
+				free(c);
+				return -1;
+			}
+			p->names = nn;
+			p->capnames = cap;
+		}
+		x = &p->names[p->nnames++];
+		x->pid = pid;
+		x->tid = tid;
+		x->name = NULL;
+	}
+	free(x->name);
+	x->name = c;
+	x->n = s.n;
+	return 0;
+}
+
+/* Outside the window, or shorter than the minimum: not exported. */
+static bool
+left_out(struct ist_perfetto *p, const struct ist_event *ev)
+{
+	bool range = IST_HAS(ev, IST_F_START) && IST_HAS(ev, IST_F_END);
+	int64_t key = IST_HAS(ev, IST_F_START) ? ev->start_ns :
+	    IST_HAS(ev, IST_F_TS) ? ev->ts_ns : INT64_MIN;
+	int64_t end = range ? ev->end_ns : key;
+
+	if (key == INT64_MIN)
+		return false;
+	if (!p->have_t0) {
+		p->have_t0 = true;
+		p->t0 = key;
+	}
+	if (range && p->o.min_dur_ns > 0 && end - key < p->o.min_dur_ns)
+		return true;
+	if (p->o.from_ns > 0 && (range ? end : key) < p->t0 + p->o.from_ns)
+		return true;
+	if (p->o.to_ns > 0 && key >= p->t0 + p->o.to_ns)
+		return true;
+	return false;
 }
 
 /* Microseconds with nanosecond digits, exactly. */
@@ -267,13 +371,23 @@ ist_perfetto_add(struct ist_perfetto *p, const struct ist_event *ev,
 	int64_t dev = IST_HAS(ev, IST_F_DEVICE) ? ev->device : 0;
 	int64_t stream = IST_HAS(ev, IST_F_STREAM) ? ev->stream : 0;
 
+	if (left_out(p, ev)) {
+		/* the GPU memory counter keeps counting */
+		if ((ev->type == IST_MEMORY_ALLOC || ev->type ==
+		    IST_MEMORY_FREE) && IST_HAS(ev, IST_F_DEVICE) && dev >= 0 &&
+		    dev < 64)
+			p->gpu_mem[dev] += ev->type == IST_MEMORY_ALLOC ?
+			    ev->bytes : -ev->bytes;
+		return IST_OK;
+	}
 	switch (ev->type) {
 	case IST_PROCESS:
-		meta_name(p, "process_name", ev->pid, 0, ev->name.p, ev->name.n);
-		break;
 	case IST_THREAD:
-		meta_name(p, "thread_name", ev->pid, ev->tid, ev->name.p,
-		    ev->name.n);
+		if (keep_name(p, ev->pid, ev->type == IST_PROCESS ? -1 :
+		    ev->tid, ev->name) != 0) {
+			ist_seterr(err, IST_ENOMEM, "out of memory");
+			return IST_ENOMEM;
+		}
 		break;
 	case IST_DEVICE:
 		if (dev >= 0 && dev < 64) {
@@ -372,6 +486,11 @@ ist_perfetto_finish(struct ist_perfetto *p, const json_t *an,
 	const json_t *q = json_object_get(an, "data_quality"),
 	    *v = json_object_get(an, "verdict");
 
+	for (size_t i = 0; i < p->nnames; i++) {
+		struct name *x = &p->names[i];
+		meta_name(p, x->tid < 0 ? "process_name" : "thread_name",
+		    x->pid, x->tid < 0 ? 0 : x->tid, x->name, x->n);
+	}
 	ist_buf_printf(&p->b, "\n],\"otherData\":{\"producer\":\"is-report %s\"",
 	    IST_PACKAGE_VERSION);
 	if (an) {

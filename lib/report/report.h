@@ -47,10 +47,19 @@ enum ist_status ist_report_text(const json_t *an,
 enum ist_status ist_report_brief(const json_t *an, int nfindings,
     const struct ist_text_opts *to, struct ist_buf *out);
 
-/* Chrome trace-event JSON, written as events are read. */
+/* Chrome trace-event JSON, written as events are read: the events that
+ * overlap [from_ns, to_ns) after the first timed event (0: no bound), and
+ * of the ranges those of min_dur_ns or longer (0: all).  Zeroed options
+ * export everything. */
 struct ist_perfetto;
+struct ist_perfetto_opts {
+	int64_t from_ns, to_ns;
+	int64_t min_dur_ns;
+};
 enum ist_status ist_perfetto_new(struct ist_perfetto **out, int fd,
-    struct ist_error *err);
+    const struct ist_perfetto_opts *po, struct ist_error *err);
+/* Bytes of JSON written so far (those still buffered included). */
+uint64_t ist_perfetto_bytes(const struct ist_perfetto *p);
 enum ist_status ist_perfetto_add(struct ist_perfetto *p,
     const struct ist_event *ev, struct ist_error *err);
 /* Closes the event array and writes otherData (the verdict, clock
@@ -87,6 +96,13 @@ struct ist_rules;
 struct ist_report_opts {
 	enum ist_report_format format;
 	struct ist_text_opts text;   /* for IST_REPORT_TEXT */
+	struct ist_perfetto_opts perfetto; /* for IST_REPORT_PERFETTO */
+	/* called every 65536 events: where the reading is in the input
+	 * (ist_reader_stats's at_bytes) and what has been written
+	 * (perfetto), for a progress line or a warning */
+	void (*progress)(void *ctx, uint64_t in_bytes, uint64_t events,
+	    uint64_t out_bytes);
+	void *progress_ctx;
 	const struct ist_rules *rules;
 	bool analyse;        /* analyse even a trace that carries its own */
 	/* called at the first header with whether it promises an analysis

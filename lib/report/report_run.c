@@ -48,7 +48,8 @@ render(const struct ist_report_opts *o, json_t *an, struct ist_timeline *tl,
 		return ist_report_json(an, out, err);
 	case IST_REPORT_PERFETTO:
 		if (*pf == NULL &&
-		    (st = ist_perfetto_new(pf, out_fd, err)) != IST_OK)
+		    (st = ist_perfetto_new(pf, out_fd, &o->perfetto, err)) !=
+		    IST_OK)
 			return st;
 		return ist_perfetto_finish(*pf, an, err);
 	}
@@ -72,6 +73,7 @@ ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
 	const struct ist_event *ev;
 	json_t *found = NULL, *an = NULL;
 	enum ist_status st, rst;
+	uint64_t nev = 0;
 	int werr;
 
 	*res = (struct ist_report_result){ 0 };
@@ -83,6 +85,11 @@ ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
 		goto out;
 	}
 	while ((rst = ist_reader_next(r, &ev, err)) == IST_OK) {
+		if (o->progress && (++nev & 0xffff) == 0) {
+			ist_reader_stats(r, &rs);
+			o->progress(o->progress_ctx, rs.at_bytes, nev,
+			    ist_perfetto_bytes(pf));
+		}
 		if (ev->type == IST_ANALYSIS) {
 			json_decref(found);
 			found = ist_analysis_of_event(ev);
@@ -106,7 +113,7 @@ ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
 		}
 		if (f == IST_REPORT_PERFETTO) {
 			if (pf == NULL && (st = ist_perfetto_new(&pf, out_fd,
-			    &e2)) != IST_OK)
+			    &o->perfetto, &e2)) != IST_OK)
 				goto fail;
 			res->wrote = true;
 			if ((st = ist_perfetto_add(pf, ev, &e2)) != IST_OK)

@@ -253,6 +253,10 @@ struct ist_reader_stats {
 				    * inside */
 	uint64_t truncated_kept;   /* records read from that frame's
 				    * complete blocks */
+	uint64_t at_bytes;       /* where the reading is in the input: the
+				  * compressed bytes before the current frame
+				  * and the share of it read (a progress
+				  * figure; in_bytes runs a frame ahead) */
 };
 void ist_reader_stats(const struct ist_reader *r, struct ist_reader_stats *st);
 

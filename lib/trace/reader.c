@@ -32,6 +32,7 @@ struct ist_reader {
 	bool cut;               /* fbuf is the complete blocks of a frame the
 				 * input stopped inside */
 	uint64_t cut_in, cut_off;    /* that frame's bytes read, its offset */
+	uint64_t fr_in0, fr_in1;     /* the current frame's compressed span */
 	uint64_t frame_records; /* records read from fbuf */
 	uint64_t gen;
 	enum ist_status sticky;
@@ -114,6 +115,8 @@ void
 ist_reader_stats(const struct ist_reader *r, struct ist_reader_stats *st)
 {
 	*st = r->st;
+	st->at_bytes = r->fn > 0 ? r->fr_in0 + (uint64_t)((double)(r->fr_in1 -
+	    r->fr_in0) * (double)r->fpos / (double)r->fn) : r->st.in_bytes;
 }
 
 static enum ist_status
@@ -317,6 +320,8 @@ read_frame(struct ist_reader *r, struct ist_error *err)
 	}
 	r->st.frames++;
 	r->st.raw_bytes += r->fn;
+	r->fr_in0 = frame_off;
+	r->fr_in1 = r->in_off + r->in_pos;
 	r->gen++;
 	r->frame_start = true;
 	r->frame_records = 0;

@@ -52,7 +52,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ist_reader_new(&r, mem_source, &m, "fuzz", &e) != IST_OK)
 		abort();
 	o = (struct ist_report_opts){ .format = (enum ist_report_format)
-	    ((data[0] >> 1) % 4), .rules = rules, .analyse = data[0] & 8 };
+	    ((data[0] >> 1) % 5), .rules = rules, .analyse = data[0] & 8 };
 	(void)ist_report_trace(r, &o, devnull, &res, &e);
 	for (size_t i = 0; ist_analysis_damage_line(res.analysis, i, true,
 	    line, sizeof(line)); i++)
