@@ -9,7 +9,8 @@ set -eu
 build="gcc make pkg-config libcbor-dev libzstd-dev libjansson-dev \
 libcmark-gfm-dev libcmark-gfm-extensions-dev libyaml-dev python3-dev zstd"
 check="$build bats bats-assert bats-support mandoc bash-completion zsh bsdutils \
-python3-numpy python3-pandas python3-torch jq chromium valgrind strace"
+python3-numpy python3-pandas python3-torch jq chromium valgrind strace \
+parallel"
 fuzz="$build clang libclang-rt-14-dev"
 demo="$build python3 python3-numpy python3-torch chromium"
 

@@ -192,11 +192,54 @@ inferscope: no trace was written; no report"
 
 @test "example: batch analysis of an archive, in parallel, one table" {
 	run -0 sh examples/batch.sh
-	assert_line --index 0 --regexp '^trace +duration +verdict +conf +top finding$'
-	assert_line --regexp '^gpu_idle +9\.92 ms +CPU-bound +0\.87 +GPU 0 is idle 78\.3% '
-	assert_line --regexp '^transfer +9\.7 ms +transfer-bound +0\.8 '
-	assert_line --regexp '^contention +1000 ms +CPU-oversubscribed +0\.7 +threads wait for a CPU'
+	assert_line --index 0 --regexp '^trace +status +duration +verdict +conf +top finding$'
+	assert_line --regexp '^gpu_idle +ok +9\.92 ms +CPU-bound +0\.87 +GPU 0 is idle 78\.3% '
+	assert_line --regexp '^transfer +ok +9\.7 ms +transfer-bound +0\.8 '
+	assert_line --regexp '^contention +ok +1000 ms +CPU-oversubscribed +0\.7 +threads wait for a CPU'
 	assert_equal "${#lines[@]}" 5
+}
+
+@test "batch: a relative folder from anywhere; empty, non-trace and truncated files are rows that say so; CSV and JSON Lines; GNU parallel gives the same rows" {
+	mkdir -p "$T/w/arch"
+	cp examples/archive/*.ist "$T/w/arch/"
+	: > "$T/w/arch/empty.ist"
+	echo '{"type":"header"}' > "$T/w/arch/json.ist"
+	n=$(stat -c %s examples/archive/gpu_idle.ist)
+	head -c $((n / 2)) examples/archive/gpu_idle.ist > "$T/w/arch/cut.ist"
+	cd "$T/w"
+	run -0 sh "$ROOT/examples/batch.sh" arch
+	assert_equal "${#lines[@]}" 8
+	assert_line --regexp '^empty +empty +- +- +- +'"'"'arch/empty.ist'"'"' is empty$'
+	assert_line --regexp '^json +not a trace +- +- +- +'"'"'arch/json.ist'"'"' is not an InferScope trace'
+	assert_line --regexp '^cut +truncated +[0-9.]+ ms +[A-Za-z-]+ +[0-9.]+ +'
+	assert_line --regexp '^gpu_idle +ok +9\.92 ms +CPU-bound +0\.87 '
+	# CSV: a header and a row per trace, read back by Python's csv module
+	sh "$ROOT/examples/batch.sh" -f csv arch > rows.csv
+	python3 - rows.csv <<-'PY'
+	import csv, sys
+	rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+	assert len(rows) == 7, rows
+	st = {r["trace"]: r["status"] for r in rows}
+	assert st == {"contention": "ok", "cut": "truncated", "empty": "empty",
+	              "gpu_idle": "ok", "json": "not a trace", "steps": "ok",
+	              "transfer": "ok"}, st
+	g = next(r for r in rows if r["trace"] == "gpu_idle")
+	assert (g["duration_ms"], g["verdict"], g["confidence"]) == ("9.92", "CPU-bound", "0.87"), g
+	assert next(r for r in rows if r["trace"] == "empty")["verdict"] == ""
+	PY
+	# JSON Lines for jq: the truncated one says how much it lost, as is-info
+	sh "$ROOT/examples/batch.sh" -f jsonl arch > rows.jsonl
+	assert_equal "$(wc -l < rows.jsonl)" 7
+	lost=$(is-info --json arch/cut.ist 2>/dev/null | jq .truncated_bytes)
+	assert_equal "$(jq -r 'select(.trace == "cut") | .message' rows.jsonl)" "the last $lost bytes were not read whole"
+	# the same rows from GNU parallel, on its local host (:), as it would
+	# run them over --sshloginfile
+	command -v parallel >/dev/null || fail "GNU parallel is missing (scripts/deps.sh check installs it)"
+	find arch -name '*.ist' | parallel --will-cite -S : sh "$ROOT/examples/batch.sh" --one {} |
+	    jq -c '.trace |= sub(".*/"; "") | .trace |= sub("\\.ist$"; "")' | sort > par.jsonl
+	assert_equal "$(cat par.jsonl)" "$(sort rows.jsonl)"
+	run -2 --separate-stderr sh "$ROOT/examples/batch.sh" -f xml arch
+	assert_equal "$stderr" "batch.sh: -f wants table, csv or jsonl, not 'xml'"
 }
 
 @test "run --trace keeps the merged trace with its analysis: is-report renders it again, the same report" {
