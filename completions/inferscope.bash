@@ -65,7 +65,7 @@ _inferscope_tool()
 		fi
 		;;
 	is-analyze)
-		opts="--baseline --fail-on --from --help --json --output
+		opts="--baseline --fail-on --from --help --json --output --quiet
 		    --rules-file --skip-warmup --step --summary --to --version"
 		case $prev in
 		-o|--output|-b|--baseline) _filedir; return ;;
@@ -89,7 +89,7 @@ _inferscope_tool()
 		opts="--help --json --version"
 		;;
 	is-merge)
-		opts="--help --memory-mb --output --version"
+		opts="--help --memory-mb --output --quiet --version"
 		case $prev in
 		-o|--output) _filedir; return ;;
 		-m|--memory-mb) return ;;
@@ -97,7 +97,7 @@ _inferscope_tool()
 		;;
 	is-report)
 		opts="--ascii --color --format --from --help --min-dur-us --output
-		    --summary --to --version"
+		    --quiet --summary --to --version"
 		case $prev in
 		-o|--output) _filedir; return ;;
 		--from|--to|--min-dur-us) return ;;

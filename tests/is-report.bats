@@ -477,6 +477,41 @@ PY
 	assert_equal "$stderr" ""
 }
 
+@test "progress on a terminal for a big input (is-merge, is-analyze, is-report), erased at the end; none off a terminal, with -q, or for a small input" {
+	command -v script >/dev/null || fail "script (util-linux) is missing"
+	"$IST_BUILD/bench/bench" -n 700000 -o "$T/in.ist" > /dev/null
+	is-merge -o "$T/m.ist" "$T/in.ist"
+	for cmd in "is-merge -o $T/m2.ist $T/in.ist" "is-analyze -o $T/a.ist $T/m.ist" \
+	    "is-report -o $T/r.md $T/m.ist" "is-report -f perfetto -o $T/p.json $T/m.ist"; do
+		script -qec "$cmd" /dev/null > "$T/tty.txt"
+		set -- $cmd
+		python3 - "$T/tty.txt" "$1" "$(stat -c %s "${!#}")" <<-'PY'
+		import re, sys
+		out = open(sys.argv[1], encoding="utf-8", newline="").read()
+		tool, size = sys.argv[2], int(sys.argv[3])
+		lines = re.findall(r"\r%s: +(\d+)%% ([0-9.]+) of ([0-9.]+) MiB, "
+		                   r"[0-9.]+ M events/s, \d+ s left\x1b\[K" % tool, out)
+		assert lines, repr(out[:300])
+		pct = [int(l[0]) for l in lines]
+		assert pct == sorted(pct) and pct[-1] <= 100, pct
+		# the total is the input's size, and the line is erased at the end
+		assert all(l[2] == "%.1f" % (size / 1048576) for l in lines), (lines[0], size)
+		assert out.endswith("\r\x1b[K"), repr(out[-40:])
+		PY
+		# -q: nothing
+		script -qec "${cmd/ / -q }" /dev/null > "$T/q.txt"
+		assert_equal "$(cat "$T/q.txt")" ""
+	done
+	# off a terminal: nothing on stderr, and the same outputs
+	run -0 --separate-stderr is-analyze -o "$T/a2.ist" "$T/m.ist"
+	assert_equal "$stderr" ""
+	cmp "$T/a.ist" "$T/a2.ist"
+	cmp "$T/m.ist" "$T/m2.ist"
+	# a small input: nothing, even on a terminal
+	script -qec "is-report -o $T/s.md $T/ex.ist" /dev/null > "$T/small.txt"
+	assert_equal "$(cat "$T/small.txt")" ""
+}
+
 @test "bad input: one line naming the file, exit 1, no output file" {
 	: > "$T/empty"
 	run -1 --separate-stderr is-report -o "$T/out.md" "$T/empty"

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rules.h"
@@ -66,4 +68,89 @@ tool_seconds(const char *opt, const char *v)
 		exit(2);
 	}
 	return (int64_t)(d * 1e9);
+}
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void
+tool_progress_start(struct tool_progress *p, int fd, bool quiet)
+{
+	struct stat sb;
+
+	*p = (struct tool_progress){ 0 };
+	p->fd = fd;
+	p->on = !quiet && isatty(STDERR_FILENO);
+	if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode))
+		p->total = (uint64_t)sb.st_size;
+	p->t0 = now();
+}
+
+#define PROGRESS_MIN (4u << 20)
+
+void
+tool_progress_show(struct tool_progress *p, uint64_t at, uint64_t total,
+    uint64_t events)
+{
+	double t, rate, left;
+	char line[160];
+	int n;
+
+	if (!p->on)
+		return;
+	if (total == 0)
+		total = p->total;
+	if (at == 0 || (total ? total : at) < PROGRESS_MIN)
+		return;
+	t = now();
+	if (p->shown && t - p->last < 0.25)
+		return;
+	p->last = t;
+	p->shown = true;
+	rate = t > p->t0 ? (double)events / (t - p->t0) : 0;
+	if (total && at <= total) {
+		left = at > 0 ? (t - p->t0) * (double)(total - at) / (double)at :
+		    0;
+		n = snprintf(line, sizeof(line), "%s: %3.0f%% %.1f of %.1f MiB, "
+		    "%.2f M events/s, %.0f s left", program_invocation_short_name,
+		    100.0 * (double)at / (double)total, (double)at / 1048576.0,
+		    (double)total / 1048576.0, rate / 1e6, left);
+	} else {
+		n = snprintf(line, sizeof(line), "%s: %.1f MiB read, %.2f M "
+		    "events/s", program_invocation_short_name,
+		    (double)at / 1048576.0, rate / 1e6);
+	}
+	/* the line redrawn in place, what was longer erased */
+	fprintf(stderr, "\r%.*s\033[K", n, line);
+	fflush(stderr);
+}
+
+void
+tool_progress_end(struct tool_progress *p)
+{
+	if (p->shown) {
+		fprintf(stderr, "\r\033[K");
+		fflush(stderr);
+		p->shown = false;
+	}
+}
+
+long
+tool_progress_source(void *ctx, void *buf, size_t n)
+{
+	struct tool_progress *p = ctx;
+	long k = ist_fd_source(&p->fd, buf, n);
+
+	if (p->r && p->on) {
+		struct ist_reader_stats st;
+		ist_reader_stats(p->r, &st);
+		tool_progress_show(p, st.at_bytes, 0, st.events);
+	}
+	return k;
 }

@@ -7,6 +7,8 @@
 #ifndef IST_TOOLS_COMMON_H
 #define IST_TOOLS_COMMON_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -34,5 +36,30 @@ int64_t tool_seconds(const char *opt, const char *v);
 /* An input by name ("-": standard input); exits 1 naming it when it
  * cannot be opened. */
 int tool_open_input(const char *path);
+
+/*
+ * Progress on standard error, as zstd shows it: only when stderr is a
+ * terminal, not when quiet, and only for an input of 4 MiB or more (one of
+ * unknown size: once 4 MiB are read).  A line, redrawn at most 4 times a
+ * second: the share read of total where known, events/s, the time left;
+ * tool_progress_end() erases it.
+ */
+struct tool_progress {
+	bool on, shown;
+	uint64_t total;          /* the input's bytes; 0: unknown */
+	double t0, last;
+	/* tool_progress_source: the input and its reader */
+	int fd;
+	struct ist_reader *r;
+};
+void tool_progress_start(struct tool_progress *p, int fd, bool quiet);
+/* at: bytes of the input read (the reader's at_bytes); total: when the
+ * caller knows it better (0: the input's size) */
+void tool_progress_show(struct tool_progress *p, uint64_t at, uint64_t total,
+    uint64_t events);
+void tool_progress_end(struct tool_progress *p);
+/* An ist_source_fn reading p->fd that shows the progress of p->r (set once
+ * the reader exists). */
+long tool_progress_source(void *p, void *buf, size_t n);
 
 #endif

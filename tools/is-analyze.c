@@ -20,7 +20,7 @@
 #define EXIT_GATE 3
 
 static const char usage[] =
-    "usage: is-analyze [--json] [--summary] [--from s] [--to s] "
+    "usage: is-analyze [-q] [--json] [--summary] [--from s] [--to s] "
     "[--skip-warmup] [--step name] [--baseline file] [--fail-on spec] "
     "[--rules-file file] [-o file] [file]\n";
 
@@ -48,6 +48,7 @@ help(void)
 	    "  -h, --help             print this help and exit\n"
 	    "  -j, --json             print the analysis as JSON instead\n"
 	    "  -o, --output=FILE      write to FILE instead of standard output\n"
+	    "  -q, --quiet            no progress line on a terminal\n"
 	    "  -r, --rules-file=FILE  rule thresholds (YAML)\n"
 	    "  -s, --summary          keep only headers, processes, threads,\n"
 	    "                         devices, loss and the analysis\n"
@@ -81,7 +82,7 @@ warn_unordered(const json_t *an, const char *what, const char *path)
 
 struct args {
 	const char *outpath, *baseline, *failon, *rules_file, *path;
-	bool json, summary, skip_warmup;
+	bool json, summary, skip_warmup, quiet;
 	int64_t window[2];       /* --from, --to in ns; -1: none */
 	long step[2];            /* --from step:N, --to step:M; 0: none */
 	const char *step_name;   /* --step */
@@ -128,13 +129,14 @@ parse_args(int argc, char **argv, struct args *o)
 		{ "step", required_argument, NULL, 'S' },
 		{ "summary", no_argument, NULL, 's' },
 		{ "to", required_argument, NULL, 'T' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int c;
 
 	*o = (struct args){ .path = "-", .window = { -1, -1 } };
-	while ((c = getopt_long(argc, argv, "b:f:hjo:r:sV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:f:hjo:qr:sV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			o->baseline = optarg;
@@ -166,6 +168,9 @@ parse_args(int argc, char **argv, struct args *o)
 			break;
 		case 'r':
 			o->rules_file = optarg;
+			break;
+		case 'q':
+			o->quiet = true;
 			break;
 		case 's':
 			o->summary = true;
@@ -310,6 +315,7 @@ main(int argc, char **argv)
 	struct ist_buf why = { 0 };
 	json_t *an = NULL, *base = NULL;
 	struct ist_window win = { { -1, -1 }, false, 0, 0, NULL };
+	struct tool_progress pg;
 	enum ist_status st;
 	char m[600];
 	int fd, status = 0;
@@ -333,11 +339,14 @@ main(int argc, char **argv)
 	fd = tool_open_input(o.path);
 	if (ist_output_open(&out, o.outpath, !o.json, &e) != IST_OK)
 		errx(1, "%s", e.msg);
-	if (ist_reader_new(&r, ist_fd_source, &fd, o.path, &e) != IST_OK ||
-	    (!o.json && ist_writer_new(&w, ist_fd_sink, &out.fd, &wo, &e) !=
-	    IST_OK))
+	tool_progress_start(&pg, fd, o.quiet);
+	if (ist_reader_new(&r, tool_progress_source, &pg, o.path, &e) !=
+	    IST_OK || (!o.json && ist_writer_new(&w, ist_fd_sink, &out.fd,
+	    &wo, &e) != IST_OK))
 		errx(1, "%s", e.msg);
+	pg.r = r;
 	st = ist_analyze_trace(r, w, o.summary, rules, &win, &an, &e);
+	tool_progress_end(&pg);
 	if (an == NULL || (st != IST_OK && st != IST_TRUNCATED &&
 	    json_integer_value(json_object_get(json_object_get(an, "run"),
 	    "segments")) == 0)) {

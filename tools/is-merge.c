@@ -14,7 +14,7 @@
 #include "merge.h"
 
 static const char usage[] =
-    "usage: is-merge [--memory-mb n] [-o file] [file ...]\n";
+    "usage: is-merge [-q] [--memory-mb n] [-o file] [file ...]\n";
 
 static void
 help(void)
@@ -31,6 +31,7 @@ help(void)
 	    "  -m, --memory-mb=N    sort in N MiB, spilling sorted runs to\n"
 	    "                       temporary files beyond it (256)\n"
 	    "  -o, --output=FILE    write to FILE instead of standard output\n"
+	    "  -q, --quiet          no progress line on a terminal\n"
 	    "  -V, --version        print the version and exit\n"
 	    "\n"
 	    "INFERSCOPE_SYNC_ERROR_MARGIN_US (1000) is the uncertainty stated\n"
@@ -40,9 +41,15 @@ help(void)
 static void
 note(void *ctx, int level, const char *msg)
 {
-	(void)ctx;
 	(void)level;
+	tool_progress_end(ctx);      /* a note on a line of its own */
 	warnx("%s", msg);
+}
+
+static void
+progress(void *ctx, uint64_t at, uint64_t total, uint64_t events)
+{
+	tool_progress_show(ctx, at, total, events);
 }
 
 int
@@ -52,6 +59,7 @@ main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "memory-mb", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -62,12 +70,14 @@ main(int argc, char **argv)
 	struct ist_error e = { 0 };
 	const char *outpath = NULL;
 	long long mb = 256;
+	bool quiet = false;
+	struct tool_progress pg;
 	char *end;
 	int c;
 	enum ist_status st;
 
 	argv[0] = program_invocation_short_name;
-	while ((c = getopt_long(argc, argv, "hm:o:V", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hm:o:qV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			help();
@@ -83,6 +93,9 @@ main(int argc, char **argv)
 			break;
 		case 'o':
 			outpath = optarg;
+			break;
+		case 'q':
+			quiet = true;
 			break;
 		case 'V':
 			tool_version();
@@ -100,9 +113,13 @@ main(int argc, char **argv)
 	    "/tmp";
 	if (ist_output_open(&out, outpath, true, &e) != IST_OK)
 		errx(1, "%s", e.msg);
+	tool_progress_start(&pg, -1, quiet);
+	mo.progress = progress;
+	mo.progress_ctx = &pg;
 	st = optind < argc ? ist_merge(argv + optind, argc - optind, out.fd,
-	    &mo, note, NULL, &e) : ist_merge(stdin_only, 1, out.fd, &mo, note,
-	    NULL, &e);
+	    &mo, note, &pg, &e) : ist_merge(stdin_only, 1, out.fd, &mo, note,
+	    &pg, &e);
+	tool_progress_end(&pg);
 	if (st != IST_OK && st != IST_EPARTIAL)
 		errx(1, "%s", ist_output_fail(&out, &e));
 	if (ist_output_commit(&out, &e) != IST_OK)

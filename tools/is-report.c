@@ -19,7 +19,7 @@
 #include "report.h"
 
 static const char usage[] =
-    "usage: is-report [-s] [-f md|html|json|perfetto|text] [-o file] "
+    "usage: is-report [-qs] [-f md|html|json|perfetto|text] [-o file] "
     "[--color[=when]] [--ascii] [--from s] [--to s] [--min-dur-us n] [file]\n";
 
 static void
@@ -44,6 +44,7 @@ help(void)
 	    "                       NO_COLOR is set)\n"
 	    "  -h, --help           print this help and exit\n"
 	    "  -o, --output=FILE    write to FILE instead of standard output\n"
+	    "  -q, --quiet          no progress line on a terminal\n"
 	    "  -s, --summary        also print the verdict and the top three\n"
 	    "                       findings on standard error, a line each\n"
 	    "  -V, --version        print the version and exit\n"
@@ -115,7 +116,7 @@ struct args {
 	enum ist_report_format fmt;
 	const char *outpath, *path;
 	int color;           /* -1 auto, 0 never, 1 always */
-	bool ascii, summary;
+	bool ascii, summary, quiet;
 	struct ist_perfetto_opts pf;
 };
 
@@ -161,13 +162,14 @@ parse_args(int argc, char **argv, struct args *a)
 		{ "to", required_argument, NULL, O_TO },
 		{ "help", no_argument, NULL, 'h' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "summary", no_argument, NULL, 's' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "f:ho:sV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:ho:qsV", opts, NULL)) != -1) {
 		switch (c) {
 		case O_ASCII:
 			a->ascii = true;
@@ -216,6 +218,9 @@ parse_args(int argc, char **argv, struct args *a)
 		case 'o':
 			a->outpath = optarg;
 			break;
+		case 'q':
+			a->quiet = true;
+			break;
 		case 's':
 			a->summary = true;
 			break;
@@ -251,7 +256,8 @@ parse_args(int argc, char **argv, struct args *a)
 struct foresee {
 	const char *shown;
 	uint64_t in_size;    /* 0: a pipe */
-	bool warned;
+	bool perfetto, warned;
+	struct tool_progress pg;
 };
 
 #define BIG_EXPORT 1000000000ull
@@ -262,12 +268,14 @@ foresee_size(void *ctx, uint64_t in_bytes, uint64_t events, uint64_t out)
 	struct foresee *f = ctx;
 	double est;
 
-	(void)events;
-	if (f->warned || in_bytes == 0)
+	tool_progress_show(&f->pg, in_bytes, 0, events);
+	if (!f->perfetto || f->warned || in_bytes == 0)
 		return;
 	if (f->in_size == 0) {
 		if (out <= BIG_EXPORT)
 			return;
+		/* a warning on a line of its own, not in the progress line */
+		tool_progress_end(&f->pg);
 		warnx("warning: the Perfetto export of '%s' is past 1 GB "
 		    "already; narrow it with --from/--to or --min-dur-us",
 		    f->shown);
@@ -279,6 +287,7 @@ foresee_size(void *ctx, uint64_t in_bytes, uint64_t events, uint64_t out)
 		return;
 	est = (double)out * (double)f->in_size / (double)in_bytes;
 	if (est > BIG_EXPORT) {
+		tool_progress_end(&f->pg);
 		warnx("warning: the Perfetto export of '%s' will be about "
 		    "%.1f GB (foreseen from the first %.0f%% of the trace), more "
 		    "than the Perfetto UI opens comfortably; narrow it with "
@@ -317,7 +326,7 @@ int
 main(int argc, char **argv)
 {
 	static struct ist_config cfg;
-	struct args a = { IST_REPORT_MD, NULL, "-", -1, false, false,
+	struct args a = { IST_REPORT_MD, NULL, "-", -1, false, false, false,
 	    { 0, 0, 0 } };
 	struct foresee fs = { 0 };
 	struct stat sb;
@@ -357,13 +366,13 @@ main(int argc, char **argv)
 	ro.text.color = colour_on(a.color, a.outpath ? -1 : STDOUT_FILENO);
 	ro.text.ascii = a.ascii;
 	ro.perfetto = a.pf;
-	if (a.fmt == IST_REPORT_PERFETTO) {
-		fs.shown = shown;
-		fs.in_size = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ?
-		    (uint64_t)sb.st_size : 0;
-		ro.progress = foresee_size;
-		ro.progress_ctx = &fs;
-	}
+	fs.shown = shown;
+	fs.in_size = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ?
+	    (uint64_t)sb.st_size : 0;
+	fs.perfetto = a.fmt == IST_REPORT_PERFETTO;
+	tool_progress_start(&fs.pg, fd, a.quiet);
+	ro.progress = foresee_size;
+	ro.progress_ctx = &fs;
 	st = ist_report_trace(r, &ro, out.fd, &res, &e);
 	if (!res.wrote && res.analysis_missing && (sp.keep >= 0 ?
 	    lseek(sp.keep, 0, SEEK_SET) : lseek(fd, 0, SEEK_SET)) == 0) {
@@ -377,6 +386,7 @@ main(int argc, char **argv)
 		ro.analyse = true;
 		st = ist_report_trace(r, &ro, out.fd, &res, &e);
 	}
+	tool_progress_end(&fs.pg);
 	if (!res.wrote) {
 		if (res.analysis_missing) {
 			ist_output_abort(&out);

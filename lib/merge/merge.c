@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cbor.h>
@@ -327,6 +328,12 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 		return IST_ENOMEM;
 	}
 	while ((st = ist_reader_next(r, &ev, &e)) == IST_OK) {
+		if (m->o->progress && (++m->nread & 0xffff) == 0) {
+			struct ist_reader_stats rs;
+			ist_reader_stats(r, &rs);
+			m->o->progress(m->o->progress_ctx, m->done_bytes +
+			    rs.at_bytes, m->total_bytes, m->nread);
+		}
 		if (ev->type == IST_HEADER) {
 			if (pass == 1) {
 				if ((s = new_segment(m, in, ev)) == NULL)
@@ -678,16 +685,27 @@ ist_merge(char *const *paths, int n, int out_fd,
 		    (st = spool_stdin(&in[i], o->tmpdir, err)) != IST_OK)
 			goto out;
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		struct stat sb;
+		in[i].size = stat(in[i].path, &sb) == 0 ? (uint64_t)sb.st_size :
+		    0;
+		m.total_bytes += in[i].size;
+	}
+	for (int i = 0; i < n; i++) {
 		if ((st = read_input(&m, &in[i], 1, &segi, err)) != IST_OK)
 			goto out;
+		m.done_bytes += in[i].size;
+	}
 	align(&m);
 	if (must_remap(&m)) {
 		segi = 0;
-		for (int i = 0; i < n; i++)
+		m.total_bytes *= 2;
+		for (int i = 0; i < n; i++) {
 			if ((st = read_input(&m, &in[i], 2, &segi, err)) !=
 			    IST_OK)
 				goto out;
+			m.done_bytes += in[i].size;
+		}
 	}
 	st = write_out(&m, out_fd, err);
 out:

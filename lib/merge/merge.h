@@ -11,6 +11,12 @@ struct ist_merge_opts {
 	size_t memory_bytes;     /* sort buffer; beyond it, sorted runs spill */
 	int64_t margin_ns;       /* stated uncertainty of unaligned clocks */
 	const char *tmpdir;      /* for spilled runs and spooled stdin */
+	/* called every 65536 events read: the inputs' bytes read and their
+	 * total (twice their size when a GPU trace is read a second time,
+	 * from when that is known), for a progress line */
+	void (*progress)(void *ctx, uint64_t at, uint64_t total,
+	    uint64_t events);
+	void *progress_ctx;
 };
 
 /*

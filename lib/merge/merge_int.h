@@ -33,6 +33,7 @@ struct input {
 	char *path;          /* the file read (stdin spooled to a file) */
 	char *name;          /* as given */
 	bool spooled;
+	uint64_t size;       /* bytes, for the progress line */
 };
 
 /* An input that could not be read whole: carried into the merged header
@@ -108,6 +109,8 @@ struct merger {
 	uint32_t *ttab;
 	size_t ttab_cap;
 	struct segmap map;
+	/* progress: bytes of the inputs read before this one, in all */
+	uint64_t done_bytes, total_bytes, nread;
 };
 
 /* ---- across the merge's files ---- */
