@@ -204,30 +204,27 @@ f(); f(); print(inferscope.enabled())'
 	[ "$n" -ge 5 ]
 }
 
-@test "the README report excerpt is in the golden report of the example" {
-	n=0
+# README's fenced block after the line matching $1: each line of it is a
+# line of the golden file $2, and it has 5 lines or more
+readme_block_in() {
+	local n=0 line
 	while IFS= read -r line; do
 		[ -n "$line" ] || continue
-		grep -qxF -- "$line" tests/golden/report-example.md ||
-		    fail "README line not in the report: $line"
+		grep -qxF -- "$line" "$2" ||
+		    fail "README line not in $2: $line"
 		n=$((n + 1))
-	done < <(awk '/An excerpt of the$/ { on = 1 }
+	done < <(awk -v start="$1" '$0 ~ start { on = 1 }
 	    on && /^```$/ { if (++fence == 2) exit; next }
 	    fence == 1' README.md)
 	[ "$n" -ge 5 ]
 }
 
+@test "the README report excerpt is in the golden report of the example" {
+	readme_block_in 'An excerpt of the$' tests/golden/report-example.md
+}
+
 @test "the README terminal excerpts are the golden text report's and --summary's" {
-	n=0
-	while IFS= read -r line; do
-		[ -n "$line" ] || continue
-		grep -qxF -- "$line" tests/golden/report-example.txt ||
-		    fail "README line not in the text report: $line"
-		n=$((n + 1))
-	done < <(awk '/^The same run in the terminal/ { on = 1 }
-	    on && /^```$/ { if (++fence == 2) exit; next }
-	    fence == 1' README.md)
-	[ "$n" -ge 5 ]
+	readme_block_in '^The same run in the terminal' tests/golden/report-example.txt
 	# the summary inferscope run ends with, for the example trace
 	is-cat --encode examples/trace.jsonl | is-merge |
 	    is-report -s -o "$BATS_TEST_TMPDIR/r.md" 2> "$BATS_TEST_TMPDIR/s"

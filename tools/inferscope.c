@@ -121,13 +121,12 @@ analyse(const char *trace, const char *out, const char *keep)
 	char *const *argv[] = { a1, a2, a3 };
 	int status[3] = { 0 }, bad = 0;
 	struct ist_error e;
-	int k = 5;
+	int k = 1, k3 = 5;
 
 	/* the verdict and the top findings on stderr, as the run ends */
 	if (!quiet())
-		a3[k++] = "--summary";
-	a3[k++] = (char *)keep;
-	k = 1;
+		a3[k3++] = "--summary";
+	a3[k3] = (char *)keep;
 	if (keep) {
 		a2[k++] = "-o";
 		a2[k++] = (char *)keep;

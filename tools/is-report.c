@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analysis_io.h"
@@ -255,9 +254,8 @@ parse_args(int argc, char **argv, struct args *a)
  * past 1 GB, the Perfetto UI in a browser struggles; say so once, early. */
 struct foresee {
 	const char *shown;
-	uint64_t in_size;    /* 0: a pipe */
 	bool perfetto, warned;
-	struct tool_progress pg;
+	struct tool_progress pg;     /* pg.total: the input's size, 0: a pipe */
 };
 
 #define BIG_EXPORT 1000000000ull
@@ -266,12 +264,13 @@ static void
 foresee_size(void *ctx, uint64_t in_bytes, uint64_t events, uint64_t out)
 {
 	struct foresee *f = ctx;
+	uint64_t size = f->pg.total;
 	double est;
 
 	tool_progress_show(&f->pg, in_bytes, 0, events);
 	if (!f->perfetto || f->warned || in_bytes == 0)
 		return;
-	if (f->in_size == 0) {
+	if (size == 0) {
 		if (out <= BIG_EXPORT)
 			return;
 		/* a warning on a line of its own, not in the progress line */
@@ -283,16 +282,16 @@ foresee_size(void *ctx, uint64_t in_bytes, uint64_t events, uint64_t out)
 		return;
 	}
 	/* from 2% of the input read, or 64 MB written */
-	if (in_bytes * 50 < f->in_size && out < (64u << 20))
+	if (in_bytes * 50 < size && out < (64u << 20))
 		return;
-	est = (double)out * (double)f->in_size / (double)in_bytes;
+	est = (double)out * (double)size / (double)in_bytes;
 	if (est > BIG_EXPORT) {
 		tool_progress_end(&f->pg);
 		warnx("warning: the Perfetto export of '%s' will be about "
 		    "%.1f GB (foreseen from the first %.0f%% of the trace), more "
 		    "than the Perfetto UI opens comfortably; narrow it with "
 		    "--from/--to or --min-dur-us", f->shown, est / 1e9,
-		    100.0 * (double)in_bytes / (double)f->in_size);
+		    100.0 * (double)in_bytes / (double)size);
 	}
 	f->warned = true;    /* foreseen once */
 }
@@ -329,7 +328,6 @@ main(int argc, char **argv)
 	struct args a = { IST_REPORT_MD, NULL, "-", -1, false, false, false,
 	    { 0, 0, 0 } };
 	struct foresee fs = { 0 };
-	struct stat sb;
 	struct ist_rules *rules;
 	struct ist_reader *r = NULL;
 	struct ist_output out;
@@ -367,8 +365,6 @@ main(int argc, char **argv)
 	ro.text.ascii = a.ascii;
 	ro.perfetto = a.pf;
 	fs.shown = shown;
-	fs.in_size = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ?
-	    (uint64_t)sb.st_size : 0;
 	fs.perfetto = a.fmt == IST_REPORT_PERFETTO;
 	tool_progress_start(&fs.pg, fd, a.quiet);
 	ro.progress = foresee_size;

@@ -184,15 +184,19 @@ ist_lane_cmp(const void *x, const void *y)
 }
 
 int
-ist_timeline_used(const struct ist_timeline *tl)
+ist_timeline_used(const struct ist_timeline *tl, bool used[NCAT])
 {
 	int n = 0;
 
+	for (int c = 0; c < NCAT; c++)
+		used[c] = false;
 	for (int i = 0; i < tl->nlanes; i++)
 		for (int c = 0; c < NCAT; c++)
-			for (int k = COLS - 1; k >= n; k--)
+			for (int k = COLS - 1; k >= 0; k--)
 				if (tl->lane[i]->cov[c][k]) {
-					n = k + 1;
+					used[c] = true;
+					if (k + 1 > n)
+						n = k + 1;
 					break;
 				}
 	return n;
@@ -263,9 +267,9 @@ static void
 timeline_svg(struct ist_buf *o, const struct ist_timeline *tl)
 {
 	const struct lane *sorted[MAXLANES];
-	int ncols = 0, h;
+	int ncols, h;
 	double y = 8;
-	bool used[NCAT] = { false };
+	bool used[NCAT];
 	static const enum cat host_top[] = { C_SCOPE, C_NVTX };
 	static const enum cat host_act[] = { C_PY, C_CUDA, C_SYNC };
 	static const enum cat gpu_act[] = { C_KERNEL, C_H2D, C_D2H, C_D2D,
@@ -273,16 +277,9 @@ timeline_svg(struct ist_buf *o, const struct ist_timeline *tl)
 
 	if (tl == NULL || tl->nlanes == 0)
 		return;
-	for (int i = 0; i < tl->nlanes; i++) {
+	ncols = ist_timeline_used(tl, used);
+	for (int i = 0; i < tl->nlanes; i++)
 		sorted[i] = tl->lane[i];
-		for (int c = 0; c < NCAT; c++)
-			for (int k = 0; k < COLS; k++)
-				if (tl->lane[i]->cov[c][k]) {
-					used[c] = true;
-					if (k + 1 > ncols)
-						ncols = k + 1;
-				}
-	}
 	qsort(sorted, (size_t)tl->nlanes, sizeof(sorted[0]), ist_lane_cmp);
 	h = 8;
 	for (int i = 0; i < tl->nlanes; i++)

@@ -60,7 +60,8 @@ struct ist_timeline {
 
 /* Lanes in drawing order: threads by pid and tid, then GPU streams. */
 int ist_lane_cmp(const void *x, const void *y);
-/* The columns holding anything: 1 + the last one used, 0 when none. */
-int ist_timeline_used(const struct ist_timeline *tl);
+/* The columns holding anything: 1 + the last one used, 0 when none; and
+ * in used, the categories drawn at all. */
+int ist_timeline_used(const struct ist_timeline *tl, bool used[NCAT]);
 
 #endif

@@ -222,6 +222,24 @@ heading(struct tx *t, const char *s, const char *what)
 
 /* ---- the report ---- */
 
+/* "Verdict: CLASS (confidence 0.87)", the class bold and cut at class_max
+ * columns, all of it at max: the columns written. */
+static int
+verdict_head(struct tx *t, const json_t *v, int class_max, int max)
+{
+	char conf[32];
+	int n;
+
+	on(t, BOLD);
+	n = put(t, "Verdict: ", max, false);
+	n += put(t, ist_jstr(v, "classification"), class_max < max - n ?
+	    class_max : max - n, false);
+	off(t);
+	snprintf(conf, sizeof(conf), " (confidence %.2f)", ist_jnum(v,
+	    "confidence"));
+	return n + put(t, conf, max - n, false);
+}
+
 static void
 verdict(struct tx *t, const json_t *an)
 {
@@ -233,12 +251,9 @@ verdict(struct tx *t, const json_t *an)
 	size_t i;
 	int n;
 
-	on(t, BOLD);
-	ist_buf_printf(t->o, "Verdict: ");
-	n = 9 + put(t, ist_jstr(v, "classification"), 40, false);
-	off(t);
-	ist_buf_printf(t->o, " (confidence %.2f).", ist_jnum(v, "confidence"));
-	n += 19;
+	n = verdict_head(t, v, 40, t->w + 40);
+	ist_buf_printf(t->o, ".");
+	n++;
 	if (*ist_jstr(v, "reason"))
 		wrap_sentence(t, ist_jstr(v, "reason"), n, 0, true);
 	ist_buf_printf(t->o, "\n");
@@ -348,49 +363,47 @@ row(struct tx *t, const char *name, bool keep_end, const char *figs,
 
 #define TOP 5
 
+/* The top rows of the analysis's tables: a count, then durations. */
+static const struct top {
+	const char *key, *title, *order, *header;
+	bool keep_end;           /* dotted names: their end says most */
+	const char *durs[4];
+} tops[] = {
+	{ "scopes", "Scopes and NVTX ranges", "(by total time)",
+	  "  count      total       mean        p95", false,
+	  { "total_ns", "mean_ns", "p95_ns" } },
+	{ "functions", "Python functions", "(by self time)",
+	  "  calls       self  inclusive", true, { "self_ns", "incl_ns" } },
+	{ "kernels", "Kernels", "(by total time)",
+	  "  calls      total       mean", false, { "total_ns", "mean_ns" } },
+};
+
 static void
 tables(struct tx *t, const json_t *an)
 {
-	const json_t *x, *arr;
-	struct nums u = { 0 };
-	char figs[160];
-	size_t i;
+	for (size_t k = 0; k < sizeof(tops) / sizeof(tops[0]); k++) {
+		const struct top *tp = &tops[k];
+		const json_t *x, *arr = json_object_get(an, tp->key);
+		int figw = (int)strlen(tp->header);
+		size_t i;
 
-	if (json_array_size(arr = json_object_get(an, "scopes"))) {
-		heading(t, "Scopes and NVTX ranges", "(by total time)");
-		row(t, "", false, "  count      total       mean        p95", 40);
+		if (json_array_size(arr) == 0)
+			continue;
+		heading(t, tp->title, tp->order);
+		row(t, "", false, tp->header, figw);
 		json_array_foreach(arr, i, x) {
+			struct nums u = { 0 };
+			char figs[160];
+			int n;
+
 			if (i == TOP)
 				break;
-			snprintf(figs, sizeof(figs), "%7lld %10s %10s %10s",
-			    (long long)ist_jint(x, "count"), dur(&u, ist_jnum(x,
-			    "total_ns")), dur(&u, ist_jnum(x, "mean_ns")),
-			    dur(&u, ist_jnum(x, "p95_ns")));
-			row(t, ist_jstr(x, "name"), false, figs, 40);
-		}
-	}
-	if (json_array_size(arr = json_object_get(an, "functions"))) {
-		heading(t, "Python functions", "(by self time)");
-		row(t, "", false, "  calls       self  inclusive", 29);
-		json_array_foreach(arr, i, x) {
-			if (i == TOP)
-				break;
-			snprintf(figs, sizeof(figs), "%7lld %10s %10s",
-			    (long long)ist_jint(x, "count"), dur(&u, ist_jnum(x,
-			    "self_ns")), dur(&u, ist_jnum(x, "incl_ns")));
-			row(t, ist_jstr(x, "name"), true, figs, 29);
-		}
-	}
-	if (json_array_size(arr = json_object_get(an, "kernels"))) {
-		heading(t, "Kernels", "(by total time)");
-		row(t, "", false, "  calls      total       mean", 29);
-		json_array_foreach(arr, i, x) {
-			if (i == TOP)
-				break;
-			snprintf(figs, sizeof(figs), "%7lld %10s %10s",
-			    (long long)ist_jint(x, "count"), dur(&u, ist_jnum(x,
-			    "total_ns")), dur(&u, ist_jnum(x, "mean_ns")));
-			row(t, ist_jstr(x, "name"), false, figs, 29);
+			n = snprintf(figs, sizeof(figs), "%7lld",
+			    (long long)ist_jint(x, "count"));
+			for (int d = 0; tp->durs[d]; d++)
+				n += snprintf(figs + n, sizeof(figs) - (size_t)n,
+				    " %10s", dur(&u, ist_jnum(x, tp->durs[d])));
+			row(t, ist_jstr(x, "name"), tp->keep_end, figs, figw);
 		}
 	}
 }
@@ -466,18 +479,14 @@ timeline(struct tx *t, const struct ist_timeline *tl, const json_t *an)
 	struct nums u = { 0 };
 	const struct lane *sorted[MAXLANES];
 	int ncols, label, width, shown;
-	bool used[NCAT] = { false };
+	bool used[NCAT];
 	char per[32], what[200];
 
-	if (tl == NULL || tl->nlanes == 0 || (ncols = ist_timeline_used(tl))
-	    == 0)
+	if (tl == NULL || tl->nlanes == 0 ||
+	    (ncols = ist_timeline_used(tl, used)) == 0)
 		return;
-	for (int i = 0; i < tl->nlanes; i++) {
+	for (int i = 0; i < tl->nlanes; i++)
 		sorted[i] = tl->lane[i];
-		for (int c = 0; c < NCAT; c++)
-			for (int k = 0; k < ncols && !used[c]; k++)
-				used[c] = tl->lane[i]->cov[c][k] != 0;
-	}
 	qsort(sorted, (size_t)tl->nlanes, sizeof(sorted[0]), ist_lane_cmp);
 	label = t->w / 4 > 24 ? 24 : t->w / 4;
 	width = t->w - 2 - label - 1;
@@ -614,15 +623,7 @@ ist_report_brief(const json_t *an, int nfindings,
 	size_t before = out->n, i;
 	int n;
 
-	char conf[32];
-
-	on(&t, BOLD);
-	n = put(&t, "Verdict: ", t.w, false);
-	n += put(&t, ist_jstr(v, "classification"), t.w - n, false);
-	off(&t);
-	snprintf(conf, sizeof(conf), " (confidence %.2f)", ist_jnum(v,
-	    "confidence"));
-	n += put(&t, conf, t.w - n, false);
+	n = verdict_head(&t, v, t.w, t.w);
 	if (*ist_jstr(v, "reason")) {
 		const char *r = ist_jstr(v, "reason");
 		n += put(&t, ". ", t.w - n, false);
