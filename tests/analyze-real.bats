@@ -424,3 +424,46 @@ PY
 	python3 -c "import sys; c, r = int(sys.argv[1]), int(sys.argv[2]); sys.exit(0 if abs(c - r) <= 40e6 else 1)" "$cpu" "$(cat ref.txt)" ||
 	    fail "Python CPU $cpu ns, the program measured $(cat ref.txt) ns"
 }
+
+@test "real per-function CPU time: four threads sharing the GIL, against the program's own thread_time" {
+	cd "$T"
+	# each thread spins in spin() (pure Python: the threads take turns
+	# under the GIL) and then sleeps; spin() measures its own CPU time
+	cat > app.py <<'PY'
+import threading, time
+own = []
+def spin():
+    t0 = time.thread_time_ns()
+    x = 0
+    for i in range(1_500_000):
+        x += i * i
+    own.append(time.thread_time_ns() - t0)
+def sleeper():
+    time.sleep(0.3)
+def worker():
+    spin()
+    sleeper()
+ts = [threading.Thread(target=worker) for _ in range(4)]
+for t in ts: t.start()
+for t in ts: t.join()
+print(sum(own))
+PY
+	is-record -o t.ist -- $PY app.py > ref.txt
+	is-merge t.ist | is-analyze --json > a.json
+	jq -c '.functions[] | select(.name == "__main__.spin" or .name == "time.sleep") | [.name, .self_ns, .cpu_ns]' a.json > f.txt
+	python3 - "$(cat ref.txt)" <<-'PY'
+	import json, sys
+	ref = int(sys.argv[1])
+	f = {n: (s, c) for n, s, c in map(json.loads, open("f.txt"))}
+	self, cpu = f["__main__.spin"]
+	# the samples (100 Hz) cost the windows where spin() starts and ends
+	# at their mean rate: within 10% and 20 ms of the program's measure
+	assert abs(cpu - ref) <= 0.1 * ref + 20e6, (cpu, ref)
+	# wall self time is the four threads' together, waits for the GIL
+	# included: at least twice the CPU time they used
+	assert self >= 2 * cpu, (self, cpu)
+	# sleeping costs no CPU: at most the edges of its windows
+	sself, scpu = f["time.sleep"]
+	assert sself >= 4 * 0.29e9 and scpu <= 0.05 * sself, (sself, scpu)
+	PY
+}

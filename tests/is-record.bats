@@ -598,6 +598,25 @@ print(m // 1000000)' t.jsonl)
 	[ "$cpu" -ge 200 ] || fail "busiest thread used only $cpu ms of CPU"
 }
 
+@test "the sampler writes a thread's CPU time at every tick, unchanged or not; other counters only when they change" {
+	# sleep uses no CPU for 0.5 s: 25 ticks at 50 Hz
+	rec --sample-hz 50 -- sleep 0.5
+	assert_success
+	python3 - t.jsonl <<-'PY'
+	import json, sys
+	ev = [json.loads(l) for l in open(sys.argv[1])]
+	pid = next(e["pid"] for e in ev if e["type"] == "process" and e.get("name") == "sleep")
+	cpu = [e["value"] for e in ev if e["type"] == "counter" and e["name"] == "thread.cpu_ns" and e["pid"] == pid]
+	state = [e["value"] for e in ev if e["type"] == "counter" and e["name"] == "thread.state" and e["pid"] == pid]
+	# a loaded machine may skip ticks, never add them
+	assert 10 <= len(cpu) <= 27, len(cpu)
+	# most of them repeat the last value: it sleeps
+	assert sum(a == b for a, b in zip(cpu, cpu[1:])) >= len(cpu) // 2, cpu
+	# its state changes seldom, and is written only then
+	assert all(a != b for a, b in zip(state, state[1:])) and len(state) < 5, state
+	PY
+}
+
 @test "NUMA: counters per node on a two-node machine, none on one node" {
 	# this machine has one node: no numa counters
 	[ "$(ls -d /sys/devices/system/node/node* | wc -l)" -eq 1 ] ||

@@ -303,6 +303,9 @@ functions_json(struct ist_analyzer *a)
 			    json_string(a->str.e[f->file].p));
 			json_object_set_new(o, "line", json_integer(f->line));
 		}
+		if (a->cpu_samples)
+			json_object_set_new(o, "cpu_ns",
+			    json_integer((json_int_t)llround(f->cpu)));
 		json_array_append_new(arr, o);
 	}
 	return arr;
@@ -688,8 +691,10 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 
 	*out = NULL;
 	for (uint32_t i = 0; i < a->nthr; i++) {
-		if (a->thr[i].launches)
-			an_advance(a, &a->thr[i], a->t1);
+		if (a->thr[i].launches && an_advance(a, &a->thr[i], a->t1)) {
+			ist_seterr(err, IST_ENOMEM, "out of memory");
+			return IST_ENOMEM;
+		}
 		/* imports still on a stack ended by the trace's end */
 		for (uint32_t j = 0; j < a->thr[i].n; j++)
 			an_import_done(a, &a->thr[i].st[j]);

@@ -616,6 +616,10 @@ ist_analyzer_free(struct ist_analyzer *a)
 	for (uint32_t i = 0; i < a->nthr; i++) {
 		free(a->thr[i].st);
 		free(a->thr[i].okey);
+		free(a->thr[i].wmap.key);
+		free(a->thr[i].wmap.val);
+		free(a->thr[i].wfn);
+		free(a->thr[i].wns);
 		free(a->thr[i].ocnt);
 	}
 	free(a->thr);

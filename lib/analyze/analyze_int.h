@@ -92,6 +92,15 @@ struct thr {
 	int64_t gc_ns, gc_max, gc_imp_ns;
 	uint32_t gc_scope;       /* the longest one's innermost range + 1 */
 	struct topk gc_long;
+	/* CPU time by function: the innermost call's wall time since the
+	 * thread's last thread.cpu_ns sample (win_t, win_v), by function,
+	 * costed at the thread's CPU rate over that window when the next
+	 * sample closes it */
+	bool have_win;
+	int64_t win_t, win_v;
+	struct u64map wmap;
+	uint32_t *wfn, wn, wcap, wlast;   /* wlast: index + 1 of the last */
+	int64_t *wns;
 };
 
 struct proc {
@@ -153,6 +162,7 @@ struct fstat {               /* Python and C functions */
 	int64_t line;
 	uint64_t count;
 	int64_t self, incl, max;
+	double cpu;              /* self CPU time (ns), from the samples */
 	uint8_t role;            /* FN_: an import, a module's body */
 	int8_t gc_gen;           /* FN_GC: the generation collected */
 	/* FN_MODULE: the imports that ran the body (first_hand: those no
@@ -252,6 +262,7 @@ struct ist_analyzer {
 	uint64_t run_samples, oversub;
 	double util_sum;
 	uint64_t util_n;
+	bool cpu_samples;        /* thread.cpu_ns seen: functions' CPU time */
 	const struct ist_rules *rules;
 };
 
@@ -280,7 +291,11 @@ void an_topk_add(struct topk *t, int64_t s, int64_t e);
 json_t *an_topk_json(const struct topk *t);
 void an_u64map_release(struct u64map *m);
 uint32_t *an_u64map_slot(struct u64map *m, uint64_t key, bool *found);
-void an_advance(struct ist_analyzer *a, struct thr *t, int64_t now);
+int an_advance(struct ist_analyzer *a, struct thr *t, int64_t now);
+/* Thread t ran [s, e) in its innermost call: that function's share of the
+ * window its next CPU sample closes. */
+int an_cpu_credit(struct ist_analyzer *a, struct thr *t, int64_t s,
+    int64_t e);
 int an_copy_op(struct ist_analyzer *a, const struct ist_event *ev);
 void an_import_done(struct ist_analyzer *a, const struct frame *f);
 int an_kernel(struct ist_analyzer *a, const struct ist_event *ev);

@@ -80,8 +80,9 @@ an_import_done(struct ist_analyzer *a, const struct frame *f)
 	m->imp_self += f->end - f->start - f->imp_nested;
 }
 
-/* Moves thread t's sweep to time now, popping the ranges that ended. */
-void
+/* Moves thread t's sweep to time now, popping the ranges that ended;
+ * -1 out of memory. */
+int
 an_advance(struct ist_analyzer *a, struct thr *t, int64_t now)
 {
 	if (t->last_t == INT64_MIN)
@@ -90,6 +91,8 @@ an_advance(struct ist_analyzer *a, struct thr *t, int64_t now)
 		int64_t end = t->st[t->n - 1].end;
 		if (end > t->last_t) {
 			credit(a, t, t->last_t, end);
+			if (an_cpu_credit(a, t, t->last_t, end))
+				return -1;
 			t->last_t = end;
 		}
 		t->n--;
@@ -100,8 +103,11 @@ an_advance(struct ist_analyzer *a, struct thr *t, int64_t now)
 	}
 	if (now > t->last_t) {
 		credit(a, t, t->last_t, now);
+		if (an_cpu_credit(a, t, t->last_t, now))
+			return -1;
 		t->last_t = now;
 	}
+	return 0;
 }
 
 static int
@@ -169,8 +175,8 @@ gpu_op(struct ist_analyzer *a, const struct ist_event *ev)
 	}
 	/* every launching thread's sweep reaches s before the union moves */
 	for (uint32_t i = 0; i < a->nthr; i++)
-		if (a->thr[i].launches)
-			an_advance(a, &a->thr[i], s);
+		if (a->thr[i].launches && an_advance(a, &a->thr[i], s))
+			return -1;
 	if (c) {
 		launcher = c->thr;
 		for (int i = 0; i < 4 && c->scopes[i]; i++) {

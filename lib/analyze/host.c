@@ -462,6 +462,87 @@ cuda_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
 	return 0;
 }
 
+/* ---- CPU time by function ---- */
+
+int
+an_cpu_credit(struct ist_analyzer *a, struct thr *t, int64_t s, int64_t e)
+{
+	const struct frame *f = NULL;
+	uint32_t *v, k;
+	bool found;
+
+	if (!a->cpu_samples || e <= s)
+		return 0;
+	for (uint32_t i = t->n; i-- > 0;)
+		if (t->st[i].kind == F_CALL) {
+			f = &t->st[i];
+			break;
+		}
+	if (f == NULL)
+		return 0;
+	if (!t->have_win) {
+		/* before the thread's first sample: from its first call,
+		 * which is close to its start, with no CPU time used yet */
+		t->have_win = true;
+		t->win_t = s;
+		t->win_v = 0;
+	}
+	if (t->wlast && t->wfn[t->wlast - 1] == f->stat) {
+		t->wns[t->wlast - 1] += e - s;
+		return 0;
+	}
+	if ((v = an_u64map_slot(&t->wmap, f->stat, &found)) == NULL)
+		return -1;
+	if (!found) {
+		if (t->wn == t->wcap) {
+			uint32_t c = t->wcap ? t->wcap * 2 : 64;
+			uint32_t *nf = realloc(t->wfn, c * sizeof(*nf));
+			int64_t *nn;
+			if (nf == NULL)
+				return -1;
+			t->wfn = nf;
+			if ((nn = realloc(t->wns, c * sizeof(*nn))) == NULL)
+				return -1;
+			t->wns = nn;
+			t->wcap = c;
+		}
+		t->wfn[t->wn] = f->stat;
+		t->wns[t->wn] = 0;
+		*v = ++t->wn;
+		t->wmap.n++;
+	}
+	k = *v - 1;
+	t->wns[k] += e - s;
+	t->wlast = k + 1;
+	return 0;
+}
+
+/* Thread t's CPU time read v at ts: the window since its last sample
+ * closes, its functions each costed at the window's CPU rate. */
+static int
+cpu_window(struct ist_analyzer *a, struct thr *t, int64_t ts, int64_t v)
+{
+	a->cpu_samples = true;
+	if (an_advance(a, t, ts))
+		return -1;
+	if (t->have_win && ts > t->win_t) {
+		double rate = (double)(v - t->win_v) / (double)(ts - t->win_t);
+		rate = rate < 0 ? 0 : rate > 1 ? 1 : rate;
+		for (uint32_t i = 0; i < t->wn; i++)
+			a->fn[t->wfn[i]].cpu += (double)t->wns[i] * rate;
+	}
+	if (t->wn) {
+		memset(t->wmap.val, 0, (t->wmap.mask + 1) * sizeof(uint32_t));
+		t->wmap.n = 0;
+		t->wn = 0;
+		t->wlast = 0;
+	}
+	t->have_win = true;
+	t->win_t = ts;
+	t->win_v = v;
+	return 0;
+}
+
 int
 an_host_range(struct ist_analyzer *a, const struct ist_event *ev)
 {
@@ -474,7 +555,8 @@ an_host_range(struct ist_analyzer *a, const struct ist_event *ev)
 	if (t == NULL || (name = an_name_id(a, ev, ev->type == IST_SYNC ?
 	    IST_F_KIND : IST_F_NAME)) < 0)
 		return -1;
-	an_advance(a, t, ev->start_ns);
+	if (an_advance(a, t, ev->start_ns))
+		return -1;
 	below = t->n;
 	if ((f = push_frame(t, ev)) == NULL)
 		return -1;
@@ -575,6 +657,8 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 		return -1;
 	p->last_sample = ev->ts_ns;
 	if (name_is(ev, "thread.cpu_ns")) {
+		if (cpu_window(a, t, ev->ts_ns, v))
+			return -1;
 		if (!t->have_cpu) {
 			t->cpu0 = v;
 			t->cpu0_ts = ev->ts_ns;

@@ -265,8 +265,10 @@ sample_thread(struct sampler *s, struct psample *p, int64_t tid, int64_t ts)
 		v[3] = a ? strtoll(a + 26, NULL, 10) : -1;
 		v[4] = b ? strtoll(b + 29, NULL, 10) : -1;
 	}
+	/* the CPU time at every sample, changed or not: its samples are the
+	 * thread's ticks, which cost the calls between them (is-analyze) */
 	for (int i = 0; i < 6; i++) {
-		if (v[i] < 0 || (t->seen && t->v[i] == v[i]))
+		if (v[i] < 0 || (i > 0 && t->seen && t->v[i] == v[i]))
 			continue;
 		counter(s, p->pid, tid, thread_counters[i], ts, v[i], 0, true);
 		t->v[i] = v[i];

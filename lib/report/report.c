@@ -513,15 +513,26 @@ functions_table(struct ist_buf *o, const json_t *an)
 	if (json_array_size(arr) == 0) {
 		ist_buf_printf(o, "None recorded.\n\n");
 	} else {
-		ist_buf_printf(o, "By self time; %zu of %zu shown.\n\n| "
-		    "Function | Calls | Self | Inclusive | Where |\n|---|---:|"
-		    "---:|---:|---|\n", json_array_size(arr), n);
+		bool cpu = json_object_get(json_array_get(arr, 0), "cpu_ns");
+		ist_buf_printf(o, "By self time; %zu of %zu shown.%s\n\n| "
+		    "Function | Calls | Self |%s Inclusive | Where |\n|---|---:|"
+		    "---:|%s---:|---|\n", json_array_size(arr), n, cpu ?
+		    " Self CPU is the CPU time its thread used while it was "
+		    "the innermost call (from the samples of /proc); self time "
+		    "beyond it was spent waiting: for the GIL, a lock, I/O or "
+		    "a core." : "", cpu ? " Self CPU |" : "", cpu ? "---:|" :
+		    "");
 		json_array_foreach(arr, i, x) {
 			ist_buf_printf(o, "| ");
 			code(o, ist_jstr(x, "name"));
-			ist_buf_printf(o, " | %lld | %s | %s | ",
+			ist_buf_printf(o, " | %lld | %s |",
 			    (long long)ist_jint(x, "count"), dur(&u, ist_jnum(x,
-			    "self_ns")), dur(&u, ist_jnum(x, "incl_ns")));
+			    "self_ns")));
+			if (cpu)
+				ist_buf_printf(o, " %s |", dur(&u, ist_jnum(x,
+				    "cpu_ns")));
+			ist_buf_printf(o, " %s | ", dur(&u, ist_jnum(x,
+			    "incl_ns")));
 			if (*ist_jstr(x, "file")) {
 				char w[4200];
 				snprintf(w, sizeof(w), "%s:%lld",

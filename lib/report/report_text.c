@@ -363,19 +363,22 @@ row(struct tx *t, const char *name, bool keep_end, const char *figs,
 
 #define TOP 5
 
-/* The top rows of the analysis's tables: a count, then durations. */
+/* The top rows of the analysis's tables: a count, then durations; a
+ * duration the analysis lacks (CPU time, without the sampler) is left out
+ * with its heading. */
 static const struct top {
-	const char *key, *title, *order, *header;
+	const char *key, *title, *order, *count;
 	bool keep_end;           /* dotted names: their end says most */
-	const char *durs[4];
+	const char *durs[4], *heads[4];
 } tops[] = {
-	{ "scopes", "Scopes and NVTX ranges", "(by total time)",
-	  "  count      total       mean        p95", false,
-	  { "total_ns", "mean_ns", "p95_ns" } },
-	{ "functions", "Python functions", "(by self time)",
-	  "  calls       self  inclusive", true, { "self_ns", "incl_ns" } },
-	{ "kernels", "Kernels", "(by total time)",
-	  "  calls      total       mean", false, { "total_ns", "mean_ns" } },
+	{ "scopes", "Scopes and NVTX ranges", "(by total time)", "count",
+	  false, { "total_ns", "mean_ns", "p95_ns" },
+	  { "total", "mean", "p95" } },
+	{ "functions", "Python functions", "(by self time)", "calls", true,
+	  { "self_ns", "cpu_ns", "incl_ns" },
+	  { "self", "self CPU", "inclusive" } },
+	{ "kernels", "Kernels", "(by total time)", "calls", false,
+	  { "total_ns", "mean_ns" }, { "total", "mean" } },
 };
 
 static void
@@ -384,13 +387,23 @@ tables(struct tx *t, const json_t *an)
 	for (size_t k = 0; k < sizeof(tops) / sizeof(tops[0]); k++) {
 		const struct top *tp = &tops[k];
 		const json_t *x, *arr = json_object_get(an, tp->key);
-		int figw = (int)strlen(tp->header);
+		bool has[4];
+		char head[160];
+		int hn;
 		size_t i;
 
 		if (json_array_size(arr) == 0)
 			continue;
+		hn = snprintf(head, sizeof(head), "%7s", tp->count);
+		for (int d = 0; tp->durs[d]; d++) {
+			has[d] = json_object_get(json_array_get(arr, 0),
+			    tp->durs[d]) != NULL;
+			if (has[d])
+				hn += snprintf(head + hn, sizeof(head) -
+				    (size_t)hn, " %10s", tp->heads[d]);
+		}
 		heading(t, tp->title, tp->order);
-		row(t, "", false, tp->header, figw);
+		row(t, "", false, head, hn);
 		json_array_foreach(arr, i, x) {
 			struct nums u = { 0 };
 			char figs[160];
@@ -401,9 +414,11 @@ tables(struct tx *t, const json_t *an)
 			n = snprintf(figs, sizeof(figs), "%7lld",
 			    (long long)ist_jint(x, "count"));
 			for (int d = 0; tp->durs[d]; d++)
-				n += snprintf(figs + n, sizeof(figs) - (size_t)n,
-				    " %10s", dur(&u, ist_jnum(x, tp->durs[d])));
-			row(t, ist_jstr(x, "name"), tp->keep_end, figs, figw);
+				if (has[d])
+					n += snprintf(figs + n, sizeof(figs) -
+					    (size_t)n, " %10s", dur(&u,
+					    ist_jnum(x, tp->durs[d])));
+			row(t, ist_jstr(x, "name"), tp->keep_end, figs, hn);
 		}
 	}
 }
