@@ -26,7 +26,7 @@ endif
 # it uses to index memory.
 # lib/README.md: each folder, and what it may depend on
 LIB_DIRS = trace config record merge analyze rules report
-LIB_INC = -Ilib $(LIB_DIRS:%=-Ilib/%)
+LIB_INC = -Ilib $(LIB_DIRS:%=-Ilib/%) -I$(B)/gen
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fwrapv $(WARN) $(CFLAGS) $(LIB_INC)
 LIBS = -lcbor -lzstd -ljansson -lyaml -lcmark-gfm -lcmark-gfm-extensions \
        -lpthread -lm
@@ -192,6 +192,13 @@ $(B)/.deps-check: scripts/deps.sh
 $(B)/lib/%.o: lib/%.c $(LIB_H) | $(B)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# the HTML report's script, inlined as a C string
+$(B)/gen/viewer_js.h: lib/report/viewer.js
+	@mkdir -p $(dir $@)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
+$(B)/lib/report/report_html.o $(B)/plain/lib/report/report_html.o: \
+    $(B)/gen/viewer_js.h
 
 $(B)/libinferscope.a: $(LIB_OBJ)
 	rm -f $@

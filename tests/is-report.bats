@@ -139,12 +139,16 @@ f(24)'
 	assert_equal "$stderr" ""
 }
 
-@test "the HTML is self-contained: no scripts, no external resources, three charts" {
+@test "the HTML is self-contained: no external resources, its own two inline scripts, three charts" {
 	is-report -f html -o "$T/r.html" "$T/ex.ist"
 	run grep -c '<svg' "$T/r.html"
 	assert_output 3
-	run grep -Eo '(src|href)=|<script|<link|@import|url\(' "$T/r.html"
+	run grep -Eo '(src|href)=|<link|@import|url\(|fetch\(|XMLHttpRequest' "$T/r.html"
 	assert_failure
+	# the viewer's data and its code, both inline
+	run grep -o '<script[^>]*>' "$T/r.html"
+	assert_output '<script type="application/json" id="is-data">
+<script>'
 	run grep -o 'https\?://[^"]*' "$T/r.html"
 	assert_output "http://www.w3.org/2000/svg
 http://www.w3.org/2000/svg
@@ -242,6 +246,82 @@ for y in range(h):
 # text, tables and charts: well over 1% of the sampled pixels
 assert ink > 0.01 * (w // 4) * (h // 4), ink
 PY
+}
+
+@test "the HTML viewer in headless Chromium: the wheel zooms about the cursor, a drag pans, a kernel's hover names its launch, a click zooms the flame graph" {
+	command -v chromium >/dev/null || fail "chromium is not installed (scripts/deps.sh check installs it)"
+	is-report -f html -o "$T/r.html" "$T/ex.ist"
+	is-cat "$T/ex.ist" > "$T/ex.jsonl"
+	PYTHONPATH=$ROOT/tests/py timeout 120 python3 - "$T" <<-'PY'
+	import json, sys
+	from cdp import Page
+	T = sys.argv[1]
+	ev = [json.loads(l) for l in open(T + "/ex.jsonl")]
+	ranges = [e for e in ev if "end_ns" in e and e["type"] != "loss"]
+	t0 = min(e["start_ns"] for e in ranges)
+	end = max(e["end_ns"] for e in ranges) - t0
+	with Page("file://%s/r.html" % T) as p:
+	    view = lambda: [int(v) for v in p.eval(
+	        "document.getElementById('is-timeline').dataset.view").split(",")]
+	    tip = lambda: p.eval("document.getElementById('is-tip').style.display"
+	        " == 'block' ? document.getElementById('is-tip').textContent : ''")
+	    # the script ran: the viewer shown, the static timeline hidden
+	    assert p.eval("getComputedStyle(document.getElementById('is-static')).display") == "none"
+	    # the whole run, from its first range to its last end
+	    assert view() == [0, end], (view(), end)
+	    x, y, w, h = p.box("is-timeline")
+	    plot = w - 190 - 10                     # the label column, a margin
+	    at = lambda v, t: x + 190 + (t - v[0]) * plot / (v[1] - v[0])
+	    # the wheel: 500 units in is a factor 1.0015^-500, about the cursor
+	    cx = x + 190 + plot * 0.3
+	    v0 = view()
+	    t_cursor = v0[0] + (cx - x - 190) * (v0[1] - v0[0]) / plot
+	    p.wheel(cx, y + 40, -500)
+	    v1 = view()
+	    span0, span1 = v0[1] - v0[0], v1[1] - v1[0]
+	    assert abs(span1 / span0 - 1.0015 ** -500) < 0.01, (span0, span1)
+	    t_after = v1[0] + (cx - x - 190) * span1 / plot
+	    assert abs(t_after - t_cursor) <= span1 * 0.005, (t_cursor, t_after)
+	    # a drag of 120 px to the left shows what was 120 px to the right
+	    p.mouse("mousePressed", cx, y + 40, button="left")
+	    p.mouse("mouseMoved", cx - 120, y + 40, button="left")
+	    p.mouse("mouseReleased", cx - 120, y + 40, button="left")
+	    v2 = view()
+	    shift = 120 * span1 / plot
+	    assert abs((v2[0] - v1[0]) - shift) <= span1 * 0.005, (v1, v2, shift)
+	    assert v2[1] - v2[0] == span1
+	    # reset, then hover along the GPU stream's lane (the last one, at
+	    # the bottom) until a kernel's tooltip names the launch behind it
+	    p.eval("document.getElementById('is-reset').click()")
+	    assert view() == [0, end]
+	    name, ly, lh = json.loads(p.eval("document.getElementById('is-timeline').dataset.lanes"))[-1]
+	    assert name == "GPU 0 stream 7", name
+	    found = None
+	    for i in range(0, int(plot), 2):
+	        p.mouse("mouseMoved", x + 190 + i, y + ly + 7)
+	        t = tip()
+	        if "launched by" in t and "\nkernel on" in t:
+	            found = t
+	            break
+	    assert found, "no kernel's hover named its launch"
+	    k = next(e for e in ev if e["type"] == "gpu_kernel" and e["name"] in found)
+	    api = next(e for e in ev if e["type"] == "cuda_api" and e["correlation"] == k["correlation"])
+	    lines = found.split("\n")
+	    assert lines[0] == k["name"] and lines[1] == "kernel on GPU 0 stream 7", lines
+	    # its launch: the API call with its correlation, how long before
+	    gap = (k["start_ns"] - api["start_ns"]) / 1e3
+	    assert lines[3] == "launched by %s on %s, %.1f \u00b5s before" % (
+	        api["name"], "MainThread 4242", gap), (lines, gap)
+	    # the flame graph: the top bar holds the thread's calls; a click on
+	    # the call below zooms to it
+	    fx, fy, fw, fh = p.box("is-flame")
+	    p.mouse("mouseMoved", fx + fw / 2, fy + 9)
+	    assert tip().split("\n")[:2] == ["all calls", "inclusive 12.80 ms (100.0% of the thread's calls)"], tip()
+	    assert p.eval("document.getElementById('is-flame').dataset.zoom") == "all calls"
+	    p.mouse("mousePressed", fx + 5, fy + 18 + 9, button="left", clickCount=1)
+	    p.mouse("mouseReleased", fx + 5, fy + 18 + 9, button="left", clickCount=1)
+	    assert p.eval("document.getElementById('is-flame').dataset.zoom") == "app.tokenizer.encode"
+	PY
 }
 
 @test "the terminal report: golden text and ASCII, every line within COLUMNS, the same layout in ASCII" {
@@ -532,4 +612,72 @@ PY
 	run -1 --separate-stderr is-report /nonexistent
 	assert_equal "$stderr" "is-report: cannot open '/nonexistent': No such file or directory"
 	run -1 --separate-stderr is-report -o /dev/full "$T/ex.ist"
+}
+
+@test "the HTML viewer's data on a real run: ranges thinned to a budget, GC pauses against gc.callbacks, import phases, flame graph sums exact" {
+	cat > "$T/app.py" <<-'PY'
+	import gc
+	n = [0]
+	gc.callbacks.append(lambda phase, info: phase == "start" and n.__setitem__(0, n[0] + 1))
+	import decimal, fractions
+	def fib(k):
+	    return k if k < 2 else fib(k - 1) + fib(k - 2)
+	def churn():
+	    for _ in range(20):
+	        l = [[] for _ in range(20000)]
+	        gc.collect(0)
+	fib(25)
+	churn()
+	print(n[0])
+	PY
+	cd "$T"
+	is-record -o rec.ist -- /usr/bin/python3 app.py > collections.txt
+	is-merge rec.ist | is-analyze -o a.ist
+	is-report -f html -o r.html a.ist
+	is-cat a.ist > a.jsonl
+	python3 - "$(cat collections.txt)" <<-'PY'
+	import json, re
+	import sys
+	html = open("r.html").read()
+	D = json.loads(re.search(r'<script type="application/json" id="is-data">(.*?)</script>', html, re.S).group(1))
+	ev = [json.loads(l) for l in open("a.jsonl")]
+	calls = [e for e in ev if e["type"] == "cpu_call"]
+	S = [D["slices"][i:i + 7] for i in range(0, len(D["slices"]), 7)]
+	# fib(25) alone is 242785 calls: thinned to the budget, the shortest
+	# dropped, the collections kept whatever their length
+	assert len(calls) > 250000 and len(S) <= 60000 and D["min_dur"] > 0, (len(calls), len(S))
+	assert all(s[3] >= D["min_dur"] for s in S if not s[6])
+	drawn = ("cpu_call", "scope", "nvtx_range", "cuda_api", "sync", "gpu_kernel", "h2d_copy", "d2h_copy", "d2d_copy", "memset")
+	assert D["dropped"] + len(S) == sum(e["type"] in drawn for e in ev), (D["dropped"], len(S))
+	# every collection the program counted through gc.callbacks, marked
+	own = int(sys.argv[1])
+	gcs = [s for s in S if s[6]]
+	assert own >= 20 and len(gcs) == own, (own, len(gcs))
+	assert all(D["names"][s[4]].startswith("gc (generation ") for s in gcs)
+	# the main thread: its lane, its import phases (decimal's import in one)
+	main = min((e for e in ev if e["type"] == "thread" and e.get("name") == "MainThread"), key=lambda e: e["pid"])
+	li = next(i for i, l in enumerate(D["lanes"]) if l["name"] == "MainThread %d" % main["tid"])
+	mine = [e for e in calls if e["pid"] == main["pid"] and e["tid"] == main["tid"]]
+	imp = next(e for e in mine if e["name"].endswith("._find_and_load") and
+	           any(c["name"] == "decimal.<module>" and e["start_ns"] <= c["start_ns"] and c["end_ns"] <= e["end_ns"] for c in mine))
+	ph = [D["imports"][i:i + 3] for i in range(0, len(D["imports"]), 3)]
+	t0 = D["t0"]
+	assert any(p[0] == li and p[1] <= imp["start_ns"] - t0 and imp["end_ns"] - t0 <= p[1] + p[2] for p in ph), ph
+	# the flame graph's top: the thread's outermost calls, to the ns
+	mine.sort(key=lambda e: (e["start_ns"], -e["end_ns"]))
+	top, end = 0, None
+	for e in mine:
+	    if end is None or e["start_ns"] >= end:
+	        top += e["end_ns"] - e["start_ns"]
+	        end = e["end_ns"]
+	    else:
+	        end = max(end, e["end_ns"])
+	root = D["lanes"][li]["flame"]
+	assert root[1] == top, (root[1], top)
+	# fib(25)'s node: the one call, whole
+	fibcall = next(e for e in mine if e["name"] == "__main__.fib")
+	mod = next(k for k in root[3] if D["names"][k[0]] == "__main__.<module>")
+	node = next(k for k in mod[3] if D["names"][k[0]] == "__main__.fib")
+	assert node[1] == fibcall["end_ns"] - fibcall["start_ns"], (node[1], fibcall)
+	PY
 }

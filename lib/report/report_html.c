@@ -2,7 +2,9 @@
  * report_html.c - the HTML report: the Markdown rendered by cmark-gfm (with
  * its table extension), styles inline, and three inline SVG charts: a
  * timeline with a lane per thread and per GPU stream, GPU utilisation over
- * time, and the scopes by total time.  No network, no scripts.
+ * time, and the scopes by total time; then the page's own script
+ * (viewer.js, inlined) draws a timeline that zooms and pans and a flame
+ * graph from the detail report_detail.c keeps.  No network.
  *
  * The timeline (report_int.h) is binned while the trace streams past; the
  * terminal report (report_text.c) draws the same lanes.
@@ -38,6 +40,7 @@ ist_timeline_free(struct ist_timeline *tl)
 {
 	if (tl == NULL)
 		return;
+	ist_detail_free(tl);
 	for (int i = 0; i < tl->nlanes; i++)
 		free(tl->lane[i]);
 	free(tl->names);
@@ -55,6 +58,7 @@ lane_of(struct ist_timeline *tl, bool gpu, int64_t pid, int64_t tid)
 	if (tl->nlanes == MAXLANES || (l = calloc(1, sizeof(*l))) == NULL)
 		return NULL;
 	l->gpu = gpu;
+	l->idx = tl->nlanes;
 	l->pid = pid;
 	l->tid = tid;
 	if (gpu) {
@@ -142,6 +146,8 @@ ist_timeline_add(struct ist_timeline *tl, const struct ist_event *ev)
 		tl->t0 = s;
 		tl->w = 1000;
 	}
+	if (tl->detail && ist_detail_add(tl, l, l->idx, c, ev))
+		return -1;
 	if (s < tl->t0)
 		s = tl->t0;
 	if (e < s)
@@ -286,8 +292,8 @@ timeline_svg(struct ist_buf *o, const struct ist_timeline *tl)
 		h += sorted[i]->gpu ? ROW + 6 : 2 * ROW + 6;
 	{
 		char bw[32];
-		ist_buf_printf(o, "<figure><figcaption>Timeline: a lane per "
-		    "thread (scopes and NVTX ranges above, calls below) and per "
+		ist_buf_printf(o, "<figure id=\"is-static\"><figcaption>"
+		    "Timeline: a lane per thread (scopes and NVTX ranges above, calls below) and per "
 		    "GPU stream, in %d columns of %s; darker means busier."
 		    "</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
 		    "class=\"chart\" viewBox=\"0 0 %d %d\" role=\"img\" "
@@ -327,6 +333,49 @@ timeline_svg(struct ist_buf *o, const struct ist_timeline *tl)
 		    "or streams past the first %d lanes are not drawn.</p>",
 		    (unsigned long long)tl->undrawn, MAXLANES);
 	ist_buf_printf(o, "</figure>\n");
+}
+
+/* The viewer's source (viewer.js), as a C string */
+static const char viewer_js[] =
+#include "viewer_js.h"
+    ;
+
+/*
+ * The zoomable timeline and the flame graph: shown by the page's own
+ * script (viewer.js), which hides the static timeline above; without
+ * scripts the page is the same as before.
+ */
+static int
+viewer(struct ist_buf *o, const struct ist_timeline *tl)
+{
+	struct lane *sorted[MAXLANES];
+
+	if (tl == NULL || tl->nlanes == 0 || !tl->detail)
+		return 0;
+	for (int i = 0; i < tl->nlanes; i++)
+		sorted[i] = tl->lane[i];
+	qsort(sorted, (size_t)tl->nlanes, sizeof(sorted[0]), ist_lane_cmp);
+	ist_buf_printf(o, "<div id=\"is-viewer\" style=\"display:none\">\n"
+	    "<figure><figcaption>Timeline: the wheel zooms, dragging pans, a "
+	    "double-click fits a range; hover for details (a launch and its "
+	    "GPU work are linked). GC pauses in red with a mark, import "
+	    "phases shaded. <button id=\"is-in\">+</button> <button "
+	    "id=\"is-out\">&minus;</button> <button id=\"is-reset\">reset"
+	    "</button> <span id=\"is-range\"></span></figcaption>\n"
+	    "<div><canvas id=\"is-timeline\"></canvas></div></figure>\n"
+	    "<figure id=\"is-flamefig\"><figcaption>Flame graph of the "
+	    "Python calls of thread <select id=\"is-thread\"></select>: "
+	    "calls merged by call path, width their inclusive time; hover "
+	    "for self time, click to zoom into a call, click the top bar to "
+	    "zoom out. Calls under a 2000th of the thread's time are in "
+	    "their caller's self time.</figcaption>\n<div><canvas "
+	    "id=\"is-flame\"></canvas></div></figure>\n</div>\n"
+	    "<div id=\"is-tip\"></div>\n"
+	    "<script type=\"application/json\" id=\"is-data\">");
+	if (ist_detail_json(tl, sorted, o))
+		return -1;
+	ist_buf_printf(o, "</script>\n<script>\n%s</script>\n", viewer_js);
+	return 0;
 }
 
 static void
@@ -434,7 +483,13 @@ static const char style[] =
     "system-ui,sans-serif;fill:#5a6270}\n"
     "svg .tick,svg .grid{stroke:#c8ccd3;stroke-width:1}svg .util{fill:"
     "#2e9e5b;fill-opacity:.35;stroke:#2e9e5b;stroke-width:1}\n"
-    ".note{font-size:13px;color:#5a6270}\n";
+    ".note{font-size:13px;color:#5a6270}\n"
+    "#is-viewer canvas{display:block;border:1px solid #e3e6eb;cursor:grab}"
+    "#is-viewer button{font:12px system-ui,sans-serif;padding:0 8px}\n"
+    "#is-tip{position:absolute;display:none;white-space:pre-wrap;"
+    "max-width:640px;overflow-wrap:anywhere;background:#1d2330;color:#fff;"
+    "font:12px/1.4 system-ui,sans-serif;padding:6px 8px;border-radius:4px;"
+    "pointer-events:none}\n";
 
 enum ist_status
 ist_report_html(const json_t *an, const struct ist_timeline *tl,
@@ -468,6 +523,11 @@ ist_report_html(const json_t *an, const struct ist_timeline *tl,
 	{
 		size_t h = charts.n;
 		timeline_svg(&charts, tl);
+		if (viewer(&charts, tl)) {
+			st = IST_ENOMEM;
+			ist_seterr(err, st, "out of memory");
+			goto out;
+		}
 		util_svg(&charts, an);
 		scopes_svg(&charts, an);
 		if (charts.n == h)      /* no empty heading */

@@ -10,6 +10,7 @@
 #include "rules.h"
 #include "internal.h"
 #include "report.h"
+#include "report_int.h"
 
 /* The report's own input was cut short: the analysis says so. */
 static void
@@ -84,6 +85,8 @@ ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
 		ist_seterr(err, st, "out of memory");
 		goto out;
 	}
+	if (tl && f == IST_REPORT_HTML)
+		tl->detail = true;
 	while ((rst = ist_reader_next(r, &ev, err)) == IST_OK) {
 		if (o->progress && (++nev & 0xffff) == 0) {
 			ist_reader_stats(r, &rs);
