@@ -248,6 +248,31 @@ assert ink > 0.01 * (w // 4) * (h // 4), ink
 PY
 }
 
+@test "a name cannot leave the viewer's data: </script>, an image, U+2028, all text in the browser's DOM" {
+	command -v chromium >/dev/null || fail "chromium is not installed (scripts/deps.sh check installs it)"
+	sed 's/"name":"app.tokenizer.encode"/"name":"<\/script><img src=x onerror=document.title=1>\\u2028<!--\&amp;"/' \
+	    examples/trace.jsonl | is-cat --encode | is-merge | is-analyze -o "$T/evil.ist"
+	is-report -f html -o "$T/evil.html" "$T/evil.ist"
+	# only the page's own two scripts, and no image
+	run grep -c '<script' "$T/evil.html"
+	assert_output 2
+	run -1 grep -E '<img|</script><|<!--' "$T/evil.html"
+	PYTHONPATH=$ROOT/tests/py timeout 120 python3 - "$T" <<-'PY'
+	import json, sys
+	from cdp import Page
+	with Page("file://%s/evil.html" % sys.argv[1]) as p:
+	    # the script ran (the viewer is shown) and no image was made
+	    assert p.eval("document.getElementById('is-viewer').style.display") == "block"
+	    assert p.eval("document.images.length") == 0
+	    assert p.eval("document.title") != "1"
+	    # the name, whole, in the flame graph's thread data
+	    x, y, w, h = p.box("is-flame")
+	    p.mouse("mouseMoved", x + 20, y + 18 + 9)
+	    tip = p.eval("document.getElementById('is-tip').textContent")
+	    assert tip.split("\n")[0] == "</script><img src=x onerror=document.title=1>\u2028<!--&amp;", tip
+	PY
+}
+
 @test "the HTML viewer in headless Chromium: the wheel zooms about the cursor, a drag pans, a kernel's hover names its launch, a click zooms the flame graph" {
 	command -v chromium >/dev/null || fail "chromium is not installed (scripts/deps.sh check installs it)"
 	is-report -f html -o "$T/r.html" "$T/ex.ist"
