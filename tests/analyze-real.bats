@@ -467,3 +467,38 @@ PY
 	assert sself >= 4 * 0.29e9 and scpu <= 0.05 * sself, (sself, scpu)
 	PY
 }
+
+@test "real launchers: a pyenv shim's helpers and a wrapper shell fold into the Python they started; children it starts later stay rows; process.ppid against os.getppid()" {
+	shim=${PYENV_ROOT:-$HOME/.pyenv}/shims/python3
+	[ -x "$shim" ] || fail "no pyenv shim at $shim"
+	cd "$T"
+	cat > app.py <<'PY'
+import os, subprocess, sys
+sum(i * i for i in range(200000))
+print(os.getpid(), os.getppid())
+if len(sys.argv) > 1:       # a child of its own, after its first call
+    subprocess.run(["sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"])
+PY
+	# the shim: bash scripts and readlink before it execs into Python
+	is-record -o shim.ist -- "$shim" app.py > ids.txt
+	is-merge shim.ist | is-analyze --json > a.json
+	read -r pid ppid < ids.txt
+	run jq -c '[.processes[] | .pid]' a.json
+	assert_output "[$pid]"
+	run jq -c '[.threads[] | .pid] | unique' a.json
+	assert_output "[$pid]"
+	n=$(jq '.processes[0].helpers.processes' a.json)
+	[ "$n" -ge 2 ] || fail "only $n helpers folded"
+	jq -e '.processes[0].helpers.names - ["bash", "readlink", "pyenv", "head", "sed", "cat", "dirname", "basename", "env", "mkdir", "python3"] == []' a.json
+	# its parent as the program saw it: is-record itself
+	is-cat shim.ist | jq -se --argjson p "$pid" --argjson pp "$ppid" 'map(select(.type == "counter" and .name == "process.ppid" and .pid == $p) | .value) == [$pp]' > /dev/null
+	# a wrapper shell that forks Python is an ancestor: folded too; the
+	# shell the program runs later is its own row
+	is-record -o wrap.ist -- sh -c "/usr/bin/python3 app.py child > ids.txt; true"
+	is-merge wrap.ist | is-analyze --json > w.json
+	read -r pid ppid < ids.txt
+	jq -e --argjson p "$pid" --argjson pp "$ppid" '.processes | length == 2 and .[0].pid == $p and .[0].helpers.processes == 1 and .[0].helpers.names == ["sh"] and .[1].pid != $pp' w.json
+	# the wrapper really was the parent
+	is-cat wrap.ist | jq -se --argjson p "$pid" --argjson pp "$ppid" 'map(select(.type == "counter" and .name == "process.ppid" and .pid == $p) | .value) == [$pp]' > /dev/null
+	is-cat wrap.ist | jq -se --argjson pp "$ppid" 'map(select(.type == "process" and .pid == $pp) | .name) == ["sh"]' > /dev/null
+}

@@ -467,6 +467,79 @@ util_of(int64_t cpu, int64_t win)
 	return u > 1 ? 1 : u < 0 ? 0 : u;
 }
 
+/*
+ * A launcher's helpers: processes with nothing recorded but their samples
+ * (a pyenv shim's bash and readlink, a wrapper script) fold into the
+ * program they started: an ancestor of a recorded process, or a child of
+ * one (or of a helper folded into one) that ended before its first
+ * recorded range.  Children the program started later stay rows.
+ */
+/* The index + 1 of process p's parent; 0 when it is not in the trace. */
+static uint32_t
+parent_of(struct ist_analyzer *a, const struct proc *p)
+{
+	bool found;
+	uint32_t *v;
+
+	if (!p->have_ppid)
+		return 0;
+	v = an_u64map_slot(&a->procmap, (uint64_t)p->ppid, &found);
+	return v && found ? *v : 0;
+}
+
+static void
+fold_helpers(struct ist_analyzer *a)
+{
+	int64_t *first;
+	bool *rec, changed = true;
+
+	rec = calloc(a->nproc ? a->nproc : 1, sizeof(*rec));
+	first = calloc(a->nproc ? a->nproc : 1, sizeof(*first));
+	if (rec == NULL || first == NULL)
+		goto out;
+	for (uint32_t i = 0; i < a->nthr; i++) {
+		const struct thr *t = &a->thr[i];
+		bool found;
+		uint32_t *v;
+		if (!t->own)
+			continue;
+		v = an_u64map_slot(&a->procmap, (uint64_t)t->pid, &found);
+		if (v == NULL || !found)
+			continue;
+		if (!rec[*v - 1] || t->own_first < first[*v - 1])
+			first[*v - 1] = t->own_first;
+		rec[*v - 1] = true;
+	}
+	for (uint32_t j = 0; j < a->nproc; j++) {
+		uint32_t k = j + 1;
+		if (!rec[j])
+			continue;
+		/* its ancestors with nothing recorded */
+		for (int n = 0; n < 64 && (k = parent_of(a, &a->proc[k - 1])) &&
+		    !rec[k - 1]; n++)
+			if (a->proc[k - 1].fold == 0 && a->proc[k - 1].pid)
+				a->proc[k - 1].fold = (int)j + 1;
+	}
+	while (changed) {
+		changed = false;
+		for (uint32_t i = 0; i < a->nproc; i++) {
+			struct proc *p = &a->proc[i];
+			uint32_t k = parent_of(a, p);
+			int to;
+			if (rec[i] || p->fold || p->pid == 0 || k == 0)
+				continue;
+			to = rec[k - 1] ? (int)k : a->proc[k - 1].fold;
+			if (to && p->last_sample <= first[to - 1]) {
+				p->fold = to;
+				changed = true;
+			}
+		}
+	}
+out:
+	free(rec);
+	free(first);
+}
+
 static json_t *
 threads_json(struct ist_analyzer *a)
 {
@@ -483,6 +556,10 @@ threads_json(struct ist_analyzer *a)
 			p = &a->proc[*v - 1];
 		if (!t->have_cpu && !t->have_py)
 			continue;
+		if (p && p->fold) {      /* a helper's: its program's */
+			a->proc[p->fold - 1].helper_cpu += t->cpu1;
+			continue;
+		}
 		end = p && p->last_sample > t->cpu1_ts ? p->last_sample :
 		    t->cpu1_ts;
 		win = end - t->cpu0_ts;
@@ -548,14 +625,43 @@ threads_json(struct ist_analyzer *a)
 	return arr;
 }
 
+/* The helpers folded into process i: how many, their CPU, their names;
+ * NULL when none. */
+static json_t *
+helpers_json(struct ist_analyzer *a, uint32_t i)
+{
+	json_t *names = NULL;
+	uint64_t n = 0;
+
+	for (uint32_t j = 0; j < a->nproc; j++) {
+		const char *nm = a->str.e[a->proc[j].name].p;
+		bool seen = false;
+		size_t k;
+		json_t *x;
+		if (a->proc[j].fold != (int)i + 1)
+			continue;
+		n++;
+		if (names == NULL)
+			names = json_array();
+		json_array_foreach(names, k, x)
+			seen |= strcmp(json_string_value(x), nm) == 0;
+		if (!seen)
+			json_array_append_new(names, json_string(nm));
+	}
+	if (n == 0)
+		return NULL;
+	return json_pack("{s:I,s:I,s:o}", "processes", JI(n), "cpu_ns",
+	    JI(a->proc[i].helper_cpu), "names", names);
+}
+
 static json_t *
 processes_json(struct ist_analyzer *a, json_t **command)
 {
 	json_t *arr = json_array();
 	for (uint32_t i = 0; i < a->nproc; i++) {
 		struct proc *p = &a->proc[i];
-		json_t *o;
-		if (p->pid == 0)
+		json_t *o, *h;
+		if (p->pid == 0 || p->fold)
 			continue;
 		if (*command == NULL && p->cmdline.p) {
 			struct ist_buf b = { 0 };
@@ -622,6 +728,8 @@ processes_json(struct ist_analyzer *a, json_t **command)
 		    json_integer(p->flt1 - p->flt0));
 		json_object_set_new(o, "threads_peak",
 		    json_integer(p->threads_peak));
+		if ((h = helpers_json(a, i)) != NULL)
+			json_object_set_new(o, "helpers", h);
 		json_array_append_new(arr, o);
 	}
 	return arr;
@@ -699,8 +807,9 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 		for (uint32_t j = 0; j < a->thr[i].n; j++)
 			an_import_done(a, &a->thr[i].st[j]);
 	}
+	fold_helpers(a);
+	threads = threads_json(a);      /* first: the helpers' CPU */
 	procs = processes_json(a, &command);
-	threads = threads_json(a);
 	run = run_json(a, command);
 	notes = json_array();
 	lost_share = a->lost ? (double)a->lost / (double)(a->lost +

@@ -72,6 +72,8 @@ struct thr {
 	uint32_t *okey, *ocnt;   /* functions open on the stack: counts */
 	uint32_t omask, oused;
 	uint64_t launches;
+	bool own;                /* ranges of its own, beyond the samples */
+	int64_t own_first;       /* the first one's start */
 	/* /proc samples */
 	bool have_cpu, have_wait, have_inv;
 	int64_t cpu0_ts, cpu0, cpu1_ts, cpu1, wait0, wait1, inv0, inv1;
@@ -109,6 +111,10 @@ struct proc {
 	bool have_rss, have_flt;
 	int64_t rss0, rss0_ts, rss_peak, rss_peak_ts, rss1, rss1_ts;
 	int64_t flt0, flt1, threads_peak, last_sample;
+	bool have_ppid;
+	int64_t ppid;            /* its parent (the process.ppid counter) */
+	int fold;                /* folded into process fold - 1 (0: not) */
+	int64_t helper_cpu;      /* the CPU of those folded into it */
 	/* the end of its last Python call so far, and the last RSS sample
 	 * at or before it: before the interpreter's teardown frees memory */
 	int64_t py_end, rss_pre, rss_pre_ts;

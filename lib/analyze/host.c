@@ -557,6 +557,10 @@ an_host_range(struct ist_analyzer *a, const struct ist_event *ev)
 		return -1;
 	if (an_advance(a, t, ev->start_ns))
 		return -1;
+	if (!t->own) {
+		t->own = true;
+		t->own_first = ev->start_ns;
+	}
 	below = t->n;
 	if ((f = push_frame(t, ev)) == NULL)
 		return -1;
@@ -646,8 +650,12 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 			p->have_flt = true;
 			p->flt1 = v;
 		} else if (name_is(ev, "process.threads") &&
-		    v > p->threads_peak)
+		    v > p->threads_peak) {
 			p->threads_peak = v;
+		} else if (name_is(ev, "process.ppid")) {
+			p->have_ppid = true;
+			p->ppid = v;
+		}
 		return 0;
 	}
 	if (!name_starts(ev, "thread.") || !IST_HAS(ev, IST_F_TID))

@@ -30,7 +30,7 @@ struct psample {
 	bool have_cmd;          /* named with its command line */
 	bool python;            /* named python*: should have a stream */
 	char cmd[120];          /* its command line, for a warning */
-	int64_t rss, majflt, nthreads;
+	int64_t rss, majflt, nthreads, ppid;
 	struct tsample *t;
 	size_t nt, capt;
 	uint64_t gen;

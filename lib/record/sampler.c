@@ -117,7 +117,8 @@ proc_get(struct sampler *s, int64_t pid)
 	}
 	memset(&s->p[s->np], 0, sizeof(s->p[0]));
 	s->p[s->np].pid = pid;
-	s->p[s->np].rss = s->p[s->np].majflt = s->p[s->np].nthreads = -1;
+	s->p[s->np].rss = s->p[s->np].majflt = s->p[s->np].nthreads =
+	    s->p[s->np].ppid = -1;
 	return &s->p[s->np++];
 }
 
@@ -307,6 +308,12 @@ sample_process(struct sampler *s, int64_t pid, int64_t ts)
 		int64_t majflt = strtoll(f[9], NULL, 10);
 		int64_t nthreads = strtoll(f[17], NULL, 10);
 		int64_t rss = strtoll(f[21], NULL, 10) * s->page;
+		int64_t ppid = strtoll(f[1], NULL, 10);
+		/* its parent: a launcher's helpers (a pyenv shim's bash and
+		 * readlink) fold into the program they started */
+		if (ppid != p->ppid)
+			counter(s, pid, -1, "process.ppid", ts, ppid, 0, true);
+		p->ppid = ppid;
 		if (rss != p->rss)
 			counter(s, pid, -1, "process.rss_bytes", ts, rss, 0,
 			    true);

@@ -660,6 +660,29 @@ threads_table(struct ist_buf *o, const json_t *an)
 		}
 		ist_buf_printf(o, "\n");
 	}
+	/* a launcher's helpers (a pyenv shim's bash), folded into it */
+	json_array_foreach(json_object_get(an, "processes"), i, x) {
+		const json_t *h = json_object_get(x, "helpers"), *nm;
+		char who[300];
+		size_t k;
+		if (h == NULL)
+			continue;
+		snprintf(who, sizeof(who), "%s (%lld)", ist_jstr(x, "name"),
+		    (long long)ist_jint(x, "pid"));
+		ist_buf_printf(o, "Folded into ");
+		code(o, who);
+		ist_buf_printf(o, ": %lld helper process%s (",
+		    (long long)ist_jint(h, "processes"),
+		    ist_jint(h, "processes") == 1 ? "" : "es");
+		json_array_foreach(json_object_get(h, "names"), k, nm) {
+			if (k)
+				ist_buf_printf(o, ", ");
+			code(o, json_string_value(nm));
+		}
+		ist_buf_printf(o, ") that started it or that it started before "
+		    "its first recorded call, %s of CPU.\n\n", dur(&u,
+		    ist_jnum(h, "cpu_ns")));
+	}
 }
 
 /* Memory: RSS per sampled process, GPU memory peaks. */
