@@ -706,3 +706,38 @@ PY
 	assert node[1] == fibcall["end_ns"] - fibcall["start_ns"], (node[1], fibcall)
 	PY
 }
+
+@test "every example's HTML in headless Chromium: the viewer runs without a script error, a lane per recorded thread, a screenshot with ink" {
+	command -v chromium >/dev/null || fail "chromium is not installed (scripts/deps.sh check installs it)"
+	cd "$T"
+	cp ex.ist trace.ist
+	is-record -o mlp.rec -- /usr/bin/python3 "$ROOT/examples/mlp_infer.py"
+	is-merge mlp.rec | is-analyze -o mlp.ist
+	OMP_NUM_THREADS=1 is-record -o enc.rec -- /usr/bin/python3 "$ROOT/examples/torch_encoder.py" 3
+	is-merge enc.rec | is-analyze -o enc.ist
+	for x in trace mlp enc; do
+		is-report -f html -o $x.html $x.ist
+		is-cat $x.ist > $x.jsonl
+	done
+	PYTHONPATH=$ROOT/tests/py timeout 300 python3 - <<-'PY'
+	import base64, json, os, struct
+	from cdp import Page
+	drawn = {"cpu_call", "scope", "nvtx_range", "cuda_api", "sync", "gpu_kernel",
+	         "h2d_copy", "d2h_copy", "d2d_copy", "memset"}
+	for x in ("trace", "mlp", "enc"):
+	    ev = [json.loads(l) for l in open(x + ".jsonl")]
+	    lanes = {(e["pid"], e.get("tid", e["pid"])) if "device" not in e else ("gpu", e["device"], e.get("stream"))
+	             for e in ev if e["type"] in drawn}
+	    with Page("file://%s/%s.html" % (os.getcwd(), x)) as p:
+	        # a script error stops the viewer before it is shown
+	        assert p.eval("document.getElementById('is-viewer').style.display") == "block", x
+	        shown = json.loads(p.eval("document.getElementById('is-timeline').dataset.lanes"))
+	        assert len(shown) == min(len(lanes), 48), (x, len(shown), len(lanes))
+	        png = base64.b64decode(p.call("Page.captureScreenshot", format="png")["data"])
+	    open(x + ".png", "wb").write(png)
+	    w, h = struct.unpack(">II", png[16:24])
+	    assert png[:8] == b"\x89PNG\r\n\x1a\n" and w >= 1000 and h >= 1000, (x, w, h)
+	    # a blank page of that size compresses to a few KiB
+	    assert len(png) > 40000, (x, len(png))
+	PY
+}
