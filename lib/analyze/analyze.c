@@ -618,8 +618,7 @@ ist_analyzer_free(struct ist_analyzer *a)
 		free(a->thr[i].okey);
 		free(a->thr[i].wmap.key);
 		free(a->thr[i].wmap.val);
-		free(a->thr[i].wfn);
-		free(a->thr[i].wns);
+		free(a->thr[i].w);
 		free(a->thr[i].ocnt);
 	}
 	free(a->thr);

@@ -100,9 +100,9 @@ struct thr {
 	 * sample closes it */
 	bool have_win;
 	int64_t win_t, win_v;
-	struct u64map wmap;
-	uint32_t *wfn, wn, wcap, wlast;   /* wlast: index + 1 of the last */
-	int64_t *wns;
+	struct u64map wmap;      /* function -> index + 1 in w */
+	struct wcost { uint32_t fn; int64_t ns; } *w;
+	uint32_t wn, wcap, wlast;   /* wlast: index + 1 of the last */
 };
 
 struct proc {

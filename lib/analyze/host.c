@@ -468,8 +468,6 @@ int
 an_cpu_credit(struct ist_analyzer *a, struct thr *t, int64_t s, int64_t e)
 {
 	const struct frame *f = NULL;
-	uint32_t *v, k;
-	bool found;
 
 	if (!a->cpu_samples || e <= s)
 		return 0;
@@ -487,33 +485,16 @@ an_cpu_credit(struct ist_analyzer *a, struct thr *t, int64_t s, int64_t e)
 		t->win_t = s;
 		t->win_v = 0;
 	}
-	if (t->wlast && t->wfn[t->wlast - 1] == f->stat) {
-		t->wns[t->wlast - 1] += e - s;
-		return 0;
+	if (t->wlast == 0 || t->w[t->wlast - 1].fn != f->stat) {
+		bool created;
+		int64_t k = an_stat_of(&t->wmap, (void **)&t->w, &t->wn,
+		    &t->wcap, sizeof(*t->w), f->stat, &created);
+		if (k < 0)
+			return -1;
+		t->w[k].fn = f->stat;
+		t->wlast = (uint32_t)k + 1;
 	}
-	if ((v = an_u64map_slot(&t->wmap, f->stat, &found)) == NULL)
-		return -1;
-	if (!found) {
-		if (t->wn == t->wcap) {
-			uint32_t c = t->wcap ? t->wcap * 2 : 64;
-			uint32_t *nf = realloc(t->wfn, c * sizeof(*nf));
-			int64_t *nn;
-			if (nf == NULL)
-				return -1;
-			t->wfn = nf;
-			if ((nn = realloc(t->wns, c * sizeof(*nn))) == NULL)
-				return -1;
-			t->wns = nn;
-			t->wcap = c;
-		}
-		t->wfn[t->wn] = f->stat;
-		t->wns[t->wn] = 0;
-		*v = ++t->wn;
-		t->wmap.n++;
-	}
-	k = *v - 1;
-	t->wns[k] += e - s;
-	t->wlast = k + 1;
+	t->w[t->wlast - 1].ns += e - s;
 	return 0;
 }
 
@@ -529,7 +510,7 @@ cpu_window(struct ist_analyzer *a, struct thr *t, int64_t ts, int64_t v)
 		double rate = (double)(v - t->win_v) / (double)(ts - t->win_t);
 		rate = rate < 0 ? 0 : rate > 1 ? 1 : rate;
 		for (uint32_t i = 0; i < t->wn; i++)
-			a->fn[t->wfn[i]].cpu += (double)t->wns[i] * rate;
+			a->fn[t->w[i].fn].cpu += (double)t->w[i].ns * rate;
 	}
 	if (t->wn) {
 		memset(t->wmap.val, 0, (t->wmap.mask + 1) * sizeof(uint32_t));

@@ -20,6 +20,7 @@
 
 #include "internal.h"
 #include "report.h"
+#include "report_int.h"
 #include "rules/rules.h"
 
 /* GPUs are shown as processes of their own, out of the way of real pids. */
@@ -129,15 +130,10 @@ keep_name(struct ist_perfetto *p, int64_t pid, int64_t tid, struct ist_str s)
 	memcpy(c, s.p, s.n);
 	c[s.n] = '\0';
 	if (x == NULL) {
-		if (p->nnames == p->capnames) {
-			size_t cap = p->capnames ? p->capnames * 2 : 16;
-			struct name *nn = realloc(p->names, cap * sizeof(*nn));
-			if (nn == NULL) {
-				free(c);
-				return -1;
-			}
-			p->names = nn;
-			p->capnames = cap;
+		if (ist_room((void **)&p->names, &p->capnames, p->nnames,
+		    sizeof(*p->names))) {
+			free(c);
+			return -1;
 		}
 		x = &p->names[p->nnames++];
 		x->pid = pid;
@@ -230,14 +226,9 @@ gpu_track(struct ist_perfetto *p, int64_t dev, int64_t stream)
 	for (size_t i = 0; i < p->nstreams; i++)
 		if (p->streams[i].dev == dev && p->streams[i].stream == stream)
 			return;
-	if (p->nstreams == p->capstreams) {
-		size_t cap = p->capstreams ? p->capstreams * 2 : 16;
-		void *n = realloc(p->streams, cap * sizeof(*p->streams));
-		if (n == NULL)
-			return;
-		p->streams = n;
-		p->capstreams = cap;
-	}
+	if (ist_room((void **)&p->streams, &p->capstreams, p->nstreams,
+	    sizeof(*p->streams)))
+		return;
 	p->streams[p->nstreams].dev = dev;
 	p->streams[p->nstreams++].stream = stream;
 	if (dev >= 0 && dev < 64 && !(p->seen_gpu >> dev & 1)) {

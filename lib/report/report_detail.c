@@ -28,19 +28,20 @@ mix(uint64_t k)
 	return k;
 }
 
-static void *
-grow(void *p, size_t *cap, size_t n, size_t size)
+int
+ist_room(void **p, size_t *cap, size_t n, size_t size)
 {
 	size_t c;
 	void *q;
 
 	if (n < *cap)
-		return p;
-	c = *cap ? *cap * 2 : 1024;
-	if ((q = realloc(p, c * size)) == NULL)
-		return NULL;
+		return 0;
+	c = *cap ? *cap * 2 : 16;
+	if ((q = realloc(*p, c * size)) == NULL)
+		return -1;
+	*p = q;
 	*cap = c;
-	return q;
+	return 0;
 }
 
 /* Drops the ranges below min_dur, which doubles until a quarter of the
@@ -94,14 +95,8 @@ child(struct ist_timeline *tl, struct flame *f, int li, uint32_t parent,
 		tl->fmerged++;
 		return parent;
 	}
-	if (f->nn == f->cap) {
-		uint32_t c = f->cap ? f->cap * 2 : 256;
-		struct fnode *nn = realloc(f->n, c * sizeof(*nn));
-		if (nn == NULL)
-			return -1;
-		f->n = nn;
-		f->cap = c;
-	}
+	if (ist_room((void **)&f->n, &f->cap, f->nn, sizeof(*f->n)))
+		return -1;
 	f->n[f->nn] = (struct fnode){ name, parent, 0, 0 };
 	tl->fmap[j] = (struct fkey){ key, f->nn };
 	tl->fused++;
@@ -120,9 +115,8 @@ flame_add(struct ist_timeline *tl, struct lane *l, int li, uint32_t name,
 	uint32_t parent;
 
 	if (f->nn == 0) {       /* the root */
-		if ((f->n = malloc(256 * sizeof(*f->n))) == NULL)
+		if (ist_room((void **)&f->n, &f->cap, 0, sizeof(*f->n)))
 			return -1;
-		f->cap = 256;
 		f->n[0] = (struct fnode){ 0, 0, 0, 0 };
 		f->nn = 1;
 		f->imp_end = INT64_MIN;
@@ -140,14 +134,8 @@ flame_add(struct ist_timeline *tl, struct lane *l, int li, uint32_t name,
 	}
 	if (parent == 0)
 		f->n[0].incl += d;
-	if (f->depth == f->capst) {
-		uint32_t c = f->capst ? f->capst * 2 : 64;
-		struct fopen *ns = realloc(f->st, c * sizeof(*ns));
-		if (ns == NULL)
-			return -1;
-		f->st = ns;
-		f->capst = c;
-	}
+	if (ist_room((void **)&f->st, &f->capst, f->depth, sizeof(*f->st)))
+		return -1;
 	f->st[f->depth++] = (struct fopen){ e, (uint32_t)k };
 	/* an outermost import: a phase, or the one it follows closely */
 	if (s >= f->imp_end && ev->name.n >= 15 && memcmp(ev->name.p +
@@ -162,11 +150,9 @@ flame_add(struct ist_timeline *tl, struct lane *l, int li, uint32_t name,
 		if (p && p->lane == li && s - p->e < PHASE_JOIN) {
 			p->e = e > p->e ? e : p->e;
 		} else if (tl->nph < PHASES_MAX) {
-			struct phase *q = grow(tl->ph, &tl->capph, tl->nph,
-			    sizeof(*tl->ph));
-			if (q == NULL)
+			if (ist_room((void **)&tl->ph, &tl->capph, tl->nph,
+			    sizeof(*tl->ph)))
 				return -1;
-			tl->ph = q;
 			tl->ph[tl->nph++] = (struct phase){ s, e, (uint8_t)li };
 		}
 	}
@@ -201,13 +187,8 @@ ist_detail_add(struct ist_timeline *tl, struct lane *l, int li, enum cat c,
 		tl->sl_dropped++;
 		return 0;
 	}
-	{
-		struct slice *q = grow(tl->sl, &tl->capsl, tl->nsl,
-		    sizeof(*tl->sl));
-		if (q == NULL)
-			return -1;
-		tl->sl = q;
-	}
+	if (ist_room((void **)&tl->sl, &tl->capsl, tl->nsl, sizeof(*tl->sl)))
+		return -1;
 	tl->sl[tl->nsl++] = (struct slice){ ev->start_ns - tl->t0, d,
 	    IST_HAS(ev, IST_F_CORRELATION) ? ev->correlation : -1, name,
 	    (uint8_t)li, (uint8_t)c, gc };
@@ -217,30 +198,6 @@ ist_detail_add(struct ist_timeline *tl, struct lane *l, int li, enum cat c,
 }
 
 /* ---- JSON ---- */
-
-/* A string as JSON that may sit in a <script> element: "<", ">" and "&"
- * escaped as well, and the line separators JavaScript once refused. */
-static void
-jstr(struct ist_buf *o, const char *p, size_t n)
-{
-	ist_buf_printf(o, "\"");
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)p[i];
-		if (ch == '"' || ch == '\\')
-			ist_buf_printf(o, "\\%c", ch);
-		else if (ch < 0x20 || ch == 0x7f || ch == '<' || ch == '>' ||
-		    ch == '&')
-			ist_buf_printf(o, "\\u%04x", ch);
-		else if (ch == 0xe2 && i + 2 < n && (unsigned char)p[i + 1] ==
-		    0x80 && ((unsigned char)p[i + 2] & 0xfe) == 0xa8) {
-			ist_buf_printf(o, "\\u%04x", 0x2028 +
-			    ((unsigned char)p[i + 2] & 1));
-			i += 2;
-		} else
-			ist_buf_append(o, (const char *)&p[i], 1);
-	}
-	ist_buf_printf(o, "\"");
-}
 
 static int
 by_incl(const void *x, const void *y, void *ctx)
@@ -333,7 +290,7 @@ ist_detail_json(const struct ist_timeline *tl, struct lane *const *sorted,
 	for (int j = 0; j < tl->nlanes; j++) {
 		const struct lane *l = sorted[j];
 		ist_buf_printf(o, "%s{\"name\":", j ? "," : "");
-		jstr(o, l->name, strlen(l->name));
+		ist_json_str(o, l->name, strlen(l->name), true);
 		ist_buf_printf(o, ",\"gpu\":%s,\"pid\":%lld,\"bins\":[",
 		    l->gpu ? "true" : "false", (long long)l->pid);
 		/* per column, the time covered per category */
@@ -361,7 +318,7 @@ ist_detail_json(const struct ist_timeline *tl, struct lane *const *sorted,
 	for (uint32_t i = 1; tl->dnames && i <= tl->dnames->n; i++) {
 		const struct ist_strent *e = ist_strtab_get(tl->dnames, i);
 		ist_buf_printf(o, ",");
-		jstr(o, e->p, e->n);
+		ist_json_str(o, e->p, e->n, true);
 	}
 	/* lane, category, start, duration, name, correlation, GC */
 	ist_buf_printf(o, "],\"slices\":[");

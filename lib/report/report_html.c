@@ -101,14 +101,9 @@ ist_timeline_add(struct ist_timeline *tl, const struct ist_event *ev)
 
 	switch (ev->type) {
 	case IST_THREAD:
-		if (tl->nnames == tl->capnames) {
-			size_t cap = tl->capnames ? tl->capnames * 2 : 16;
-			struct names *n = realloc(tl->names, cap * sizeof(*n));
-			if (n == NULL)
-				return -1;
-			tl->names = n;
-			tl->capnames = cap;
-		}
+		if (ist_room((void **)&tl->names, &tl->capnames, tl->nnames,
+		    sizeof(*tl->names)))
+			return -1;
 		tl->names[tl->nnames].pid = ev->pid;
 		tl->names[tl->nnames].tid = ev->tid;
 		snprintf(tl->names[tl->nnames].name,

@@ -51,9 +51,9 @@ struct fnode {
 };
 struct flame {
 	struct fnode *n;
-	uint32_t nn, cap;
+	size_t nn, cap;
 	struct fopen { int64_t end; uint32_t node; } *st;
-	uint32_t depth, capst;
+	size_t depth, capst;
 	int64_t imp_end;         /* the outermost import open till here */
 };
 
@@ -96,6 +96,10 @@ struct ist_timeline {
 	uint32_t fmask, fused, fnodes;
 	uint64_t fmerged;        /* calls past the node budget: in the parent */
 };
+
+/* Room in the array *p (cap elements of size, n used) for one more,
+ * doubled when full; -1 out of memory (*p as it was). */
+int ist_room(void **p, size_t *cap, size_t n, size_t size);
 
 /* The detail of event ev, on lane l (index li) in category c, when
  * tl->detail: -1 out of memory. */

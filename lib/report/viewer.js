@@ -92,8 +92,9 @@
     var m = raw / p;
     return (m < 2 ? 2 : m < 5 ? 5 : 10) * p;
   }
+  // the canvases are sized when the page is laid out and when it
+  // changes, not at every redraw
   function drawTimeline() {
-    ctx = setup(tl, H);
     var g = ctx.g, W = ctx.w;
     g.clearRect(0, 0, W, H);
     g.font = "11px system-ui, sans-serif";
@@ -106,11 +107,11 @@
       g.beginPath(); g.moveTo(x, 16); g.lineTo(x, H); g.stroke();
       g.fillText(dur(t), x + 2, 12);
     }
-    lanes.forEach(function (l) {
+    lanes.forEach(function (l, li) {
       g.save();
       g.beginPath(); g.rect(LABEL, l.y - 2, W - LABEL, l.h + 4); g.clip();
       imports.forEach(function (p) {
-        if (p.lane !== lanes.indexOf(l)) return;
+        if (p.lane !== li) return;
         var a = xOf(p.s), b = xOf(p.s + p.d);
         if (b < LABEL || a > W) return;
         g.fillStyle = "rgba(240,160,48,0.13)";
@@ -276,9 +277,8 @@
       n.depth);
   }
   function drawFlame() {
-    var rows = maxDepth(froot) + 1, FH = 18;
-    fctx = setup(fl, rows * FH + 4);
-    var g = fctx.g, W = fctx.w, boxes = [];
+    var FH = 18, g = fctx.g, W = fctx.w, boxes = [];
+    g.clearRect(0, 0, W, fctx.h);
     g.font = "11px system-ui, sans-serif";
     // the zoomed node spans the width; its ancestors too, greyed
     function place(n, x, w) {
@@ -330,9 +330,11 @@
     var b = boxAt(e);
     if (b) { fzoom = b.n; drawFlame(); }
   });
+  function sizeFlame() { fctx = setup(fl, (maxDepth(froot) + 1) * 18 + 4); }
   function pick() {
     froot = build(flames[sel.selectedIndex].flame, null, 0);
     fzoom = froot;
+    sizeFlame();
     drawFlame();
   }
   flames.forEach(function (l) {
@@ -345,10 +347,13 @@
   root.style.display = "block";
   var still = document.getElementById("is-static");
   if (still) still.style.display = "none";
+  ctx = setup(tl, H);
   drawTimeline();
   if (flames.length) pick();
   else document.getElementById("is-flamefig").style.display = "none";
   window.addEventListener("resize", function () {
-    drawTimeline(); if (flames.length) drawFlame();
+    ctx = setup(tl, H);
+    drawTimeline();
+    if (flames.length) { sizeFlame(); drawFlame(); }
   });
 })();

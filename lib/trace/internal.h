@@ -217,6 +217,10 @@ void ist_fmt_double(double d, char *out, size_t cap);
  * ENOMEM): integers; and NUL-terminated arguments as in /proc/PID/cmdline,
  * as text. */
 int ist_cbor_ints(const int64_t *v, size_t n, struct ist_buf *out);
+/* Appends (s, n) as a JSON string (jsonl.c); invalid UTF-8 bytes become
+ * U+FFFD.  With script, fit to stand in an HTML <script> element: "<",
+ * ">", "&", U+2028 and U+2029 escaped too.  0 or ENOMEM. */
+int ist_json_str(struct ist_buf *b, const char *s, size_t n, bool script);
 int ist_cbor_args(const char *args, size_t n, struct ist_buf *out);
 
 /* Validates that [p, p+n) starts with one well-formed CBOR item (*used

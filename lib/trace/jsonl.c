@@ -12,9 +12,8 @@
 
 /* ---- output ---- */
 
-/* Appends s as a JSON string; invalid UTF-8 bytes become U+FFFD. */
-static int
-put_jstr(struct ist_buf *b, const char *s, size_t n)
+int
+ist_json_str(struct ist_buf *b, const char *s, size_t n, bool script)
 {
 	const uint8_t *p = (const uint8_t *)s, *e = p + n;
 
@@ -30,6 +29,11 @@ put_jstr(struct ist_buf *b, const char *s, size_t n)
 		if (c == '"' || c == '\\') {
 			b->p[b->n++] = '\\';
 			b->p[b->n++] = (char)c;
+			p++;
+			continue;
+		}
+		if (script && (c == '<' || c == '>' || c == '&')) {
+			b->n += (size_t)snprintf(b->p + b->n, 7, "\\u%04x", c);
 			p++;
 			continue;
 		}
@@ -75,6 +79,14 @@ put_jstr(struct ist_buf *b, const char *s, size_t n)
 			p++;
 			continue;
 		}
+		if (script && len == 3 && c == 0xe2 && p[1] == 0x80 &&
+		    (p[2] == 0xa8 || p[2] == 0xa9)) {
+			/* U+2028, U+2029: line ends to older JavaScript */
+			b->n += (size_t)snprintf(b->p + b->n, 7, "\\u%04x",
+			    0x2000 + (p[2] - 0x80));
+			p += 3;
+			continue;
+		}
 		memcpy(b->p + b->n, p, len);
 		b->n += len;
 		p += len;
@@ -103,7 +115,7 @@ tok_to_json(const struct tok *tk, uint32_t i, struct ist_buf *b,
 			e = ist_buf_printf(b, "-%" PRIu64, t->v + 1);
 		break;
 	case TK_TEXT:
-		e = put_jstr(b, (const char *)t->p, t->v);
+		e = ist_json_str(b, (const char *)t->p, t->v, false);
 		break;
 	case TK_FLOAT:
 		ist_fmt_double(t->d, num, sizeof(num));
@@ -144,7 +156,8 @@ tok_to_json(const struct tok *tk, uint32_t i, struct ist_buf *b,
 			}
 			if (k && (e = ist_buf_printf(b, ",")))
 				break;
-			if ((e = put_jstr(b, (const char *)tk[j].p, tk[j].v)) ||
+			if ((e = ist_json_str(b, (const char *)tk[j].p, tk[j].v,
+			    false)) ||
 			    (e = ist_buf_printf(b, ":")))
 				break;
 			j = tk[j].next;
@@ -224,7 +237,7 @@ ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
 			break;
 		case FT_STR:
 			s = *ist_field_str(ev, fs->id);
-			e = put_jstr(b, s.p, s.n);
+			e = ist_json_str(b, s.p, s.n, false);
 			break;
 		case FT_BOOL:
 			e = ist_buf_printf(b, *ist_field_bool(ev, fs->id) ? "true" :
@@ -269,7 +282,7 @@ ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
 int
 ist_buf_json_string(struct ist_buf *b, const char *s, size_t n)
 {
-	return put_jstr(b, s, n);
+	return ist_json_str(b, s, n, false);
 }
 
 /* ---- input ---- */
