@@ -223,6 +223,10 @@ readme_block_in() {
 	readme_block_in 'An excerpt of the$' tests/golden/report-example.md
 }
 
+@test "the README what-if excerpt is in the golden report of the example" {
+	readme_block_in '^\*\*What fixing it would buy' tests/golden/report-example.md
+}
+
 @test "the README terminal excerpts are the golden text report's and --summary's" {
 	readme_block_in '^The same run in the terminal' tests/golden/report-example.txt
 	# the summary inferscope run ends with, for the example trace

@@ -90,7 +90,7 @@ inferscope: no trace was written; no report"
 	assert_equal "$stderr" "inferscope: --format wants md, html, json or text (or perfetto), not 'pdf'"
 	# text by the extension, or asked for
 	COLUMNS= run -0 --separate-stderr inferscope analyze -o r.txt ex.ist
-	assert_equal "${stderr_lines[0]}" "Verdict: CPU-bound (confidence 0.87). The GPU is idle 75.9% of the active window, waiting for the host."
+	assert_equal "${stderr_lines[0]}" "Verdict: CPU-bound (confidence 0.87). The GPU is idle 75.9% of the active window, waiting for the host; the largest saving: overlap the leading host work with the rest of the step, about 860 µs per step (20.7%)."
 	assert_equal "$(cat r.txt)" "$(cat "$ROOT/tests/golden/report-example.txt")"
 	COLUMNS= inferscope analyze --format text -o r2 ex.ist
 	cmp r.txt r2

@@ -145,7 +145,8 @@ long
 tool_progress_source(void *ctx, void *buf, size_t n)
 {
 	struct tool_progress *p = ctx;
-	long k = ist_fd_source(&p->fd, buf, n);
+	long k = p->spool ? tool_spool_source(p->spool, buf, n) :
+	    ist_fd_source(&p->fd, buf, n);
 
 	if (p->r && p->on) {
 		struct ist_reader_stats st;
@@ -153,4 +154,51 @@ tool_progress_source(void *ctx, void *buf, size_t n)
 		tool_progress_show(p, st.at_bytes, 0, st.events);
 	}
 	return k;
+}
+
+void
+tool_spool_init(struct tool_spool *s, int fd, bool keep)
+{
+	const char *dir = getenv("TMPDIR");
+	off_t at = lseek(fd, 0, SEEK_CUR);
+
+	s->in = fd;
+	s->start = at;
+	s->keep = at < 0 && keep ? open(dir && *dir ? dir : "/tmp",
+	    O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
+}
+
+long
+tool_spool_source(void *ctx, void *buf, size_t n)
+{
+	struct tool_spool *s = ctx;
+	long k = ist_fd_source(&s->in, buf, n);
+	int keep = s->keep;
+
+	if (k > 0 && keep >= 0 && ist_fd_sink(&keep, buf, (size_t)k) != 0) {
+		close(s->keep);     /* no room: no second reading */
+		s->keep = -1;
+	}
+	return k;
+}
+
+int
+tool_spool_again(void *ctx)
+{
+	struct tool_spool *s = ctx;
+
+	if (s->keep >= 0)
+		return lseek(s->keep, 0, SEEK_SET) == 0 ? dup(s->keep) : -1;
+	if (s->start >= 0 && lseek(s->in, (off_t)s->start, SEEK_SET) ==
+	    (off_t)s->start)
+		return dup(s->in);
+	return -1;
+}
+
+void
+tool_spool_release(struct tool_spool *s)
+{
+	if (s->keep >= 0)
+		close(s->keep);
+	s->keep = -1;
 }

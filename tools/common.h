@@ -51,6 +51,7 @@ struct tool_progress {
 	/* tool_progress_source: the input and its reader */
 	int fd;
 	struct ist_reader *r;
+	struct tool_spool *spool;    /* read through it, when set */
 };
 void tool_progress_start(struct tool_progress *p, int fd, bool quiet);
 /* at: bytes of the input read (the reader's at_bytes); total: when the
@@ -61,5 +62,24 @@ void tool_progress_end(struct tool_progress *p);
 /* An ist_source_fn reading p->fd that shows the progress of p->r (set once
  * the reader exists). */
 long tool_progress_source(void *p, void *buf, size_t n);
+
+/*
+ * A trace read twice (the steps' second pass, an analysis cut off a
+ * trace): from a file, read again from where it started; from a pipe,
+ * what the first reading read is also kept in an unlinked temporary file
+ * in $TMPDIR (the compressed trace).  Without room there, no second
+ * reading (the analysis then says so).
+ */
+struct tool_spool {
+	int in, keep;            /* keep: the copy, -1 none */
+	long long start;         /* a file's offset at the start; -1 a pipe */
+};
+/* keep: whether to copy a pipe at all */
+void tool_spool_init(struct tool_spool *s, int fd, bool keep);
+long tool_spool_source(void *s, void *buf, size_t n);
+/* An ist_again opener (analysis_io.h): a descriptor at the trace's start,
+ * -1 when it cannot be read again. */
+int tool_spool_again(void *s);
+void tool_spool_release(struct tool_spool *s);
 
 #endif

@@ -316,6 +316,8 @@ main(int argc, char **argv)
 	json_t *an = NULL, *base = NULL;
 	struct ist_window win = { { -1, -1 }, false, 0, 0, NULL };
 	struct tool_progress pg;
+	struct tool_spool sp;
+	struct ist_again again = { tool_spool_again, &sp, NULL };
 	enum ist_status st;
 	char m[600];
 	int fd, status = 0;
@@ -336,16 +338,19 @@ main(int argc, char **argv)
 
 	if (o.step[0] || o.step[1] || o.skip_warmup)
 		step_window(&o, &win);
+	again.step = o.step_name;
 	fd = tool_open_input(o.path);
 	if (ist_output_open(&out, o.outpath, !o.json, &e) != IST_OK)
 		errx(1, "%s", e.msg);
 	tool_progress_start(&pg, fd, o.quiet);
+	tool_spool_init(&sp, fd, true);
+	pg.spool = &sp;
 	if (ist_reader_new(&r, tool_progress_source, &pg, o.path, &e) !=
 	    IST_OK || (!o.json && ist_writer_new(&w, ist_fd_sink, &out.fd,
 	    &wo, &e) != IST_OK))
 		errx(1, "%s", e.msg);
 	pg.r = r;
-	st = ist_analyze_trace(r, w, o.summary, rules, &win, &an, &e);
+	st = ist_analyze_trace(r, w, o.summary, rules, &win, &again, &an, &e);
 	tool_progress_end(&pg);
 	if (an == NULL || (st != IST_OK && st != IST_TRUNCATED &&
 	    json_integer_value(json_object_get(json_object_get(an, "run"),
@@ -383,6 +388,7 @@ main(int argc, char **argv)
 	json_decref(base);
 	json_decref(win.how);
 	ist_reader_free(r);
+	tool_spool_release(&sp);
 	ist_rules_free(rules);
 	ist_config_release(&cfg);
 	if (fd != STDIN_FILENO)

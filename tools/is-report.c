@@ -52,50 +52,6 @@ help(void)
 	    "usage error.\n");
 }
 
-/*
- * A pipe cannot be read twice, and the analysis is-analyze promised may
- * have been cut off its end: what is read from a pipe is also kept in an
- * unlinked temporary file (the compressed trace, small beside the work of
- * analysing it again), so that the trace can be analysed here after all.
- */
-struct spool {
-	int in, keep;
-};
-
-static long
-spool_source(void *ctx, void *buf, size_t n)
-{
-	struct spool *s = ctx;
-	long k = ist_fd_source(&s->in, buf, n);
-	int keep = s->keep;
-
-	if (k > 0 && keep >= 0 && ist_fd_sink(&keep, buf, (size_t)k) != 0) {
-		close(s->keep);     /* no room: no second reading */
-		s->keep = -1;
-	}
-	return k;
-}
-
-/* A trace that promises no analysis is analysed here in one reading. */
-static void
-spool_needed(void *ctx, bool promised)
-{
-	struct spool *s = ctx;
-
-	if (!promised && s->keep >= 0) {
-		close(s->keep);
-		s->keep = -1;
-	}
-}
-
-static int
-spool_open(void)
-{
-	const char *dir = getenv("TMPDIR");
-
-	return open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR, 0600);
-}
-
 /* --format's value, or exit 2 */
 static enum ist_report_format
 format_named(const char *name)
@@ -335,7 +291,8 @@ main(int argc, char **argv)
 	enum ist_status st;
 	struct ist_report_result res;
 	struct ist_report_opts ro;
-	struct spool sp;
+	struct tool_spool sp, sp2 = { -1, -1, -1 };
+	struct ist_again again = { tool_spool_again, &sp, NULL };
 	const char *shown;
 	bool damaged;
 	int fd;
@@ -350,15 +307,14 @@ main(int argc, char **argv)
 	fd = tool_open_input(a.path);
 	if (ist_output_open(&out, a.outpath, false, &e) != IST_OK)
 		errx(1, "%s", e.msg);
-	sp.in = fd;
-	/* kept from a pipe only where a second reading could serve: the
+	/* a pipe is kept where a second reading could serve (the steps of
+	 * an analysis made here, an analysis cut off the trace): the
 	 * Perfetto export never reads its input again */
-	sp.keep = a.fmt != IST_REPORT_PERFETTO && lseek(fd, 0, SEEK_CUR) < 0 ?
-	    spool_open() : -1;
-	if (ist_reader_new(&r, spool_source, &sp, a.path, &e) != IST_OK)
+	tool_spool_init(&sp, fd, a.fmt != IST_REPORT_PERFETTO);
+	if (ist_reader_new(&r, tool_spool_source, &sp, a.path, &e) != IST_OK)
 		errx(1, "%s", e.msg);
 	ro = (struct ist_report_opts){ .format = a.fmt, .rules = rules,
-	    .on_header = spool_needed, .ctx = &sp };
+	    .again = &again };
 	/* the terminal report fits the terminal it goes to */
 	ro.text.width = columns_of(a.outpath ? -1 : STDOUT_FILENO);
 	ro.text.color = colour_on(a.color, a.outpath ? -1 : STDOUT_FILENO);
@@ -370,14 +326,14 @@ main(int argc, char **argv)
 	ro.progress = foresee_size;
 	ro.progress_ctx = &fs;
 	st = ist_report_trace(r, &ro, out.fd, &res, &e);
-	if (!res.wrote && res.analysis_missing && (sp.keep >= 0 ?
-	    lseek(sp.keep, 0, SEEK_SET) : lseek(fd, 0, SEEK_SET)) == 0) {
+	if (!res.wrote && res.analysis_missing && (sp2.in =
+	    tool_spool_again(&sp)) >= 0) {
 		/* is-analyze's analysis was cut off: make one here */
 		ist_reader_free(r);
-		if (sp.keep >= 0)
-			sp.in = sp.keep;
-		sp.keep = -1;
-		if (ist_reader_new(&r, spool_source, &sp, a.path, &e) != IST_OK)
+		sp2.keep = -1;
+		sp2.start = -1;
+		if (ist_reader_new(&r, tool_spool_source, &sp2, a.path, &e) !=
+		    IST_OK)
 			errx(1, "%s", e.msg);
 		ro.analyse = true;
 		st = ist_report_trace(r, &ro, out.fd, &res, &e);

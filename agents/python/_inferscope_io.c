@@ -25,6 +25,7 @@
 
 #include <jansson.h>
 
+#include "analysis_io.h"
 #include "internal.h"
 #include "ist.h"
 #include "report.h"
@@ -355,6 +356,8 @@ report(PyObject *mod, PyObject *args)
 		PyErr_NoMemory();
 		goto done;
 	}
+	/* the steps read the file a second time, as is-analyze does */
+	o.again = &(struct ist_again){ ist_again_path, (void *)path, NULL };
 	Py_BEGIN_ALLOW_THREADS
 	st = ist_report_trace(r, &o, mfd, &res, &e);
 	Py_END_ALLOW_THREADS

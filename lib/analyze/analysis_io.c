@@ -1,4 +1,6 @@
 /* analysis_io.c - is-analyze's pass: trace in, trace and analysis out. */
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +86,43 @@ ist_analysis_of_event(const struct ist_event *ev)
 	return j;
 }
 
+enum ist_status
+ist_again_begin(struct ist_analyzer *a, const struct ist_again *again,
+    struct ist_error *err)
+{
+	return again && again->step ? ist_analyzer_step(a, again->step, err) :
+	    IST_OK;
+}
+
+enum ist_status
+ist_again_pass(struct ist_analyzer *a, const struct ist_again *again,
+    struct ist_error *err)
+{
+	struct ist_reader *r = NULL;
+	const struct ist_event *ev;
+	struct ist_error e = { 0 };
+	enum ist_status st = IST_OK;
+	int fd;
+
+	if (again == NULL || again->open == NULL ||
+	    !ist_analyzer_wants_again(a) || (fd = again->open(again->ctx)) < 0)
+		return IST_OK;
+	if (ist_reader_new(&r, ist_fd_source, &fd, "", &e) == IST_OK) {
+		while (ist_reader_next(r, &ev, &e) == IST_OK)
+			if ((st = ist_analyzer_again(a, ev, err)) != IST_OK)
+				break;
+		ist_reader_free(r);
+	}
+	close(fd);
+	return st;
+}
+
+int
+ist_again_path(void *path)
+{
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
 static bool
 kept_in_summary(enum ist_type t)
 {
@@ -94,7 +133,7 @@ kept_in_summary(enum ist_type t)
 enum ist_status
 ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
     const struct ist_rules *rules, const struct ist_window *window,
-    json_t **out, struct ist_error *err)
+    const struct ist_again *again, json_t **out, struct ist_error *err)
 {
 	struct ist_analyzer *a = NULL;
 	const struct ist_event *ev;
@@ -106,6 +145,8 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 	*out = NULL;
 	if ((st = ist_analyzer_new(&a, rules, err)) != IST_OK)
 		return st;
+	if ((st = ist_again_begin(a, again, err)) != IST_OK)
+		goto fail;
 	if (window && window->at)
 		ist_analyzer_window_at(a, window->from, window->to,
 		    json_incref(window->how));
@@ -140,7 +181,8 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 	ist_reader_stats(r, &rs);
 	if (rst != IST_END && rst != IST_TRUNCATED)
 		ist_analyzer_read_error(a, err->msg);
-	if ((st = ist_analyzer_finish(a, &rs, out, &we)) != IST_OK)
+	if ((st = ist_again_pass(a, again, &we)) != IST_OK ||
+	    (st = ist_analyzer_finish(a, &rs, out, &we)) != IST_OK)
 		goto wfail;
 	if (found && json_integer_value(json_object_get(json_object_get(*out,
 	    "run"), "wall_ns")) == 0) {

@@ -6,6 +6,7 @@
 #include "ist.h"
 
 struct ist_rules;
+struct ist_analyzer;
 
 /*
  * Reads r to its end, analysing every record and, when w is given, copying
@@ -22,9 +23,29 @@ struct ist_window {
 	int64_t from, to;   /* INT64_MIN, INT64_MAX: no bound */
 	json_t *how;        /* with at: run.window.steps (borrowed) */
 };
+/* The trace once more, for the steps' second pass (ist_analyzer_again):
+ * open gives a descriptor at the trace's start (closed after), or -1 when
+ * it cannot be read again.  step: the step's name (--step), or NULL. */
+struct ist_again {
+	int (*open)(void *ctx);
+	void *ctx;
+	const char *step;
+};
+/* again: NULL, or how to read the trace again (the steps' second pass) */
 enum ist_status ist_analyze_trace(struct ist_reader *r, struct ist_writer *w,
     bool summary, const struct ist_rules *rules,
-    const struct ist_window *window, json_t **out, struct ist_error *err);
+    const struct ist_window *window, const struct ist_again *again,
+    json_t **out, struct ist_error *err);
+/* Before the first event: the step's name from again. */
+enum ist_status ist_again_begin(struct ist_analyzer *a,
+    const struct ist_again *again, struct ist_error *err);
+/* After the last: the second pass when the steps want one and the trace
+ * can be read again (a second reading that fails leaves the steps
+ * unmeasured, not the analysis). */
+enum ist_status ist_again_pass(struct ist_analyzer *a,
+    const struct ist_again *again, struct ist_error *err);
+/* An opener for a trace file: ctx its path */
+int ist_again_path(void *path);
 /* The analysis an analysis record holds; NULL if it is not JSON-able. */
 json_t *ist_analysis_of_event(const struct ist_event *ev);
 /* Writes an analysis record holding an. */

@@ -11,6 +11,7 @@
 #include <cbor.h>
 
 #include "analyze_int.h"
+#include "steps.h"
 
 /* ---- the JSON ---- */
 
@@ -766,6 +767,22 @@ run_json(const struct ist_analyzer *a, json_t *command)
 	return run;
 }
 
+/* The step found, when the trace could not be read again to measure it */
+static json_t *
+steps_found_json(struct ist_analyzer *a)
+{
+	const char *name = ist_steps_choose(a->steps);
+	int64_t pid, tid;
+	enum ist_type type;
+
+	if (name == NULL)
+		return json_null();
+	ist_steps_chosen(a->steps, &pid, &tid, &type);
+	return json_pack("{s:s,s:s,s:I,s:I}", "name", name, "record",
+	    ist_type_name(type), "count", JI(ist_steps_found(a->steps)),
+	    "measured", 0);
+}
+
 /* A data-quality note, and what it costs the confidence (a factor). */
 static void __attribute__((format(printf, 4, 5)))
 dq_note(json_t *notes, double *factor, double cost, const char *fmt, ...)
@@ -888,6 +905,8 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	ok &= put(an, "threads", threads);
 	ok &= put(an, "processes", procs);
 	ok &= put(an, "instants", json_integer(JI(a->instants)));
+	ok &= put(an, "steps", a->sw ? an_stepwork_json(a->sw, a->steps) :
+	    steps_found_json(a));
 	if (!ok || ist_rules_run(a->rules, an) == NULL) {
 		json_decref(an);
 		ist_seterr(err, IST_ENOMEM, "out of memory");

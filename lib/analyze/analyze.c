@@ -28,6 +28,7 @@
 #include <cbor.h>
 
 #include "analyze_int.h"
+#include "steps.h"
 
 /* ---- lookups ---- */
 
@@ -524,6 +525,10 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 		a->left_out++;
 		return IST_OK;
 	}
+	if ((ev->type == IST_CPU_CALL || ev->type == IST_SCOPE ||
+	    ev->type == IST_NVTX_RANGE || ev->type == IST_CUDA_API) &&
+	    ist_steps_add(a->steps, ev, err) != IST_OK)
+		return IST_ENOMEM;
 	switch (ev->type) {
 	case IST_PROCESS:
 	case IST_THREAD:
@@ -577,6 +582,41 @@ out:
 	return IST_OK;
 }
 
+/* ---- the second pass: steps ---- */
+
+enum ist_status
+ist_analyzer_step(struct ist_analyzer *a, const char *name,
+    struct ist_error *err)
+{
+	ist_steps_free(a->steps);
+	a->steps = NULL;
+	return ist_steps_new(&a->steps, name, err);
+}
+
+bool
+ist_analyzer_wants_again(struct ist_analyzer *a)
+{
+	struct ist_error e;
+
+	if (a->sw || ist_steps_choose(a->steps) == NULL ||
+	    an_stepwork_new(&a->sw, a, a->steps, &e) != IST_OK || !a->sw)
+		return false;
+	an_stepwork_bases(a->sw);
+	return true;
+}
+
+enum ist_status
+ist_analyzer_again(struct ist_analyzer *a, const struct ist_event *ev,
+    struct ist_error *err)
+{
+	bool w = a->windowed;
+
+	if (ev->type == IST_HEADER || ev->type == IST_ANALYSIS)
+		return IST_OK;
+	return an_stepwork_add(a->sw, ev, w ? a->win[0] : INT64_MIN,
+	    w ? a->win[1] : INT64_MAX, err);
+}
+
 /* ---- lifecycle ---- */
 
 enum ist_status
@@ -589,6 +629,7 @@ ist_analyzer_new(struct ist_analyzer **out, const struct ist_rules *rules,
 	if (a == NULL || (a->corr = calloc(CORR_SLOTS, sizeof(*a->corr))) ==
 	    NULL || an_intern(&a->str, "", 0) != 0 ||
 	    (a->producers = json_array()) == NULL ||
+	    ist_steps_new(&a->steps, NULL, err) != IST_OK ||
 	    (a->damaged = json_array()) == NULL) {
 		ist_analyzer_free(a);
 		ist_seterr(err, IST_ENOMEM, "out of memory");
@@ -653,5 +694,7 @@ ist_analyzer_free(struct ist_analyzer *a)
 	an_dist_release(&a->launch_d);
 	json_decref(a->producers);
 	json_decref(a->damaged);
+	ist_steps_free(a->steps);
+	an_stepwork_free(a->sw);
 	free(a);
 }

@@ -10,6 +10,8 @@
 #ifndef IST_ANALYZE_H
 #define IST_ANALYZE_H
 
+#include <stdbool.h>
+
 #include <jansson.h>
 #include "ist.h"
 
@@ -43,6 +45,18 @@ void ist_analyzer_window(struct ist_analyzer *a, int64_t from_ns,
  * analysis as run.window.steps. */
 void ist_analyzer_window_at(struct ist_analyzer *a, int64_t from,
     int64_t to, json_t *how);
+/* The step is the scope, NVTX range or function of this name (--step);
+ * else the analyzer finds it.  Call before the first event. */
+enum ist_status ist_analyzer_step(struct ist_analyzer *a, const char *name,
+    struct ist_error *err);
+/* After the last event: whether the steps section needs the trace once
+ * more (a step was found).  If so, every event again through
+ * ist_analyzer_again(), then ist_analyzer_finish(); if not, or when the
+ * trace cannot be read again, ist_analyzer_finish() directly (the section
+ * then says only which step it is). */
+bool ist_analyzer_wants_again(struct ist_analyzer *a);
+enum ist_status ist_analyzer_again(struct ist_analyzer *a,
+    const struct ist_event *ev, struct ist_error *err);
 void ist_analyzer_free(struct ist_analyzer *a);
 
 #endif

@@ -186,7 +186,7 @@ struct kstat {
 
 struct xstat {               /* copies by direction and memsets */
 	uint64_t count, pageable_count, sync_calls;
-	int64_t bytes, ns, pageable_bytes;
+	int64_t bytes, ns, pageable_bytes, pageable_ns;
 	struct topk longest;
 };
 
@@ -270,6 +270,10 @@ struct ist_analyzer {
 	uint64_t util_n;
 	bool cpu_samples;        /* thread.cpu_ns seen: functions' CPU time */
 	const struct ist_rules *rules;
+	/* steps: the candidates (this pass), then what each is made of (the
+	 * second pass, ist_analyzer_again) */
+	struct ist_steps *steps;
+	struct stepwork *sw;
 };
 
 /* ---- across the analyzer's files ---- */
@@ -303,6 +307,15 @@ int an_advance(struct ist_analyzer *a, struct thr *t, int64_t now);
 int an_cpu_credit(struct ist_analyzer *a, struct thr *t, int64_t s,
     int64_t e);
 int an_copy_op(struct ist_analyzer *a, const struct ist_event *ev);
+/* Names of CUDA calls and Python functions (host.c) */
+bool an_name_is(const struct ist_event *ev, const char *s);
+bool an_name_has(const struct ist_event *ev, const char *s);
+/* A launch, copy or memset call: one that starts GPU work */
+bool an_is_launch(const struct ist_event *ev);
+/* A CUDA call that blocks the host until the GPU catches up: "memcpy" (a
+ * synchronous copy), "free", or NULL */
+const char *an_implicit_sync(const struct ist_event *ev);
+int an_cmp_i64(const void *a, const void *b);
 void an_import_done(struct ist_analyzer *a, const struct frame *f);
 int an_kernel(struct ist_analyzer *a, const struct ist_event *ev);
 void an_util_add(struct dev *d, int64_t s, int64_t e);
@@ -316,6 +329,21 @@ int an_proc_py_end(struct ist_analyzer *a, struct thr *t);
 int64_t an_stat_of(struct u64map *m, void **arr, uint32_t *n, uint32_t *cap,
     size_t size, uint64_t key, bool *created);
 struct thr *an_thread_of(struct ist_analyzer *a, int64_t pid, int64_t tid);
+
+/* ---- steps (stepwork.c) ---- */
+struct stepwork;
+struct ist_steps;
+enum ist_status an_stepwork_new(struct stepwork **out, struct ist_analyzer *a,
+    const struct ist_steps *s, struct ist_error *err);
+/* Every event of the second pass; from, to: the analysis window (steps
+ * wholly inside it are measured). */
+enum ist_status an_stepwork_add(struct stepwork *w, const struct ist_event *ev,
+    int64_t from, int64_t to, struct ist_error *err);
+/* After the first pass: what the replays take from it */
+void an_stepwork_bases(struct stepwork *w);
+/* The `steps` section (null: no step) */
+json_t *an_stepwork_json(struct stepwork *w, const struct ist_steps *s);
+void an_stepwork_free(struct stepwork *w);
 
 #define JI(v) ((json_int_t)(v))
 

@@ -302,7 +302,9 @@ ist_analysis_load(const char *path, const struct ist_rules *rules,
 		goto out;
 	}
 	ist_reader_stats(r, &rs);
-	st = ist_analyzer_finish(a, &rs, out, err);
+	if ((st = ist_again_pass(a, &(struct ist_again){ ist_again_path,
+	    (void *)path, NULL }, err)) == IST_OK)
+		st = ist_analyzer_finish(a, &rs, out, err);
 out:
 	json_decref(found);
 	ist_analyzer_free(a);

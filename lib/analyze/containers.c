@@ -151,8 +151,8 @@ an_dist_add(struct dist *d, int64_t v)
 	return 0;
 }
 
-static int
-cmp_i64(const void *a, const void *b)
+int
+an_cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 	return (x > y) - (x < y);
@@ -169,7 +169,7 @@ an_dist_pct(struct dist *d, double p)
 	if (rank < 1)
 		rank = 1;
 	if (d->hist == NULL) {
-		qsort(d->v, d->n, sizeof(*d->v), cmp_i64);
+		qsort(d->v, d->n, sizeof(*d->v), an_cmp_i64);
 		return d->v[rank - 1];
 	}
 	for (uint32_t b = 0, seen = 0; b < 64 * 64; b++)

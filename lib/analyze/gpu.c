@@ -259,6 +259,7 @@ an_copy_op(struct ist_analyzer *a, const struct ist_event *ev)
 	if (IST_HAS(ev, IST_F_PAGEABLE) && ev->pageable) {
 		s->pageable_count++;
 		s->pageable_bytes += ev->bytes;
+		s->pageable_ns += ev->end_ns - ev->start_ns;
 	}
 	an_topk_add(&s->longest, ev->start_ns, ev->end_ns);
 	if (IST_HAS(ev, IST_F_CORRELATION)) {

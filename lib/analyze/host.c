@@ -15,8 +15,8 @@
 
 /* ---- per record kind ---- */
 
-static bool
-name_is(const struct ist_event *ev, const char *s)
+bool
+an_name_is(const struct ist_event *ev, const char *s)
 {
 	size_t n = strlen(s);
 	return ev->name.n == n && memcmp(ev->name.p, s, n) == 0;
@@ -29,8 +29,8 @@ name_starts(const struct ist_event *ev, const char *s)
 	return ev->name.n >= n && memcmp(ev->name.p, s, n) == 0;
 }
 
-static bool
-name_has(const struct ist_event *ev, const char *s)
+bool
+an_name_has(const struct ist_event *ev, const char *s)
 {
 	size_t n = strlen(s);
 	for (size_t i = 0; i + n <= ev->name.n; i++)
@@ -39,24 +39,23 @@ name_has(const struct ist_event *ev, const char *s)
 	return false;
 }
 
-static bool
-is_launch(const struct ist_event *ev)
+bool
+an_is_launch(const struct ist_event *ev)
 {
-	return name_has(ev, "Launch") || name_has(ev, "launch") ||
-	    name_has(ev, "Memcpy") || name_has(ev, "Memset") ||
-	    name_has(ev, "GraphLaunch");
+	return an_name_has(ev, "Launch") || an_name_has(ev, "launch") ||
+	    an_name_has(ev, "Memcpy") || an_name_has(ev, "Memset");
 }
 
 /* A CUDA call that blocks the host until the GPU catches up: synchronous
  * copies (cudaMemcpy, cuMemcpyDtoH...) and cudaFree. */
-static const char *
-implicit_sync(const struct ist_event *ev)
+const char *
+an_implicit_sync(const struct ist_event *ev)
 {
 	if ((name_starts(ev, "cudaMemcpy") || name_starts(ev, "cuMemcpy")) &&
-	    !name_has(ev, "Async") && !name_has(ev, "ToSymbol") &&
-	    !name_has(ev, "FromSymbol"))
+	    !an_name_has(ev, "Async") && !an_name_has(ev, "ToSymbol") &&
+	    !an_name_has(ev, "FromSymbol"))
 		return "memcpy";
-	if (name_is(ev, "cudaFree") || name_starts(ev, "cuMemFree"))
+	if (an_name_is(ev, "cudaFree") || name_starts(ev, "cuMemFree"))
 		return "free";
 	return NULL;
 }
@@ -421,14 +420,14 @@ cuda_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
 	uint32_t fi = (uint32_t)(f - t->st);
 	bool nested = fi > 0 && t->st[fi - 1].kind == F_CUDA &&
 	    t->st[fi - 1].end >= ev->end_ns;
-	const char *is = nested ? NULL : implicit_sync(ev);
+	const char *is = nested ? NULL : an_implicit_sync(ev);
 	struct corr *c;
 	int sn = 0;
 
 	f->kind = F_CUDA;
 	if (is && add_sync(a, t, is, strlen(is), ev->start_ns, ev->end_ns))
 		return -1;
-	if (!is_launch(ev))
+	if (!an_is_launch(ev))
 		return 0;
 	if (!nested) {
 		t->launches++;
@@ -571,16 +570,16 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 	struct thr *t;
 
 	if (ev->pid == 0 && !IST_HAS(ev, IST_F_TID)) {
-		if (name_is(ev, "system.cpu_cores"))
+		if (an_name_is(ev, "system.cpu_cores"))
 			a->cores = v;
-		else if (name_is(ev, "system.memory_bytes"))
+		else if (an_name_is(ev, "system.memory_bytes"))
 			a->memory = v;
-		else if (name_is(ev, "system.runnable")) {
+		else if (an_name_is(ev, "system.runnable")) {
 			a->run_samples++;
 			/* procs_running counts the sampler reading it */
 			if (a->cores && v - 1 > a->cores)
 				a->oversub++;
-		} else if (name_is(ev, "system.cpu_utilization")) {
+		} else if (an_name_is(ev, "system.cpu_utilization")) {
 			a->util_sum += ev->value_is_int ? (double)ev->ivalue :
 			    ev->value;
 			a->util_n++;
@@ -591,7 +590,7 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 		if ((p = an_proc_of(a, ev->pid)) == NULL)
 			return -1;
 		p->last_sample = ev->ts_ns;
-		if (name_is(ev, "process.rss_bytes") && v > 0) {
+		if (an_name_is(ev, "process.rss_bytes") && v > 0) {
 			/* 0: read as the process exited (a zombie has none) */
 			if (!p->have_rss) {
 				p->have_rss = true;
@@ -625,15 +624,15 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 				p->rts[p->nr] = ev->ts_ns;
 				p->rv[p->nr++] = v;
 			}
-		} else if (name_is(ev, "process.major_faults")) {
+		} else if (an_name_is(ev, "process.major_faults")) {
 			if (!p->have_flt)
 				p->flt0 = v;
 			p->have_flt = true;
 			p->flt1 = v;
-		} else if (name_is(ev, "process.threads") &&
+		} else if (an_name_is(ev, "process.threads") &&
 		    v > p->threads_peak) {
 			p->threads_peak = v;
-		} else if (name_is(ev, "process.ppid")) {
+		} else if (an_name_is(ev, "process.ppid")) {
 			p->have_ppid = true;
 			p->ppid = v;
 		}
@@ -645,7 +644,7 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 	    (p = an_proc_of(a, ev->pid)) == NULL)
 		return -1;
 	p->last_sample = ev->ts_ns;
-	if (name_is(ev, "thread.cpu_ns")) {
+	if (an_name_is(ev, "thread.cpu_ns")) {
 		if (cpu_window(a, t, ev->ts_ns, v))
 			return -1;
 		if (!t->have_cpu) {
@@ -664,12 +663,12 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 			t->cpu_py_end = v;
 			t->cpu_py_end_ts = ev->ts_ns;
 		}
-	} else if (name_is(ev, "thread.wait_ns")) {
+	} else if (an_name_is(ev, "thread.wait_ns")) {
 		if (!t->have_wait)
 			t->wait0 = v;
 		t->have_wait = true;
 		t->wait1 = v;
-	} else if (name_is(ev, "thread.ctx_involuntary")) {
+	} else if (an_name_is(ev, "thread.ctx_involuntary")) {
 		if (!t->have_inv)
 			t->inv0 = v;
 		t->have_inv = true;

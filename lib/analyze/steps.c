@@ -29,7 +29,7 @@
 
 struct cand {
 	char *name;              /* NULL: a free slot */
-	int64_t tid;
+	int64_t pid, tid;
 	int kind;                /* 0 scope or NVTX range, 1 Python function */
 	enum ist_type type;
 	uint64_t count;
@@ -174,6 +174,7 @@ ist_steps_add(struct ist_steps *s, const struct ist_event *ev,
 		if ((c->name = strndup(ev->name.p, ev->name.n)) == NULL)
 			goto nomem;
 		c->tid = ev->tid;
+		c->pid = ev->pid;
 		c->kind = k;
 		c->type = ev->type;
 		c->last_end = INT64_MIN;
@@ -261,12 +262,19 @@ ist_steps_get(const struct ist_steps *s, size_t *n, const char **name,
 	return s->s;
 }
 
-static int
-by_dur(const void *x, const void *y)
+void
+ist_steps_chosen(const struct ist_steps *s, int64_t *pid, int64_t *tid,
+    enum ist_type *type)
 {
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+	*pid = s->chosen ? s->chosen->pid : 0;
+	*tid = s->chosen ? s->chosen->tid : 0;
+	*type = s->chosen ? s->chosen->type : IST_CPU_CALL;
+}
 
-	return a < b ? -1 : a > b;
+uint64_t
+ist_steps_found(const struct ist_steps *s)
+{
+	return s->chosen ? s->chosen->count : 0;
 }
 
 size_t
@@ -279,7 +287,7 @@ ist_steps_warmup(const struct ist_steps *s)
 		return 0;
 	for (size_t i = 0; i < s->ns; i++)
 		d[i] = s->s[i].end - s->s[i].start;
-	qsort(d, s->ns, sizeof(*d), by_dur);
+	qsort(d, s->ns, sizeof(*d), an_cmp_i64);
 	median = d[s->ns / 2];
 	free(d);
 	while (k + 1 < s->ns && (double)(s->s[k].end - s->s[k].start) >

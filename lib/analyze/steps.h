@@ -29,6 +29,11 @@ enum ist_status ist_steps_collect(struct ist_steps *s,
 /* The steps (*n of them, in time order), their name and record type. */
 const struct ist_step *ist_steps_get(const struct ist_steps *s, size_t *n,
     const char **name, enum ist_type *type);
+/* The chosen step's process, thread and record type */
+void ist_steps_chosen(const struct ist_steps *s, int64_t *pid, int64_t *tid,
+    enum ist_type *type);
+/* How many times the chosen step occurs (the first pass's count) */
+uint64_t ist_steps_found(const struct ist_steps *s);
 /* How many steps are warm-up: the first ones, until one takes at most 1.5
  * times the median step (never all of them). */
 size_t ist_steps_warmup(const struct ist_steps *s);

@@ -468,6 +468,107 @@ breakdown(struct ist_buf *o, const json_t *an)
 	}
 }
 
+/* The steps: what each is made of, its critical path, what a change would
+ * save, the slowest. */
+static const char *const cp_label[][2] = {
+	{ "host", "host work" }, { "cuda_api", "CUDA calls and launch latency" },
+	{ "sync", "sync return" }, { "gc", "garbage collection" },
+	{ "import", "imports" }, { "wait", "sleeps and waits" },
+	{ "kernel", "kernels" }, { "copy", "copies" },
+};
+
+static void
+steps_section(struct ist_buf *o, const json_t *an, double t0)
+{
+	static const char *const rows[][2] = {
+		{ "wall", "Wall" }, { "host_busy", "Host busy" },
+		{ "gpu_busy", "GPU busy" }, { "gpu_idle", "GPU idle" },
+		{ "copies", "Copies" }, { "sync", "Sync" },
+	};
+	const json_t *st = json_object_get(an, "steps"), *cp, *x;
+	struct nums u = { 0 };
+	size_t i;
+	bool first = true;
+
+	if (!json_is_object(st))
+		return;
+	ist_buf_printf(o, "## Steps\n\nThe step is ");
+	code(o, ist_jstr(st, "name"));
+	ist_buf_printf(o, " (%s), found %lld times", ist_jstr(st, "record"),
+	    (long long)ist_jint(st, "count"));
+	if (ist_jint(st, "measured") == 0) {
+		ist_buf_printf(o, "; none was measured (none lies wholly in "
+		    "the analysis, or the trace could not be read a second "
+		    "time).\n\n");
+		return;
+	}
+	ist_buf_printf(o, "; %lld measured, %s each on average.\n\n| Per step "
+	    "| p50 | p95 | Max |\n|---|---:|---:|---:|\n",
+	    (long long)ist_jint(st, "measured"), dur(&u, ist_jnum(st,
+	    "mean_ns")));
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		x = json_object_get(st, rows[i][0]);
+		/* copies and syncs are the GPU's */
+		if (!json_is_object(x) || (i >= 4 && !json_is_object(
+		    json_object_get(st, "gpu_busy"))))
+			continue;
+		ist_buf_printf(o, "| %s | %s | %s | %s |\n", rows[i][1],
+		    dur(&u, ist_jnum(x, "p50_ns")), dur(&u, ist_jnum(x,
+		    "p95_ns")), dur(&u, ist_jnum(x, "max_ns")));
+	}
+	cp = json_object_get(st, "critical_path");
+	ist_buf_printf(o, "\nCritical path of a step: %s (the replay is within "
+	    "%.1f%% of the recorded steps):", dur(&u, ist_jnum(cp,
+	    "length_ns")), ist_jnum(cp, "replay_error_pct"));
+	for (i = 0; i < sizeof(cp_label) / sizeof(cp_label[0]); i++) {
+		double sh = ist_jnum(json_object_get(cp, "share"),
+		    cp_label[i][0]);
+		if (sh <= 0)
+			continue;
+		ist_buf_printf(o, "%s %s %.1f%%", first ? "" : ",",
+		    cp_label[i][1], 100 * sh);
+		first = false;
+	}
+	ist_buf_printf(o, ".\n\n");
+	x = json_object_get(st, "what_if");
+	if (json_array_size(x)) {
+		const json_t *e;
+		ist_buf_printf(o, "What a change would save, from a replay of "
+		    "every step with that change:\n\n| Change | Saves per step "
+		    "| Share | Basis |\n|---|---:|---:|---|\n");
+		json_array_foreach(x, i, e) {
+			ist_buf_printf(o, "| ");
+			text(o, ist_jstr(e, "change"));
+			ist_buf_printf(o, " | %s | %.1f%% | ", dur(&u, ist_jnum(e,
+			    "saves_ns")), ist_jnum(e, "saves_pct"));
+			text(o, ist_jstr(e, "basis"));
+			ist_buf_printf(o, " |\n");
+		}
+		ist_buf_printf(o, "\n");
+	}
+	x = json_object_get(st, "slowest");
+	/* only steps something made slower than the median */
+	if (json_is_string(json_object_get(json_array_get(x, 0), "cause"))) {
+		const json_t *e;
+		ist_buf_printf(o, "Slowest steps, and what made them slower "
+		    "than the median step:\n\n| Step | At | Wall | Cause | "
+		    "Beyond its median | Detail |\n|---:|---:|---:|---|---:|---|\n");
+		json_array_foreach(x, i, e) {
+			if (!json_is_string(json_object_get(e, "cause")))
+				continue;
+			ist_buf_printf(o, "| %lld | %s | %s | %s | %s | ",
+			    (long long)ist_jint(e, "step"), dur(&u, ist_jnum(e,
+			    "start_ns") - t0), dur(&u, ist_jnum(e, "wall_ns")),
+			    *ist_jstr(e, "cause") ? ist_jstr(e, "cause") : "—",
+			    dur(&u, ist_jnum(e, "excess_ns")));
+			if (*ist_jstr(e, "detail"))
+				code(o, ist_jstr(e, "detail"));
+			ist_buf_printf(o, " |\n");
+		}
+		ist_buf_printf(o, "\n");
+	}
+}
+
 /* Scopes and NVTX ranges: count, total and percentiles, GPU time. */
 static void
 scopes_table(struct ist_buf *o, const json_t *an)
@@ -832,6 +933,7 @@ ist_report_markdown(const json_t *an, struct ist_buf *out,
 	summary(out, an);
 	findings(out, an, t0);
 	breakdown(out, an);
+	steps_section(out, an, t0);
 	tables(out, an);
 	baseline(out, an);
 	quality(out, an);

@@ -104,6 +104,7 @@ struct ist_report_opts {
 	    uint64_t out_bytes);
 	void *progress_ctx;
 	const struct ist_rules *rules;
+	const struct ist_again *again;   /* the steps' second reading, or NULL */
 	bool analyse;        /* analyse even a trace that carries its own */
 	/* called at the first header with whether it promises an analysis
 	 * (is-report keeps a pipe's bytes for a second reading only then) */

@@ -457,6 +457,52 @@ scopes_svg(struct ist_buf *o, const json_t *an)
 	ist_buf_printf(o, "</svg></figure>\n");
 }
 
+/* The critical path of a step as one stacked bar, by category */
+static void
+critical_svg(struct ist_buf *o, const json_t *an)
+{
+	static const struct { const char *key, *label, *color; } c[] = {
+		{ "host", "host work", "#2e6fdb" },
+		{ "cuda_api", "CUDA calls, launch latency", "#e0a030" },
+		{ "sync", "sync return", "#d64545" },
+		{ "gc", "garbage collection", "#a0306e" },
+		{ "import", "imports", "#7a7f8a" },
+		{ "wait", "sleeps and waits", "#b8bec8" },
+		{ "kernel", "kernels", "#2e9e5b" },
+		{ "copy", "copies", "#1a9fb5" },
+	};
+	const json_t *cp = json_object_get(json_object_get(an, "steps"),
+	    "critical_path"), *sh = json_object_get(cp, "share");
+	double x = LABEL, lx = LABEL;
+	char b[32];
+
+	if (!json_is_object(sh))
+		return;
+	ist_buf_printf(o, "<figure><figcaption>The critical path of a step, "
+	    "%s: what the step's end waited on, by kind</figcaption>\n<svg "
+	    "xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" viewBox=\"0 "
+	    "0 %d 62\" role=\"img\" aria-label=\"critical path\">\n",
+	    dur_tick(b, sizeof(b), ist_jnum(cp, "length_ns")), LABEL + COLS +
+	    10);
+	ist_buf_printf(o, "<text x=\"%d\" y=\"22\" class=\"lane\" "
+	    "text-anchor=\"end\">critical path</text>\n", LABEL - 6);
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		double v = ist_jnum(sh, c[i].key), wd = COLS * v;
+		if (v <= 0)
+			continue;
+		ist_buf_printf(o, "<rect x=\"%.1f\" y=\"10\" width=\"%.1f\" "
+		    "height=\"18\" fill=\"%s\"><title>%s %.1f%%</title>"
+		    "</rect>\n", x, wd, c[i].color, c[i].label, 100 * v);
+		x += wd;
+		ist_buf_printf(o, "<rect x=\"%.1f\" y=\"40\" width=\"10\" "
+		    "height=\"10\" fill=\"%s\"/><text x=\"%.1f\" y=\"49\" "
+		    "class=\"ax\">%s %.1f%%</text>\n", lx, c[i].color, lx + 14,
+		    c[i].label, 100 * v);
+		lx += 14 + 7.0 * (double)(strlen(c[i].label) + 7);
+	}
+	ist_buf_printf(o, "</svg></figure>\n");
+}
+
 static const char style[] =
     "body{margin:0;background:#f6f7f9;color:#1d2330;font:15px/1.5 "
     "system-ui,-apple-system,'Segoe UI',Roboto,sans-serif}\n"
@@ -525,6 +571,7 @@ ist_report_html(const json_t *an, const struct ist_timeline *tl,
 		}
 		util_svg(&charts, an);
 		scopes_svg(&charts, an);
+		critical_svg(&charts, an);
 		if (charts.n == h)      /* no empty heading */
 			charts.n = 0;
 	}

@@ -78,8 +78,11 @@ ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
 	int werr;
 
 	*res = (struct ist_report_result){ 0 };
-	if ((st = ist_analyzer_new(&a, o->rules, err)) != IST_OK)
+	if ((st = ist_analyzer_new(&a, o->rules, err)) != IST_OK ||
+	    (st = ist_again_begin(a, o->again, err)) != IST_OK) {
+		ist_analyzer_free(a);
 		return st;
+	}
 	if ((f == IST_REPORT_HTML || f == IST_REPORT_TEXT) && (tl = ist_timeline_new()) == NULL) {
 		st = IST_ENOMEM;
 		ist_seterr(err, st, "out of memory");
@@ -145,7 +148,8 @@ ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
 	} else {
 		if (rst != IST_END && rst != IST_TRUNCATED)
 			ist_analyzer_read_error(a, err->msg);
-		if ((st = ist_analyzer_finish(a, &rs, &an, &e2)) != IST_OK)
+		if ((st = ist_again_pass(a, o->again, &e2)) != IST_OK ||
+		    (st = ist_analyzer_finish(a, &rs, &an, &e2)) != IST_OK)
 			goto fail;
 	}
 	if (rs.truncated_bytes > 0 && an)

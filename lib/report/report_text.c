@@ -423,6 +423,38 @@ tables(struct tx *t, const json_t *an)
 	}
 }
 
+/* The steps: their time, and what a change would save (the top three) */
+static void
+steps(struct tx *t, const json_t *an)
+{
+	const json_t *st = json_object_get(an, "steps"), *e;
+	const json_t *w = json_object_get(st, "wall");
+	struct nums u = { 0 };
+	char head[160], figs[160];
+	size_t i;
+	int hn;
+
+	if (!json_is_object(st) || ist_jint(st, "measured") == 0)
+		return;
+	snprintf(head, sizeof(head), "(%lld measured; the saving per step "
+	    "from a replay of each)", (long long)ist_jint(st, "measured"));
+	heading(t, "Steps", head);
+	hn = snprintf(head, sizeof(head), "%10s %10s %10s", "p50", "p95",
+	    "max");
+	row(t, "", false, head, hn);
+	snprintf(figs, sizeof(figs), "%10s %10s %10s", dur(&u, ist_jnum(w,
+	    "p50_ns")), dur(&u, ist_jnum(w, "p95_ns")), dur(&u, ist_jnum(w,
+	    "max_ns")));
+	row(t, ist_jstr(st, "name"), true, figs, hn);
+	json_array_foreach(json_object_get(st, "what_if"), i, e) {
+		if (i == 3 || ist_jnum(e, "saves_pct") < 1)
+			break;
+		hn = snprintf(figs, sizeof(figs), "%10s %5.1f%%", dur(&u,
+		    ist_jnum(e, "saves_ns")), ist_jnum(e, "saves_pct"));
+		row(t, ist_jstr(e, "change"), false, figs, hn);
+	}
+}
+
 /* ---- the timeline strips ---- */
 
 static const char *const level[9] = { " ", "▁", "▂", "▃", "▄", "▅", "▆",
@@ -618,6 +650,7 @@ ist_report_text(const json_t *an, const struct ist_timeline *tl,
 	verdict(&t, an);
 	findings(&t, an);
 	timeline(&t, tl, an);
+	steps(&t, an);
 	tables(&t, an);
 	quality(&t, an);
 	if (out->n < before || (out->cap && out->p == NULL)) {

@@ -386,11 +386,21 @@ sev_rank(const char *s)
 	return !strcmp(s, "high") ? 3 : !strcmp(s, "medium") ? 2 : 1;
 }
 
+/* By saving (what the steps' replay says fixing it buys), then the most
+ * severe, then the most confident */
 static int
 by_severity(const void *x, const void *y)
 {
 	const json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
-	int d = sev_rank(ist_jstr(b, "severity")) -
+	json_t *sa = json_object_get(a, "saves_ns");
+	json_t *sb = json_object_get(b, "saves_ns");
+	json_int_t va = sa ? json_integer_value(sa) : -1;
+	json_int_t vb = sb ? json_integer_value(sb) : -1;
+	int d;
+
+	if (va != vb)
+		return va > vb ? -1 : 1;
+	d = sev_rank(ist_jstr(b, "severity")) -
 	    sev_rank(ist_jstr(a, "severity"));
 	if (d)
 		return d;
@@ -544,13 +554,83 @@ host_class(const struct facts *x, double *conf, char *reason, size_t rn)
 	return "unknown";
 }
 
+/* ns as a reader wants it: "3.1 ms", "250 µs" */
+static void
+span(char *b, size_t n, double ns)
+{
+	if (ns >= 1e9)
+		snprintf(b, n, "%.2f s", ns / 1e9);
+	else if (ns >= 1e6)
+		snprintf(b, n, "%.1f ms", ns / 1e6);
+	else
+		snprintf(b, n, "%.0f µs", ns / 1e3);
+}
+
+/* The what-if entry (steps.what_if) a finding's fix is, by rule and kind:
+ * the largest of that id */
+static const json_t *
+what_if_of(const json_t *an, const json_t *f)
+{
+	static const struct { const char *rule, *kind, *id; } m[] = {
+		{ "gpu_idle", NULL, "overlap" },
+		{ "gpu_idle", NULL, "sync" },
+		{ "transfer", "pageable", "pinned" },
+		{ "sync", NULL, "sync" },
+		{ "launch_bound", NULL, "graph" },
+		{ "gc_pause", NULL, "gc" },
+		{ "startup", NULL, "import" },
+	};
+	const json_t *wi = json_object_get(json_object_get(an, "steps"),
+	    "what_if"), *e, *best = NULL;
+	size_t i;
+
+	for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++) {
+		if (!is_finding(f, m[k].rule, m[k].kind))
+			continue;
+		json_array_foreach(wi, i, e)
+			if (strcmp(ist_jstr(e, "id"), m[k].id) == 0 &&
+			    (best == NULL || ist_jint(e, "saves_ns") >
+			    ist_jint(best, "saves_ns")))
+				best = e;
+	}
+	/* a saving under 1% of the step is not worth quoting */
+	return best && ist_jnum(best, "saves_pct") >= 1 ? best : NULL;
+}
+
+/* A finding whose fix the steps' replay prices: the saving, in the
+ * finding and quoted in its suggestion. */
+static void
+price(const json_t *an, json_t *f)
+{
+	const json_t *e = what_if_of(an, f);
+	char b[32], *sg;
+	int n;
+
+	if (e == NULL)
+		return;
+	span(b, sizeof(b), (double)ist_jint(e, "saves_ns"));
+	n = asprintf(&sg, "%s; replayed on the recorded steps, this saves "
+	    "about %s per step (%.1f%%)", ist_jstr(f, "suggestion"), b,
+	    ist_jnum(e, "saves_pct"));
+	if (n < 0)
+		return;
+	json_object_set_new(f, "saves_ns", json_integer(ist_jint(e,
+	    "saves_ns")));
+	json_object_set_new(f, "saves_pct", json_real(ist_jnum(e,
+	    "saves_pct")));
+	json_object_set_new(f, "suggestion", json_string(sg));
+	free(sg);
+}
+
 /* The overall classification, from the findings and the busy figures. */
 static json_t *
 verdict(const json_t *an, const json_t *findings, double factor)
 {
 	struct facts x;
 	const char *cls;
-	char reason[256];
+	const json_t *best = json_array_get(json_object_get(json_object_get(
+	    an, "steps"), "what_if"), 0);
+	char reason[640];
 	double conf;
 
 	gather(an, findings, &x);
@@ -562,6 +642,15 @@ verdict(const json_t *an, const json_t *findings, double factor)
 		snprintf(reason + n, sizeof(reason) - n, "; start-up "
 		    "dominates: Python imports took %.0f%% of the run",
 		    100 * x.imp / x.wall);
+	}
+	if (best && ist_jnum(best, "saves_pct") >= 1) {
+		/* what fixing it buys first */
+		size_t n = strlen(reason);
+		char b[32];
+		span(b, sizeof(b), (double)ist_jint(best, "saves_ns"));
+		snprintf(reason + n, sizeof(reason) - n, "; the largest saving: "
+		    "%.300s, about %s per step (%.1f%%)", ist_jstr(best,
+		    "change"), b, ist_jnum(best, "saves_pct"));
 	}
 	if (conf > 0.95)
 		conf = 0.95;
@@ -599,6 +688,7 @@ ist_rules_run(const struct ist_rules *r, json_t *an)
 	json_array_foreach(findings, i, f) {
 		json_object_set_new(f, "confidence", json_real(ist_round(
 		    ist_jnum(f, "confidence") * factor, 2)));
+		price(an, f);
 		v[i] = json_incref(f);
 	}
 	qsort(v, n, sizeof(*v), by_severity);

@@ -62,7 +62,7 @@ main(int argc, char **argv)
 			continue;
 		}
 		ist_rules_absent = on_absent;
-		if (ist_analyze_trace(r, NULL, false, rules, NULL, &an, &e) ==
+		if (ist_analyze_trace(r, NULL, false, rules, NULL, NULL, &an, &e) ==
 		    IST_OK && an != NULL)
 			analysed++;
 		ist_rules_absent = NULL;

@@ -1,0 +1,1106 @@
+/*
+ * stepwork.c - what each step is made of, its critical path, and what a
+ * change would save: the analysis's `steps` section (formats/analysis.md).
+ *
+ * The first pass (analyze.c) counts the candidates for a step (steps.c) and
+ * chooses one; this second pass over the same trace cuts every occurrence
+ * of the chosen step on its thread into segments that tile it (host work,
+ * CUDA launch and copy calls, synchronisations, garbage collections,
+ * imports, sleeps and other waits) and collects the GPU work each launch
+ * started (by correlation).  Each step is then replayed: the host runs its
+ * segments in order, each GPU op starts when both its launch (plus the
+ * launch latency the step shows) and the op before it on its stream allow,
+ * and a synchronisation ends its return latency after the GPU work it
+ * waited for.  The replay with nothing changed gives the critical path; the
+ * replay with one change gives what that change saves.  Steps start
+ * replayed with their GPU idle.
+ *
+ * Memory: the last few steps' segments and ops (steps are finished once a
+ * later one starts and the GPU work of the earlier ones has arrived), the
+ * distributions (exact to 4096 steps, then buckets), the slowest steps and
+ * the synchronisation sites.
+ */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze_int.h"
+#include "steps.h"
+
+#define RING 4                   /* steps open at once */
+#define SLOWEST 5
+
+enum seg_kind { S_HOST, S_LAUNCH, S_SYNC, S_GC, S_IMPORT, S_WAIT, S_KINDS };
+/* critical-path categories: the segments', then GPU work */
+enum { C_KERNEL = S_KINDS, C_COPY, C_CATS };
+static const char *const cat_name[C_CATS] = { "host", "cuda_api", "sync",
+    "gc", "import", "wait", "kernel", "copy" };
+
+struct seg {
+	int64_t s, e;
+	uint8_t kind;
+	bool memcpy_sync;        /* a synchronous copy call (cudaMemcpy) */
+	bool graph;              /* a kernel launch (graphable) */
+	bool lead;               /* host work before the step's first launch,
+				  * sync or wait (what `overlap` moves) */
+	uint32_t site;           /* sync: its site's id */
+	int64_t obs;             /* sync: the recorded end of the GPU work
+				  * launched before it in the step */
+	int64_t obs_own;         /* the recorded end of its own ops */
+	int op1, nops;           /* ops it launched: first index, count */
+	/* replay */
+	int64_t rs, re;
+	int wait_op;             /* the op whose end it waited for, or -1 */
+};
+
+struct op {
+	int64_t s, e, stream, bytes;
+	uint8_t cat;             /* C_KERNEL or C_COPY */
+	bool pageable;
+	int dir;                 /* 0 h2d, 1 d2h, 2 d2d, 3 memset */
+	uint32_t name;
+	int seg;                 /* its launch */
+	int next;                /* the next op of the same launch, or -1 */
+	/* replay */
+	int64_t rs, re;
+	int after;               /* the op before it on its stream, or -1 */
+};
+
+struct frame2 {
+	int64_t end;
+	uint32_t name, file;
+	int64_t line;
+	bool py;
+};
+
+struct open_step {
+	bool used;
+	uint64_t index;          /* 1 the first in the trace */
+	int64_t s, e, gpu_credit_to;
+	struct seg *seg;
+	uint32_t nseg, capseg;
+	struct op *op;
+	uint32_t nop, capop;
+	struct u64map corr;      /* (pid, correlation) -> seg + 1 */
+	int64_t cursor;          /* host time cut into segments so far */
+	struct frame2 *fr;       /* the thread's open calls */
+	uint32_t nfr, capfr;
+	int64_t gpu_busy;
+	uint32_t imp_mod;        /* the first module an import in it ran */
+};
+
+struct comp {                    /* what a finished step is made of */
+	uint64_t index;
+	int64_t s, wall, host, gpu, copy, sync, gc, imp, wait, kmax;
+	uint32_t kname, sync_site, imp_mod;
+};
+
+struct site {
+	uint32_t site;
+	uint64_t steps;          /* steps it synchronised in */
+	int64_t saved;
+};
+
+enum { W_OVERLAP, W_PINNED, W_GRAPH, W_GC, W_IMPORT, W_FIXED };
+
+struct stepwork {
+	struct ist_analyzer *a;
+	int64_t pid, tid;
+	enum ist_type type;
+	uint32_t name;           /* interned */
+	size_t name_n;
+	struct open_step ring[RING];
+	uint64_t seen;           /* occurrences so far */
+	int64_t last_end;
+	/* the GPU's busy union, as ops arrive */
+	bool have_u;
+	int64_t us, ue;
+	bool gpu_ops;
+	/* results */
+	uint64_t steps;
+	struct dist d_wall, d_host, d_gpu, d_idle, d_copy, d_sync;
+	struct comp slow[SLOWEST];
+	int nslow;
+	struct comp *all;        /* components of the first steps (median) */
+	int64_t sum_wall, sum_replay, sum_abs_err;
+	int64_t cp[C_CATS];
+	int64_t saved[W_FIXED];
+	uint64_t applies[W_FIXED];
+	int64_t pre_sum;         /* host work before the first wait */
+	struct site *site;
+	uint32_t nsite, capsite;
+	double pinned_gbps[3];   /* per direction, the basis */
+	const char *pinned_basis[3];
+	int64_t graph_launch_ns; /* one launch call, the basis */
+	int64_t launch_lat_sum;
+	uint64_t launch_lat_n;
+	bool oom;
+};
+
+/* A call that waits on something outside the thread: another thread, the
+ * clock, a file descriptor. */
+static bool
+is_wait(const struct ist_event *ev)
+{
+	static const char *const w[] = { "time.sleep", "select.select",
+	    "select.poll.poll", "select.epoll.poll", "_thread.lock.acquire",
+	    "_thread.RLock.acquire", "posix.waitpid", "posix.read",
+	    "_socket.socket.recv", "_socket.socket.recv_into",
+	    "_socket.socket.accept" };
+
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+		if (an_name_is(ev, w[i]))
+			return true;
+	return false;
+}
+
+enum ist_status
+an_stepwork_new(struct stepwork **out, struct ist_analyzer *a,
+    const struct ist_steps *s, struct ist_error *err)
+{
+	struct stepwork *w;
+	const char *name;
+	size_t n;
+	int64_t id;
+
+	*out = NULL;
+	ist_steps_get(s, &n, &name, NULL);
+	if (name == NULL)
+		return IST_OK;
+	if ((w = calloc(1, sizeof(*w))) == NULL ||
+	    (id = an_intern(&a->str, name, strlen(name))) < 0) {
+		free(w);
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
+	w->a = a;
+	ist_steps_chosen(s, &w->pid, &w->tid, &w->type);
+	w->name = (uint32_t)id;
+	w->name_n = strlen(name);
+	w->last_end = INT64_MIN;
+	*out = w;
+	return IST_OK;
+}
+
+static void
+step_release(struct open_step *o)
+{
+	free(o->seg);
+	free(o->op);
+	free(o->fr);
+	an_u64map_release(&o->corr);
+	memset(o, 0, sizeof(*o));
+}
+
+void
+an_stepwork_free(struct stepwork *w)
+{
+	if (w == NULL)
+		return;
+	for (int i = 0; i < RING; i++)
+		step_release(&w->ring[i]);
+	an_dist_release(&w->d_wall);
+	an_dist_release(&w->d_host);
+	an_dist_release(&w->d_gpu);
+	an_dist_release(&w->d_idle);
+	an_dist_release(&w->d_copy);
+	an_dist_release(&w->d_sync);
+	free(w->all);
+	free(w->site);
+	free(w);
+}
+
+/* ---- cutting a step into segments ---- */
+
+/* A segment [s, e) of kind; NULL for lack of memory */
+static struct seg *
+push_seg(struct stepwork *w, struct open_step *o, int64_t s, int64_t e,
+    uint8_t kind)
+{
+	struct seg *g;
+
+	if ((g = an_push((void **)&o->seg, &o->nseg, &o->capseg,
+	    sizeof(*g))) == NULL) {
+		w->oom = true;
+		return NULL;
+	}
+	*g = (struct seg){ .s = s, .e = e, .kind = kind, .op1 = -1,
+	    .wait_op = -1 };
+	o->cursor = e;
+	return g;
+}
+
+/* The host work since the last segment, up to t */
+static void
+host_upto(struct stepwork *w, struct open_step *o, int64_t t)
+{
+	if (t > o->cursor)
+		push_seg(w, o, o->cursor, t, S_HOST);
+}
+
+static struct seg *
+add_seg(struct stepwork *w, struct open_step *o, int64_t s, int64_t e,
+    uint8_t kind)
+{
+	host_upto(w, o, s);
+	return push_seg(w, o, s, e, kind);
+}
+
+/* The innermost Python call open at t: the site of a sync. */
+static uint32_t
+site_at(struct stepwork *w, struct open_step *o, const char *api,
+    size_t apin)
+{
+	char buf[800];
+	int n;
+
+	for (uint32_t i = o->nfr; i-- > 0;)
+		if (o->fr[i].py) {
+			n = snprintf(buf, sizeof(buf), "%.*s in %s (%s:%" PRId64
+			    ")", (int)apin, api, w->a->str.e[o->fr[i].name].p,
+			    w->a->str.e[o->fr[i].file].p, o->fr[i].line);
+			goto done;
+		}
+	if (w->type == IST_CPU_CALL)
+		n = snprintf(buf, sizeof(buf), "%.*s", (int)apin, api);
+	else                     /* in the step's own scope or range */
+		n = snprintf(buf, sizeof(buf), "%.*s in %s '%s'", (int)apin,
+		    api, w->type == IST_SCOPE ? "scope" : "NVTX range",
+		    w->a->str.e[w->name].p);
+done:
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(buf))
+		n = sizeof(buf) - 1;
+	int64_t id = an_intern(&w->a->str, buf, (size_t)n);
+	if (id < 0)
+		w->oom = true;
+	return id < 0 ? 0 : (uint32_t)id;
+}
+
+static void
+host_event(struct stepwork *w, struct open_step *o, const struct ist_event *ev)
+{
+	int64_t s = ev->start_ns, e = ev->end_ns;
+	const char *sync;
+	struct frame2 *f;
+	struct seg *g;
+
+	if (s < o->s || s >= o->e)
+		return;
+	if (e > o->e)
+		e = o->e;
+	while (o->nfr && o->fr[o->nfr - 1].end <= s)
+		o->nfr--;
+	if (ev->type == IST_CPU_CALL) {
+		int64_t nm = an_name_id(w->a, ev, IST_F_NAME);
+		int64_t fl = an_name_id(w->a, ev, IST_F_FILE);
+		if (nm < 0 || fl < 0 || (f = an_push((void **)&o->fr, &o->nfr,
+		    &o->capfr, sizeof(*f))) == NULL) {
+			w->oom = true;
+			return;
+		}
+		*f = (struct frame2){ e, (uint32_t)nm, (uint32_t)fl,
+		    IST_HAS(ev, IST_F_LINE) ? ev->line : 0,
+		    IST_HAS(ev, IST_F_FILE) && ev->file.n && ev->file.p[0] !=
+		    '<' };
+		if (o->imp_mod == 0 && ev->name.n > 9 && memcmp(ev->name.p +
+		    ev->name.n - 9, ".<module>", 9) == 0 &&
+		    !an_name_is(ev, "__main__.<module>") && o->nseg &&
+		    o->seg[o->nseg - 1].kind == S_IMPORT &&
+		    o->seg[o->nseg - 1].e >= e)
+			o->imp_mod = (uint32_t)nm + 1;
+	}
+	if (s < o->cursor)
+		return;              /* inside a segment already cut */
+	if (ev->type == IST_CPU_CALL) {
+		if (ist_gc_generation(ev->name.p, ev->name.n) >= 0)
+			add_seg(w, o, s, e, S_GC);
+		else if (an_name_is(ev, "_frozen_importlib._find_and_load") ||
+		    an_name_is(ev, "importlib._bootstrap._find_and_load"))
+			add_seg(w, o, s, e, S_IMPORT);
+		else if (is_wait(ev))
+			add_seg(w, o, s, e, S_WAIT);
+		return;
+	}
+	if (ev->type == IST_SYNC) {
+		char k[80];
+		int n = snprintf(k, sizeof(k), "%.*s sync",
+		    IST_HAS(ev, IST_F_KIND) ? (int)(ev->kind.n < 60 ?
+		    ev->kind.n : 60) : 0, IST_HAS(ev, IST_F_KIND) ?
+		    ev->kind.p : "");
+		if ((g = add_seg(w, o, s, e, S_SYNC)) != NULL)
+			g->site = site_at(w, o, n > 5 ? k : "sync", n > 5 ?
+			    (size_t)n : 4);
+		return;
+	}
+	if (ev->type != IST_CUDA_API)
+		return;
+	sync = an_implicit_sync(ev);
+	if (an_name_has(ev, "Synchronize") || (sync && strcmp(sync, "free") ==
+	    0)) {
+		if ((g = add_seg(w, o, s, e, S_SYNC)) != NULL)
+			g->site = site_at(w, o, ev->name.p, ev->name.n);
+		return;
+	}
+	if (an_is_launch(ev)) {
+		bool found;
+		uint32_t *v;
+		if ((g = add_seg(w, o, s, e, S_LAUNCH)) == NULL)
+			return;
+		g->memcpy_sync = sync != NULL;   /* "memcpy" */
+		g->graph = an_name_has(ev, "Kernel") && !an_name_has(ev, "Graph");
+		g->site = site_at(w, o, ev->name.p, ev->name.n);
+		if (IST_HAS(ev, IST_F_CORRELATION) && (v = an_u64map_slot(
+		    &o->corr, an_mix64((uint64_t)ev->pid) ^
+		    (uint64_t)ev->correlation, &found)) != NULL) {
+			o->corr.n += !found;
+			*v = o->nseg;    /* index + 1 */
+		}
+		else if (IST_HAS(ev, IST_F_CORRELATION))
+			w->oom = true;
+	}
+}
+
+static void
+gpu_event(struct stepwork *w, const struct ist_event *ev)
+{
+	uint64_t key = an_mix64((uint64_t)ev->pid) ^ (uint64_t)ev->correlation;
+	bool found;
+	struct op *p;
+
+	for (int i = 0; i < RING; i++) {
+		struct open_step *o = &w->ring[i];
+		uint32_t *v;
+		struct seg *g;
+		if (!o->used || o->corr.n == 0 || (v = an_u64map_slot(&o->corr,
+		    key, &found)) == NULL || !found)
+			continue;
+		if ((p = an_push((void **)&o->op, &o->nop, &o->capop,
+		    sizeof(*p))) == NULL) {
+			w->oom = true;
+			return;
+		}
+		g = &o->seg[*v - 1];
+		*p = (struct op){ .s = ev->start_ns, .e = ev->end_ns,
+		    .stream = IST_HAS(ev, IST_F_STREAM) ? ev->stream : 0,
+		    .bytes = IST_HAS(ev, IST_F_BYTES) ? ev->bytes : 0,
+		    .cat = ev->type == IST_GPU_KERNEL ? C_KERNEL : C_COPY,
+		    .pageable = IST_HAS(ev, IST_F_PAGEABLE) && ev->pageable,
+		    .dir = ev->type == IST_H2D_COPY ? 0 : ev->type ==
+		    IST_D2H_COPY ? 1 : ev->type == IST_D2D_COPY ? 2 : 3,
+		    .seg = (int)(*v - 1), .next = -1, .after = -1 };
+		if (ev->type == IST_GPU_KERNEL) {
+			int64_t nm = an_name_id(w->a, ev, IST_F_NAME);
+			p->name = nm < 0 ? 0 : (uint32_t)nm;
+		}
+		/* chain it to its launch's ops */
+		if (g->op1 < 0) {
+			g->op1 = (int)o->nop - 1;
+		} else {
+			int k = g->op1;
+			while (o->op[k].next >= 0)
+				k = o->op[k].next;
+			o->op[k].next = (int)o->nop - 1;
+		}
+		g->nops++;
+		return;
+	}
+}
+
+/* The GPU's busy time within each open step. */
+static void
+credit_union(struct stepwork *w, int64_t s, int64_t e)
+{
+	for (int i = 0; i < RING; i++) {
+		struct open_step *o = &w->ring[i];
+		int64_t x, y;
+		if (!o->used)
+			continue;
+		x = s > o->gpu_credit_to ? s : o->gpu_credit_to;
+		if (x < o->s)
+			x = o->s;
+		y = e < o->e ? e : o->e;
+		if (y > x) {
+			o->gpu_busy += y - x;
+			o->gpu_credit_to = y;
+		}
+	}
+}
+
+/* ---- the replay ---- */
+
+struct scen {
+	int what;                /* W_ or W_FIXED + site index, or -1 */
+	uint32_t site;           /* W_FIXED: the site deferred */
+	const struct stepwork *w;
+};
+
+static int64_t
+op_dur(const struct scen *sc, const struct op *p)
+{
+	int64_t d = p->e - p->s;
+
+	if (sc->what == W_PINNED && p->pageable && p->dir < 3 &&
+	    sc->w->pinned_gbps[p->dir] > 0 && p->bytes > 0) {
+		int64_t pin = (int64_t)((double)p->bytes /
+		    sc->w->pinned_gbps[p->dir]);
+		if (pin < d)
+			d = pin;
+	}
+	return d;
+}
+
+/* Replays step o under sc: its length; the segments' and ops' replayed
+ * times stay in them (for the critical path). */
+static int64_t
+replay(struct open_step *o, const struct scen *sc, int64_t lat, int64_t pre)
+{
+	struct free_stream { int64_t stream, free; int last; } fs[16];
+	int nfs = 0, last_op = -1, first_launch = 1;
+	int64_t t = 0, all_done = 0, deferred_tail = -1, graph_t0 = 0;
+
+	for (uint32_t i = 0; i < o->nseg; i++) {
+		struct seg *g = &o->seg[i];
+		int64_t d = g->e - g->s;
+		g->rs = t;
+		g->wait_op = -1;
+		switch (g->kind) {
+		case S_HOST:
+			if (sc->what == W_OVERLAP && g->lead)
+				d = 0;
+			t += d;
+			break;
+		case S_GC:
+			t += sc->what == W_GC ? 0 : d;
+			break;
+		case S_IMPORT:
+			t += sc->what == W_IMPORT ? 0 : d;
+			break;
+		case S_WAIT:
+			t += d;
+			break;
+		case S_LAUNCH: {
+			int64_t start = t, blk_end = -1, ready;
+			int wait_on = -1;
+			if (sc->what == W_GRAPH && g->graph) {
+				if (first_launch) {
+					graph_t0 = t;
+					d = sc->w->graph_launch_ns < d ?
+					    sc->w->graph_launch_ns : d;
+				} else {
+					d = 0;
+				}
+				first_launch = 0;
+			}
+			ready = (sc->what == W_GRAPH && g->graph ? graph_t0 :
+			    start) + lat;
+			for (int k = g->op1; k >= 0; k = o->op[k].next) {
+				struct op *p = &o->op[k];
+				int j;
+				for (j = 0; j < nfs && fs[j].stream != p->stream;
+				    j++)
+					;
+				if (j == nfs && nfs < 16)
+					fs[nfs++] = (struct free_stream){
+					    p->stream, 0, -1 };
+				if (j == 16)
+					j = 15;
+				p->after = -1;
+				p->rs = ready;
+				if (fs[j].free > ready) {
+					p->rs = fs[j].free;
+					p->after = fs[j].last;
+				}
+				p->re = p->rs + op_dur(sc, p);
+				fs[j].free = p->re;
+				fs[j].last = k;
+				if (p->re > all_done) {
+					all_done = p->re;
+					last_op = k;
+				}
+				/* a synchronous copy, or one from pageable
+				 * memory, holds the call until it is done */
+				if ((g->memcpy_sync || p->pageable) && p->e <=
+				    g->e && p->re + (g->e - p->e) > blk_end) {
+					blk_end = p->re + (g->e - p->e);
+					wait_on = k;
+				}
+			}
+			t = start + d;
+			if (blk_end > t) {
+				t = blk_end;
+				g->wait_op = wait_on;
+			}
+			break;
+		}
+		case S_SYNC: {
+			/* what it waited for, as recorded: the step's GPU
+			 * work launched before it */
+			int64_t obs = g->obs, tail;
+			if (obs <= g->s || obs > g->e) {
+				t += d;      /* it waited for nothing here */
+				break;
+			}
+			tail = g->e - obs;
+			if (sc->what >= W_FIXED && g->site == sc->site) {
+				if (tail > deferred_tail)
+					deferred_tail = tail;
+				break;
+			}
+			if (all_done + tail > t) {
+				t = all_done + tail;
+				g->wait_op = last_op;
+			}
+			break;
+		}
+		}
+		g->re = t;
+	}
+	if (deferred_tail >= 0 && all_done + deferred_tail > t)
+		t = all_done + deferred_tail;
+	if (sc->what == W_OVERLAP && pre > t)
+		t = pre;
+	return t;
+}
+
+/* The critical path of the replay just made: ns per category into cp. */
+static void
+critical_path(const struct open_step *o, int64_t *cp)
+{
+	int i = (int)o->nseg - 1;
+
+	while (i >= 0) {
+		const struct seg *g = &o->seg[i];
+		int k;
+		if (g->wait_op < 0) {
+			cp[g->kind] += g->re - g->rs;
+			i--;
+			continue;
+		}
+		/* the tail after the GPU work it waited for */
+		k = g->wait_op;
+		cp[g->kind == S_LAUNCH ? S_LAUNCH : S_SYNC] += g->re -
+		    o->op[k].re;
+		for (;;) {
+			const struct op *p = &o->op[k];
+			cp[p->cat] += p->re - p->rs;
+			if (p->after >= 0) {
+				k = p->after;
+				continue;
+			}
+			/* from its launch's start: the launch latency */
+			cp[S_LAUNCH] += p->rs - o->seg[p->seg].rs;
+			i = p->seg - 1;
+			break;
+		}
+	}
+}
+
+static void
+add_site(struct stepwork *w, uint32_t site, int64_t saved)
+{
+	uint32_t i;
+	struct site *s;
+
+	for (i = 0; i < w->nsite; i++)
+		if (w->site[i].site == site)
+			break;
+	if (i == w->nsite) {
+		if ((s = an_push((void **)&w->site, &w->nsite, &w->capsite,
+		    sizeof(*s))) == NULL) {
+			w->oom = true;
+			return;
+		}
+		*s = (struct site){ site, 0, 0 };
+	}
+	w->site[i].steps++;
+	w->site[i].saved += saved;
+}
+
+static void
+keep_slow(struct stepwork *w, const struct comp *c)
+{
+	int at = w->nslow;
+
+	if (w->nslow == SLOWEST) {
+		if (c->wall <= w->slow[SLOWEST - 1].wall)
+			return;
+		at = SLOWEST - 1;
+	} else {
+		w->nslow++;
+	}
+	while (at > 0 && w->slow[at - 1].wall < c->wall) {
+		w->slow[at] = w->slow[at - 1];
+		at--;
+	}
+	w->slow[at] = *c;
+}
+
+static void
+finish_step(struct stepwork *w, struct open_step *o)
+{
+	struct comp c = { .index = o->index, .s = o->s, .wall = o->e - o->s };
+	int64_t lat = INT64_MAX, pre = 0, base, r, cp[C_CATS] = { 0 };
+	struct scen sc = { -1, 0, w };
+	bool pre_phase = true, waits = false;
+
+	host_upto(w, o, o->e);           /* the last host work */
+	credit_union(w, w->us, w->ue);
+	for (uint32_t i = 0; i < o->nseg; i++) {
+		const struct seg *g = &o->seg[i];
+		int64_t d = g->e - g->s;
+		switch (g->kind) {
+		case S_SYNC: c.sync += d; break;
+		case S_GC: c.gc += d; break;
+		case S_IMPORT: c.imp += d; break;
+		case S_WAIT: c.wait += d; break;
+		default: break;
+		}
+		if (g->kind == S_SYNC && d > 0 && c.sync_site == 0)
+			c.sync_site = g->site + 1;
+		if (g->kind != S_HOST && g->kind != S_GC &&
+		    g->kind != S_IMPORT) {
+			pre_phase = false;
+			waits = true;
+		} else if (pre_phase && g->kind == S_HOST) {
+			o->seg[i].lead = true;
+			pre += d;
+		}
+	}
+	for (uint32_t k = 0; k < o->nop; k++) {
+		const struct op *p = &o->op[k];
+		int64_t l = p->s - o->seg[p->seg].s;
+		if (l >= 0 && l < lat)
+			lat = l;
+		if (p->cat == C_COPY)
+			c.copy += p->e - p->s;
+		else if (p->e - p->s > c.kmax) {
+			c.kmax = p->e - p->s;
+			c.kname = p->name + 1;
+		}
+	}
+	if (lat == INT64_MAX)
+		lat = 0;
+	/* each segment's obs: the latest recorded end of the ops launched
+	 * before it (first each launch's own, then the running maximum) */
+	for (uint32_t i = 0; i < o->nseg; i++)
+		o->seg[i].obs = INT64_MIN;
+	for (uint32_t q = 0; q < o->nop; q++)
+		if (o->op[q].e > o->seg[o->op[q].seg].obs)
+			o->seg[o->op[q].seg].obs = o->op[q].e;
+	for (uint32_t i = 0; i < o->nseg; i++) {
+		int64_t own = o->seg[i].obs;
+		o->seg[i].obs = i ? o->seg[i - 1].obs : INT64_MIN;
+		if (i && o->seg[i - 1].obs_own > o->seg[i].obs)
+			o->seg[i].obs = o->seg[i - 1].obs_own;
+		o->seg[i].obs_own = own;
+	}
+	c.host = c.wall - c.sync - c.wait;
+	c.gpu = o->gpu_busy;
+	c.imp_mod = o->imp_mod;
+	w->steps++;
+	if (an_dist_add(&w->d_wall, c.wall) || an_dist_add(&w->d_host,
+	    c.host) || an_dist_add(&w->d_gpu, c.gpu) || an_dist_add(&w->d_idle,
+	    c.wall - c.gpu) || an_dist_add(&w->d_copy, c.copy) ||
+	    an_dist_add(&w->d_sync, c.sync))
+		w->oom = true;
+	if (w->steps <= EXACT_MAX) {
+		struct comp *na = realloc(w->all, w->steps * sizeof(*na));
+		if (na == NULL)
+			w->oom = true;
+		else
+			(w->all = na)[w->steps - 1] = c;
+	}
+	keep_slow(w, &c);
+
+	base = replay(o, &sc, lat, 0);
+	critical_path(o, cp);
+	for (int k = 0; k < C_CATS; k++)
+		w->cp[k] += cp[k];
+	w->sum_wall += c.wall;
+	w->sum_replay += base;
+	w->sum_abs_err += base > c.wall ? base - c.wall : c.wall - base;
+
+	for (int what = 0; what < W_FIXED; what++) {
+		sc.what = what;
+		if (what == W_OVERLAP && (!waits || pre == 0))
+			continue;
+		if ((what == W_GC && c.gc == 0) || (what == W_IMPORT &&
+		    c.imp == 0) || (what == W_PINNED && c.copy == 0) ||
+		    (what == W_GRAPH && o->nop == 0))
+			continue;
+		r = replay(o, &sc, lat, pre);
+		w->applies[what]++;
+		w->saved[what] += base - r;
+	}
+	w->pre_sum += pre;
+	for (uint32_t i = 0; i < o->nseg; i++) {
+		const struct seg *g = &o->seg[i];
+		bool dup = false;
+		if (g->kind != S_SYNC)
+			continue;
+		for (uint32_t j = 0; j < i; j++)
+			if (o->seg[j].kind == S_SYNC && o->seg[j].site ==
+			    g->site)
+				dup = true;
+		if (dup)
+			continue;
+		sc.what = W_FIXED;
+		sc.site = g->site;
+		r = replay(o, &sc, lat, 0);
+		add_site(w, g->site, base - r);
+	}
+	step_release(o);
+}
+
+/* Finishes the oldest open step when no slot is free (all: every one):
+ * by then a later step has started, so every op that starts inside it has
+ * come. */
+static void
+finish_oldest(struct stepwork *w, bool all)
+{
+	for (;;) {
+		struct open_step *old = NULL;
+		bool free_slot = false;
+		for (int i = 0; i < RING; i++)
+			if (!w->ring[i].used)
+				free_slot = true;
+			else if (old == NULL || w->ring[i].index < old->index)
+				old = &w->ring[i];
+		if (old == NULL || (!all && free_slot))
+			return;
+		finish_step(w, old);
+	}
+}
+
+static bool
+is_step(const struct stepwork *w, const struct ist_event *ev)
+{
+	const char *nm = w->a->str.e[w->name].p;
+
+	return ev->type == w->type && ev->tid == w->tid && ev->pid == w->pid &&
+	    IST_HAS(ev, IST_F_START) && IST_HAS(ev, IST_F_END) &&
+	    ev->end_ns >= ev->start_ns && ev->name.n == w->name_n &&
+	    memcmp(ev->name.p, nm, w->name_n) == 0;
+}
+
+enum ist_status
+an_stepwork_add(struct stepwork *w, const struct ist_event *ev,
+    int64_t from, int64_t to, struct ist_error *err)
+{
+	if (w == NULL)
+		return IST_OK;
+	switch (ev->type) {
+	case IST_GPU_KERNEL:
+	case IST_H2D_COPY:
+	case IST_D2H_COPY:
+	case IST_D2D_COPY:
+	case IST_MEMSET:
+		if (!IST_HAS(ev, IST_F_START) || !IST_HAS(ev, IST_F_END) ||
+		    ev->end_ns < ev->start_ns)
+			break;
+		w->gpu_ops = true;
+		if (ev->pid == w->pid) {
+			if (!w->have_u || ev->start_ns > w->ue) {
+				if (w->have_u)
+					credit_union(w, w->us, w->ue);
+				w->have_u = true;
+				w->us = ev->start_ns;
+				w->ue = ev->end_ns;
+			} else if (ev->end_ns > w->ue) {
+				w->ue = ev->end_ns;
+			}
+		}
+		if (IST_HAS(ev, IST_F_CORRELATION))
+			gpu_event(w, ev);
+		break;
+	case IST_CPU_CALL:
+	case IST_SCOPE:
+	case IST_NVTX_RANGE:
+	case IST_CUDA_API:
+	case IST_SYNC:
+		if (ev->tid != w->tid || ev->pid != w->pid ||
+		    !IST_HAS(ev, IST_F_START) || !IST_HAS(ev, IST_F_END) ||
+		    ev->end_ns < ev->start_ns)
+			break;
+		if (is_step(w, ev) && ev->start_ns >= w->last_end) {
+			struct open_step *o = NULL;
+			w->seen++;
+			w->last_end = ev->end_ns;
+			if (ev->start_ns < from || ev->end_ns > to)
+				break;
+			finish_oldest(w, false);
+			for (int i = 0; i < RING && o == NULL; i++)
+				if (!w->ring[i].used)
+					o = &w->ring[i];
+			*o = (struct open_step){ .used = true,
+			    .index = w->seen, .s = ev->start_ns,
+			    .e = ev->end_ns, .gpu_credit_to = ev->start_ns,
+			    .cursor = ev->start_ns };
+			if (w->have_u)
+				credit_union(w, w->us, w->ue);
+			/* a function step is the first Python caller of
+			 * what it calls */
+			if (ev->type == IST_CPU_CALL)
+				host_event(w, o, ev);
+			break;
+		}
+		for (int i = 0; i < RING; i++)
+			if (w->ring[i].used && ev->start_ns >= w->ring[i].s &&
+			    ev->start_ns < w->ring[i].e)
+				host_event(w, &w->ring[i], ev);
+		break;
+	default:
+		break;
+	}
+	if (w->oom) {
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
+	return IST_OK;
+}
+
+/* ---- the result ---- */
+
+static json_t *
+dist_json(struct dist *d)
+{
+	return json_pack("{s:I,s:I,s:I}", "p50_ns", JI(an_dist_pct(d, 50)),
+	    "p95_ns", JI(an_dist_pct(d, 95)), "max_ns", JI(an_dist_pct(d,
+	    100)));
+}
+
+/* The median of the part at off of the first steps' components */
+static int64_t
+median_of(const struct stepwork *w, size_t off)
+{
+	size_t n = w->steps < EXACT_MAX ? w->steps : EXACT_MAX;
+	int64_t *v = malloc((n ? n : 1) * sizeof(*v)), m;
+
+	if (v == NULL || n == 0) {
+		free(v);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = *(const int64_t *)((const char *)&w->all[i] + off);
+	qsort(v, n, sizeof(*v), an_cmp_i64);
+	m = v[(n - 1) / 2];
+	free(v);
+	return m;
+}
+
+/* The parts a step is made of, by which a slow one is explained */
+static const struct { const char *cause; size_t off; } part[] = {
+	{ "gc", offsetof(struct comp, gc) },
+	{ "import", offsetof(struct comp, imp) },
+	{ "sync", offsetof(struct comp, sync) },
+	{ "kernel", offsetof(struct comp, kmax) },
+	{ "copy", offsetof(struct comp, copy) },
+	{ "wait", offsetof(struct comp, wait) },
+	{ "host", offsetof(struct comp, host) },
+};
+#define NPART (sizeof(part) / sizeof(part[0]))
+
+/* What made a slow step slow: the part furthest above its median (med,
+ * by part) */
+static json_t *
+slow_json(const struct stepwork *w, const struct comp *c,
+    const int64_t *med)
+{
+	const struct ist_strtab *str = &w->a->str;
+	int64_t best = 0, excess;
+	int bi = -1;
+	const char *detail = NULL;
+
+	for (size_t i = 0; i < NPART; i++) {
+		int64_t v = *(const int64_t *)((const char *)c + part[i].off);
+		int64_t m = med[i];
+		/* host time counts what the others do not explain */
+		if (strcmp(part[i].cause, "host") == 0)
+			v -= c->gc + c->imp, m -= med[0] + med[1];
+		if ((excess = v - m) > best) {
+			best = excess;
+			bi = (int)i;
+		}
+	}
+	if (bi >= 0 && strcmp(part[bi].cause, "import") == 0 && c->imp_mod)
+		detail = str->e[c->imp_mod - 1].p;
+	else if (bi >= 0 && strcmp(part[bi].cause, "kernel") == 0 && c->kname)
+		detail = str->e[c->kname - 1].p;
+	else if (bi >= 0 && strcmp(part[bi].cause, "sync") == 0 &&
+	    c->sync_site)
+		detail = str->e[c->sync_site - 1].p;
+	return json_pack("{s:I,s:I,s:I,s:s?,s:I,s:s?}", "step", JI(c->index),
+	    "start_ns", JI(c->s), "wall_ns", JI(c->wall),
+	    "cause", bi >= 0 ? part[bi].cause : NULL, "excess_ns", JI(best),
+	    "detail", detail);
+}
+
+static json_t *
+what_if_entry(const struct stepwork *w, const char *change, const char *id,
+    int64_t saved_sum, const char *basis)
+{
+	int64_t per = saved_sum / (int64_t)w->steps;
+	double mean = (double)w->sum_wall / (double)w->steps;
+
+	return json_pack("{s:s,s:s,s:I,s:f,s:s}", "id", id, "change", change,
+	    "saves_ns", JI(per), "saves_pct", mean > 0 ?
+	    ist_round(100.0 * (double)per / mean, 1) : 0.0, "basis", basis);
+}
+
+static int
+by_saving(const void *x, const void *y)
+{
+	json_int_t a = json_integer_value(json_object_get(*(json_t *const *)x,
+	    "saves_ns"));
+	json_int_t b = json_integer_value(json_object_get(*(json_t *const *)y,
+	    "saves_ns"));
+
+	if (a != b)
+		return a > b ? -1 : 1;
+	return strcmp(json_string_value(json_object_get(*(json_t *const *)x,
+	    "change")), json_string_value(json_object_get(*(json_t *const *)y,
+	    "change")));
+}
+
+/* The pass's results, before the JSON: the bases the replays need from the
+ * first pass (pinned bandwidth, launch cost). */
+void
+an_stepwork_bases(struct stepwork *w)
+{
+	const struct ist_analyzer *a;
+	static const char *const dirs[3] = { "h2d", "d2h", "d2d" };
+
+	if (w == NULL)
+		return;
+	a = w->a;
+	for (int d = 0; d < 3; d++) {
+		const struct xstat *x = &a->xs[d];
+		int64_t pb = x->bytes - x->pageable_bytes;
+		int64_t pn = x->ns - x->pageable_ns;
+		(void)dirs;
+		if (pb > 0 && pn > 0 && x->count > x->pageable_count) {
+			w->pinned_gbps[d] = (double)pb / (double)pn;
+			w->pinned_basis[d] = "measured";
+		} else {
+			for (int k = 0; k < a->ndev; k++)
+				if (a->dev[k].pcie > 0) {
+					w->pinned_gbps[d] = a->dev[k].pcie;
+					w->pinned_basis[d] = "device";
+					break;
+				}
+		}
+	}
+	w->graph_launch_ns = an_dist_pct((struct dist *)&a->launch_d, 50);
+}
+
+json_t *
+an_stepwork_json(struct stepwork *w, const struct ist_steps *s)
+{
+	json_t *j, *slow, *wi, *cp, *arr[W_FIXED + 64];
+	int64_t med[NPART];
+	const char *name;
+	enum ist_type type;
+	size_t n, na = 0;
+	char basis[400];
+	int64_t cpsum = 0;
+	double mean;
+
+	if (w == NULL)
+		return json_null();
+	finish_oldest(w, true);
+	ist_steps_get(s, &n, &name, &type);
+	if (w->steps == 0)
+		return json_pack("{s:s,s:s,s:I,s:I}", "name", name, "record",
+		    ist_type_name(type), "count", JI(w->seen ? w->seen :
+		    ist_steps_found(s)), "measured", 0);
+	mean = (double)w->sum_wall / (double)w->steps;
+	for (size_t i = 0; i < NPART; i++)
+		med[i] = median_of(w, part[i].off);
+	slow = json_array();
+	for (int i = 0; i < w->nslow; i++)
+		json_array_append_new(slow, slow_json(w, &w->slow[i], med));
+	for (int k = 0; k < C_CATS; k++)
+		cpsum += w->cp[k];
+	cp = json_object();
+	json_object_set_new(cp, "length_ns", json_integer(cpsum /
+	    (int64_t)w->steps));
+	{
+		json_t *sh = json_object();
+		for (int k = 0; k < C_CATS; k++)
+			json_object_set_new(sh, cat_name[k], json_real(
+			    cpsum ? ist_round((double)w->cp[k] / (double)cpsum,
+			    3) : 0.0));
+		json_object_set_new(cp, "share", sh);
+	}
+	json_object_set_new(cp, "replay_error_pct", json_real(ist_round(
+	    100.0 * (double)w->sum_abs_err / (double)w->sum_wall, 1)));
+
+	if (w->applies[W_OVERLAP]) {
+		snprintf(basis, sizeof(basis), "host work before the step's "
+		    "first launch or wait (%.3f ms per step) done ahead, in "
+		    "another thread or process, overlapping the rest of the "
+		    "step", (double)w->pre_sum / (double)w->steps / 1e6);
+		arr[na++] = what_if_entry(w, "overlap the leading host work "
+		    "with the rest of the step",
+		    "overlap", w->saved[W_OVERLAP], basis);
+	}
+	if (w->applies[W_PINNED]) {
+		int d = w->pinned_gbps[0] > 0 ? 0 : w->pinned_gbps[1] > 0 ?
+		    1 : 2;
+		snprintf(basis, sizeof(basis), "pageable copies at %.1f GB/s "
+		    "(pinned bandwidth %s)", w->pinned_gbps[d],
+		    w->pinned_basis[d] && strcmp(w->pinned_basis[d],
+		    "device") == 0 ? "of the device's link" :
+		    "measured in this trace");
+		if (w->pinned_gbps[d] > 0)
+			arr[na++] = what_if_entry(w, "pin the host memory "
+			    "of pageable copies", "pinned", w->saved[W_PINNED],
+			    basis);
+	}
+	if (w->applies[W_GRAPH]) {
+		snprintf(basis, sizeof(basis), "one launch call per step "
+		    "(%.1f us, the median launch) instead of one per kernel",
+		    (double)w->graph_launch_ns / 1e3);
+		arr[na++] = what_if_entry(w, "capture the step's kernel "
+		    "launches in a CUDA graph", "graph", w->saved[W_GRAPH],
+		    basis);
+	}
+	if (w->applies[W_GC])
+		arr[na++] = what_if_entry(w, "move garbage collection out "
+		    "of the steps (gc.freeze() after warm-up, or "
+		    "gc.collect() between steps)", "gc", w->saved[W_GC],
+		    "the step's collections removed");
+	if (w->applies[W_IMPORT])
+		arr[na++] = what_if_entry(w, "import before the first step",
+		    "import", w->saved[W_IMPORT],
+		    "the step's imports removed");
+	for (uint32_t i = 0; i < w->nsite && na < sizeof(arr) /
+	    sizeof(arr[0]); i++) {
+		char change[900];
+		snprintf(change, sizeof(change), "defer the synchronisation "
+		    "%s to the step's end", w->a->str.e[w->site[i].site].p);
+		snprintf(basis, sizeof(basis), "the wait removed, one at the "
+		    "step's end for all its GPU work (in %" PRIu64 " of %"
+		    PRIu64 " steps)", w->site[i].steps, w->steps);
+		arr[na++] = what_if_entry(w, change, "sync", w->site[i].saved,
+		    basis);
+	}
+	qsort(arr, na, sizeof(arr[0]), by_saving);
+	wi = json_array();
+	for (size_t i = 0; i < na; i++)
+		json_array_append_new(wi, arr[i]);
+	j = json_pack("{s:s,s:s,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
+	    "s:o}",
+	    "name", name, "record", ist_type_name(type), "count",
+	    JI(w->seen), "measured", JI(w->steps), "mean_ns", JI((int64_t)mean),
+	    "wall", dist_json(&w->d_wall), "host_busy", dist_json(&w->d_host),
+	    "gpu_busy", w->gpu_ops ? dist_json(&w->d_gpu) : json_null(),
+	    "gpu_idle", w->gpu_ops ? dist_json(&w->d_idle) : json_null(),
+	    "copies", dist_json(&w->d_copy), "sync", dist_json(&w->d_sync),
+	    "slowest", slow, "critical_path", cp, "what_if", wi);
+	return j;
+}

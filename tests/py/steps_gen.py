@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""steps_gen.py SCENARIO: a synthetic trace (formats/jsonl.md) whose steps,
+critical path and what-if savings can be worked out by hand.
+
+overlap: 100 steps (scope 'step') of 5 ms of host preprocessing, then two
+  1 ms kernels launched back to back and a device sync that waits for them:
+  7 ms a step; overlapping the host work makes it max(5, 2) = 5 ms.
+sync: 500 steps (function app.step) of a 400 us kernel, a device sync that
+  blocks 402 us, then 250 us of host work: deferring the sync to the step's
+  end lets the host work run under the kernel, 250 us a step.
+"""
+import json
+import sys
+
+
+def overlap(out):
+    t, corr = 1_000_000, 1
+    out.append({"type": "thread", "pid": 1, "tid": 1, "name": "MainThread"})
+    for _ in range(100):
+        s = t
+        out.append({"type": "scope", "pid": 1, "tid": 1, "name": "step",
+                    "start_ns": s, "end_ns": s + 7_000_000})
+        out.append({"type": "cpu_call", "pid": 1, "tid": 1,
+                    "name": "app.preprocess", "file": "app.py", "line": 3,
+                    "start_ns": s, "end_ns": s + 5_000_000})
+        a = s + 5_000_000
+        for k in range(2):
+            out.append({"type": "cuda_api", "pid": 1, "tid": 1,
+                        "name": "cudaLaunchKernel", "start_ns": a,
+                        "end_ns": a + 5_000, "correlation": corr})
+            ks = s + 5_010_000 + k * 995_000
+            out.append({"type": "gpu_kernel", "pid": 1, "device": 0,
+                        "stream": 7, "name": "gemm", "start_ns": ks,
+                        "end_ns": ks + 995_000, "correlation": corr})
+            corr += 1
+            a += 5_000
+        out.append({"type": "cuda_api", "pid": 1, "tid": 1,
+                    "name": "cudaDeviceSynchronize", "start_ns": a,
+                    "end_ns": s + 7_000_000, "correlation": corr})
+        corr += 1
+        t += 7_000_000
+
+
+def sync(out):
+    t, corr = 1_000_000, 1
+    for _ in range(500):
+        s = t
+        out.append({"type": "cpu_call", "pid": 1, "tid": 1,
+                    "name": "app.step", "file": "app.py", "line": 10,
+                    "start_ns": s, "end_ns": s + 655_000})
+        out.append({"type": "cuda_api", "pid": 1, "tid": 1,
+                    "name": "cudaLaunchKernel", "start_ns": s,
+                    "end_ns": s + 3_000, "correlation": corr})
+        out.append({"type": "gpu_kernel", "pid": 1, "device": 0,
+                    "stream": 7, "name": "conv", "start_ns": s + 5_000,
+                    "end_ns": s + 405_000, "correlation": corr})
+        out.append({"type": "cuda_api", "pid": 1, "tid": 1,
+                    "name": "cudaDeviceSynchronize", "start_ns": s + 3_000,
+                    "end_ns": s + 405_000, "correlation": corr + 1})
+        out.append({"type": "cpu_call", "pid": 1, "tid": 1,
+                    "name": "app.postprocess", "file": "app.py", "line": 20,
+                    "start_ns": s + 405_000, "end_ns": s + 655_000})
+        corr += 2
+        t += 655_000
+
+
+out = []
+{"overlap": overlap, "sync": sync}[sys.argv[1]](out)
+out.sort(key=lambda r: r.get("start_ns", 0))
+print(json.dumps({"type": "header", "format": "inferscope-trace",
+                  "version": [1, 2], "producer": "steps_gen.py"}))
+for r in out:
+    print(json.dumps(r))
