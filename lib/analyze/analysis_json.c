@@ -187,6 +187,41 @@ idle_attribution(const struct ist_analyzer *a, int i, int64_t idle)
 	    JI(t->tid), "thread", thread_name(a, t), "top", top);
 }
 
+static int
+by_busy_stream(const void *x, const void *y)
+{
+	const struct cstream *p = x, *q = y;
+	if (p->busy != q->busy)
+		return p->busy < q->busy ? 1 : -1;
+	return p->id < q->id ? -1 : p->id > q->id;
+}
+
+/* What ran at once on a GPU: kernels beside copies, kernels beside each
+ * other, streams beside each other */
+static json_t *
+conc_json(struct conc *c, int64_t active)
+{
+	json_t *st = json_array();
+
+	an_conc_drain(c);
+	qsort(c->st, (size_t)c->nst, sizeof(c->st[0]), by_busy_stream);
+	for (int i = 0; i < c->nst; i++)
+		json_array_append_new(st, json_pack("{s:o,s:I,s:I,s:I,s:o,s:I}",
+		    "stream", c->st[i].id < 0 && i == STREAM_MAX - 1 ?
+		    json_null() : json_integer(JI(c->st[i].id)), "ops",
+		    JI(c->st[i].ops), "kernels", JI(c->st[i].kernels), "busy_ns",
+		    JI(c->st[i].busy), "busy_pct", jreal(active ? 100.0 *
+		    (double)c->st[i].busy / (double)active : 0, 2),
+		    "overlap_ns", JI(c->st[i].overlap)));
+	return json_pack("{s:I,s:I,s:I,s:o,s:i,s:I,s:I,s:o}", "kernel_ns",
+	    JI(c->kernel_ns), "copy_ns", JI(c->copy_ns),
+	    "copy_under_kernels_ns", JI(c->both_ns), "copy_under_kernels_pct",
+	    jreal(c->copy_ns ? 100.0 * (double)c->both_ns / (double)c->copy_ns
+	    : 0, 2), "max_concurrent_kernels", c->maxk,
+	    "concurrent_kernels_ns", JI(c->multi_kernel_ns),
+	    "multi_stream_ns", JI(c->multi_stream_ns), "streams", st);
+}
+
 static json_t *
 devices_json(struct ist_analyzer *a)
 {
@@ -252,6 +287,8 @@ devices_json(struct ist_analyzer *a)
 		    json_integer(JI(d->ldelay_out)));
 		json_object_set_new(o, "memory_peak_bytes",
 		    json_integer(d->mem_peak));
+		json_object_set_new(o, "concurrency", conc_json(&d->conc,
+		    active));
 		ut = json_array();
 		if (d->seen) {
 			int64_t nb = (d->ce - d->ut0 + d->utw - 1) / d->utw;
@@ -397,11 +434,16 @@ kernels_json(struct ist_analyzer *a)
 		qsort_r(a->kn, a->nkn, sizeof(*a->kn), by_total_kn, a);
 	for (uint32_t i = 0; i < a->nkn && i < 25; i++) {
 		struct kstat *k = &a->kn[i];
+		const struct fstat *f = k->from ? &a->fn[k->from - 1] : NULL;
 		json_array_append_new(arr, json_pack(
-		    "{s:s,s:I,s:I,s:I,s:I}", "name", a->str.e[k->name].p,
+		    "{s:s,s:I,s:I,s:I,s:I,s:o}", "name", a->str.e[k->name].p,
 		    "count", JI(k->count), "total_ns", JI(k->total),
 		    "mean_ns", JI(k->total / (int64_t)k->count), "max_ns",
-		    JI(k->max)));
+		    JI(k->max), "launched_from", f ? json_pack(
+		    "{s:s,s:s,s:I,s:I,s:o}", "function", a->str.e[f->name].p,
+		    "file", a->str.e[f->file].p, "line", JI(f->line), "gpu_ns",
+		    JI(k->from_ns), "share", jreal(k->total ? (double)k->from_ns /
+		    (double)k->total : 0, 4)) : json_null()));
 	}
 	return arr;
 }
@@ -809,7 +851,8 @@ enum ist_status
 ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
     json_t **out, struct ist_error *err)
 {
-	json_t *an, *run, *dq, *notes, *command = NULL, *procs, *threads, *d;
+	json_t *an, *run, *dq, *notes, *command = NULL, *procs, *threads, *d,
+	    *kernels;
 	bool ok;
 	double lost_share, factor = 1;
 	size_t k;
@@ -826,6 +869,7 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	}
 	fold_helpers(a);
 	threads = threads_json(a);      /* first: the helpers' CPU */
+	kernels = kernels_json(a);      /* before the functions are sorted */
 	procs = processes_json(a, &command);
 	run = run_json(a, command);
 	notes = json_array();
@@ -898,7 +942,7 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	ok &= put(an, "gc", gc_json(a));
 	ok &= put(an, "functions", functions_json(a));
 	ok &= put(an, "functions_distinct", json_integer(a->nfn));
-	ok &= put(an, "kernels", kernels_json(a));
+	ok &= put(an, "kernels", kernels);
 	ok &= put(an, "kernels_distinct", json_integer(a->nkn));
 	ok &= put(an, "copies", copies_json(a));
 	ok &= put(an, "syncs", syncs_json(a));

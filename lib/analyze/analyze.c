@@ -675,6 +675,7 @@ ist_analyzer_free(struct ist_analyzer *a)
 		an_dist_release(&a->dev[i].kdur);
 		an_dist_release(&a->dev[i].gapd);
 		an_dist_release(&a->dev[i].ldelay);
+		free(a->dev[i].conc.h);
 	}
 	for (uint32_t i = 0; i < a->nsc; i++)
 		an_dist_release(&a->sc[i].d);
@@ -684,6 +685,8 @@ ist_analyzer_free(struct ist_analyzer *a)
 	an_u64map_release(&a->fnmap);
 	free(a->kn);
 	an_u64map_release(&a->knmap);
+	free(a->kf);
+	an_u64map_release(&a->kfmap);
 	free(a->sy);
 	an_u64map_release(&a->symap);
 	free(a->idle);

@@ -128,6 +128,24 @@ struct pend {
 	int64_t ns;
 };
 
+/* What runs at once on a GPU: a sweep over its running operations (a heap
+ * by end time), with the time spent at each level of concurrency */
+#define STREAM_MAX 32
+struct conc {
+	struct run_op { int64_t e; uint8_t copy, si; } *h;
+	uint32_t hn, hcap;
+	int64_t t;               /* swept up to here */
+	int nk, nc, nsa, maxk;   /* kernels, copies, streams running; max nk */
+	int64_t kernel_ns, copy_ns, both_ns, multi_kernel_ns, multi_stream_ns;
+	int nst;                 /* the last one takes the streams past 31 */
+	struct cstream {
+		int64_t id;
+		uint64_t ops, kernels;
+		int act;
+		int64_t busy, overlap;
+	} st[STREAM_MAX];
+};
+
 /* A GPU: by its UUID where its device record says it, else by the number
  * its process gave it (processes each see their GPUs from 0) */
 struct dev {
@@ -151,6 +169,7 @@ struct dev {
 	/* utilisation series */
 	int64_t ut0, utw;
 	int64_t ub[NBUCKETS];
+	struct conc conc;
 };
 
 struct sstat {               /* scopes and NVTX ranges */
@@ -182,6 +201,16 @@ struct kstat {
 	uint32_t name;
 	uint64_t count;
 	int64_t total, max;
+	/* the Python function (fstat index + 1) whose launches ran the most
+	 * of its GPU time, and that time */
+	uint32_t from;
+	int64_t from_ns;
+};
+
+struct kfrom {               /* GPU time by (kernel, launching function):
+	                          * kfmap's key is the kstat index << 32 |
+	                          * the fstat index + 1 */
+	int64_t ns;
 };
 
 struct xstat {               /* copies by direction and memsets */
@@ -202,6 +231,8 @@ struct corr {
 	int64_t api_start, api_end;
 	uint32_t thr;            /* index + 1 */
 	uint32_t scopes[4];      /* sstat index + 1 of the open scopes */
+	uint32_t pyfn;           /* the innermost Python function's fstat
+	                          * index + 1; 0 none */
 	bool sync_copy;          /* launched by a synchronous copy call */
 };
 
@@ -228,6 +259,9 @@ struct ist_analyzer {
 	struct kstat *kn;
 	uint32_t nkn, capkn;
 	struct u64map knmap;
+	struct kfrom *kf;
+	uint32_t nkf, capkf;
+	struct u64map kfmap;
 	struct xstat xs[4];      /* h2d, d2h, d2d, memset */
 	struct ystat *sy;
 	uint32_t nsy, capsy;
@@ -318,6 +352,8 @@ const char *an_implicit_sync(const struct ist_event *ev);
 int an_cmp_i64(const void *a, const void *b);
 void an_import_done(struct ist_analyzer *a, const struct frame *f);
 int an_kernel(struct ist_analyzer *a, const struct ist_event *ev);
+/* Ends the concurrency sweep of d (everything has run) */
+void an_conc_drain(struct conc *c);
 void an_util_add(struct dev *d, int64_t s, int64_t e);
 int an_counter(struct ist_analyzer *a, const struct ist_event *ev);
 int an_host_range(struct ist_analyzer *a, const struct ist_event *ev);

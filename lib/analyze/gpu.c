@@ -157,6 +157,115 @@ an_util_add(struct dev *d, int64_t s, int64_t e)
 	}
 }
 
+/* ---- concurrency ---- */
+
+/* The sweep moves to t: the time since, credited to what ran */
+static void
+conc_to(struct conc *c, int64_t t)
+{
+	int64_t dt = t - c->t;
+
+	if (dt <= 0)
+		return;
+	c->t = t;
+	if (c->nk == 0 && c->nc == 0)
+		return;
+	c->kernel_ns += c->nk ? dt : 0;
+	c->copy_ns += c->nc ? dt : 0;
+	c->both_ns += c->nk && c->nc ? dt : 0;
+	c->multi_kernel_ns += c->nk > 1 ? dt : 0;
+	c->multi_stream_ns += c->nsa > 1 ? dt : 0;
+	for (int i = 0; i < c->nst; i++)
+		if (c->st[i].act) {
+			c->st[i].busy += dt;
+			c->st[i].overlap += c->nsa > 1 ? dt : 0;
+		}
+}
+
+/* Ends the operations that end by t, in the order they end */
+static void
+conc_until(struct conc *c, int64_t t)
+{
+	while (c->hn && c->h[0].e <= t) {
+		struct run_op o = c->h[0];
+		uint32_t i = 0;
+		conc_to(c, o.e);
+		c->h[0] = c->h[--c->hn];
+		for (;;) {      /* sift down */
+			uint32_t l = 2 * i + 1, m = i;
+			if (l < c->hn && c->h[l].e < c->h[m].e)
+				m = l;
+			if (l + 1 < c->hn && c->h[l + 1].e < c->h[m].e)
+				m = l + 1;
+			if (m == i)
+				break;
+			struct run_op x = c->h[i];
+			c->h[i] = c->h[m];
+			c->h[m] = x;
+			i = m;
+		}
+		if (o.copy)
+			c->nc--;
+		else
+			c->nk--;
+		if (--c->st[o.si].act == 0)
+			c->nsa--;
+	}
+	conc_to(c, t);
+}
+
+void
+an_conc_drain(struct conc *c)
+{
+	while (c->hn)
+		conc_until(c, c->h[0].e);
+}
+
+/* An operation [s, e) on a stream starts: -1 out of memory */
+static int
+conc_add(struct conc *c, int64_t s, int64_t e, bool copy, int64_t stream)
+{
+	struct cstream *cs;
+	uint32_t i;
+	int si;
+
+	if (s < c->t)           /* out of time order: from where we are */
+		s = c->t;
+	if (e < s)
+		e = s;
+	conc_until(c, s);
+	for (si = 0; si < c->nst && c->st[si].id != stream; si++)
+		;
+	if (si == c->nst) {
+		if (c->nst == STREAM_MAX)
+			si = STREAM_MAX - 1, c->st[si].id = -1;
+		else
+			c->st[c->nst++].id = stream;
+	}
+	if (c->hn == c->hcap) {
+		uint32_t cap = c->hcap ? 2 * c->hcap : 64;
+		struct run_op *h = realloc(c->h, cap * sizeof(*h));
+		if (h == NULL)
+			return -1;
+		c->h = h;
+		c->hcap = cap;
+	}
+	for (i = c->hn++; i > 0 && c->h[(i - 1) / 2].e > e; i = (i - 1) / 2)
+		c->h[i] = c->h[(i - 1) / 2];
+	c->h[i] = (struct run_op){ e, copy, (uint8_t)si };
+	cs = &c->st[si];
+	cs->ops++;
+	cs->kernels += !copy;
+	if (cs->act++ == 0)
+		c->nsa++;
+	if (copy)
+		c->nc++;
+	else if (++c->nk > c->maxk && e > s)   /* one of no length runs at
+	                                         * no instant */
+		c->maxk = c->nk;
+	return 0;
+}
+
 static int
 gpu_op(struct ist_analyzer *a, const struct ist_event *ev)
 {
@@ -167,6 +276,9 @@ gpu_op(struct ist_analyzer *a, const struct ist_event *ev)
 	uint32_t launcher = 0;
 
 	d = &a->dev[devno];
+	if (conc_add(&d->conc, s, e, ev->type != IST_GPU_KERNEL,
+	    IST_HAS(ev, IST_F_STREAM) ? ev->stream : 0))
+		return -1;
 	if (IST_HAS(ev, IST_F_CORRELATION)) {
 		struct corr *x = &a->corr[(uint64_t)ev->correlation &
 		    (CORR_SLOTS - 1)];
@@ -288,6 +400,23 @@ an_kernel(struct ist_analyzer *a, const struct ist_event *ev)
 		return -1;
 	ks = &a->kn[k];
 	dur = ev->end_ns - ev->start_ns;
+	if (IST_HAS(ev, IST_F_CORRELATION)) {
+		struct corr *c = &a->corr[(uint64_t)ev->correlation &
+		    (CORR_SLOTS - 1)];
+		if (c->thr && c->corr == ev->correlation && c->pid == ev->pid &&
+		    c->pyfn) {
+			int64_t j = an_stat_of(&a->kfmap, (void **)&a->kf,
+			    &a->nkf, &a->capkf, sizeof(*a->kf), (uint64_t)k << 32 |
+			    c->pyfn, &created);
+			if (j < 0)
+				return -1;
+			a->kf[j].ns += dur;
+			if (a->kf[j].ns > ks->from_ns) {
+				ks->from_ns = a->kf[j].ns;
+				ks->from = c->pyfn;
+			}
+		}
+	}
 	ks->name = (uint32_t)name;
 	ks->count++;
 	ks->total += dur;

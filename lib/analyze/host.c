@@ -458,6 +458,11 @@ cuda_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
 	for (uint32_t i = below; i-- > 0 && sn < 4;)
 		if (t->st[i].kind == F_SCOPE || t->st[i].kind == F_NVTX)
 			c->scopes[sn++] = t->st[i].stat + 1;
+	for (uint32_t i = below; i-- > 0;)
+		if (t->st[i].kind == F_CALL && t->st[i].py) {
+			c->pyfn = t->st[i].stat + 1;
+			break;
+		}
 	return 0;
 }
 

@@ -416,6 +416,56 @@ summary(struct ist_buf *o, const json_t *an)
 	    "events"));
 }
 
+/* What ran at once on a GPU: said when it has copies or more than one
+ * stream (a single stream of kernels runs one at a time) */
+static void
+concurrency(struct ist_buf *o, const json_t *d)
+{
+	const json_t *c = json_object_get(d, "concurrency"), *x,
+	    *st = json_object_get(c, "streams");
+	struct nums u = { 0 };
+	char l[48];
+	size_t i;
+
+	if (!json_is_object(c) || (json_array_size(st) < 2 &&
+	    ist_jnum(c, "copy_ns") == 0))
+		return;
+	ist_buf_printf(o, "GPU %s ran kernels for %s", ist_dev_label(d, l,
+	    sizeof(l)), dur(&u, ist_jnum(c, "kernel_ns")));
+	if (ist_jnum(c, "copy_ns") > 0)
+		ist_buf_printf(o, " and copies for %s, %.1f%% of the copy time "
+		    "under kernels", dur(&u, ist_jnum(c, "copy_ns")),
+		    ist_jnum(c, "copy_under_kernels_pct"));
+	ist_buf_printf(o, "; at most %d kernel%s at once",
+	    (int)ist_jint(c, "max_concurrent_kernels"),
+	    ist_jint(c, "max_concurrent_kernels") == 1 ? "" : "s");
+	if (ist_jnum(c, "concurrent_kernels_ns") > 0)
+		ist_buf_printf(o, " (two or more for %s)", dur(&u, ist_jnum(c,
+		    "concurrent_kernels_ns")));
+	if (json_array_size(st) < 2) {
+		ist_buf_printf(o, ".\n\n");
+		return;
+	}
+	ist_buf_printf(o, "; %zu streams, two or more busy for %s.\n\n"
+	    "| Stream | Ops | Kernels | Busy | Beside another stream |\n"
+	    "|---|---:|---:|---:|---:|\n", json_array_size(st), dur(&u,
+	    ist_jnum(c, "multi_stream_ns")));
+	json_array_foreach(st, i, x) {
+		if (i >= 8)
+			break;
+		if (json_is_null(json_object_get(x, "stream")))
+			ist_buf_printf(o, "| (others) ");
+		else
+			ist_buf_printf(o, "| %lld ", (long long)ist_jint(x,
+			    "stream"));
+		ist_buf_printf(o, "| %lld | %lld | %s (%.1f%%) | %s |\n",
+		    (long long)ist_jint(x, "ops"), (long long)ist_jint(x,
+		    "kernels"), dur(&u, ist_jnum(x, "busy_ns")), ist_jnum(x,
+		    "busy_pct"), dur(&u, ist_jnum(x, "overlap_ns")));
+	}
+	ist_buf_printf(o, "\n");
+}
+
 static void
 breakdown(struct ist_buf *o, const json_t *an)
 {
@@ -443,6 +493,8 @@ breakdown(struct ist_buf *o, const json_t *an)
 		    "other_ns")));
 	}
 	ist_buf_printf(o, "\n");
+	json_array_foreach(devs, i, d)
+		concurrency(o, d);
 	json_array_foreach(devs, i, d) {
 		const json_t *at = json_object_get(d, "idle_attribution");
 		if (!json_is_object(at) || json_array_size(json_object_get(at,
@@ -657,20 +709,41 @@ kernels_table(struct ist_buf *o, const json_t *an)
 	const json_t *x, *arr;
 	struct nums u = { 0 };
 	size_t i;
+	bool from = false;
 
 	arr = json_object_get(an, "kernels");
+	json_array_foreach(arr, i, x)
+		from |= json_is_object(json_object_get(x, "launched_from"));
 	if (json_array_size(arr)) {
 		ist_buf_printf(o, "## Kernels\n\nBy total time; %zu of %lld "
-		    "shown.\n\n| Kernel | Calls | Total | Mean | Max |\n|---|"
-		    "---:|---:|---:|---:|\n", json_array_size(arr),
-		    (long long)ist_jint(an, "kernels_distinct"));
+		    "shown.%s\n\n| Kernel | Calls | Total | Mean | Max |%s\n"
+		    "|---|---:|---:|---:|---:|%s\n", json_array_size(arr),
+		    (long long)ist_jint(an, "kernels_distinct"), from ? " Launched "
+		    "from: the Python function whose launches ran the most of "
+		    "the kernel's GPU time, and its share." : "", from ?
+		    " Launched from |" : "", from ? "---|" : "");
 		json_array_foreach(arr, i, x) {
+			const json_t *f = json_object_get(x, "launched_from");
 			ist_buf_printf(o, "| ");
 			code(o, ist_jstr(x, "name"));
-			ist_buf_printf(o, " | %lld | %s | %s | %s |\n",
+			ist_buf_printf(o, " | %lld | %s | %s | %s |",
 			    (long long)ist_jint(x, "count"), dur(&u, ist_jnum(x,
 			    "total_ns")), dur(&u, ist_jnum(x, "mean_ns")),
 			    dur(&u, ist_jnum(x, "max_ns")));
+			if (from && json_is_object(f)) {
+				char where[64];
+				ist_buf_printf(o, " ");
+				code(o, ist_jstr(f, "function"));
+				ist_buf_printf(o, " (");
+				text(o, ist_jstr(f, "file"));
+				snprintf(where, sizeof(where), ":%lld) %.1f%% |",
+				    (long long)ist_jint(f, "line"), 100 *
+				    ist_jnum(f, "share"));
+				ist_buf_printf(o, "%s", where);
+			} else if (from) {
+				ist_buf_printf(o, " |");
+			}
+			ist_buf_printf(o, "\n");
 		}
 		ist_buf_printf(o, "\n");
 	}
