@@ -156,3 +156,83 @@ gen() {
 	# machine: within 30% here, 10% in make bench
 	python3 -c "import sys; p, m = $pred, $meas; sys.exit(not (m > 0 and abs(p - m) <= 0.3 * m))"
 }
+
+@test "--baseline on two real runs: the steps' medians and each function's mean against the program's own clocks; --fail-on step" {
+	cat > "$T/app.py" <<-'PY'
+	import sys, time
+	D = float(sys.argv[1])
+	spent = []
+	def work():
+	    t = time.perf_counter_ns()
+	    time.sleep(D)
+	    spent.append(time.perf_counter_ns() - t)
+	def step():
+	    work()
+	    time.sleep(0.001)
+	for i in range(30):
+	    step()
+	print(len(spent), sum(spent) // len(spent))
+	PY
+	is-record -o "$T/b.ist" -- /usr/bin/python3 "$T/app.py" 0.002 > "$T/b.txt"
+	is-record -o "$T/s.ist" -- /usr/bin/python3 "$T/app.py" 0.006 > "$T/s.txt"
+	is-merge -o "$T/bm.ist" "$T/b.ist"
+	is-merge -o "$T/sm.ist" "$T/s.ist"
+	run -3 --separate-stderr is-analyze --json --baseline "$T/bm.ist" \
+	    --fail-on 'step>30%' "$T/sm.ist"
+	printf '%s\n' "$output" > "$T/a.json"
+	assert_regex "$stderr" $'^is-analyze: --fail-on \'step>30%\' holds:\nstep wall: [0-9.]+ ms -> [0-9.]+ ms \\(\\+[0-9.]+% > 30%\\)$'
+	run jq -c '.baseline.steps, .steps.name' "$T/a.json"
+	assert_output $'{"name":"__main__.step","measured":30}\n"__main__.step"'
+	# work's calls and mean, both runs, against perf_counter inside it:
+	# within 2% and 100 us (the recording's own cost on the calls inside)
+	run jq -r '.baseline.deltas[] | select(.what == "function" and .name == "__main__.work") |
+	    "\(.count_base) \(.count_now) \(.base) \(.now) \(.total_base) \(.total_now)"' "$T/a.json"
+	read -r cb cn base now tb tn <<< "$output"
+	read -r pcb pbase < "$T/b.txt"
+	read -r pcn pnow < "$T/s.txt"
+	echo "work: ours $base -> $now ns, perf_counter $pbase -> $pnow ns" >&3
+	assert_equal "$cb $cn" "30 30"
+	assert_equal "$pcb $pcn" "30 30"
+	python3 -c "import sys; sys.exit(not all(abs(o - r) <= 0.02 * r + 100000 for o, r in (($base, $pbase), ($now, $pnow))))"
+	# the mean is the total over the calls, to the nanosecond
+	python3 -c "import sys; sys.exit(not (abs($base * 30 - $tb) < 30 and abs($now * 30 - $tn) < 30))"
+	# the steps' median wall time grew by about 4 ms of 3 (sleeps only
+	# ever overshoot: at least +60%)
+	run jq -r '.baseline.deltas[] | select(.what == "step" and .name == "wall") | "\(.count_base) \(.count_now) \(.delta_pct)"' "$T/a.json"
+	read -r sb sn pct <<< "$output"
+	assert_equal "$sb $sn" "30 30"
+	python3 -c "import sys; sys.exit(not 60 <= $pct <= 400)"
+	# gated by name; a function is not a regression> figure
+	run -3 is-analyze --baseline "$T/bm.ist" --fail-on 'function:__main__.work>30%' -o /dev/null "$T/sm.ist"
+	run -0 is-analyze --baseline "$T/sm.ist" --fail-on 'step>0%,step:host_busy>0%,function:__main__.work>0%,regression>0%' -o /dev/null "$T/sm.ist"
+	# the report shows the comparison, calls beside
+	is-analyze --baseline "$T/bm.ist" -o "$T/g.ist" "$T/sm.ist"
+	is-report -o "$T/r.md" "$T/g.ist"
+	grep -Eq '^\| step median \| `wall` \| 30 → 30 \| [0-9.]+ ms \| [0-9.]+ ms \| \+[0-9.]+% \|$' "$T/r.md"
+	grep -Eq '^\| function \| `__main__.work` \| 30 → 30 \| ' "$T/r.md"
+}
+
+@test "the step setting: .inferscope.yaml, INFERSCOPE_STEP, --step, in that order; a baseline takes it; a step gate with nothing to compare is an error" {
+	python3 tests/py/scenarios.py steps | is-cat --encode -o "$T/base.ist"
+	python3 tests/py/scenarios.py steps_slow | is-cat --encode -o "$T/slow.ist"
+	cd "$T"
+	run -0 is-analyze --json slow.ist
+	assert_equal "$(printf '%s\n' "$output" | jq -r .steps.name)" "step"
+	printf 'step: load\n' > .inferscope.yaml
+	run -0 is-analyze --json --baseline base.ist slow.ist
+	assert_equal "$(printf '%s\n' "$output" | jq -c '[.steps.name, .baseline.steps.name]')" '["load","load"]'
+	assert_equal "$(INFERSCOPE_STEP=step is-analyze --json slow.ist | jq -r .steps.name)" "step"
+	assert_equal "$(INFERSCOPE_STEP=step is-analyze --step load --json slow.ist | jq -r .steps.name)" "load"
+	# is-report analysing a trace itself reads it too
+	is-report slow.ist | grep -q '^The step is `load` (scope), found 10 times'
+	run -0 inferscope config show
+	assert_line --regexp '^step +load +config file \.inferscope\.yaml:1$'
+	rm .inferscope.yaml
+	# the load scopes did not change: step>0% holds not; step 10% slower
+	run -0 is-analyze --step load --baseline base.ist --fail-on 'step>0%' -o /dev/null slow.ist
+	run -3 is-analyze --baseline base.ist --fail-on 'step>5%' -o /dev/null slow.ist
+	# a run with no steps of the baseline's name: said, not a gate left open
+	python3 "$ROOT/tests/py/conc_gen.py" hand | is-cat --encode | is-merge -o h.ist
+	run -2 --separate-stderr is-analyze --baseline base.ist --fail-on 'step>5%' -o /dev/null h.ist
+	assert_equal "$stderr" "is-analyze: --fail-on 'step>5%': no steps to compare (the baseline's: 'step', this run's: none; --step names them)"
+}

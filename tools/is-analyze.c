@@ -330,7 +330,10 @@ main(int argc, char **argv)
 	win.rel[1] = o.window[1];
 	ist_config_init(&cfg);
 	tool_settings(&cfg, &rules, o.rules_file);
-	if (o.baseline && ist_analysis_load(o.baseline, rules, &base, &e) !=
+	if (o.step_name == NULL && *ist_config_str(&cfg, IST_K_STEP))
+		o.step_name = ist_config_str(&cfg, IST_K_STEP);
+	if (o.baseline && ist_analysis_load(o.baseline, o.step_name, rules,
+	    &base, &e) !=
 	    IST_OK)
 		errx(1, "baseline: %s", e.msg);
 	if (base)

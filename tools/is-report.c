@@ -304,6 +304,8 @@ main(int argc, char **argv)
 	/* the rules are used only when the trace carries no analysis */
 	ist_config_init(&cfg);
 	tool_settings(&cfg, &rules, NULL);
+	if (*ist_config_str(&cfg, IST_K_STEP))
+		again.step = ist_config_str(&cfg, IST_K_STEP);
 	fd = tool_open_input(a.path);
 	if (ist_output_open(&out, a.outpath, false, &e) != IST_OK)
 		errx(1, "%s", e.msg);

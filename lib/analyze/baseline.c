@@ -17,16 +17,97 @@
 #include "internal.h"
 #include "rules/rules.h"
 
+/* One compared figure: base and now (a mean per call, a step's median, the
+ * run's wall time), and, for what is counted, the counts and totals */
 static json_t *
-delta(const char *what, const char *name, double base, double now)
+delta(const char *what, const char *name, double base, double now,
+    const json_t *cb, const json_t *cn, const json_t *tb, const json_t *tn)
 {
 	double pct = base > 0 ? 100 * (now - base) / base : now > 0 ? 100 : 0;
 	json_t *o = json_pack("{s:s,s:I,s:I,s:f}", "what", what, "base",
 	    ist_d2i(base), "now", ist_d2i(now), "delta_pct",
 	    ist_round(pct, 2));
-	if (name)
-		json_object_set_new(o, "name", json_string(name));
+	json_object_set_new(o, "name", json_string(name ? name : ""));
+	json_object_set_new(o, "count_base", cb ? json_copy((json_t *)cb) :
+	    json_null());
+	json_object_set_new(o, "count_now", cn ? json_copy((json_t *)cn) :
+	    json_null());
+	json_object_set_new(o, "total_base", tb ? json_copy((json_t *)tb) :
+	    json_null());
+	json_object_set_new(o, "total_now", tn ? json_copy((json_t *)tn) :
+	    json_null());
 	return o;
+}
+
+/* A scope, NVTX range or kernel: mean per call, with counts and totals */
+static json_t *
+delta_of(const char *what, const json_t *b, const json_t *x,
+    const char *total)
+{
+	return delta(what, ist_jstr(x, "name"), ist_jnum(b, "mean_ns"),
+	    ist_jnum(x, "mean_ns"), json_object_get(b, "count"),
+	    json_object_get(x, "count"), json_object_get(b, total),
+	    json_object_get(x, total));
+}
+
+static const char *const step_metric[] = { "wall", "host_busy", "gpu_busy",
+    "gpu_idle", "copies", "sync" };
+
+/* The steps' medians, when both runs measured steps of the same name */
+static void
+step_deltas(json_t *deltas, const json_t *now, const json_t *base)
+{
+	const json_t *sn = json_object_get(now, "steps"), *sb =
+	    json_object_get(base, "steps");
+
+	if (!json_is_object(sn) || !json_is_object(sb) || ist_jnum(sn,
+	    "measured") == 0 || ist_jnum(sb, "measured") == 0 ||
+	    strcmp(ist_jstr(sn, "name"), ist_jstr(sb, "name")) != 0)
+		return;
+	for (size_t i = 0; i < sizeof(step_metric) / sizeof(*step_metric);
+	    i++) {
+		const json_t *b = json_object_get(sb, step_metric[i]),
+		    *x = json_object_get(sn, step_metric[i]);
+		if (!json_is_object(b) || !json_is_object(x) || (ist_jnum(b,
+		    "p50_ns") == 0 && ist_jnum(x, "p50_ns") == 0 && i > 0))
+			continue;
+		json_array_append_new(deltas, delta("step", step_metric[i],
+		    ist_jnum(b, "p50_ns"), ist_jnum(x, "p50_ns"),
+		    json_object_get(sb, "measured"), json_object_get(sn,
+		    "measured"), NULL, NULL));
+	}
+}
+
+/* Functions: mean inclusive time per call, for those that took 1% of
+ * either run's wall time or more (below that, a mean moves with noise) */
+static void
+function_deltas(json_t *deltas, const json_t *now, const json_t *base)
+{
+	double wb = ist_jnum(json_object_get(base, "run"), "wall_ns"),
+	    wn = ist_jnum(json_object_get(now, "run"), "wall_ns");
+	const json_t *x, *b, *y, *fb = json_object_get(base, "functions");
+	size_t i, j;
+
+	json_array_foreach(json_object_get(now, "functions"), i, x) {
+		b = NULL;
+		json_array_foreach(fb, j, y)
+			if (strcmp(ist_jstr(y, "name"), ist_jstr(x, "name")) ==
+			    0 && strcmp(ist_jstr(y, "file"), ist_jstr(x,
+			    "file")) == 0) {
+				b = y;
+				break;
+			}
+		if (b == NULL || ist_jnum(b, "count") == 0 ||
+		    ist_jnum(x, "count") == 0 || (ist_jnum(b, "incl_ns") <
+		    wb / 100 && ist_jnum(x, "incl_ns") < wn / 100))
+			continue;
+		json_array_append_new(deltas, delta("function", ist_jstr(x,
+		    "name"), ist_jnum(b, "incl_ns") / ist_jnum(b, "count"),
+		    ist_jnum(x, "incl_ns") / ist_jnum(x, "count"),
+		    json_object_get(b, "count"), json_object_get(x, "count"),
+		    json_object_get(b, "incl_ns"), json_object_get(x,
+		    "incl_ns")));
+	}
 }
 
 static const json_t *
@@ -64,20 +145,21 @@ ist_analysis_compare(json_t *now, const json_t *base, struct ist_error *err)
 		goto nomem;
 	json_array_append_new(deltas, delta("wall", NULL,
 	    ist_jnum(json_object_get(base, "run"), "wall_ns"),
-	    ist_jnum(json_object_get(now, "run"), "wall_ns")));
+	    ist_jnum(json_object_get(now, "run"), "wall_ns"), NULL, NULL, NULL,
+	    NULL));
+	step_deltas(deltas, now, base);
 	json_array_foreach(json_object_get(now, "scopes"), i, x)
 		if ((b = find(json_object_get(base, "scopes"), ist_jstr(x,
 		    "kind"), ist_jstr(x, "name"))) != NULL)
-			json_array_append_new(deltas, delta(strcmp(ist_jstr(x,
-			    "kind"), "nvtx") ? "scope" : "nvtx", ist_jstr(x,
-			    "name"), ist_jnum(b, "mean_ns"), ist_jnum(x,
-			    "mean_ns")));
+			json_array_append_new(deltas, delta_of(strcmp(ist_jstr(x,
+			    "kind"), "nvtx") ? "scope" : "nvtx", b, x,
+			    "total_ns"));
+	function_deltas(deltas, now, base);
 	json_array_foreach(json_object_get(now, "kernels"), i, x)
 		if ((b = find(json_object_get(base, "kernels"), NULL,
 		    ist_jstr(x, "name"))) != NULL)
-			json_array_append_new(deltas, delta("kernel",
-			    ist_jstr(x, "name"), ist_jnum(b, "mean_ns"),
-			    ist_jnum(x, "mean_ns")));
+			json_array_append_new(deltas, delta_of("kernel", b, x,
+			    "total_ns"));
 	n = json_array_size(deltas);
 	if ((v = malloc(n * sizeof(*v))) == NULL)
 		goto nomem;
@@ -89,10 +171,14 @@ ist_analysis_compare(json_t *now, const json_t *base, struct ist_error *err)
 		json_array_append(sorted, v[i]);
 	free(v);
 	json_decref(deltas);
-	json_object_set_new(now, "baseline", json_pack("{s:O,s:O,s:o}",
+	json_object_set_new(now, "baseline", json_pack("{s:O,s:O,s:o,s:o}",
 	    "run", json_object_get(base, "run") ? json_object_get(base, "run")
 	    : json_null(), "verdict", json_object_get(base, "verdict") ?
-	    json_object_get(base, "verdict") : json_null(), "deltas", sorted));
+	    json_object_get(base, "verdict") : json_null(), "steps",
+	    json_is_object(json_object_get(base, "steps")) ? json_pack(
+	    "{s:s,s:O}", "name", ist_jstr(json_object_get(base, "steps"),
+	    "name"), "measured", json_object_get(json_object_get(base,
+	    "steps"), "measured")) : json_null(), "deltas", sorted));
 	return IST_OK;
 nomem:
 	json_decref(deltas);
@@ -119,6 +205,30 @@ parse_pct(const char *s, double *out)
 	if (*end == '%')
 		end++;
 	return *end == '\0';
+}
+
+static bool
+has_step(const json_t *deltas)
+{
+	const json_t *x;
+	size_t i;
+
+	json_array_foreach(deltas, i, x)
+		if (strcmp(ist_jstr(x, "what"), "step") == 0)
+			return true;
+	return false;
+}
+
+static bool
+is_step_metric(const char *key)
+{
+	if (strncmp(key, "step:", 5) != 0)
+		return false;
+	for (size_t i = 0; i < sizeof(step_metric) / sizeof(*step_metric);
+	    i++)
+		if (strcmp(key + 5, step_metric[i]) == 0)
+			return true;
+	return false;
 }
 
 static enum ist_status
@@ -175,18 +285,38 @@ check_one(const char *c, const json_t *an, bool *failed, struct ist_buf *why,
 			}
 		return IST_OK;
 	}
+	/* step is the steps' median wall time; step:METRIC another median */
+	if (strcmp(key, "step") == 0)
+		strcpy(key, "step:wall");
 	if (*op != '>' || !(strcmp(key, "regression") == 0 ||
 	    strcmp(key, "wall") == 0 || strncmp(key, "scope:", 6) == 0 ||
-	    strncmp(key, "nvtx:", 5) == 0 || strncmp(key, "kernel:", 7) == 0))
+	    strncmp(key, "nvtx:", 5) == 0 || strncmp(key, "kernel:", 7) == 0 ||
+	    strncmp(key, "function:", 9) == 0 || is_step_metric(key)))
 		goto bad;
 	if (deltas == NULL) {
 		ist_seterr(err, IST_EINVAL, "--fail-on '%s' needs --baseline",
 		    c);
 		return IST_EINVAL;
 	}
+	if (strncmp(key, "step:", 5) == 0 && !has_step(deltas) &&
+	    json_object_get(json_object_get(an, "baseline"), "steps")) {
+		const json_t *sb = json_object_get(json_object_get(an,
+		    "baseline"), "steps"), *sn = json_object_get(an, "steps");
+		ist_seterr(err, IST_EINVAL, "--fail-on '%s': no steps to "
+		    "compare (the baseline's: %s%s%s, this run's: %s%s%s; "
+		    "--step names them)", c, json_is_object(sb) ? "'" : "",
+		    json_is_object(sb) ? ist_jstr(sb, "name") : "none",
+		    json_is_object(sb) ? "'" : "", json_is_object(sn) ? "'" :
+		    "", json_is_object(sn) ? ist_jstr(sn, "name") : "none",
+		    json_is_object(sn) ? "'" : "");
+		return IST_EINVAL;
+	}
 	json_array_foreach(deltas, i, x) {
 		const char *w = ist_jstr(x, "what"), *nm = ist_jstr(x, "name");
-		bool match = strcmp(key, "regression") == 0 ||
+		/* regression: what the program's author named, and the run;
+		 * functions only by name (their means move with noise) */
+		bool match = (strcmp(key, "regression") == 0 && strcmp(w,
+		    "function") != 0) ||
 		    (strcmp(key, "wall") == 0 && strcmp(w, "wall") == 0);
 		if (!match) {
 			const char *colon = strchr(key, ':');
@@ -205,9 +335,10 @@ check_one(const char *c, const json_t *an, bool *failed, struct ist_buf *why,
 	return IST_OK;
 bad:
 	ist_seterr(err, IST_EINVAL, "bad --fail-on condition '%s' (want "
-	    "regression>P%%, wall>P%%, scope:NAME>P%%, kernel:NAME>P%%, "
-	    "gpu_busy<P%%, severity>=low|medium|high or rule:NAME; P is 0 "
-	    "or more, at most 100 for gpu_busy)", c);
+	    "regression>P%%, wall>P%%, step>P%%, step:METRIC>P%%, "
+	    "scope:NAME>P%%, nvtx:NAME>P%%, function:NAME>P%%, "
+	    "kernel:NAME>P%%, gpu_busy<P%%, severity>=low|medium|high or "
+	    "rule:NAME; P is 0 or more, at most 100 for gpu_busy)", c);
 	return IST_EINVAL;
 }
 
@@ -244,7 +375,8 @@ ist_failon_check(const char *spec, const json_t *an, bool *failed,
 }
 
 enum ist_status
-ist_analysis_load(const char *path, const struct ist_rules *rules,
+ist_analysis_load(const char *path, const char *step,
+    const struct ist_rules *rules,
     json_t **out, struct ist_error *err)
 {
 	int fd = open(path, O_RDONLY);
@@ -253,6 +385,7 @@ ist_analysis_load(const char *path, const struct ist_rules *rules,
 	struct ist_analyzer *a = NULL;
 	const struct ist_event *ev;
 	struct ist_reader_stats rs;
+	struct ist_again again;
 	json_t *found = NULL;
 	enum ist_status st;
 
@@ -280,8 +413,10 @@ ist_analysis_load(const char *path, const struct ist_rules *rules,
 		return IST_OK;
 	}
 	lseek(fd, 0, SEEK_SET);
+	again = (struct ist_again){ ist_again_path, (void *)path, step };
 	if ((st = ist_reader_new(&r, ist_fd_source, &fd, path, err)) != IST_OK ||
-	    (st = ist_analyzer_new(&a, rules, err)) != IST_OK)
+	    (st = ist_analyzer_new(&a, rules, err)) != IST_OK ||
+	    (st = ist_again_begin(a, &again, err)) != IST_OK)
 		goto out;
 	while ((st = ist_reader_next(r, &ev, err)) == IST_OK) {
 		if (ev->type == IST_ANALYSIS) {
@@ -302,8 +437,7 @@ ist_analysis_load(const char *path, const struct ist_rules *rules,
 		goto out;
 	}
 	ist_reader_stats(r, &rs);
-	if ((st = ist_again_pass(a, &(struct ist_again){ ist_again_path,
-	    (void *)path, NULL }, err)) == IST_OK)
+	if ((st = ist_again_pass(a, &again, err)) == IST_OK)
 		st = ist_analyzer_finish(a, &rs, out, err);
 out:
 	json_decref(found);

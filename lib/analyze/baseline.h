@@ -27,8 +27,9 @@ enum ist_status ist_failon_check(const char *spec, const json_t *analysis,
     bool *failed, struct ist_buf *why, struct ist_error *err);
 
 /* The analysis of a trace or of an analysis JSON file (--baseline): the
- * trace's last analysis record, else the trace analysed with rules. */
-enum ist_status ist_analysis_load(const char *path,
+ * trace's last analysis record, else the trace analysed with rules and
+ * step (the step's name, as --step; NULL: found). */
+enum ist_status ist_analysis_load(const char *path, const char *step,
     const struct ist_rules *rules, json_t **out, struct ist_error *err);
 
 #endif

@@ -28,6 +28,7 @@ static const struct {
 	[IST_K_SYNC_ERROR_MARGIN_US] = { "sync_error_margin_us",
 	    "INFERSCOPE_SYNC_ERROR_MARGIN_US", "1000", 0, 60000000 },
 	[IST_K_RULES_FILE] = { "rules_file", NULL, "", 1, 0 },
+	[IST_K_STEP] = { "step", "INFERSCOPE_STEP", "", 1, 0 },
 };
 
 void

@@ -18,6 +18,8 @@ enum ist_key {
 	IST_K_PY_MIN_US,
 	IST_K_SYNC_ERROR_MARGIN_US,
 	IST_K_RULES_FILE,
+	IST_K_STEP,              /* the scope, NVTX range or function of a
+	                          * step; "" found */
 	IST_NKEYS
 };
 

@@ -981,15 +981,23 @@ baseline(struct ist_buf *o, const json_t *an)
 	if (b == NULL)
 		return;
 	ist_buf_printf(o, "## Compared with the baseline\n\nBaseline verdict: "
-	    "%s. Largest changes first.\n\n| What | Name | Baseline | Now | "
-	    "Change |\n|---|---|---:|---:|---:|\n", ist_jstr(json_object_get(b,
+	    "%s. Largest changes first: the run's wall time, the steps' "
+	    "medians, and the mean per call of scopes, functions and "
+	    "kernels.\n\n| What | Name | Calls | Baseline | Now | Change |\n"
+	    "|---|---|---:|---:|---:|---:|\n", ist_jstr(json_object_get(b,
 	    "verdict"), "classification"));
 	json_array_foreach(json_object_get(b, "deltas"), i, x) {
+		const char *w = ist_jstr(x, "what");
 		if (i >= 30)
 			break;
-		ist_buf_printf(o, "| %s | ", ist_jstr(x, "what"));
+		ist_buf_printf(o, "| %s%s | ", w, strcmp(w, "step") == 0 ?
+		    " median" : "");
 		if (*ist_jstr(x, "name"))
 			code(o, ist_jstr(x, "name"));
+		ist_buf_printf(o, " | ");
+		if (json_is_integer(json_object_get(x, "count_now")))
+			ist_buf_printf(o, "%lld → %lld", (long long)ist_jint(x,
+			    "count_base"), (long long)ist_jint(x, "count_now"));
 		ist_buf_printf(o, " | %s | %s | %+.1f%% |\n", dur(&u, ist_jnum(x,
 		    "base")), dur(&u, ist_jnum(x, "now")), ist_jnum(x, "delta_pct"));
 	}
