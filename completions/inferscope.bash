@@ -76,7 +76,7 @@ _inferscope_tool()
 		--step) return ;;
 		-r|--rules-file) _filedir '@(yaml|yml)'; return ;;
 		-f|--fail-on)
-			COMPREPLY=($(compgen -W "regression>5% wall>5%
+			COMPREPLY=($(compgen -W "regression>5% wall>5% step>5%
 			    severity>=high severity>=medium gpu_busy<50%
 			    rule:gpu_idle rule:transfer rule:sync
 			    rule:launch_bound rule:cpu_contention

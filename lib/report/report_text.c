@@ -423,6 +423,71 @@ tables(struct tx *t, const json_t *an)
 	}
 }
 
+/* The critical path of a step as a bar of letters, one per kind (in
+ * colour on a terminal), and its legend wrapped under it */
+static const struct {
+	const char *key, *label;
+	char c;
+	enum sgr sgr;
+} cp_kind[] = {
+	{ "host", "host work", 'h', MAGENTA },
+	{ "cuda_api", "CUDA calls", 'c', BLUE },
+	{ "sync", "sync return", 's', RED },
+	{ "gc", "gc", 'g', YELLOW },
+	{ "import", "imports", 'i', YELLOW },
+	{ "wait", "waits", 'w', DIM },
+	{ "kernel", "kernels", 'k', GREEN },
+	{ "copy", "copies", 'x', CYAN },
+};
+#define NCP (sizeof(cp_kind) / sizeof(cp_kind[0]))
+
+static void
+critical_path(struct tx *t, const json_t *cp)
+{
+	const json_t *sh = json_object_get(cp, "share");
+	struct nums u = { 0 };
+	struct ist_buf leg = { 0 };
+	char head[64];
+	double cum = 0;
+	int hn, bw, at = 0;
+
+	if (!json_is_object(sh) || ist_jnum(cp, "length_ns") <= 0)
+		return;
+	hn = snprintf(head, sizeof(head), "critical path %s ", dur(&u,
+	    ist_jnum(cp, "length_ns")));
+	bw = t->w - 4 - hn;
+	if (bw > 60)
+		bw = 60;
+	if (bw < 10)
+		return;
+	pad(t, 2);
+	ist_buf_printf(t->o, "%s", head);
+	for (size_t i = 0; i < NCP; i++) {
+		double v = ist_jnum(sh, cp_kind[i].key);
+		int to;
+		if (v <= 0)
+			continue;
+		cum += v;
+		to = (int)(cum * bw + 0.5);
+		if (to > bw)
+			to = bw;
+		if (to > at) {
+			on(t, cp_kind[i].sgr);
+			for (; at < to; at++)
+				ist_buf_append(t->o, &cp_kind[i].c, 1);
+			off(t);
+		}
+		if (v >= 0.001)
+			ist_buf_printf(&leg, "%s[%c] %s %.1f%%", leg.n ? " · " :
+			    "", cp_kind[i].c, cp_kind[i].label, 100 * v);
+	}
+	ist_buf_printf(t->o, "\n");
+	pad(t, 2 + hn);
+	wrap(t, leg.p ? leg.p : "", 2 + hn, 2 + hn, false);
+	ist_buf_printf(t->o, "\n");
+	ist_buf_release(&leg);
+}
+
 /* The steps: their time, and what a change would save (the top three) */
 static void
 steps(struct tx *t, const json_t *an)
@@ -446,6 +511,7 @@ steps(struct tx *t, const json_t *an)
 	    "p50_ns")), dur(&u, ist_jnum(w, "p95_ns")), dur(&u, ist_jnum(w,
 	    "max_ns")));
 	row(t, ist_jstr(st, "name"), true, figs, hn);
+	critical_path(t, json_object_get(st, "critical_path"));
 	json_array_foreach(json_object_get(st, "what_if"), i, e) {
 		if (i == 3 || ist_jnum(e, "saves_pct") < 1)
 			break;

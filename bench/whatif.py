@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""whatif.py BUILD: make bench's check of is-analyze's what-if replay
+against the change applied.
+
+Each scenario is a real program with a change that can be made to it here:
+  overlap  4 ms of host preprocessing, then a 3 ms sleep standing in for the
+           device's work; changed: a worker thread preprocesses ahead
+  gc-retained  steps that keep the containers they build, the collector
+           running inside them; changed: automatic collection off, a
+           collection between steps
+  gc-cyclic    the same with steps that make cyclic garbage: the change
+           saves more than the pauses (after a collection between steps
+           the next one allocates from freed memory), which the replay,
+           pricing the pauses, does not see; gc.callbacks inside the
+           program gives the pauses themselves
+  import   the first step imports a module whose body takes 30 ms;
+           changed: the import moved before the loop
+The program is recorded once as it is and analysed: the prediction is the
+what-if entry's saves_ns (per step).  Then both versions run untraced,
+interleaved, ROUNDS times each; the measured saving is the difference of
+the programs' own step times (perf_counter_ns inside them: the median for
+overlap, whose saving every step shows, the mean for gc and import, whose
+saving falls on some steps).  Target: the prediction within 10% of the
+measured saving.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+PY = "/usr/bin/python3"
+ROUNDS = int(os.environ.get("BENCH_WHATIF_ROUNDS", "5"))
+
+APP = r'''
+import gc, json, queue, statistics, sys, threading, time
+mode, changed = sys.argv[1], sys.argv[2] == "changed"
+N = 30
+walls = []
+
+def spin(s):
+    t = time.perf_counter()
+    while time.perf_counter() - t < s:
+        pass
+
+def timed(fn, *a):
+    t0 = time.perf_counter_ns()
+    r = fn(*a)
+    walls.append(time.perf_counter_ns() - t0)
+    return r
+
+if mode == "overlap":
+    def preprocess(i):
+        spin(0.004)
+        return i
+    def step(batch):
+        time.sleep(0.003)    # the device's work
+    if not changed:
+        def one(i):
+            step(preprocess(i))
+        for i in range(N):
+            timed(one, i)
+    else:
+        q = queue.Queue(maxsize=2)
+        def worker():
+            for i in range(N):
+                q.put(preprocess(i))
+        threading.Thread(target=worker, daemon=True).start()
+        q.put(q.get())
+        for i in range(N):
+            timed(lambda: step(q.get()))
+elif mode.startswith("gc"):
+    keep = []
+    paused = [0, 0]
+    def cb(phase, info):
+        if phase == "start":
+            paused[1] = time.perf_counter_ns()
+        else:
+            paused[0] += time.perf_counter_ns() - paused[1]
+    def step(i):
+        junk = []
+        for k in range(6000):
+            a = {"k": k}
+            b = [a]
+            if mode == "gc-cyclic":
+                a["b"] = b        # a cycle: only the collector frees it
+            junk.append(b)
+        keep.append(junk[:50] if mode == "gc-cyclic" else junk[:3000])
+        spin(0.002)
+    if changed:
+        gc.disable()
+    else:
+        gc.callbacks.append(cb)
+    for i in range(N):
+        timed(step, i)
+        if changed:
+            gc.collect()          # between the steps, outside them
+    print(json.dumps({"gc_ns": paused[0] / N}), file=sys.stderr)
+elif mode == "import":
+    def step(i):
+        if i == 0:
+            import heavy_mod
+        spin(0.005)
+    if changed:
+        import heavy_mod
+    for i in range(N):
+        timed(step, i)
+print(json.dumps({"median": statistics.median(walls),
+                  "mean": statistics.mean(walls)}))
+'''
+
+HEAVY = r'''
+import time
+t = time.perf_counter()
+while time.perf_counter() - t < 0.030:
+    pass
+'''
+
+SCENARIOS = [
+    ("overlap", "overlap", "median",
+     "host work overlapped with the device (a worker thread)"),
+    ("gc-retained", "gc", "mean",
+     "collections moved out of steps that keep what they make"),
+    ("gc-cyclic", "gc", "mean",
+     "collections moved out of steps that make cyclic garbage"),
+    ("import", "import", "mean", "an import moved before the loop"),
+]
+
+
+def main():
+    b = sys.argv[1]
+    d = tempfile.mkdtemp()
+    app = os.path.join(d, "app.py")
+    with open(app, "w") as f:
+        f.write(APP)
+    with open(os.path.join(d, "heavy_mod.py"), "w") as f:
+        f.write(HEAVY)
+    env = dict(os.environ, PYTHONPATH=d, PYTHONDONTWRITEBYTECODE="1")
+    print()
+    print("what-if: the replay's prediction against the change applied "
+          "(%d interleaved rounds each; target: within 10%%)" % ROUNDS)
+    print("%-12s %-58s %12s %12s %8s" % ("program", "change", "predicted",
+                                          "measured", "error"))
+    for mode, wid, stat, what in SCENARIOS:
+        ist = os.path.join(d, mode + ".ist")
+        subprocess.run([b + "/bin/is-record", "-o", ist, "--", PY, app,
+                        mode, "as-is"], env=env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        m = subprocess.run([b + "/bin/is-merge", ist], check=True,
+                           stdout=subprocess.PIPE).stdout
+        a = json.loads(subprocess.run([b + "/bin/is-analyze", "--json"],
+                                      input=m, check=True,
+                                      stdout=subprocess.PIPE).stdout)
+        steps = a.get("steps") or {}
+        pred = next((w["saves_ns"] for w in steps.get("what_if", [])
+                     if w["id"] == wid), 0)
+        asis, changed, paused = [], [], []
+        for _ in range(ROUNDS):
+            for v, out in (("as-is", asis), ("changed", changed)):
+                r = subprocess.run([PY, app, mode, v], env=env, check=True,
+                                   stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+                out.append(json.loads(r.stdout)[stat])
+                if v == "as-is" and r.stderr:
+                    paused.append(json.loads(r.stderr)["gc_ns"])
+        meas = statistics.median(asis) - statistics.median(changed)
+        err = abs(pred - meas) / meas * 100 if meas > 0 else float("inf")
+        ref = ("; gc.callbacks: pauses %.3f ms a step" %
+               (statistics.median(paused) / 1e6) if paused else "")
+        print("%-12s %-58s %9.3f ms %9.3f ms %7.1f%%  (%d steps%s)"
+              % (mode, what, pred / 1e6, meas / 1e6, err,
+                 steps.get("measured", 0), ref))
+
+
+main()
