@@ -306,6 +306,7 @@ bench: all
 	@command -v zstd >/dev/null || sh scripts/deps.sh build install
 	sh bench/run.sh $(B)
 	$(PYTHON_SYS) bench/overhead.py $(B)
+	$(PYTHON_SYS) bench/whatif.py $(abspath $(B))
 
 # is-record under sustained load (LOAD_SECONDS, 60): exact loss accounting
 # and bounded memory.

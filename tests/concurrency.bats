@@ -47,3 +47,18 @@ setup() {
 	run grep -c 'ran kernels for' "$T/r.md"
 	assert_output 0
 }
+
+@test "40 streams: the first 31 seen by name, the rest summed in one null row" {
+	python3 -c '
+import json
+for i in range(40):
+    # stream 100+i busy (i+1) us, one after another
+    s = 1_000_000_000 + i * 1_000_000
+    print(json.dumps({"type": "gpu_kernel", "pid": 1, "device": 0, "stream": 100 + i,
+        "name": "k", "start_ns": s, "end_ns": s + (i + 1) * 1000}))
+' | is-cat --encode | is-merge -o "$T/s.ist"
+	run jq -c '.devices[0].concurrency | [(.streams | length), .streams[0].stream, .streams[0].busy_ns,
+	    ([.streams[] | select(.stream == null)] | map([.ops, .busy_ns]))]' < <(is-analyze --json "$T/s.ist")
+	# streams 131..139 (busy 32..40 us) share the last row: 9 ops, 324 us
+	assert_output '[32,null,324000,[[9,324000]]]'
+}

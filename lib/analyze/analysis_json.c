@@ -207,8 +207,8 @@ conc_json(struct conc *c, int64_t active)
 	qsort(c->st, (size_t)c->nst, sizeof(c->st[0]), by_busy_stream);
 	for (int i = 0; i < c->nst; i++)
 		json_array_append_new(st, json_pack("{s:o,s:I,s:I,s:I,s:o,s:I}",
-		    "stream", c->st[i].id < 0 && i == STREAM_MAX - 1 ?
-		    json_null() : json_integer(JI(c->st[i].id)), "ops",
+		    "stream", c->st[i].others ? json_null() :
+		    json_integer(JI(c->st[i].id)), "ops",
 		    JI(c->st[i].ops), "kernels", JI(c->st[i].kernels), "busy_ns",
 		    JI(c->st[i].busy), "busy_pct", jreal(active ? 100.0 *
 		    (double)c->st[i].busy / (double)active : 0, 2),

@@ -142,6 +142,7 @@ struct conc {
 		int64_t id;
 		uint64_t ops, kernels;
 		int act;
+		bool others;     /* the streams past the 31st */
 		int64_t busy, overlap;
 	} st[STREAM_MAX];
 };

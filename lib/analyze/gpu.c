@@ -238,7 +238,7 @@ conc_add(struct conc *c, int64_t s, int64_t e, bool copy, int64_t stream)
 		;
 	if (si == c->nst) {
 		if (c->nst == STREAM_MAX)
-			si = STREAM_MAX - 1, c->st[si].id = -1;
+			si = STREAM_MAX - 1, c->st[si].others = true;
 		else
 			c->st[c->nst++].id = stream;
 	}
