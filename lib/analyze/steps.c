@@ -29,6 +29,7 @@
 
 struct cand {
 	char *name;              /* NULL: a free slot */
+	size_t nlen;             /* its bytes (a name may hold a NUL) */
 	int64_t pid, tid;
 	int kind;                /* 0 scope or NVTX range, 1 Python function */
 	enum ist_type type;
@@ -69,8 +70,8 @@ slot(struct ist_steps *s, int64_t tid, const char *name, size_t n)
 	size_t i = hash(tid, name, n) & (s->cap - 1);
 
 	for (; s->c[i].name; i = (i + 1) & (s->cap - 1))
-		if (s->c[i].tid == tid && strncmp(s->c[i].name, name, n) == 0 &&
-		    s->c[i].name[n] == '\0')
+		if (s->c[i].tid == tid && s->c[i].nlen == n &&
+		    memcmp(s->c[i].name, name, n) == 0)
 			return &s->c[i];
 	return &s->c[i];
 }
@@ -88,8 +89,8 @@ grow(struct ist_steps *s)
 	s->cap = ncap;
 	for (size_t k = 0; k < ocap; k++)
 		if (old[k].name)
-			*slot(s, old[k].tid, old[k].name,
-			    strlen(old[k].name)) = old[k];
+			*slot(s, old[k].tid, old[k].name, old[k].nlen) =
+			    old[k];
 	free(old);
 	return 0;
 }
@@ -171,8 +172,11 @@ ist_steps_add(struct ist_steps *s, const struct ist_event *ev,
 				goto nomem;
 			c = slot(s, ev->tid, ev->name.p, ev->name.n);
 		}
-		if ((c->name = strndup(ev->name.p, ev->name.n)) == NULL)
+		if ((c->name = malloc(ev->name.n + 1)) == NULL)
 			goto nomem;
+		memcpy(c->name, ev->name.p, ev->name.n);
+		c->name[ev->name.n] = '\0';
+		c->nlen = ev->name.n;
 		c->tid = ev->tid;
 		c->pid = ev->pid;
 		c->kind = k;
@@ -235,7 +239,7 @@ ist_steps_collect(struct ist_steps *s, const struct ist_event *ev,
 	struct ist_step *st;
 
 	if (c == NULL || ev->type != c->type || kind_of(ev) < 0 ||
-	    ev->tid != c->tid || ev->name.n != strlen(c->name) ||
+	    ev->tid != c->tid || ev->name.n != c->nlen ||
 	    memcmp(ev->name.p, c->name, ev->name.n) != 0 ||
 	    ev->start_ns < s->last_end)
 		return IST_OK;
