@@ -26,6 +26,9 @@ gen() {
 	# the critical path: 5 ms of host work, the launch latency, both kernels
 	run jq -c '.steps.critical_path.share | [.host, .cuda_api, .kernel, .sync]' "$T/a.json"
 	assert_output '[0.714,0.001,0.284,0]'
+	# all of that host work in the step's one call
+	run jq -c '.steps.critical_path.host_by' "$T/a.json"
+	assert_output '[{"call":"app.preprocess","share":0.714}]'
 	run jq -c '.steps.what_if[0] | [.id, .saves_ns, .saves_pct]' "$T/a.json"
 	assert_output '["overlap",2000000,28.6]'
 	# the finding it prices quotes it; the verdict names it
@@ -274,4 +277,43 @@ gen() {
 	# the slowest step names it
 	run jq -r '.steps.slowest[0] | "\(.step) \(.cause)"' "$T/a.json"
 	assert_output '1 import'
+}
+
+@test "a real run: the host work on the critical path by the step's call it ran in, against perf_counter inside each call" {
+	cat > "$T/app.py" <<-'PY'
+	import sys, time
+	spent = {"pre": 0, "post": 0, "step": 0}
+	def spin(s):
+	    t = time.perf_counter()
+	    while time.perf_counter() - t < s:
+	        pass
+	def pre():
+	    t = time.perf_counter_ns()
+	    spin(0.004)
+	    spent["pre"] += time.perf_counter_ns() - t
+	def post():
+	    t = time.perf_counter_ns()
+	    spin(0.001)
+	    spent["post"] += time.perf_counter_ns() - t
+	def step():
+	    t = time.perf_counter_ns()
+	    pre()
+	    post()
+	    spent["step"] += time.perf_counter_ns() - t
+	for i in range(30):
+	    step()
+	print(spent["pre"] / spent["step"], spent["post"] / spent["step"])
+	PY
+	is-record -o "$T/t.ist" -- /usr/bin/python3 "$T/app.py" > "$T/ref"
+	is-merge "$T/t.ist" | is-analyze --json > "$T/a.json"
+	run jq -c '.steps | [.name, .measured, (.critical_path.host_by[:2] | map(.call))]' "$T/a.json"
+	assert_output '["__main__.step",30,["__main__.pre","__main__.post"]]'
+	read -r rpre rpost < "$T/ref"
+	# the step's own code, if a thousandth of the path or more, comes last
+	run jq -r '.steps.critical_path.host_by | [.[0].share, .[1].share,
+	    (map(select(.call == null)) | .[0].share // 0)] | @tsv' "$T/a.json"
+	read -r pre post own <<< "$output"
+	echo "pre $pre post $post own $own; perf_counter: pre $rpre post $rpost" >&3
+	# within 0.02 of the step's share the program measured itself
+	python3 -c "import sys; sys.exit(not (abs($pre - $rpre) <= 0.02 and abs($post - $rpost) <= 0.02 and $own <= 0.02))"
 }

@@ -46,6 +46,8 @@ struct seg {
 	bool lead;               /* host work before the step's first launch,
 				  * sync or wait (what `overlap` moves) */
 	uint32_t site;           /* sync: its site's id */
+	uint32_t who;            /* host: the call of the step's it ran in
+	                          * (interned name + 1), 0 its own code */
 	int64_t obs;             /* sync: the recorded end of the GPU work
 				  * launched before it in the step */
 	int64_t obs_own;         /* the recorded end of its own ops */
@@ -89,6 +91,7 @@ struct open_step {
 	uint32_t nfr, capfr;
 	int64_t gpu_busy;
 	uint32_t imp_mod;        /* the first module an import in it ran */
+	uint32_t who;            /* the step's call running now (a seg's who) */
 };
 
 struct comp {                    /* what a finished step is made of */
@@ -136,6 +139,10 @@ struct stepwork {
 	int64_t graph_launch_ns; /* one launch call, the basis */
 	int64_t launch_lat_sum;
 	uint64_t launch_lat_n;
+	/* host time on the critical path by the step's call it ran in */
+	struct hostby { uint32_t who; int64_t ns; } *hb;
+	uint32_t nhb, caphb;
+	struct u64map hbmap;
 	bool oom;
 };
 
@@ -209,6 +216,8 @@ an_stepwork_free(struct stepwork *w)
 	an_dist_release(&w->d_sync);
 	free(w->all);
 	free(w->site);
+	free(w->hb);
+	an_u64map_release(&w->hbmap);
 	free(w);
 }
 
@@ -232,12 +241,43 @@ push_seg(struct stepwork *w, struct open_step *o, int64_t s, int64_t e,
 	return g;
 }
 
-/* The host work since the last segment, up to t */
+/* The host work since the last segment, up to t: in the step's call
+ * running now (one segment with the last when that ran in it too) */
 static void
 host_upto(struct stepwork *w, struct open_step *o, int64_t t)
 {
-	if (t > o->cursor)
-		push_seg(w, o, o->cursor, t, S_HOST);
+	struct seg *g;
+
+	if (t <= o->cursor)
+		return;
+	if (o->nseg && (g = &o->seg[o->nseg - 1])->kind == S_HOST &&
+	    g->e == o->cursor && g->who == o->who) {
+		g->e = o->cursor = t;
+		return;
+	}
+	if ((g = push_seg(w, o, o->cursor, t, S_HOST)) != NULL)
+		g->who = o->who;
+}
+
+/* The depth of the step's own calls on the stack of its calls: below a
+ * function step's own frame, else the first */
+static uint32_t
+child_depth(const struct stepwork *w)
+{
+	return w->type == IST_CPU_CALL;
+}
+
+/* The innermost open call ended: when it was one of the step's own calls,
+ * the host work up to its end ran in it */
+static void
+pop_frame(struct stepwork *w, struct open_step *o)
+{
+	const struct frame2 *f = &o->fr[--o->nfr];
+
+	if (o->nfr == child_depth(w) && o->who) {
+		host_upto(w, o, f->end < o->e ? f->end : o->e);
+		o->who = 0;
+	}
 }
 
 static struct seg *
@@ -293,7 +333,7 @@ host_event(struct stepwork *w, struct open_step *o, const struct ist_event *ev)
 	if (e > o->e)
 		e = o->e;
 	while (o->nfr && o->fr[o->nfr - 1].end <= s)
-		o->nfr--;
+		pop_frame(w, o);
 	if (ev->type == IST_CPU_CALL) {
 		int64_t nm = an_name_id(w->a, ev, IST_F_NAME);
 		int64_t fl = an_name_id(w->a, ev, IST_F_FILE);
@@ -306,6 +346,11 @@ host_event(struct stepwork *w, struct open_step *o, const struct ist_event *ev)
 		    IST_HAS(ev, IST_F_LINE) ? ev->line : 0,
 		    IST_HAS(ev, IST_F_FILE) && ev->file.n && ev->file.p[0] !=
 		    '<' };
+		if (o->nfr - 1 == child_depth(w)) {
+			/* one of the step's own calls starts */
+			host_upto(w, o, s);
+			o->who = (uint32_t)nm + 1;
+		}
 		if (o->imp_mod == 0 && ev->name.n > 9 && memcmp(ev->name.p +
 		    ev->name.n - 9, ".<module>", 9) == 0 &&
 		    !an_name_is(ev, "__main__.<module>") && o->nseg &&
@@ -568,7 +613,22 @@ replay(struct open_step *o, const struct scen *sc, int64_t lat, int64_t pre)
 
 /* The critical path of the replay just made: ns per category into cp. */
 static void
-critical_path(const struct open_step *o, int64_t *cp)
+host_by(struct stepwork *w, uint32_t who, int64_t ns)
+{
+	bool created;
+	int64_t k = an_stat_of(&w->hbmap, (void **)&w->hb, &w->nhb,
+	    &w->caphb, sizeof(*w->hb), who, &created);
+
+	if (k < 0) {
+		w->oom = true;
+		return;
+	}
+	w->hb[k].who = who;
+	w->hb[k].ns += ns;
+}
+
+static void
+critical_path(struct stepwork *w, const struct open_step *o, int64_t *cp)
 {
 	int i = (int)o->nseg - 1;
 
@@ -577,6 +637,8 @@ critical_path(const struct open_step *o, int64_t *cp)
 		int k;
 		if (g->wait_op < 0) {
 			cp[g->kind] += g->re - g->rs;
+			if (g->kind == S_HOST)
+				host_by(w, g->who, g->re - g->rs);
 			i--;
 			continue;
 		}
@@ -647,6 +709,8 @@ finish_step(struct stepwork *w, struct open_step *o)
 	struct scen sc = { -1, 0, w };
 	bool pre_phase = true, waits = false;
 
+	while (o->nfr && o->fr[o->nfr - 1].end <= o->e)
+		pop_frame(w, o);
 	host_upto(w, o, o->e);           /* the last host work */
 	credit_union(w, w->us, w->ue);
 	for (uint32_t i = 0; i < o->nseg; i++) {
@@ -717,7 +781,7 @@ finish_step(struct stepwork *w, struct open_step *o)
 	keep_slow(w, &c);
 
 	base = replay(o, &sc, lat, 0);
-	critical_path(o, cp);
+	critical_path(w, o, cp);
 	for (int k = 0; k < C_CATS; k++)
 		w->cp[k] += cp[k];
 	w->sum_wall += c.wall;
@@ -864,6 +928,35 @@ an_stepwork_add(struct stepwork *w, const struct ist_event *ev,
 }
 
 /* ---- the result ---- */
+
+static int
+by_ns_hb(const void *x, const void *y)
+{
+	const struct hostby *p = x, *q = y;
+	if (p->ns != q->ns)
+		return p->ns < q->ns ? 1 : -1;
+	return p->who < q->who ? -1 : p->who > q->who;
+}
+
+/* The host work on the critical path by the step's call it ran in: 8 at
+ * most, each a tenth of a percent of the path or more */
+static json_t *
+host_by_json(struct stepwork *w, int64_t cpsum)
+{
+	json_t *arr = json_array();
+
+	if (w->nhb)
+		qsort(w->hb, w->nhb, sizeof(*w->hb), by_ns_hb);
+	for (uint32_t i = 0; i < w->nhb && i < 8 && cpsum > 0; i++) {
+		double sh = ist_round((double)w->hb[i].ns / (double)cpsum, 3);
+		if (sh < 0.001)
+			break;
+		json_array_append_new(arr, json_pack("{s:o,s:f}", "call",
+		    w->hb[i].who ? json_string(w->a->str.e[w->hb[i].who -
+		    1].p) : json_null(), "share", sh));
+	}
+	return arr;
+}
 
 static json_t *
 dist_json(struct dist *d)
@@ -1036,6 +1129,7 @@ an_stepwork_json(struct stepwork *w, const struct ist_steps *s)
 			    3) : 0.0));
 		json_object_set_new(cp, "share", sh);
 	}
+	json_object_set_new(cp, "host_by", host_by_json(w, cpsum));
 	json_object_set_new(cp, "replay_error_pct", json_real(ist_round(
 	    100.0 * (double)w->sum_abs_err / (double)w->sum_wall, 1)));
 

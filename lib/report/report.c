@@ -537,7 +537,7 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 		{ "gpu_busy", "GPU busy" }, { "gpu_idle", "GPU idle" },
 		{ "copies", "Copies" }, { "sync", "Sync" },
 	};
-	const json_t *st = json_object_get(an, "steps"), *cp, *x;
+	const json_t *st = json_object_get(an, "steps"), *cp, *x, *hb;
 	struct nums u = { 0 };
 	size_t i;
 	bool first = true;
@@ -581,7 +581,18 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 		    cp_label[i][1], 100 * sh);
 		first = false;
 	}
-	ist_buf_printf(o, ".\n\n");
+	ist_buf_printf(o, ".");
+	x = json_object_get(cp, "host_by");
+	json_array_foreach(x, i, hb) {
+		ist_buf_printf(o, "%s", i ? ", " : " Host work on the path, by "
+		    "the step's call it ran in: ");
+		if (json_is_string(json_object_get(hb, "call")))
+			code(o, ist_jstr(hb, "call"));
+		else
+			ist_buf_printf(o, "its own code");
+		ist_buf_printf(o, " %.1f%%", 100 * ist_jnum(hb, "share"));
+	}
+	ist_buf_printf(o, "%s\n\n", json_array_size(x) ? "." : "");
 	x = json_object_get(st, "what_if");
 	if (json_array_size(x)) {
 		const json_t *e;
