@@ -83,6 +83,16 @@ assert a == json.load(open(sys.argv[2]))
 print(a["run"]["window"]["steps"]["from"])' "$T/an.ist" "$T/w.json"
 	assert_success
 	assert_output 3
+	# step= names the step, as --step does
+	python3 tests/py/scenarios.py steps | is-cat --encode -o "$T/s.ist"
+	is-analyze --step load --json "$T/s.ist" > "$T/s.json"
+	run /usr/bin/python3 -c 'import json, sys, inferscope
+a = inferscope.analysis(sys.argv[1], step="load")
+assert a == json.load(open(sys.argv[2]))
+assert inferscope.analysis(sys.argv[1])["steps"]["name"] == "step"
+print(a["steps"]["name"], a["steps"]["measured"])' "$T/s.ist" "$T/s.json"
+	assert_success
+	assert_output "load 10"
 }
 
 @test "dataframe(): one column per field, every row equal to is-cat's records of that type, on every vector" {

@@ -321,16 +321,16 @@ static PyTypeObject ReaderType = {
 };
 
 /*
- * report(path, fmt): is-report's report of a trace ("markdown", "html",
- * with its timeline charts, or "json", which holds the analysis: the
- * trace's own when it carries one, else made here with the default
- * rules), written to a memory file and read back: (report text,
- * truncation warning or None).
+ * report(path, fmt, step=None): is-report's report of a trace
+ * ("markdown", "html", with its timeline charts, or "json", which holds
+ * the analysis: the trace's own when it carries one, else made here with
+ * the default rules, the step named step or found), written to a memory
+ * file and read back: (report text, truncation warning or None).
  */
 static PyObject *
 report(PyObject *mod, PyObject *args)
 {
-	const char *path, *fmt;
+	const char *path, *fmt, *step = NULL;
 	struct ist_reader *r = NULL;
 	struct ist_rules *rules = NULL;
 	struct ist_report_opts o = { 0 };
@@ -342,7 +342,7 @@ report(PyObject *mod, PyObject *args)
 	off_t len;
 
 	(void)mod;
-	if (!PyArg_ParseTuple(args, "ss", &path, &fmt))
+	if (!PyArg_ParseTuple(args, "ss|z", &path, &fmt, &step))
 		return NULL;
 	o.format = strcmp(fmt, "html") == 0 ? IST_REPORT_HTML :
 	    strcmp(fmt, "json") == 0 ? IST_REPORT_JSON : IST_REPORT_MD;
@@ -357,7 +357,7 @@ report(PyObject *mod, PyObject *args)
 		goto done;
 	}
 	/* the steps read the file a second time, as is-analyze does */
-	o.again = &(struct ist_again){ ist_again_path, (void *)path, NULL };
+	o.again = &(struct ist_again){ ist_again_path, (void *)path, step };
 	Py_BEGIN_ALLOW_THREADS
 	st = ist_report_trace(r, &o, mfd, &res, &e);
 	Py_END_ALLOW_THREADS

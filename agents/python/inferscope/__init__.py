@@ -173,6 +173,7 @@ class Analysis(dict):
     HTML report and in a REPL as the verdict and the top findings."""
 
     _trace = None       # the trace it came from: the HTML's timeline
+    _step = None        # the step it was analysed with
 
     def _text(self):
         import json
@@ -188,7 +189,7 @@ class Analysis(dict):
         there (they are drawn from its records)."""
         import os
         if self._trace is not None and os.path.exists(self._trace):
-            return _io().report(self._trace, "html")[0]
+            return _io().report(self._trace, "html", self._step)[0]
         return _io().render(self._text(), "html")
 
     def _repr_html_(self):
@@ -200,18 +201,21 @@ class Analysis(dict):
         return "\n".join(lines[:4]) or "<inferscope analysis>"
 
 
-def analysis(src):
+def analysis(src, step=None):
     """The analysis of a trace (a path or an open file) as a dict:
     a["verdict"], a["findings"].  It is the analysis the trace carries
     (is-analyze's output) or, without one, made afresh by InferScope's own
-    analyzer with its default rules, as is-report does."""
+    analyzer with its default rules, as is-report does; step names the
+    scope, NVTX range or function that is a step (is-analyze --step), else
+    it is found."""
     import json
     path = _path(src)
-    text, truncated = _io().report(path, "json")
+    text, truncated = _io().report(path, "json", step)
     if truncated is not None:
         import warnings
         warnings.warn(truncated, stacklevel=2)
     a = Analysis(json.loads(text)["analysis"])
+    a._step = step
     if not hasattr(src, "fileno"):
         import os
         a._trace = os.path.abspath(path)
