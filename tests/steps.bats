@@ -177,7 +177,7 @@ gen() {
 	print(len(spent), sum(spent) // len(spent))
 	PY
 	is-record -o "$T/b.ist" -- /usr/bin/python3 "$T/app.py" 0.002 > "$T/b.txt"
-	is-record -o "$T/s.ist" -- /usr/bin/python3 "$T/app.py" 0.006 > "$T/s.txt"
+	is-record -o "$T/s.ist" -- /usr/bin/python3 "$T/app.py" 0.012 > "$T/s.txt"
 	is-merge -o "$T/bm.ist" "$T/b.ist"
 	is-merge -o "$T/sm.ist" "$T/s.ist"
 	run -3 --separate-stderr is-analyze --json --baseline "$T/bm.ist" \
@@ -199,12 +199,12 @@ gen() {
 	python3 -c "import sys; sys.exit(not all(abs(o - r) <= 0.02 * r + 100000 for o, r in (($base, $pbase), ($now, $pnow))))"
 	# the mean is the total over the calls, to the nanosecond
 	python3 -c "import sys; sys.exit(not (abs($base * 30 - $tb) < 30 and abs($now * 30 - $tn) < 30))"
-	# the steps' median wall time grew by about 4 ms of 3 (sleeps only
-	# ever overshoot: at least +60%)
+	# the steps' median wall time grew by about 10 ms of 3 (sleeps only
+	# ever overshoot: even 5 ms more on each leaves +40%)
 	run jq -r '.baseline.deltas[] | select(.what == "step" and .name == "wall") | "\(.count_base) \(.count_now) \(.delta_pct)"' "$T/a.json"
 	read -r sb sn pct <<< "$output"
 	assert_equal "$sb $sn" "30 30"
-	python3 -c "import sys; sys.exit(not 60 <= $pct <= 400)"
+	python3 -c "import sys; sys.exit(not 40 <= $pct <= 600)"
 	# gated by name; a function is not a regression> figure
 	run -3 is-analyze --baseline "$T/bm.ist" --fail-on 'function:__main__.work>30%' -o /dev/null "$T/sm.ist"
 	run -0 is-analyze --baseline "$T/sm.ist" --fail-on 'step>0%,step:host_busy>0%,function:__main__.work>0%,regression>0%' -o /dev/null "$T/sm.ist"
