@@ -62,3 +62,19 @@ for i in range(40):
 	# streams 131..139 (busy 32..40 us) share the last row: 9 ops, 324 us
 	assert_output '[32,null,324000,[[9,324000]]]'
 }
+
+@test "two processes on one GPU, each with its stream 7: two streams, and what they ran side by side" {
+	python3 -c '
+import json
+T = 1_000_000_000
+# pid 1: [0, 600) us; pid 2: [400, 1000) us, both on device 0, stream 7
+for pid, s, e in ((1, 0, 600), (2, 400, 1000)):
+    print(json.dumps({"type": "gpu_kernel", "pid": pid, "device": 0, "stream": 7,
+        "name": "k", "start_ns": T + s * 1000, "end_ns": T + e * 1000}))
+' | is-cat --encode | is-merge -o "$T/p.ist"
+	run jq -c '.devices | length, (.[0].concurrency | [.max_concurrent_kernels, .concurrent_kernels_ns, .multi_stream_ns,
+	    [.streams[] | [.pid, .stream, .busy_ns, .overlap_ns]]])' < <(is-analyze --json "$T/p.ist")
+	assert_output $'1\n[2,200000,200000,[[1,7,600000,200000],[2,7,600000,200000]]]'
+	is-report -f md -o "$T/r.md" "$T/p.ist"
+	grep -qxF '| 7 (pid 2) | 1 | 1 | 600.0 µs (60.0%) | 200.0 µs |' "$T/r.md"
+}

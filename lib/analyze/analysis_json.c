@@ -193,6 +193,8 @@ by_busy_stream(const void *x, const void *y)
 	const struct cstream *p = x, *q = y;
 	if (p->busy != q->busy)
 		return p->busy < q->busy ? 1 : -1;
+	if (p->pid != q->pid)
+		return p->pid < q->pid ? -1 : 1;
 	return p->id < q->id ? -1 : p->id > q->id;
 }
 
@@ -206,7 +208,9 @@ conc_json(struct conc *c, int64_t active)
 	an_conc_drain(c);
 	qsort(c->st, (size_t)c->nst, sizeof(c->st[0]), by_busy_stream);
 	for (int i = 0; i < c->nst; i++)
-		json_array_append_new(st, json_pack("{s:o,s:I,s:I,s:I,s:o,s:I}",
+		json_array_append_new(st, json_pack("{s:o,s:o,s:I,s:I,s:I,s:o,"
+		    "s:I}", "pid", c->st[i].others ? json_null() :
+		    json_integer(JI(c->st[i].pid)),
 		    "stream", c->st[i].others ? json_null() :
 		    json_integer(JI(c->st[i].id)), "ops",
 		    JI(c->st[i].ops), "kernels", JI(c->st[i].kernels), "busy_ns",

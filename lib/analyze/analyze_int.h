@@ -139,7 +139,7 @@ struct conc {
 	int64_t kernel_ns, copy_ns, both_ns, multi_kernel_ns, multi_stream_ns;
 	int nst;                 /* the last one takes the streams past 31 */
 	struct cstream {
-		int64_t id;
+		int64_t pid, id;         /* a stream is its process's */
 		uint64_t ops, kernels;
 		int act;
 		bool others;     /* the streams past the 31st */

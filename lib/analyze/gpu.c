@@ -223,7 +223,8 @@ an_conc_drain(struct conc *c)
 
 /* An operation [s, e) on a stream starts: -1 out of memory */
 static int
-conc_add(struct conc *c, int64_t s, int64_t e, bool copy, int64_t stream)
+conc_add(struct conc *c, int64_t s, int64_t e, bool copy, int64_t pid,
+    int64_t stream)
 {
 	struct cstream *cs;
 	uint32_t i;
@@ -234,13 +235,17 @@ conc_add(struct conc *c, int64_t s, int64_t e, bool copy, int64_t stream)
 	if (e < s)
 		e = s;
 	conc_until(c, s);
-	for (si = 0; si < c->nst && c->st[si].id != stream; si++)
+	for (si = 0; si < c->nst && (c->st[si].id != stream ||
+	    c->st[si].pid != pid); si++)
 		;
 	if (si == c->nst) {
-		if (c->nst == STREAM_MAX)
-			si = STREAM_MAX - 1, c->st[si].others = true;
-		else
+		if (c->nst == STREAM_MAX) {
+			si = STREAM_MAX - 1;
+			c->st[si].others = true;
+		} else {
+			c->st[c->nst].pid = pid;
 			c->st[c->nst++].id = stream;
+		}
 	}
 	if (c->hn == c->hcap) {
 		uint32_t cap = c->hcap ? 2 * c->hcap : 64;
@@ -276,7 +281,7 @@ gpu_op(struct ist_analyzer *a, const struct ist_event *ev)
 	uint32_t launcher = 0;
 
 	d = &a->dev[devno];
-	if (conc_add(&d->conc, s, e, ev->type != IST_GPU_KERNEL,
+	if (conc_add(&d->conc, s, e, ev->type != IST_GPU_KERNEL, ev->pid,
 	    IST_HAS(ev, IST_F_STREAM) ? ev->stream : 0))
 		return -1;
 	if (IST_HAS(ev, IST_F_CORRELATION)) {

@@ -426,6 +426,7 @@ concurrency(struct ist_buf *o, const json_t *d)
 	struct nums u = { 0 };
 	char l[48];
 	size_t i;
+	bool procs = false;
 
 	if (!json_is_object(c) || (json_array_size(st) < 2 &&
 	    ist_jnum(c, "copy_ns") == 0))
@@ -450,11 +451,18 @@ concurrency(struct ist_buf *o, const json_t *d)
 	    "| Stream | Ops | Kernels | Busy | Beside another stream |\n"
 	    "|---|---:|---:|---:|---:|\n", json_array_size(st), dur(&u,
 	    ist_jnum(c, "multi_stream_ns")));
+	json_array_foreach(st, i, x)
+		procs |= ist_jint(x, "pid") != ist_jint(json_array_get(st, 0),
+		    "pid") && !json_is_null(json_object_get(x, "pid"));
 	json_array_foreach(st, i, x) {
 		if (i >= 8)
 			break;
 		if (json_is_null(json_object_get(x, "stream")))
 			ist_buf_printf(o, "| (others) ");
+		else if (procs)    /* streams of several processes */
+			ist_buf_printf(o, "| %lld (pid %lld) ", (long long)
+			    ist_jint(x, "stream"), (long long)ist_jint(x,
+			    "pid"));
 		else
 			ist_buf_printf(o, "| %lld ", (long long)ist_jint(x,
 			    "stream"));
