@@ -157,6 +157,20 @@ an_util_add(struct dev *d, int64_t s, int64_t e)
 	}
 }
 
+/* The launch call of GPU work ev (by correlation), or NULL when it was not
+ * recorded or its slot went to a later launch */
+static struct corr *
+launch_of(struct ist_analyzer *a, const struct ist_event *ev)
+{
+	struct corr *c;
+
+	if (!IST_HAS(ev, IST_F_CORRELATION))
+		return NULL;
+	c = &a->corr[(uint64_t)ev->correlation & (CORR_SLOTS - 1)];
+	return c->thr && c->corr == ev->correlation && c->pid == ev->pid ?
+	    c : NULL;
+}
+
 /* ---- concurrency ---- */
 
 /* The sweep moves to t: the time since, credited to what ran */
@@ -275,7 +289,7 @@ static int
 gpu_op(struct ist_analyzer *a, const struct ist_event *ev)
 {
 	struct dev *d;
-	struct corr *c = NULL;
+	struct corr *c;
 	int devno = an_dev_of(a, ev);
 	int64_t s = ev->start_ns, e = ev->end_ns, paused;
 	uint32_t launcher = 0;
@@ -284,12 +298,7 @@ gpu_op(struct ist_analyzer *a, const struct ist_event *ev)
 	if (conc_add(&d->conc, s, e, ev->type != IST_GPU_KERNEL, ev->pid,
 	    IST_HAS(ev, IST_F_STREAM) ? ev->stream : 0))
 		return -1;
-	if (IST_HAS(ev, IST_F_CORRELATION)) {
-		struct corr *x = &a->corr[(uint64_t)ev->correlation &
-		    (CORR_SLOTS - 1)];
-		if (x->thr && x->corr == ev->correlation && x->pid == ev->pid)
-			c = x;
-	}
+	c = launch_of(a, ev);
 	/* every launching thread's sweep reaches s before the union moves */
 	for (uint32_t i = 0; i < a->nthr; i++)
 		if (a->thr[i].launches && an_advance(a, &a->thr[i], s))
@@ -369,6 +378,7 @@ an_copy_op(struct ist_analyzer *a, const struct ist_event *ev)
 	int x = ev->type == IST_H2D_COPY ? 0 : ev->type == IST_D2H_COPY ? 1 :
 	    ev->type == IST_D2D_COPY ? 2 : 3;
 	struct xstat *s = &a->xs[x];
+	const struct corr *c;
 
 	s->count++;
 	s->bytes += ev->bytes;
@@ -379,13 +389,8 @@ an_copy_op(struct ist_analyzer *a, const struct ist_event *ev)
 		s->pageable_ns += ev->end_ns - ev->start_ns;
 	}
 	an_topk_add(&s->longest, ev->start_ns, ev->end_ns);
-	if (IST_HAS(ev, IST_F_CORRELATION)) {
-		struct corr *c = &a->corr[(uint64_t)ev->correlation &
-		    (CORR_SLOTS - 1)];
-		if (c->thr && c->corr == ev->correlation && c->pid == ev->pid &&
-		    c->sync_copy)
-			s->sync_calls++;
-	}
+	if ((c = launch_of(a, ev)) != NULL && c->sync_copy)
+		s->sync_calls++;
 	return gpu_op(a, ev);
 }
 
@@ -396,6 +401,7 @@ an_kernel(struct ist_analyzer *a, const struct ist_event *ev)
 	int devno = an_dev_of(a, ev);
 	bool created;
 	struct kstat *ks;
+	const struct corr *c;
 
 	if (name < 0)
 		return -1;
@@ -405,21 +411,16 @@ an_kernel(struct ist_analyzer *a, const struct ist_event *ev)
 		return -1;
 	ks = &a->kn[k];
 	dur = ev->end_ns - ev->start_ns;
-	if (IST_HAS(ev, IST_F_CORRELATION)) {
-		struct corr *c = &a->corr[(uint64_t)ev->correlation &
-		    (CORR_SLOTS - 1)];
-		if (c->thr && c->corr == ev->correlation && c->pid == ev->pid &&
-		    c->pyfn) {
-			int64_t j = an_stat_of(&a->kfmap, (void **)&a->kf,
-			    &a->nkf, &a->capkf, sizeof(*a->kf), (uint64_t)k << 32 |
-			    c->pyfn, &created);
-			if (j < 0)
-				return -1;
-			a->kf[j].ns += dur;
-			if (a->kf[j].ns > ks->from_ns) {
-				ks->from_ns = a->kf[j].ns;
-				ks->from = c->pyfn;
-			}
+	if ((c = launch_of(a, ev)) != NULL && c->pyfn) {
+		int64_t j = an_stat_of(&a->kfmap, (void **)&a->kf, &a->nkf,
+		    &a->capkf, sizeof(*a->kf), (uint64_t)k << 32 | c->pyfn,
+		    &created);
+		if (j < 0)
+			return -1;
+		a->kf[j].ns += dur;
+		if (a->kf[j].ns > ks->from_ns) {
+			ks->from_ns = a->kf[j].ns;
+			ks->from = c->pyfn;
 		}
 	}
 	ks->name = (uint32_t)name;
