@@ -88,4 +88,8 @@ t, rss = timed([b + "/is-report", "-f", "md", f + ".a"])
 print("is-report -f md of the analysed trace: %.2f s, %.2fx reading it "
       "(is-info %.2f s; target <= 1.2x: no second analysis)" % (
           t, t / peer, peer))
+# the Perfetto export as the pipeline makes it: from the analysed trace
+t, rss = timed([b + "/is-report", "-f", "perfetto", f + ".a"])
+print("is-report -f perfetto of the analysed trace: %.2f s (%.2f M events/s, "
+      "target >= 3 M/s), %.2fx reading it" % (t, n / t / 1e6, t / peer))
 PY

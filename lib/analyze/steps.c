@@ -30,6 +30,7 @@
 struct cand {
 	char *name;              /* NULL: a free slot */
 	size_t nlen;             /* its bytes (a name may hold a NUL) */
+	uint64_t hash;           /* of tid and name */
 	int64_t pid, tid;
 	int kind;                /* 0 scope or NVTX range, 1 Python function */
 	enum ist_type type;
@@ -57,21 +58,19 @@ struct ist_steps {
 static uint64_t
 hash(int64_t tid, const char *name, size_t n)
 {
-	uint64_t h = 1469598103934665603ull ^ (uint64_t)tid;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)name[i]) * 1099511628211ull;
-	return h;
+	return an_mix64(ist_hash_bytes(name, n) ^ (uint64_t)tid);
 }
 
+/* the slot of (tid, name), hash h: its candidate, or the free slot for it */
 static struct cand *
-slot(struct ist_steps *s, int64_t tid, const char *name, size_t n)
+slot(struct ist_steps *s, uint64_t h, int64_t tid, const char *name,
+    size_t n)
 {
-	size_t i = hash(tid, name, n) & (s->cap - 1);
+	size_t i = h & (s->cap - 1);
 
 	for (; s->c[i].name; i = (i + 1) & (s->cap - 1))
-		if (s->c[i].tid == tid && s->c[i].nlen == n &&
-		    memcmp(s->c[i].name, name, n) == 0)
+		if (s->c[i].hash == h && s->c[i].tid == tid &&
+		    s->c[i].nlen == n && memcmp(s->c[i].name, name, n) == 0)
 			return &s->c[i];
 	return &s->c[i];
 }
@@ -89,8 +88,8 @@ grow(struct ist_steps *s)
 	s->cap = ncap;
 	for (size_t k = 0; k < ocap; k++)
 		if (old[k].name)
-			*slot(s, old[k].tid, old[k].name, old[k].nlen) =
-			    old[k];
+			*slot(s, old[k].hash, old[k].tid, old[k].name,
+			    old[k].nlen) = old[k];
 	free(old);
 	return 0;
 }
@@ -152,6 +151,7 @@ ist_steps_add(struct ist_steps *s, const struct ist_event *ev,
     struct ist_error *err)
 {
 	struct cand *c;
+	uint64_t h;
 	int k;
 
 	if (ev->type == IST_CUDA_API && IST_HAS(ev, IST_F_TID) &&
@@ -165,18 +165,20 @@ ist_steps_add(struct ist_steps *s, const struct ist_event *ev,
 	if (s->want && (ev->name.n != strlen(s->want) ||
 	    memcmp(ev->name.p, s->want, ev->name.n) != 0))
 		return IST_OK;
-	c = slot(s, ev->tid, ev->name.p, ev->name.n);
+	h = hash(ev->tid, ev->name.p, ev->name.n);
+	c = slot(s, h, ev->tid, ev->name.p, ev->name.n);
 	if (c->name == NULL) {
 		if ((s->n + 1) * 2 > s->cap) {
 			if (grow(s) != 0)
 				goto nomem;
-			c = slot(s, ev->tid, ev->name.p, ev->name.n);
+			c = slot(s, h, ev->tid, ev->name.p, ev->name.n);
 		}
 		if ((c->name = malloc(ev->name.n + 1)) == NULL)
 			goto nomem;
 		memcpy(c->name, ev->name.p, ev->name.n);
 		c->name[ev->name.n] = '\0';
 		c->nlen = ev->name.n;
+		c->hash = h;
 		c->tid = ev->tid;
 		c->pid = ev->pid;
 		c->kind = k;
@@ -205,7 +207,18 @@ better(const struct cand *b, const struct cand *a, int64_t launcher)
 		return bl;
 	if (b->kind != a->kind)
 		return b->kind < a->kind;
-	return b->total > a->total;
+	if (b->total != a->total)
+		return b->total > a->total;
+	/* a tie: not the hash table's order, which no user can see */
+	if (b->count != a->count)
+		return b->count > a->count;
+	if (b->tid != a->tid)
+		return b->tid < a->tid;
+	{
+		size_t n = b->nlen < a->nlen ? b->nlen : a->nlen;
+		int c = memcmp(b->name, a->name, n);
+		return c ? c < 0 : b->nlen < a->nlen;
+	}
 }
 
 const char *

@@ -175,28 +175,46 @@ static void
 us(struct ist_buf *b, int64_t ns)
 {
 	uint64_t u = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
-	char frac[4] = { '.', (char)('0' + u / 100 % 10),
-	    (char)('0' + u / 10 % 10), (char)('0' + u % 10) };
+	char *o;
 
+	if (ist_buf_reserve(b, 26))      /* "-" 17 digits "." 3 digits NUL */
+		return;
+	o = b->p + b->n;
 	if (ns < 0)
-		ist_buf_append(b, "-", 1);
-	ist_buf_int(b, (int64_t)(u / 1000));    /* under 2^54 */
-	ist_buf_append(b, frac, 4);
+		*o++ = '-';
+	o = ist_put_int(o, (int64_t)(u / 1000));    /* under 2^54 */
+	*o++ = '.';
+	*o++ = (char)('0' + u / 100 % 10);
+	*o++ = (char)('0' + u / 10 % 10);
+	*o++ = (char)('0' + u % 10);
+	*o = '\0';
+	b->n = (size_t)(o - b->p);
 }
 
-/* An argument of a complete event: "key":v, */
+/* a kernel's grid or block, [x,y,z], */
 static void
-arg_int(struct ist_buf *b, const char *key, int64_t v)
+dim3(struct ist_buf *b, const int64_t v[3])
 {
-	ist_buf_puts(b, key);
-	ist_buf_int(b, v);
-	ist_buf_puts(b, ",");
+	IST_BUF_LIT(b, "[");
+	ist_buf_int(b, v[0]);
+	IST_BUF_LIT(b, ",");
+	ist_buf_int(b, v[1]);
+	IST_BUF_LIT(b, ",");
+	ist_buf_int(b, v[2]);
+	IST_BUF_LIT(b, "],");
 }
+
+/* An argument of a complete event: "key":v, (key a literal) */
+#define ARG_INT(b, key, v) \
+	(IST_BUF_LIT(b, key), ist_buf_int(b, v), IST_BUF_LIT(b, ","))
 
 static void
 begin(struct ist_perfetto *p)
 {
-	ist_buf_puts(&p->b, p->first ? "{" : ",\n{");
+	if (p->first)
+		IST_BUF_LIT(&p->b, "{");
+	else
+		IST_BUF_LIT(&p->b, ",\n{");
 	p->first = false;
 }
 
@@ -261,9 +279,9 @@ complete(struct ist_perfetto *p, const struct ist_event *ev, int64_t pid,
     int64_t tid, const char *cat)
 {
 	begin(p);
-	ist_buf_puts(&p->b, "\"ph\":\"X\",\"cat\":\"");
-	ist_buf_puts(&p->b, cat);
-	ist_buf_puts(&p->b, "\",\"name\":");
+	IST_BUF_LIT(&p->b, "\"ph\":\"X\",\"cat\":\"");
+	ist_buf_add(&p->b, cat, strlen(cat));
+	IST_BUF_LIT(&p->b, "\",\"name\":");
 	if (ev->type == IST_SYNC) {
 		char nm[128];
 		int n = snprintf(nm, sizeof(nm), "sync %.*s",
@@ -274,44 +292,47 @@ complete(struct ist_perfetto *p, const struct ist_event *ev, int64_t pid,
 	} else {
 		ist_buf_printf(&p->b, "\"%s\"", ist_type_name(ev->type));
 	}
-	ist_buf_puts(&p->b, ",\"pid\":");
+	IST_BUF_LIT(&p->b, ",\"pid\":");
 	ist_buf_int(&p->b, pid);
-	ist_buf_puts(&p->b, ",\"tid\":");
+	IST_BUF_LIT(&p->b, ",\"tid\":");
 	ist_buf_int(&p->b, tid);
-	ist_buf_puts(&p->b, ",\"ts\":");
+	IST_BUF_LIT(&p->b, ",\"ts\":");
 	us(&p->b, ev->start_ns);
-	ist_buf_puts(&p->b, ",\"dur\":");
+	IST_BUF_LIT(&p->b, ",\"dur\":");
 	us(&p->b, (int64_t)((uint64_t)ev->end_ns - (uint64_t)ev->start_ns));
-	ist_buf_puts(&p->b, ",\"args\":{");
+	IST_BUF_LIT(&p->b, ",\"args\":{");
 	if (IST_HAS(ev, IST_F_FILE)) {
-		ist_buf_puts(&p->b, "\"file\":");
+		IST_BUF_LIT(&p->b, "\"file\":");
 		str(&p->b, ev->file);
-		ist_buf_puts(&p->b, ",");
-		arg_int(&p->b, "\"line\":", ev->line);
+		IST_BUF_LIT(&p->b, ",");
+		ARG_INT(&p->b, "\"line\":", ev->line);
 	}
 	if (IST_HAS(ev, IST_F_DOMAIN)) {
-		ist_buf_puts(&p->b, "\"domain\":");
+		IST_BUF_LIT(&p->b, "\"domain\":");
 		str(&p->b, ev->domain);
-		ist_buf_puts(&p->b, ",");
+		IST_BUF_LIT(&p->b, ",");
 	}
 	if (IST_HAS(ev, IST_F_BYTES))
-		arg_int(&p->b, "\"bytes\":", ev->bytes);
-	if (IST_HAS(ev, IST_F_PAGEABLE))
-		ist_buf_printf(&p->b, "\"pageable\":%s,", ev->pageable ?
-		    "true" : "false");
-	if (IST_HAS(ev, IST_F_GRID))
-		ist_buf_printf(&p->b, "\"grid\":[%lld,%lld,%lld],",
-		    (long long)ev->grid[0], (long long)ev->grid[1],
-		    (long long)ev->grid[2]);
-	if (IST_HAS(ev, IST_F_BLOCK))
-		ist_buf_printf(&p->b, "\"block\":[%lld,%lld,%lld],",
-		    (long long)ev->block[0], (long long)ev->block[1],
-		    (long long)ev->block[2]);
+		ARG_INT(&p->b, "\"bytes\":", ev->bytes);
+	if (IST_HAS(ev, IST_F_PAGEABLE)) {
+		if (ev->pageable)
+			IST_BUF_LIT(&p->b, "\"pageable\":true,");
+		else
+			IST_BUF_LIT(&p->b, "\"pageable\":false,");
+	}
+	if (IST_HAS(ev, IST_F_GRID)) {
+		IST_BUF_LIT(&p->b, "\"grid\":");
+		dim3(&p->b, ev->grid);
+	}
+	if (IST_HAS(ev, IST_F_BLOCK)) {
+		IST_BUF_LIT(&p->b, "\"block\":");
+		dim3(&p->b, ev->block);
+	}
 	if (IST_HAS(ev, IST_F_CORRELATION))
-		arg_int(&p->b, "\"correlation\":", ev->correlation);
+		ARG_INT(&p->b, "\"correlation\":", ev->correlation);
 	if (p->b.p[p->b.n - 1] == ',')
 		p->b.n--;
-	ist_buf_puts(&p->b, "}}");
+	IST_BUF_LIT(&p->b, "}}");
 }
 
 /* A flow arrow end: "s" inside the launch call, "f" at the GPU work. */
@@ -320,14 +341,23 @@ flow(struct ist_perfetto *p, const struct ist_event *ev, int64_t pid,
     int64_t tid, bool start)
 {
 	begin(p);
-	ist_buf_printf(&p->b, "\"ph\":\"%s\",\"cat\":\"launch\",\"name\":"
-	    "\"launch\",\"id\":\"%lld:%lld\",\"pid\":%lld,\"tid\":%lld,"
-	    "\"ts\":", start ? "s" : "f", (long long)ev->pid,
-	    (long long)ev->correlation, (long long)pid, (long long)tid);
+	if (start)
+		IST_BUF_LIT(&p->b, "\"ph\":\"s\"");
+	else
+		IST_BUF_LIT(&p->b, "\"ph\":\"f\"");
+	IST_BUF_LIT(&p->b, ",\"cat\":\"launch\",\"name\":\"launch\",\"id\":\"");
+	ist_buf_int(&p->b, ev->pid);
+	IST_BUF_LIT(&p->b, ":");
+	ist_buf_int(&p->b, ev->correlation);
+	IST_BUF_LIT(&p->b, "\",\"pid\":");
+	ist_buf_int(&p->b, pid);
+	IST_BUF_LIT(&p->b, ",\"tid\":");
+	ist_buf_int(&p->b, tid);
+	IST_BUF_LIT(&p->b, ",\"ts\":");
 	us(&p->b, ev->start_ns);
 	if (!start)
-		ist_buf_printf(&p->b, ",\"bp\":\"e\"");
-	ist_buf_printf(&p->b, "}");
+		IST_BUF_LIT(&p->b, ",\"bp\":\"e\"");
+	IST_BUF_LIT(&p->b, "}");
 }
 
 static void
@@ -335,16 +365,16 @@ counter(struct ist_perfetto *p, const char *name, size_t n, int64_t pid,
     int64_t ts, const struct ist_event *ev, double v, bool is_int)
 {
 	begin(p);
-	ist_buf_puts(&p->b, "\"ph\":\"C\",\"name\":");
+	IST_BUF_LIT(&p->b, "\"ph\":\"C\",\"name\":");
 	ist_buf_json_string(&p->b, name, n);
-	ist_buf_puts(&p->b, ",\"pid\":");
+	IST_BUF_LIT(&p->b, ",\"pid\":");
 	ist_buf_int(&p->b, pid);
-	ist_buf_puts(&p->b, ",\"ts\":");
+	IST_BUF_LIT(&p->b, ",\"ts\":");
 	us(&p->b, ts);
 	if (ev && ev->value_is_int) {
-		ist_buf_puts(&p->b, ",\"args\":{\"value\":");
+		IST_BUF_LIT(&p->b, ",\"args\":{\"value\":");
 		ist_buf_int(&p->b, ev->ivalue);
-		ist_buf_puts(&p->b, "}}");
+		IST_BUF_LIT(&p->b, "}}");
 	} else if (is_int)
 		ist_buf_printf(&p->b, ",\"args\":{\"value\":%.0f}}", v);
 	else {

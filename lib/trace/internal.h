@@ -3,6 +3,7 @@
 #define IST_INTERNAL_H
 
 #include <stdarg.h>
+#include <string.h>
 #include "ist.h"
 
 /* CBOR record kinds (formats/trace-format.md, "Record kinds"). */
@@ -212,6 +213,38 @@ void ist_fmt_double(double d, char *out, size_t cap);
 /* Times beyond +-2^61 ns (73 years) in a trace are not times: consumers
  * leave them out, so that no difference of two overflows. */
 #define IST_TIME_MAX ((int64_t)1 << 61)
+
+/* ist_buf_append's fast path, inlined where output is made in many small
+ * pieces (JSON Lines, Perfetto): n bytes, the NUL kept after them. */
+static inline int
+ist_buf_add(struct ist_buf *b, const void *p, size_t n)
+{
+	if (b->cap - b->n <= n)
+		return ist_buf_append(b, p, n);
+	if (n)
+		memcpy(b->p + b->n, p, n);
+	b->n += n;
+	b->p[b->n] = '\0';
+	return 0;
+}
+/* a string literal, its length known at compile time */
+#define IST_BUF_LIT(b, s) ist_buf_add((b), "" s, sizeof(s) - 1)
+
+/* v in decimal at o (at most 20 bytes); the end */
+static inline char *
+ist_put_int(char *o, int64_t v)
+{
+	char d[20], *q = d + sizeof(d);
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+
+	do
+		*--q = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*o++ = '-';
+	memcpy(o, q, (size_t)(d + sizeof(d) - q));
+	return o + (d + sizeof(d) - q);
+}
 
 /* CBOR arrays for headers and process records, appended to out (0 or
  * ENOMEM): integers; and NUL-terminated arguments as in /proc/PID/cmdline,

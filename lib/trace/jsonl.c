@@ -12,28 +12,66 @@
 
 /* ---- output ---- */
 
+/* A byte copied as it is into a JSON string: printable ASCII but the quote
+ * and the backslash, and in a script not < > & either. */
+static inline bool
+plain_byte(uint8_t c, bool script)
+{
+	return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' &&
+	    !(script && (c == '<' || c == '>' || c == '&'));
+}
+
+static char *
+put_u4(char *o, unsigned c)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	memcpy(o, "\\u", 2);
+	o[2] = hex[c >> 12 & 15];
+	o[3] = hex[c >> 8 & 15];
+	o[4] = hex[c >> 4 & 15];
+	o[5] = hex[c & 15];
+	return o + 6;
+}
+
+/*
+ * s as a JSON string.  Room is made once (no byte in becomes more than 6
+ * out), and a run of plain bytes is copied in one go: names and paths are
+ * mostly nothing else.
+ */
 int
 ist_json_str(struct ist_buf *b, const char *s, size_t n, bool script)
 {
 	const uint8_t *p = (const uint8_t *)s, *e = p + n;
+	char *o;
 
-	if (ist_buf_reserve(b, n + 3))
+	if (n > (SIZE_MAX - 4) / 6 || ist_buf_reserve(b, n * 6 + 3))
 		return ENOMEM;
-	b->p[b->n++] = '"';
+	o = b->p + b->n;
+	*o++ = '"';
 	while (p < e) {
-		uint8_t c = *p;
+		const uint8_t *q = p;
+		uint8_t c;
 		size_t len = 0;
 
-		if (ist_buf_reserve(b, 16))
-			return ENOMEM;
+		while (q < e && plain_byte(*q, script))
+			q++;
+		if (q > p) {
+			memcpy(o, p, (size_t)(q - p));
+			o += q - p;
+			p = q;
+			if (p == e)
+				break;
+		}
+		c = *p;
 		if (c == '"' || c == '\\') {
-			b->p[b->n++] = '\\';
-			b->p[b->n++] = (char)c;
+			*o++ = '\\';
+			*o++ = (char)c;
 			p++;
 			continue;
 		}
-		if (script && (c == '<' || c == '>' || c == '&')) {
-			b->n += (size_t)snprintf(b->p + b->n, 7, "\\u%04x", c);
+		if (c < 0x80 && c >= 0x20) {        /* < > & in a script */
+			o = put_u4(o, c);
 			p++;
 			continue;
 		}
@@ -42,18 +80,15 @@ ist_json_str(struct ist_buf *b, const char *s, size_t n, bool script)
 			    "\\t" : c == '\r' ? "\\r" : c == '\b' ? "\\b" :
 			    c == '\f' ? "\\f" : NULL;
 			if (esc) {
-				memcpy(b->p + b->n, esc, 2);
-				b->n += 2;
+				memcpy(o, esc, 2);
+				o += 2;
 			} else {
-				b->n += (size_t)snprintf(b->p + b->n, 7,
-				    "\\u%04x", c);
+				o = put_u4(o, c);
 			}
 			p++;
 			continue;
 		}
-		if (c < 0x80)
-			len = 1;
-		else if (c >= 0xc2 && c <= 0xdf)
+		if (c >= 0xc2 && c <= 0xdf)
 			len = 2;
 		else if (c >= 0xe0 && c <= 0xef)
 			len = 3;
@@ -74,25 +109,25 @@ ist_json_str(struct ist_buf *b, const char *s, size_t n, bool script)
 				len = 0;
 		}
 		if (len == 0) {
-			memcpy(b->p + b->n, "\xef\xbf\xbd", 3);
-			b->n += 3;
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
 			p++;
 			continue;
 		}
 		if (script && len == 3 && c == 0xe2 && p[1] == 0x80 &&
 		    (p[2] == 0xa8 || p[2] == 0xa9)) {
 			/* U+2028, U+2029: line ends to older JavaScript */
-			b->n += (size_t)snprintf(b->p + b->n, 7, "\\u%04x",
-			    0x2000 + (p[2] - 0x80));
+			o = put_u4(o, 0x2000 + (p[2] - 0x80));
 			p += 3;
 			continue;
 		}
-		memcpy(b->p + b->n, p, len);
-		b->n += len;
+		memcpy(o, p, len);
+		o += len;
 		p += len;
 	}
-	b->p[b->n++] = '"';
-	b->p[b->n] = '\0';
+	*o++ = '"';
+	*o = '\0';
+	b->n = (size_t)(o - b->p);
 	return 0;
 }
 

@@ -302,15 +302,11 @@ ist_buf_puts(struct ist_buf *b, const char *s)
 int
 ist_buf_int(struct ist_buf *b, int64_t v)
 {
-	char d[24], *q = d + sizeof(d);
-	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
-
-	do
-		*--q = (char)('0' + u % 10);
-	while ((u /= 10) != 0);
-	if (v < 0)
-		*--q = '-';
-	return ist_buf_append(b, q, (size_t)(d + sizeof(d) - q));
+	if (ist_buf_reserve(b, 21))      /* "-9223372036854775808" and NUL */
+		return ENOMEM;
+	b->n = (size_t)(ist_put_int(b->p + b->n, v) - b->p);
+	b->p[b->n] = '\0';
+	return 0;
 }
 
 void

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "internal.h"
 #include "ist.h"
 #include "tap.h"
@@ -618,6 +620,89 @@ test_json(void)
 	ist_json_scratch_free(s);
 }
 
+/*
+ * JSON strings against jansson, an outside reader: random strings of
+ * pieces that need escaping (quotes, controls, NUL, < > &, U+2028) among
+ * plain ASCII and 2-, 3- and 4-byte UTF-8 read back byte for byte, in a
+ * script with no raw < > & or U+2028/9 left; invalid UTF-8 becomes one
+ * U+FFFD a byte.
+ */
+static void
+test_json_str(void)
+{
+	static const char *const piece[] = { "a", "Zq9", "\"", "\\", "<", ">",
+	    "&", "\x01", "\x1f", "\n", "\t", "\x7f", "/", "\xc3\xa9",
+	    "\xe2\x82\xac", "\xe2\x80\xa8", "\xe2\x80\xa9",
+	    "\xf0\x9d\x84\x9e", "" };
+#define R "\xef\xbf\xbd"        /* U+FFFD */
+#define R3 R R R
+	static const struct { const char *in; size_t n; const char *out; }
+	    bad[] = {
+		{ "\xff", 1, "\"\xef\xbf\xbd\"" },
+		{ "a\xc3", 2, "\"a\xef\xbf\xbd\"" },
+		{ "\xe0\x80\x80", 3, "\"" R3 "\"" },
+		{ "\xed\xa0\x80x", 4, "\"" R3 "x\"" },
+		{ "\xf4\x90\x80\x80", 4, "\"" R3 R "\"" },
+		{ "\0\x1b", 2, "\"\\u0000\\u001b\"" },
+	};
+	uint64_t seed = 42;
+	int same = 0, safe = 0, runs = 3000;
+	struct ist_buf b = { 0 };
+	char in[400];
+
+	for (int k = 0; k < runs; k++) {
+		size_t n = 0, np = 0;
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		np = (size_t)(seed >> 59);            /* 0 to 31 pieces */
+		for (size_t i = 0; i < np; i++) {
+			size_t j;
+			seed = seed * 6364136223846793005ull +
+			    1442695040888963407ull;
+			j = (size_t)(seed >> 33) % (sizeof(piece) /
+			    sizeof(*piece));
+			if (j == sizeof(piece) / sizeof(*piece) - 1)
+				in[n++] = '\0';        /* NUL, in the middle */
+			else {
+				memcpy(in + n, piece[j], strlen(piece[j]));
+				n += strlen(piece[j]);
+			}
+		}
+		for (int script = 0; script < 2; script++) {
+			json_error_t je;
+			json_t *j;
+			b.n = 0;
+			if (ist_json_str(&b, in, n, script) != 0 ||
+			    b.p[b.n] != '\0')
+				continue;
+			j = json_loadb(b.p, b.n, JSON_DECODE_ANY |
+			    JSON_ALLOW_NUL, &je);
+			if (j && json_is_string(j) &&
+			    json_string_length(j) == n &&
+			    memcmp(json_string_value(j), in, n) == 0)
+				same++;
+			if (script && !memchr(b.p, '<', b.n) &&
+			    !memchr(b.p, '>', b.n) && !memchr(b.p, '&', b.n) &&
+			    !memmem(b.p, b.n, "\xe2\x80\xa8", 3) &&
+			    !memmem(b.p, b.n, "\xe2\x80\xa9", 3))
+				safe++;
+			json_decref(j);
+		}
+	}
+	ok(same == 2 * runs, "ist_json_str: %d of %d random strings read "
+	    "back by jansson byte for byte", same, 2 * runs);
+	ok(safe == runs, "ist_json_str in a script: %d of %d with no raw < > "
+	    "& U+2028 U+2029", safe, runs);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		b.n = 0;
+		ok(ist_json_str(&b, bad[i].in, bad[i].n, false) == 0 &&
+		    strcmp(b.p, bad[i].out) == 0, "ist_json_str: bad input %zu "
+		    "gives %s", i, b.p);
+	}
+	ist_buf_release(&b);
+#undef R
+#undef R3
+}
+
 /* The text buffer: integers in decimal at both ends of the range, and
  * printf into the room left or, when it does not fit, after growing. */
 static void
@@ -716,5 +801,6 @@ main(void)
 	test_writer_timed();
 	test_flush_interval();
 	test_json();
+	test_json_str();
 	return done();
 }
