@@ -506,6 +506,7 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
     struct ist_error *err)
 {
 	struct ist_event copy;
+	int64_t name = 0;
 	int r = 0;
 
 	if (ev->type == IST_HEADER) {
@@ -525,10 +526,19 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 		a->left_out++;
 		return IST_OK;
 	}
-	if ((ev->type == IST_CPU_CALL || ev->type == IST_SCOPE ||
-	    ev->type == IST_NVTX_RANGE || ev->type == IST_CUDA_API) &&
-	    ist_steps_add(a->steps, ev, err) != IST_OK)
-		return IST_ENOMEM;
+	if (ev->type == IST_CPU_CALL || ev->type == IST_SCOPE ||
+	    ev->type == IST_NVTX_RANGE || ev->type == IST_CUDA_API ||
+	    ev->type == IST_SYNC) {
+		/* the name interned once, for the steps and the stacks */
+		if ((name = an_name_id(a, ev, ev->type == IST_SYNC ?
+		    IST_F_KIND : IST_F_NAME)) < 0) {
+			ist_seterr(err, IST_ENOMEM, "out of memory");
+			return IST_ENOMEM;
+		}
+		if (ev->type != IST_SYNC && ist_steps_add_id(a->steps, ev,
+		    (uint64_t)name, err) != IST_OK)
+			return IST_ENOMEM;
+	}
 	switch (ev->type) {
 	case IST_PROCESS:
 	case IST_THREAD:
@@ -540,7 +550,7 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 	case IST_NVTX_RANGE:
 	case IST_CUDA_API:
 	case IST_SYNC:
-		r = an_host_range(a, ev);
+		r = an_host_range(a, ev, name);
 		break;
 	case IST_GPU_KERNEL:
 		r = an_kernel(a, ev);

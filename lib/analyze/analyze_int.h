@@ -357,7 +357,9 @@ int an_kernel(struct ist_analyzer *a, const struct ist_event *ev);
 void an_conc_drain(struct conc *c);
 void an_util_add(struct dev *d, int64_t s, int64_t e);
 int an_counter(struct ist_analyzer *a, const struct ist_event *ev);
-int an_host_range(struct ist_analyzer *a, const struct ist_event *ev);
+/* ev's name (a sync's kind) interned by an_name_id */
+int an_host_range(struct ist_analyzer *a, const struct ist_event *ev,
+    int64_t name);
 int64_t an_open_count(struct thr *t, uint32_t stat, int delta);
 int64_t an_name_id(struct ist_analyzer *a, const struct ist_event *ev,
     enum ist_field f);

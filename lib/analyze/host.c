@@ -529,16 +529,15 @@ cpu_window(struct ist_analyzer *a, struct thr *t, int64_t ts, int64_t v)
 }
 
 int
-an_host_range(struct ist_analyzer *a, const struct ist_event *ev)
+an_host_range(struct ist_analyzer *a, const struct ist_event *ev,
+    int64_t name)
 {
 	struct thr *t = an_thread_of(a, ev->pid, IST_HAS(ev, IST_F_TID) ?
 	    ev->tid : ev->pid);
 	struct frame *f;
-	int64_t name;
 	uint32_t below;
 
-	if (t == NULL || (name = an_name_id(a, ev, ev->type == IST_SYNC ?
-	    IST_F_KIND : IST_F_NAME)) < 0)
+	if (t == NULL)
 		return -1;
 	if (an_advance(a, t, ev->start_ns))
 		return -1;

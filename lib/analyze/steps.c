@@ -30,7 +30,7 @@
 struct cand {
 	char *name;              /* NULL: a free slot */
 	size_t nlen;             /* its bytes (a name may hold a NUL) */
-	uint64_t hash;           /* of tid and name */
+	uint64_t nid;            /* the name's id (ist_steps_add_id) */
 	int64_t pid, tid;
 	int kind;                /* 0 scope or NVTX range, 1 Python function */
 	enum ist_type type;
@@ -45,6 +45,8 @@ struct launcher {
 
 struct ist_steps {
 	char *want;              /* --step NAME, or NULL */
+	size_t wantlen;
+	struct ist_strtab names; /* the ids of ist_steps_add's names */
 	struct cand *c;
 	size_t n, cap;           /* cap: a power of two */
 	struct launcher *l;
@@ -56,21 +58,19 @@ struct ist_steps {
 };
 
 static uint64_t
-hash(int64_t tid, const char *name, size_t n)
+hash(int64_t tid, uint64_t nid)
 {
-	return an_mix64(ist_hash_bytes(name, n) ^ (uint64_t)tid);
+	return an_mix64(nid * 0x9e3779b97f4a7c15ull ^ (uint64_t)tid);
 }
 
-/* the slot of (tid, name), hash h: its candidate, or the free slot for it */
+/* the slot of (tid, name id): its candidate, or the free slot for it */
 static struct cand *
-slot(struct ist_steps *s, uint64_t h, int64_t tid, const char *name,
-    size_t n)
+slot(struct ist_steps *s, int64_t tid, uint64_t nid)
 {
-	size_t i = h & (s->cap - 1);
+	size_t i = hash(tid, nid) & (s->cap - 1);
 
 	for (; s->c[i].name; i = (i + 1) & (s->cap - 1))
-		if (s->c[i].hash == h && s->c[i].tid == tid &&
-		    s->c[i].nlen == n && memcmp(s->c[i].name, name, n) == 0)
+		if (s->c[i].nid == nid && s->c[i].tid == tid)
 			return &s->c[i];
 	return &s->c[i];
 }
@@ -88,8 +88,7 @@ grow(struct ist_steps *s)
 	s->cap = ncap;
 	for (size_t k = 0; k < ocap; k++)
 		if (old[k].name)
-			*slot(s, old[k].hash, old[k].tid, old[k].name,
-			    old[k].nlen) = old[k];
+			*slot(s, old[k].tid, old[k].nid) = old[k];
 	free(old);
 	return 0;
 }
@@ -107,6 +106,7 @@ ist_steps_new(struct ist_steps **out, const char *name,
 		    strerror(ENOMEM));
 		return IST_ENOMEM;
 	}
+	s->wantlen = name ? strlen(name) : 0;
 	*out = s;
 	return IST_OK;
 }
@@ -147,11 +147,10 @@ count_launch(struct ist_steps *s, int64_t tid)
 }
 
 enum ist_status
-ist_steps_add(struct ist_steps *s, const struct ist_event *ev,
-    struct ist_error *err)
+ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
+    uint64_t nid, struct ist_error *err)
 {
 	struct cand *c;
-	uint64_t h;
 	int k;
 
 	if (ev->type == IST_CUDA_API && IST_HAS(ev, IST_F_TID) &&
@@ -162,23 +161,22 @@ ist_steps_add(struct ist_steps *s, const struct ist_event *ev,
 	}
 	if ((k = kind_of(ev)) < 0)
 		return IST_OK;
-	if (s->want && (ev->name.n != strlen(s->want) ||
+	if (s->want && (ev->name.n != s->wantlen ||
 	    memcmp(ev->name.p, s->want, ev->name.n) != 0))
 		return IST_OK;
-	h = hash(ev->tid, ev->name.p, ev->name.n);
-	c = slot(s, h, ev->tid, ev->name.p, ev->name.n);
+	c = slot(s, ev->tid, nid);
 	if (c->name == NULL) {
 		if ((s->n + 1) * 2 > s->cap) {
 			if (grow(s) != 0)
 				goto nomem;
-			c = slot(s, h, ev->tid, ev->name.p, ev->name.n);
+			c = slot(s, ev->tid, nid);
 		}
 		if ((c->name = malloc(ev->name.n + 1)) == NULL)
 			goto nomem;
 		memcpy(c->name, ev->name.p, ev->name.n);
 		c->name[ev->name.n] = '\0';
 		c->nlen = ev->name.n;
-		c->hash = h;
+		c->nid = nid;
 		c->tid = ev->tid;
 		c->pid = ev->pid;
 		c->kind = k;
@@ -195,6 +193,21 @@ ist_steps_add(struct ist_steps *s, const struct ist_event *ev,
 nomem:
 	ist_seterr(err, IST_ENOMEM, "cannot find steps: %s", strerror(ENOMEM));
 	return IST_ENOMEM;
+}
+
+enum ist_status
+ist_steps_add(struct ist_steps *s, const struct ist_event *ev,
+    struct ist_error *err)
+{
+	uint32_t nid = 0;
+
+	if (kind_of(ev) >= 0 && (nid = ist_strtab_intern(&s->names,
+	    ev->name.p, ev->name.n, NULL)) == 0) {
+		ist_seterr(err, IST_ENOMEM, "cannot find steps: %s",
+		    strerror(ENOMEM));
+		return IST_ENOMEM;
+	}
+	return ist_steps_add_id(s, ev, nid, err);
 }
 
 /* b is a better step than a */
@@ -324,6 +337,7 @@ ist_steps_free(struct ist_steps *s)
 	free(s->l);
 	free(s->s);
 	free(s->want);
+	ist_strtab_release(&s->names);
 	free(s);
 }
 

@@ -21,6 +21,11 @@ enum ist_status ist_steps_new(struct ist_steps **out, const char *name,
 /* The first pass: every event, in time order. */
 enum ist_status ist_steps_add(struct ist_steps *s, const struct ist_event *ev,
     struct ist_error *err);
+/* The same, the name's id given by the caller's own interner (one id for
+ * each distinct name), so that the name is not hashed twice; an
+ * ist_steps takes every name by one of the two. */
+enum ist_status ist_steps_add_id(struct ist_steps *s,
+    const struct ist_event *ev, uint64_t name_id, struct ist_error *err);
 /* After the first pass: the step's name, or NULL when nothing recurs. */
 const char *ist_steps_choose(struct ist_steps *s);
 /* The second pass: every event again, collecting the steps. */
