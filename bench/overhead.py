@@ -30,12 +30,11 @@ def timed(cmd, env=ENV):
     return time.perf_counter() - t
 
 
-def interleaved(runs, n, tmp=None):
-    """The median wall time of each (cmd, env) of runs over n rounds, one
-    run of each per round: the VM's drift (its neighbours, its clock
-    speed) falls on all of them alike.  With tmp, the median of the time
-    the workload itself reports for its loop (start-up such as `import
-    torch` left out)."""
+def rounds(runs, n, tmp=None):
+    """The wall times of each (cmd, env) of runs over n rounds, one run of
+    each per round: the VM's drift (its neighbours, its clock speed)
+    falls on all of them alike.  With tmp, the times the workload itself
+    reports for its loop (start-up such as `import torch` left out)."""
     walls = [[] for _ in runs]
     files = [os.path.join(tmp, "loop%d.txt" % i)
              for i in range(len(runs))] if tmp else []
@@ -47,22 +46,35 @@ def interleaved(runs, n, tmp=None):
             walls[i].append(timed(cmd, dict(env, BENCH_LOOP_TIME=files[i])
                                   if tmp else env))
     if not tmp:
-        return [statistics.median(w) for w in walls]
+        return walls
     out = []
     for f in files:
         with open(f) as fh:
-            out.append(statistics.median(float(x) for x in
-                                         fh.read().split()))
+            out.append([float(x) for x in fh.read().split()])
     return out
 
 
+def interleaved(runs, n, tmp=None):
+    """The median of each run's times over n interleaved rounds."""
+    return [statistics.median(w) for w in rounds(runs, n, tmp)]
+
+
+def ratio(base, other):
+    """other / base round by round: the median and the spread (min-max),
+    as the README quotes them."""
+    r = [b / a for a, b in zip(base, other)]
+    return "%5.2f (%.2f-%.2f)" % (statistics.median(r), min(r), max(r))
+
+
 def callgrind(cmd, env):
+    """Instructions cmd runs, or None where valgrind cannot run it (torch's
+    AVX-512 kernels on a CPU that has it: valgrind stops at SIGILL)."""
     r = subprocess.run(["valgrind", "--tool=callgrind",
                         "--callgrind-out-file=/dev/null"] + cmd, env=env,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                       text=True, check=True)
+                       text=True)
     m = re.search(r"Collected : (\d+)", r.stderr)
-    return int(m.group(1)) if m else None
+    return int(m.group(1)) if m and r.returncode == 0 else None
 
 
 def have(py, mod):
@@ -99,10 +111,10 @@ def main():
     work.append(("torch-encoder", "encoder.py",
                  ["60" if not quick else "10"], "torch.profiler"))
     print("Python collector overhead: median of %d interleaved runs, wall "
-          "time; ratio = traced / untraced" % n)
-    print("%-14s %-5s %8s %8s %6s %-15s %8s %6s %9s %7s %8s" % (
-        "workload", "py", "plain s", "ours s", "ratio", "peer", "peer s",
-        "ratio", "events", "B/ev", "Mev/s"))
+          "time; ratio = traced / untraced, round by round: median (min-max)" % n)
+    print("%-14s %-5s %8s %8s %17s %-15s %8s %17s %9s %7s %8s" % (
+        "workload", "py", "plain s", "ours s", "ratio (min-max)", "peer",
+        "peer s", "ratio (min-max)", "events", "B/ev", "Mev/s"))
     for name, script, args, peer in work:
         for ver, py in pys:
             if name == "numpy-mlp" and not have(py, "numpy"):
@@ -121,21 +133,25 @@ def main():
             runs = [([py, path] + args, ENV),
                     ([rec, "-o", trace, "--", py, path] + args, ENV),
                     (pcmd, penv)]
-            plain, ours, peer_t = interleaved(runs, n)
+            w = rounds(runs, n)
+            plain, ours, peer_t = (statistics.median(x) for x in w)
             st = json.loads(subprocess.run([info, "--json", trace],
                                            capture_output=True, text=True,
                                            check=True).stdout)
-            print("%-14s %-5s %8.3f %8.3f %6.2f %-15s %8.3f %6.2f %9d "
-                  "%7.2f %8.2f" % (name, ver, plain, ours, ours / plain,
-                                    peer, peer_t, peer_t / plain,
-                                    st["events"], st["bytes_per_event"] or 0,
+            print("%-14s %-5s %8.3f %8.3f %17s %-15s %8.3f %17s %9d "
+                  "%7.2f %8.2f" % (name, ver, plain, ours,
+                                    ratio(w[0], w[1]), peer, peer_t,
+                                    ratio(w[0], w[2]), st["events"],
+                                    st["bytes_per_event"] or 0,
                                     st["events"] / ours / 1e6))
             sys.stdout.flush()
             if name == "torch-encoder":
-                lp, lo, lt = interleaved(runs, n, tmp)
-                print("%-14s %-5s %8.3f %8.3f %6.2f %-15s %8.3f %6.2f "
+                w = rounds(runs, n, tmp)
+                lp, lo, lt = (statistics.median(x) for x in w)
+                print("%-14s %-5s %8.3f %8.3f %17s %-15s %8.3f %17s "
                       "(the inference loop alone)" % (
-                          name, ver, lp, lo, lo / lp, peer, lt, lt / lp))
+                          name, ver, lp, lo, ratio(w[0], w[1]), peer, lt,
+                          ratio(w[0], w[2])))
     # the Python API when not recording
     api = os.path.join(build, "python")
     for stmt, setup in (("with scope('x'): pass", ""),
@@ -163,7 +179,7 @@ def main():
             for cmd, env in (([py], ENV), ([py], oenv), (prof, ENV)):
                 a = callgrind(cmd + [path, "0"], env)
                 b = callgrind(cmd + [path, "20"], env)
-                per.append((b - a) / 21891)
+                per.append((b - a) / 21891 if a and b else float("nan"))
             print("  %-5s untraced %6.0f   ours %6.0f (%.2fx)   cProfile "
                   "%6.0f (%.2fx)" % (ver, per[0], per[1], per[1] / per[0],
                                      per[2], per[2] / per[0]))
@@ -177,10 +193,14 @@ def main():
             for env in (ENV, oenv):
                 a = callgrind(["/usr/bin/python3", path, "5"], env)
                 b = callgrind(["/usr/bin/python3", path, "25"], env)
-                per.append((b - a) / 20)
-            print("  torch-encoder loop, instructions per iteration: "
-                  "untraced %.0f, ours %.0f (%.3fx)" % (per[0], per[1],
-                                                      per[1] / per[0]))
+                per.append((b - a) / 20 if a and b else None)
+            if None in per:
+                print("  torch-encoder loop: n/a (valgrind cannot run "
+                      "torch on this CPU)")
+            else:
+                print("  torch-encoder loop, instructions per iteration: "
+                      "untraced %.0f, ours %.0f (%.3fx)" % (
+                          per[0], per[1], per[1] / per[0]))
     # the modes on the three newest: what they cost differs little by Python
     capture_modes(build, pys[-3:], n, use_cg, quick, tmp)
     python_read(build, quick, tmp)
