@@ -611,7 +611,7 @@ replay(struct open_step *o, const struct scen *sc, int64_t lat, int64_t pre)
 	return t;
 }
 
-/* The critical path of the replay just made: ns per category into cp. */
+/* ns of host work on the critical path, in the step's call who */
 static void
 host_by(struct stepwork *w, uint32_t who, int64_t ns)
 {
@@ -627,6 +627,8 @@ host_by(struct stepwork *w, uint32_t who, int64_t ns)
 	w->hb[k].ns += ns;
 }
 
+/* The critical path of the replay just made: ns per category into cp,
+ * its host work by call into w's host_by */
 static void
 critical_path(struct stepwork *w, const struct open_step *o, int64_t *cp)
 {
