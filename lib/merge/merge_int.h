@@ -4,6 +4,7 @@
 #ifndef IST_MERGE_INT_H
 #define IST_MERGE_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -53,6 +54,13 @@ struct ent {             /* the sort index: 16 bytes an event */
 	uint32_t off, len;   /* in the sort buffer (at most 4 GiB) */
 };
 
+/* A sort buffer's records and their index, as handed to a spill. */
+struct sortbuf {
+	uint8_t *arena;
+	struct ent *ents;
+	size_t ne;
+};
+
 struct gtrack {
 	uint32_t mask;       /* pid, tid, device, stream present */
 	uint64_t hash;
@@ -87,11 +95,19 @@ struct merger {
 	struct segment *seg;
 	size_t nseg, capseg;
 	int ref;                 /* reference segment, -1 if none */
-	/* the sort buffer */
-	uint8_t *arena;
+	/* the sort buffer being filled, and its twin: while one fills, the
+	 * other is sorted and spilled by a thread of its own */
+	uint8_t *arena, *arena2;
 	size_t an, acap;
-	struct ent *ents, *tmp;  /* tmp: the radix sort's other half */
+	struct ent *ents, *ents2;
 	size_t ne, cape;
+	struct ent *tmp;         /* the radix sort's other half */
+	size_t *count;           /* and its counts */
+	pthread_t spiller;
+	bool spilling;           /* spiller runs (join it before the runs) */
+	struct sortbuf job;      /* what it spills */
+	enum ist_status spill_st;
+	struct ist_error spill_err;
 	struct run *runs;
 	size_t nruns;
 	size_t fanin;            /* runs read at once (tiers in runs.c) */
@@ -121,14 +137,15 @@ int mg_map_put(uint32_t **map, size_t *n, uint32_t id, uint32_t gid);
 uint8_t *mg_pack(struct merger *m, const struct ist_reader *r,
     const struct ist_event *cev, uint8_t *p);
 size_t mg_pack_bound(const struct ist_event *cev);
-void mg_sort_ents(struct merger *m);
+void mg_sort_ents(struct merger *m, struct ent *ents, size_t n);
 void mg_unpack(const struct merger *m, const uint8_t *p, int64_t key,
     struct ist_event *ev);
 void mg_run_close(struct run *r);
 bool mg_run_next(struct run *r);
 int mg_run_open(struct run *r);
 void mg_sift(struct run *runs, size_t *h, size_t n, size_t i);
-enum ist_status mg_spill(struct merger *m, struct ist_error *err);
+enum ist_status mg_spill(struct merger *m, const struct sortbuf *b,
+    struct ist_error *err);
 enum ist_status mg_runs_final(struct merger *m, struct ist_error *err);
 /* One record of a merge of runs, handed on (mg_runs_merge). */
 typedef enum ist_status (*mg_put_fn)(void *ctx, const struct run *r,

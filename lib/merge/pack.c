@@ -264,17 +264,16 @@ mg_unpack(const struct merger *m, const uint8_t *p, int64_t key,
  * Entries are appended in input order, so stable means ties stay in it.
  */
 void
-mg_sort_ents(struct merger *m)
+mg_sort_ents(struct merger *m, struct ent *ents, size_t n)
 {
-	static size_t count[65536];
-	struct ent *a = m->ents, *b = m->tmp;
-	size_t n = m->ne;
+	size_t *count = m->count;
+	struct ent *a = ents, *b = m->tmp;
 
 	for (int shift = 0; shift < 64; shift += 16) {
 		size_t sum = 0;
 		bool trivial = false;
 
-		memset(count, 0, sizeof(count));
+		memset(count, 0, 65536 * sizeof(*count));
 		for (size_t i = 0; i < n; i++)
 			count[((uint64_t)a[i].key ^ (1ull << 63)) >> shift &
 			    0xffff]++;
@@ -294,6 +293,6 @@ mg_sort_ents(struct merger *m)
 		a = b;
 		b = t;
 	}
-	if (a != m->ents)
-		memcpy(m->ents, a, n * sizeof(*a));
+	if (a != ents)
+		memcpy(ents, a, n * sizeof(*a));
 }

@@ -253,27 +253,26 @@ tiers(struct merger *m, bool last, struct ist_error *err)
 	return st;
 }
 
+/* Sorts b's records into a new run (and merges runs as tiers says). */
 enum ist_status
-mg_spill(struct merger *m, struct ist_error *err)
+mg_spill(struct merger *m, const struct sortbuf *b, struct ist_error *err)
 {
 	struct rwriter w;
 	enum ist_status st;
 
-	if (m->ne == 0)
+	if (b->ne == 0)
 		return IST_OK;
-	mg_sort_ents(m);
+	mg_sort_ents(m, b->ents, b->ne);
 	if ((st = rw_open(m, &w, 0, err)) != IST_OK) {
 		rw_close(m, &w, NULL);
 		return st;
 	}
-	for (size_t i = 0; i < m->ne; i++) {
-		struct ent *en = &m->ents[i];
-		if (rw_put(&w, en->key, m->arena + en->off,
+	for (size_t i = 0; i < b->ne; i++) {
+		struct ent *en = &b->ents[i];
+		if (rw_put(&w, en->key, b->arena + en->off,
 		    (uint32_t)en->len) != 0)
 			break;
 	}
-	m->ne = 0;
-	m->an = 0;
 	if ((st = rw_close(m, &w, err)) != IST_OK)
 		return st;
 	return tiers(m, false, err);

@@ -193,6 +193,11 @@ struct ist_writer_opts {
 	bool stable_strings;       /* a string given twice at the same address
 	                            * with the same length is the same string
 	                            * (lets the writer skip hashing it) */
+	bool background;           /* compress and write each frame in a
+	                            * thread while the next one fills (the
+	                            * same bytes; the sink must take calls
+	                            * from that thread; a write error is told
+	                            * by the next flush or close) */
 };
 
 struct ist_writer;

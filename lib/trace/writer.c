@@ -1,5 +1,6 @@
 /* writer.c - events -> CBOR records -> zstd frames -> a sink. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,14 @@ struct ist_writer {
 	uint64_t last_flush_ms;
 	uint32_t since_clock;
 	struct ist_writer_stats st;
+	/* background: the frame being compressed and written by zt */
+	pthread_t zt;
+	bool zbusy;
+	uint8_t *zbuf;
+	size_t zn, zcap;
+	enum ist_status zst;     /* how zt's frame went */
+	struct ist_error zerr;
+	uint64_t zraw, zout;     /* its bytes, counted when it is joined */
 };
 
 int
@@ -148,6 +157,9 @@ new_seg(void)
 	return s;
 }
 
+static enum ist_status join_frame(struct ist_writer *w,
+    struct ist_error *err);
+
 static void
 reset_segment(struct ist_writer *w)
 {
@@ -208,7 +220,9 @@ ist_writer_free(struct ist_writer *w)
 {
 	if (w == NULL)
 		return;
+	join_frame(w, NULL);
 	ZSTD_freeCCtx(w->cctx);
+	free(w->zbuf);
 	free(w->hdr);
 	free(w->pc);
 	free(w->buf);
@@ -224,11 +238,106 @@ ist_writer_stats(const struct ist_writer *w, struct ist_writer_stats *st)
 	*st = w->st;
 }
 
+/* Compresses src's n bytes of CBOR into one frame and hands it to the
+ * sink; *raw and *out count its bytes. */
+static enum ist_status
+compress_out(struct ist_writer *w, const uint8_t *src, size_t n,
+    uint64_t *raw, uint64_t *out, struct ist_error *err)
+{
+	size_t bound = ZSTD_compressBound(n), k;
+	int e;
+
+	if (bound > w->outcap) {
+		uint8_t *p = realloc(w->out, bound);
+		if (p == NULL) {
+			ist_seterr(err, IST_ENOMEM, "cannot compress frame: %s",
+			    strerror(ENOMEM));
+			return IST_ENOMEM;
+		}
+		w->out = p;
+		w->outcap = bound;
+	}
+	k = ZSTD_compress2(w->cctx, w->out, w->outcap, src, n);
+	if (ZSTD_isError(k)) {
+		ist_seterr(err, IST_EIO, "cannot compress frame: %s",
+		    ZSTD_getErrorName(k));
+		return IST_EIO;
+	}
+	if ((e = w->sink(w->ctx, w->out, k)) != 0) {
+		ist_seterr(err, IST_EIO, "cannot write trace: %s",
+		    strerror(e));
+		ist_at(err, IST_AT_OUTPUT);
+		if (err)
+			err->sys_errno = e;
+		return IST_EIO;
+	}
+	*raw += n;
+	*out += k;
+	return IST_OK;
+}
+
+static void *
+compressor(void *arg)
+{
+	struct ist_writer *w = arg;
+
+	w->zst = compress_out(w, w->zbuf, w->zn, &w->zraw, &w->zout,
+	    &w->zerr);
+	return NULL;
+}
+
+/* Waits for the background frame, if any; its error becomes the writer's. */
+static enum ist_status
+join_frame(struct ist_writer *w, struct ist_error *err)
+{
+	if (!w->zbusy)
+		return IST_OK;
+	pthread_join(w->zt, NULL);
+	w->zbusy = false;
+	w->st.raw_bytes += w->zraw;
+	w->st.out_bytes += w->zout;
+	w->zraw = w->zout = 0;
+	if (w->zst != IST_OK) {
+		w->failed = true;
+		if (err)
+			*err = w->zerr;
+	}
+	return w->zst;
+}
+
+/*
+ * The frame to the compressor thread, which compresses and writes it
+ * while the next one fills (after the one before it is written: frames
+ * stay in order).
+ */
+static enum ist_status
+flush_background(struct ist_writer *w, struct ist_error *err)
+{
+	enum ist_status st;
+	uint8_t *b = w->buf;
+	size_t cap = w->cap;
+
+	if ((st = join_frame(w, err)) != IST_OK)
+		return st;
+	w->buf = w->zbuf;
+	w->cap = w->zcap;
+	w->zbuf = b;
+	w->zcap = cap;
+	w->zn = w->n;
+	w->zst = IST_OK;
+	if (pthread_create(&w->zt, NULL, compressor, w) == 0) {
+		w->zbusy = true;
+		return IST_OK;
+	}
+	/* no thread: here, then */
+	return compress_out(w, w->zbuf, w->zn, &w->st.raw_bytes,
+	    &w->st.out_bytes, err);
+}
+
 enum ist_status
 ist_writer_flush(struct ist_writer *w, struct ist_error *err)
 {
-	size_t bound, k;
-	int e;
+	enum ist_status st;
 
 	if (w->failed) {
 		ist_seterr(err, IST_EIO, "trace writer failed earlier");
@@ -239,42 +348,25 @@ ist_writer_flush(struct ist_writer *w, struct ist_error *err)
 	if (w->n == 0 || (w->opts.self_contained && w->n <= w->hdr_n &&
 	    w->st.frames > 0))
 		return IST_OK;
-	bound = ZSTD_compressBound(w->n);
-	if (bound > w->outcap) {
-		uint8_t *p = realloc(w->out, bound);
-		if (p == NULL) {
-			w->failed = true;
-			ist_seterr(err, IST_ENOMEM, "cannot compress frame: %s",
-			    strerror(ENOMEM));
-			return IST_ENOMEM;
-		}
-		w->out = p;
-		w->outcap = bound;
-	}
-	k = ZSTD_compress2(w->cctx, w->out, w->outcap, w->buf, w->n);
-	if (ZSTD_isError(k)) {
+	st = w->opts.background ? flush_background(w, err) :
+	    compress_out(w, w->buf, w->n, &w->st.raw_bytes, &w->st.out_bytes,
+	    err);
+	if (st != IST_OK) {
 		w->failed = true;
-		ist_seterr(err, IST_EIO, "cannot compress frame: %s",
-		    ZSTD_getErrorName(k));
-		return IST_EIO;
+		return st;
 	}
-	if ((e = w->sink(w->ctx, w->out, k)) != 0) {
-		w->failed = true;
-		ist_seterr(err, IST_EIO, "cannot write trace: %s",
-		    strerror(e));
-		ist_at(err, IST_AT_OUTPUT);
-		if (err)
-			err->sys_errno = e;
-		return IST_EIO;
-	}
-	w->st.raw_bytes += w->n;
-	w->st.out_bytes += k;
 	w->st.frames++;
 	w->n = 0;
 	w->gen++;
 	if (w->opts.self_contained && w->hdr) {
 		/* the next frame stands alone: header, then its own strings */
 		reset_segment(w);
+		if (reserve(w, w->hdr_n) != 0) {
+			w->failed = true;
+			ist_seterr(err, IST_ENOMEM, "cannot start a frame: %s",
+			    strerror(ENOMEM));
+			return IST_ENOMEM;
+		}
 		memcpy(w->buf, w->hdr, w->hdr_n);
 		w->n = w->hdr_n;
 	}
@@ -297,7 +389,8 @@ ist_writer_close(struct ist_writer *w, struct ist_error *err)
 
 	if (w == NULL)
 		return IST_OK;
-	st = ist_writer_flush(w, err);
+	if ((st = ist_writer_flush(w, err)) == IST_OK)
+		st = join_frame(w, err);
 	ist_writer_free(w);
 	return st;
 }

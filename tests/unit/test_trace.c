@@ -266,6 +266,55 @@ test_chunks_and_truncation(void)
 	ist_buf_release(&m.b);
 }
 
+/*
+ * A writer that compresses in the background writes the bytes a plain one
+ * does, frame for frame, and tells a write error by its next flush or its
+ * close.
+ */
+static void
+test_writer_background(void)
+{
+	struct mem a = { 0 }, b = { 0 }, f = { 0 };
+	struct ist_writer *w;
+	struct ist_writer_opts o = { .frame_bytes = 300 };
+	struct ist_error e = { 0 };
+	struct ist_event h;
+	enum ist_status st;
+
+	ist_event_init(&h, IST_HEADER);
+	ist_writer_new(&w, sink, &a, &o, &e);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 3000);
+	ist_writer_close(w, &e);
+	o.background = true;
+	ist_writer_new(&w, sink, &b, &o, &e);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 3000);
+	st = ist_writer_close(w, &e);
+	ok(st == IST_OK && a.nframes > 100 && b.nframes == a.nframes &&
+	    b.b.n == a.b.n && memcmp(a.b.p, b.b.p, a.b.n) == 0 &&
+	    memcmp(a.frames, b.frames, sizeof(a.frames[0]) * a.nframes) == 0,
+	    "in the background: the same %d frames, byte for byte", b.nframes);
+	f.fail_errno = ENOSPC;
+	ist_writer_new(&w, sink, &f, &o, &e);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 10);
+	ist_writer_flush(w, &e);     /* handed on: its error comes later */
+	st = ist_writer_close(w, &e);
+	ok(st == IST_EIO && e.sys_errno == ENOSPC && strstr(e.msg,
+	    "No space left") && e.where == IST_AT_OUTPUT,
+	    "in the background, a full disk is told by close: %s", e.msg);
+	ist_writer_new(&w, sink, &f, &o, &e);
+	ist_writer_header(w, &h, &e);
+	ist_writer_flush(w, &e);
+	write_sample(w, 10);
+	ok(ist_writer_flush(w, &e) == IST_EIO && e.sys_errno == ENOSPC,
+	    "or by the next flush");
+	ist_writer_free(w);
+	ist_buf_release(&a.b);
+	ist_buf_release(&b.b);
+}
+
 static void
 test_concat(void)
 {
@@ -796,6 +845,7 @@ main(void)
 	test_chunks_and_truncation();
 	test_concat();
 	test_writer_errors();
+	test_writer_background();
 	test_reader_where();
 	test_many_names();
 	test_writer_timed();
