@@ -311,7 +311,8 @@ main(int argc, char **argv)
 	struct ist_rules *rules;
 	struct ist_reader *r = NULL;
 	struct ist_writer *w = NULL;
-	struct ist_writer_opts wo = { 0 };
+	/* the trace out is compressed while the analysis reads on */
+	struct ist_writer_opts wo = { .background = true };
 	struct ist_output out;
 	struct ist_error e = { 0 };
 	struct ist_buf why = { 0 };

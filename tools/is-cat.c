@@ -44,7 +44,8 @@ report(void *ctx, int level, const char *msg)
 	warnx("%s", msg);
 }
 
-static struct ist_writer_opts wopts;
+/* frames compressed in the background while the next is parsed */
+static struct ist_writer_opts wopts = { .background = true };
 
 static int
 encode(char **files, int nfiles, const char *outpath)

@@ -583,7 +583,7 @@ emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 		return st;
 	{
 		struct emit e = { m, w, &ev };
-		st = mg_runs_merge(m->runs, m->nruns, put_event, &e, err);
+		st = mg_runs_merge_fed(m->runs, m->nruns, put_event, &e, err);
 	}
 	return st;
 }

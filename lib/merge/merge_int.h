@@ -85,6 +85,7 @@ struct run {
 	size_t rec_n;
 	size_t idx;
 	bool done;
+	bool bad;                /* it could not be read to its end */
 	int level;               /* 0 spilled; n+1 merged from level n */
 };
 
@@ -151,6 +152,9 @@ enum ist_status mg_runs_final(struct merger *m, struct ist_error *err);
 typedef enum ist_status (*mg_put_fn)(void *ctx, const struct run *r,
     struct ist_error *err);
 enum ist_status mg_runs_merge(struct run *runs, size_t k, mg_put_fn put,
+    void *ctx, struct ist_error *err);
+/* The same, with the runs read and merged by a thread of their own. */
+enum ist_status mg_runs_merge_fed(struct run *runs, size_t k, mg_put_fn put,
     void *ctx, struct ist_error *err);
 size_t mg_run_reader_bytes(void);
 int mg_write_all(int fd, const void *p, size_t n);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -180,11 +181,163 @@ mg_runs_merge(struct run *runs, size_t k, mg_put_fn put, void *ctx,
 	while (n > 0 && st == IST_OK) {
 		struct run *r = &runs[heap[0]];
 		st = put(ctx, r, err);
-		if (!mg_run_next(r))
+		if (!mg_run_next(r)) {
+			if (r->bad && st == IST_OK) {
+				/* never a merge that silently lacks a run's
+				 * end */
+				ist_seterr(err, IST_EIO, "cannot read back a "
+				    "temporary file");
+				st = IST_EIO;
+			}
 			heap[0] = heap[--n];
+		}
 		mg_sift(runs, heap, n, 0);
 	}
 	free(heap);
+	return st;
+}
+
+/*
+ * The final merge on two cores: a thread merges the runs (reading and
+ * decompressing them, and the heap) into batches of records while the
+ * caller's thread unpacks and encodes the batch before; two batches, in
+ * turn, so that each side waits only when the other is behind.
+ */
+#define FEED_BATCH (256u << 10)
+
+struct feed {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct fbatch {
+		uint8_t *p;
+		size_t n, cap;
+		bool full;
+	} b[2];
+	int fill;                /* the producer's batch */
+	bool done, stop;
+	struct run *runs;
+	size_t k;
+	enum ist_status pst;     /* how the producer's merge went */
+	struct ist_error perr;
+};
+
+/* The producer's put: the record into its batch, handed on when full. */
+static enum ist_status
+feed_put(void *ctx, const struct run *r, struct ist_error *err)
+{
+	struct feed *f = ctx;
+	struct fbatch *b = &f->b[f->fill];
+	size_t need = 12 + r->rec_n;
+	uint32_t len = (uint32_t)r->rec_n;
+
+	if (b->cap - b->n < need) {
+		size_t cap = b->cap ? b->cap : FEED_BATCH + 4096;
+		uint8_t *np;
+		while (cap - b->n < need)
+			cap *= 2;
+		if ((np = realloc(b->p, cap)) == NULL) {
+			ist_seterr(err, IST_ENOMEM, "out of memory");
+			return IST_ENOMEM;
+		}
+		b->p = np;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, &len, 4);
+	memcpy(b->p + b->n + 4, &r->key, 8);
+	memcpy(b->p + b->n + 12, r->rec, r->rec_n);
+	b->n += need;
+	if (b->n < FEED_BATCH)
+		return IST_OK;
+	pthread_mutex_lock(&f->mu);
+	b->full = true;
+	pthread_cond_broadcast(&f->cv);
+	f->fill ^= 1;
+	while (f->b[f->fill].full && !f->stop)
+		pthread_cond_wait(&f->cv, &f->mu);
+	pthread_mutex_unlock(&f->mu);
+	if (f->stop) {
+		ist_seterr(err, IST_EIO, "the merge's output stopped");
+		return IST_EIO;
+	}
+	return IST_OK;
+}
+
+static void *
+feed_main(void *arg)
+{
+	struct feed *f = arg;
+	enum ist_status st = mg_runs_merge(f->runs, f->k, feed_put, f,
+	    &f->perr);
+
+	pthread_mutex_lock(&f->mu);
+	if (f->b[f->fill].n > 0)
+		f->b[f->fill].full = true;
+	f->pst = st;
+	f->done = true;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
+/* mg_runs_merge's records, in the same order, through a merging thread. */
+enum ist_status
+mg_runs_merge_fed(struct run *runs, size_t k, mg_put_fn put, void *ctx,
+    struct ist_error *err)
+{
+	struct feed f = { .runs = runs, .k = k };
+	enum ist_status st = IST_OK;
+	pthread_t t;
+	int slot = 0;
+
+	pthread_mutex_init(&f.mu, NULL);
+	pthread_cond_init(&f.cv, NULL);
+	if (pthread_create(&t, NULL, feed_main, &f) != 0) {
+		pthread_cond_destroy(&f.cv);
+		pthread_mutex_destroy(&f.mu);
+		return mg_runs_merge(runs, k, put, ctx, err);
+	}
+	for (;;) {
+		struct fbatch *b = &f.b[slot];
+		struct run one = { .fd = -1 };
+		bool more;
+
+		pthread_mutex_lock(&f.mu);
+		while (!b->full && !f.done)
+			pthread_cond_wait(&f.cv, &f.mu);
+		more = b->full;
+		pthread_mutex_unlock(&f.mu);
+		if (!more)
+			break;
+		for (size_t at = 0; at < b->n && st == IST_OK; ) {
+			uint32_t len;
+			memcpy(&len, b->p + at, 4);
+			memcpy(&one.key, b->p + at + 4, 8);
+			one.rec = b->p + at + 12;
+			one.rec_n = len;
+			at += 12 + (size_t)len;
+			st = put(ctx, &one, err);
+		}
+		pthread_mutex_lock(&f.mu);
+		b->n = 0;
+		b->full = false;
+		if (st != IST_OK)
+			f.stop = true;
+		pthread_cond_broadcast(&f.cv);
+		pthread_mutex_unlock(&f.mu);
+		if (st != IST_OK)
+			break;
+		slot ^= 1;
+	}
+	pthread_join(t, NULL);
+	if (st == IST_OK && f.pst != IST_OK) {
+		st = f.pst;
+		if (err)
+			*err = f.perr;
+	}
+	free(f.b[0].p);
+	free(f.b[1].p);
+	pthread_cond_destroy(&f.cv);
+	pthread_mutex_destroy(&f.mu);
 	return st;
 }
 
@@ -314,7 +467,7 @@ mg_run_next(struct run *r)
 				size_t cap = 12 + (size_t)len + (32u << 10);
 				uint8_t *no = realloc(r->out, cap);
 				if (no == NULL)
-					return false;
+					return !(r->bad = true);
 				r->out = no;
 				r->out_cap = cap;
 			}
@@ -325,13 +478,16 @@ mg_run_next(struct run *r)
 		r->out_pos = 0;
 		if (r->in_pos == r->in_n) {
 			ssize_t k;
-			if (r->eof)
+			if (r->eof) {
+				/* a record cut short: the run is damaged */
+				r->bad = avail > 0;
 				return false;
+			}
 			k = read(r->fd, r->in, RUN_IN);
 			if (k <= 0) {
 				r->eof = true;
 				if (k < 0)
-					return false;
+					return !(r->bad = true);
 				continue;
 			}
 			r->in_n = (size_t)k;
@@ -342,7 +498,7 @@ mg_run_next(struct run *r)
 			ZSTD_outBuffer out = { r->out, r->out_cap, r->out_n };
 			size_t ret = ZSTD_decompressStream(r->z, &out, &in);
 			if (ZSTD_isError(ret))
-				return false;
+				return !(r->bad = true);
 			r->in_pos = in.pos;
 			r->out_n = out.pos;
 		}
@@ -361,7 +517,7 @@ mg_run_open(struct run *r)
 	if (r->z == NULL || r->in == NULL || r->out == NULL)
 		return -1;
 	r->done = !mg_run_next(r);
-	return 0;
+	return r->bad ? -1 : 0;
 }
 
 void
