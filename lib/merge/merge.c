@@ -266,16 +266,6 @@ spill_async(struct merger *m, struct ist_error *err)
 	return mg_spill(m, &m->job, err);     /* no thread: here, then */
 }
 
-/* The sort buffer being filled, into a run, here (after spill_wait). */
-static enum ist_status
-spill_now(struct merger *m, struct ist_error *err)
-{
-	struct sortbuf b = { m->arena, m->ents, m->ne };
-
-	m->ne = m->an = 0;
-	return mg_spill(m, &b, err);
-}
-
 static enum ist_status
 add_event(struct merger *m, const struct ist_reader *r,
     const struct ist_event *ev, struct ist_error *err)
@@ -575,14 +565,28 @@ emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 		}
 		return st;
 	}
-	if ((st = spill_now(m, err)) != IST_OK)
-		return st;
-	/* the sort buffers are done with: the runs' readers take over */
-	free_sort(m);
-	if ((st = mg_runs_final(m, err)) != IST_OK)
+	/* the last buffer is sorted where it is and merged as the last run
+	 * (its records are the inputs' last), never written; the other
+	 * buffers are done with: the runs' readers take over */
+	mg_sort_ents(m, m->ents, m->ne);
+	big_free(m->arena2, m->acap);
+	big_free(m->ents2, m->cape * sizeof(*m->ents2));
+	big_free(m->tmp, m->cape * sizeof(*m->tmp));
+	m->arena2 = NULL;
+	m->ents2 = m->tmp = NULL;
+	if ((st = mg_runs_final(m, 1, err)) != IST_OK)
 		return st;
 	{
+		struct run *nr = realloc(m->runs, (m->nruns + 1) *
+		    sizeof(*nr));
 		struct emit e = { m, w, &ev };
+		if (nr == NULL) {
+			ist_seterr(err, IST_ENOMEM, "out of memory");
+			return IST_ENOMEM;
+		}
+		m->runs = nr;
+		nr[m->nruns++] = (struct run){ .fd = -1, .mem = m->ents,
+		    .mem_arena = m->arena, .mem_n = m->ne };
 		st = mg_runs_merge_fed(m->runs, m->nruns, put_event, &e, err);
 	}
 	return st;

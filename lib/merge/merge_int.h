@@ -86,6 +86,10 @@ struct run {
 	size_t idx;
 	bool done;
 	bool bad;                /* it could not be read to its end */
+	/* a run still in memory (the last sort buffer, sorted): no file */
+	const struct ent *mem;
+	const uint8_t *mem_arena;
+	size_t mem_n;
 	int level;               /* 0 spilled; n+1 merged from level n */
 };
 
@@ -147,7 +151,8 @@ int mg_run_open(struct run *r);
 void mg_sift(struct run *runs, size_t *h, size_t n, size_t i);
 enum ist_status mg_spill(struct merger *m, const struct sortbuf *b,
     struct ist_error *err);
-enum ist_status mg_runs_final(struct merger *m, struct ist_error *err);
+enum ist_status mg_runs_final(struct merger *m, size_t room,
+    struct ist_error *err);
 /* One record of a merge of runs, handed on (mg_runs_merge). */
 typedef enum ist_status (*mg_put_fn)(void *ctx, const struct run *r,
     struct ist_error *err);

@@ -92,8 +92,10 @@ rw_open(struct merger *m, struct rwriter *w, int level, struct ist_error *err)
 	    (w->stage = malloc(w->scap)) == NULL ||
 	    (w->zout = malloc(w->zcap)) == NULL)
 		goto nomem;
-	/* fast: a run is read once, soon */
-	ZSTD_CCtx_setParameter(w->z, ZSTD_c_compressionLevel, -5);
+	/* fast: a run is read once, soon.  Level -20 against -5: 8% fewer
+	 * instructions for the whole merge (callgrind, 1M events in 16 MiB),
+	 * runs 23% larger on disk */
+	ZSTD_CCtx_setParameter(w->z, ZSTD_c_compressionLevel, -20);
 	/* a small window: every run of a merge pass is read back at once */
 	ZSTD_CCtx_setParameter(w->z, ZSTD_c_windowLog, 17);
 	return IST_OK;
@@ -431,10 +433,18 @@ mg_spill(struct merger *m, const struct sortbuf *b, struct ist_error *err)
 	return tiers(m, false, err);
 }
 
+/* Merges runs until at most fan-in minus room are left (room: for runs
+ * the final merge adds). */
 enum ist_status
-mg_runs_final(struct merger *m, struct ist_error *err)
+mg_runs_final(struct merger *m, size_t room, struct ist_error *err)
 {
-	return tiers(m, true, err);
+	size_t f = m->fanin;
+	enum ist_status st;
+
+	m->fanin = f > room + 1 ? f - room : 2;
+	st = tiers(m, true, err);
+	m->fanin = f;
+	return st;
 }
 
 /* A run reader's memory: zstd's context (about 40 KiB) and window (the
@@ -450,6 +460,16 @@ bool
 mg_run_next(struct run *r)
 {
 	uint32_t len;
+
+	if (r->mem) {
+		if (r->idx == r->mem_n)
+			return false;
+		r->key = r->mem[r->idx].key;
+		r->rec = (uint8_t *)r->mem_arena + r->mem[r->idx].off;
+		r->rec_n = r->mem[r->idx].len;
+		r->idx++;
+		return true;
+	}
 
 	for (;;) {
 		size_t avail = r->out_n - r->out_pos;
@@ -508,6 +528,11 @@ mg_run_next(struct run *r)
 int
 mg_run_open(struct run *r)
 {
+	if (r->mem) {
+		r->idx = 0;
+		r->done = !mg_run_next(r);
+		return 0;
+	}
 	if (lseek(r->fd, 0, SEEK_SET) != 0)
 		return -1;
 	r->z = ZSTD_createDCtx();
