@@ -486,9 +486,9 @@ align(struct merger *m)
  * A sort buffer: mapped alone and in huge pages where the kernel has them
  * (transparent huge pages on "madvise"), past its first small bytes: so
  * that filling it takes a page fault every 2 MiB rather than every 4 KiB
- * (a tenth of is-merge's time on a virtual machine), while a merge too
- * small to need huge pages touches no more memory than before.  NULL when
- * out of memory.
+ * (a tenth of is-merge's time on a virtual machine), while a small
+ * merge touches little more memory than before (2 MiB: 17.7 -> 19.8 MB
+ * resident on a 0.24 M-event trace).  NULL when out of memory.
  */
 static void *
 big_alloc(size_t n, size_t small)
