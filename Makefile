@@ -305,6 +305,7 @@ fuzz:
 bench: all
 	@command -v zstd >/dev/null || sh scripts/deps.sh build install
 	sh bench/run.sh $(B)
+	PYTHON_SYS=$(PYTHON_SYS) sh bench/pipeline.sh $(B)
 	$(PYTHON_SYS) bench/overhead.py $(B)
 	$(PYTHON_SYS) bench/whatif.py $(abspath $(B))
 

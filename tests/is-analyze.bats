@@ -479,3 +479,20 @@ PY
 		    fail "$py: a's inclusive time $incl ns, the program measured $wall ns"
 	done
 }
+
+@test "names are taken per segment: two segments whose string ids collide keep their own" {
+	# the analyzer maps the reader's string ids to its names; each header
+	# starts the ids anew (id 1 is "alpha", then "beta")
+	t=0
+	for n in alpha beta; do
+		printf '%s\n' '{"type":"header","format":"inferscope-trace","version":[1,2]}' \
+		    "{\"type\":\"cpu_call\",\"pid\":1,\"tid\":1,\"name\":\"$n\",\"start_ns\":$((t + 1000)),\"end_ns\":$((t + 900000))}" \
+		    "{\"type\":\"cpu_call\",\"pid\":1,\"tid\":1,\"name\":\"$n\",\"start_ns\":$((t + 900000)),\"end_ns\":$((t + 1000000))}" |
+		    is-cat -e -o "$T/$n.ist"
+		t=1000000
+	done
+	cat "$T/alpha.ist" "$T/beta.ist" > "$T/two.ist"
+	is-analyze --json "$T/two.ist" > "$T/a.json"
+	run jq -c '[.functions[] | [.name, .count]] | sort' "$T/a.json"
+	assert_output '[["alpha",2],["beta",2]]'
+}

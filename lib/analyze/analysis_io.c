@@ -108,9 +108,11 @@ ist_again_pass(struct ist_analyzer *a, const struct ist_again *again,
 	    !ist_analyzer_wants_again(a) || (fd = again->open(again->ctx)) < 0)
 		return IST_OK;
 	if (ist_reader_new(&r, ist_fd_source, &fd, "", &e) == IST_OK) {
+		ist_analyzer_reader(a, r);
 		while (ist_reader_next(r, &ev, &e) == IST_OK)
 			if ((st = ist_analyzer_again(a, ev, err)) != IST_OK)
 				break;
+		ist_analyzer_reader(a, NULL);
 		ist_reader_free(r);
 	}
 	close(fd);
@@ -145,6 +147,7 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 	*out = NULL;
 	if ((st = ist_analyzer_new(&a, rules, err)) != IST_OK)
 		return st;
+	ist_analyzer_reader(a, r);
 	if ((st = ist_again_begin(a, again, err)) != IST_OK)
 		goto fail;
 	if (window && window->at)
@@ -179,6 +182,7 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 			goto wfail;
 	}
 	ist_reader_stats(r, &rs);
+	ist_analyzer_reader(a, NULL);
 	if (rst != IST_END && rst != IST_TRUNCATED)
 		ist_analyzer_read_error(a, err->msg);
 	if ((st = ist_again_pass(a, again, &we)) != IST_OK ||

@@ -117,11 +117,50 @@ an_name_id(struct ist_analyzer *a, const struct ist_event *ev,
     enum ist_field f)
 {
 	const struct ist_str *s;
+	uint32_t sid;
+	int64_t id;
 
 	if (!IST_HAS(ev, f))
 		return 0;
 	s = ist_field_str((struct ist_event *)ev, f);   /* read only */
-	return an_intern(&a->str, s->p, s->n);
+	/* the reader's own event (not a copy): its string ids name its
+	 * strings in this segment (a header's come from no id) */
+	if (ev != a->src_ev || ev->type == IST_HEADER ||
+	    (sid = ist_reader_string_id(a->src, (int)f)) == 0)
+		return an_intern(&a->str, s->p, s->n);
+	if (sid < a->nsid && a->sidmap[sid])
+		return (int64_t)a->sidmap[sid] - 1;
+	if ((id = an_intern(&a->str, s->p, s->n)) < 0)
+		return id;
+	if (sid >= a->nsid) {
+		size_t n = a->nsid ? a->nsid : 1024;
+		uint32_t *m;
+		while (n <= sid)
+			n *= 2;
+		if ((m = realloc(a->sidmap, n * sizeof(*m))) == NULL)
+			return id;       /* uncached: hashed again next time */
+		memset(m + a->nsid, 0, (n - a->nsid) * sizeof(*m));
+		a->sidmap = m;
+		a->nsid = n;
+	}
+	a->sidmap[sid] = (uint32_t)id + 1;
+	return id;
+}
+
+/* A segment starts: its string ids are new. */
+static void
+new_ids(struct ist_analyzer *a)
+{
+	if (a->nsid)
+		memset(a->sidmap, 0, a->nsid * sizeof(*a->sidmap));
+}
+
+void
+ist_analyzer_reader(struct ist_analyzer *a, const struct ist_reader *r)
+{
+	a->src = r;
+	a->src_ev = NULL;
+	new_ids(a);
 }
 
 
@@ -509,7 +548,9 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 	int64_t name = 0;
 	int r = 0;
 
+	a->src_ev = a->src ? ev : NULL;
 	if (ev->type == IST_HEADER) {
+		new_ids(a);
 		r = header(a, ev);
 		goto out;
 	}
@@ -621,6 +662,9 @@ ist_analyzer_again(struct ist_analyzer *a, const struct ist_event *ev,
 {
 	bool w = a->windowed;
 
+	a->src_ev = a->src ? ev : NULL;
+	if (ev->type == IST_HEADER)
+		new_ids(a);
 	if (ev->type == IST_HEADER || ev->type == IST_ANALYSIS)
 		return IST_OK;
 	return an_stepwork_add(a->sw, ev, w ? a->win[0] : INT64_MIN,
@@ -663,6 +707,7 @@ ist_analyzer_free(struct ist_analyzer *a)
 {
 	if (a == NULL)
 		return;
+	free(a->sidmap);
 	ist_strtab_release(&a->str);
 	for (uint32_t i = 0; i < a->nthr; i++) {
 		free(a->thr[i].st);

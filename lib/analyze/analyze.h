@@ -57,6 +57,11 @@ enum ist_status ist_analyzer_step(struct ist_analyzer *a, const char *name,
 bool ist_analyzer_wants_again(struct ist_analyzer *a);
 enum ist_status ist_analyzer_again(struct ist_analyzer *a,
     const struct ist_event *ev, struct ist_error *err);
+/* The events handed to ist_analyzer_add() and ist_analyzer_again() from
+ * now on are r's, each as ist_reader_next() returned it (NULL: no
+ * longer): their names are then taken by r's string ids, without hashing
+ * them.  A new reader (the second pass) is declared anew. */
+void ist_analyzer_reader(struct ist_analyzer *a, const struct ist_reader *r);
 void ist_analyzer_free(struct ist_analyzer *a);
 
 #endif

@@ -240,6 +240,13 @@ struct corr {
 struct ist_analyzer {
 	double slow_launch_ns, launch_delay_ns, kernel_wait_ns;
 	struct ist_strtab str;   /* an_intern id k is str.e[k]; 0 is "" */
+	/* the reader the events come from (ist_analyzer_reader), its event
+	 * being analysed, and its segment's string ids to ours (id + 1; 0:
+	 * not yet seen) */
+	const struct ist_reader *src;
+	const struct ist_event *src_ev;
+	uint32_t *sidmap;
+	size_t nsid;
 	struct thr *thr;
 	uint32_t nthr, capthr;
 	struct u64map thrmap;

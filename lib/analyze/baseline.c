@@ -418,6 +418,7 @@ ist_analysis_load(const char *path, const char *step,
 	    (st = ist_analyzer_new(&a, rules, err)) != IST_OK ||
 	    (st = ist_again_begin(a, &again, err)) != IST_OK)
 		goto out;
+	ist_analyzer_reader(a, r);
 	while ((st = ist_reader_next(r, &ev, err)) == IST_OK) {
 		if (ev->type == IST_ANALYSIS) {
 			json_decref(found);
@@ -437,6 +438,7 @@ ist_analysis_load(const char *path, const char *step,
 		goto out;
 	}
 	ist_reader_stats(r, &rs);
+	ist_analyzer_reader(a, NULL);
 	if ((st = ist_again_pass(a, &again, err)) == IST_OK)
 		st = ist_analyzer_finish(a, &rs, out, err);
 out:

@@ -83,6 +83,7 @@ ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
 		ist_analyzer_free(a);
 		return st;
 	}
+	ist_analyzer_reader(a, r);
 	if ((f == IST_REPORT_HTML || f == IST_REPORT_TEXT) && (tl = ist_timeline_new()) == NULL) {
 		st = IST_ENOMEM;
 		ist_seterr(err, st, "out of memory");
@@ -127,6 +128,7 @@ ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
 		}
 	}
 	ist_reader_stats(r, &rs);
+	ist_analyzer_reader(a, NULL);
 	if (rs.segments == 0) {
 		st = rst;
 		goto out;

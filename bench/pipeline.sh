@@ -1,0 +1,99 @@
+#!/bin/sh
+# pipeline.sh - make bench: the whole pipeline on a real recording.
+#
+# is-record records `python3 -m json.tool` over a generated JSON file
+# (BENCH_JSON_MB, 26 MiB: about 45 M Python calls, as the speed issue's
+# recording); then is-merge | is-analyze | is-report run on it, through
+# pipes as `inferscope run` runs them, against is-info decoding the same
+# trace (target: at most 3x), and the Perfetto export in events/s (target:
+# at least 3 M/s).  The peer is Python's json.load of the same calls as
+# Chrome trace JSON (what HTA and most notebook tools start with): our own
+# export of a smaller recording of the same program, loaded whole, in
+# events/s.
+set -eu
+B=${1:-build}
+MB=${BENCH_JSON_MB:-26}
+PY=${PYTHON_SYS:-/usr/bin/python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# gen FILE KIB: a list of small records, KIB KiB of JSON
+gen() {
+	python3 - "$1" "$2" <<'PY'
+import json, random, sys
+random.seed(1)
+target, out, size, i = int(sys.argv[2]) << 10, [], 0, 0
+while size < target:
+    out.append({"id": i, "name": "item%d" % i, "tags": ["a%d" % (i % 7), "b"],
+                "score": round(random.random(), 6),
+                "nested": {"x": i % 13, "ok": i % 2 == 0}})
+    size += 110
+    i += 1
+with open(sys.argv[1], "w") as f:
+    json.dump(out, f)
+PY
+}
+
+gen "$tmp/big.json" $((MB * 1024))
+gen "$tmp/small.json" 512
+for f in big small; do
+	"$B/bin/is-record" --no-sample -o "$tmp/$f.ist" -- \
+	    "$PY" -m json.tool "$tmp/$f.json" /dev/null
+done
+"$B/bin/is-merge" "$tmp/small.ist" |
+    "$B/bin/is-report" -f perfetto > "$tmp/small.json"
+
+echo
+python3 - "$B/bin" "$tmp" "$MB" <<'PY'
+import json, os, subprocess, sys, time
+b, d, mb = sys.argv[1], sys.argv[2], sys.argv[3]
+big = os.path.join(d, "big.ist")
+
+def events(path):
+    out = subprocess.run([b + "/is-info", "--json", path], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)["events"]
+
+def timed(cmd, shell=False):
+    """the best wall time of 3 runs of cmd, its output thrown away"""
+    best = None
+    for _ in range(3):
+        t = time.monotonic()
+        subprocess.run(cmd, shell=shell, check=True,
+                       stdout=subprocess.DEVNULL)
+        t = time.monotonic() - t
+        best = t if best is None or t < best else best
+    return best
+
+n = events(big)
+info = timed([b + "/is-info", big])
+pipe = timed("'%s/is-merge' '%s' | '%s/is-analyze' | '%s/is-report' -f md"
+             % (b, big, b, b), shell=True)
+print("pipeline on json.tool over %s MiB of JSON, %d events "
+      "(%.1f MB trace):" % (mb, n, os.path.getsize(big) / 1e6))
+print("  is-info decoding it: %.2f s (%.2f M events/s)" % (info,
+                                                          n / info / 1e6))
+print("  is-merge | is-analyze | is-report -f md: %.2f s, %.2fx is-info "
+      "(target <= 3x)" % (pipe, pipe / info))
+merged, analysed = os.path.join(d, "m.ist"), os.path.join(d, "a.ist")
+stages = []
+for name, cmd in (("is-merge", [b + "/is-merge", "-o", merged, big]),
+                  ("is-analyze -o", [b + "/is-analyze", "-o", analysed,
+                                     merged]),
+                  ("is-report -f md", [b + "/is-report", "-f", "md",
+                                       analysed])):
+    stages.append("%s %.2f s" % (name, timed(cmd)))
+print("  alone: " + ", ".join(stages))
+t = timed([b + "/is-report", "-f", "perfetto", analysed])
+print("  is-report -f perfetto of the analysed trace: %.2f s, %.2f M "
+      "events/s (target >= 3 M/s)" % (t, n / t / 1e6))
+# the peer: json.load of our Chrome trace JSON of the small recording
+small = os.path.join(d, "small.json")
+t = time.monotonic()
+with open(small) as f:
+    k = len(json.load(f)["traceEvents"])
+t = time.monotonic() - t
+print("  peer: Python's json.load of the same program's calls as Chrome "
+      "trace JSON: %d events in %.2f s, %.2f M events/s (at that rate, "
+      "%.0f s for this trace)" % (k, t, k / t / 1e6, n / (k / t)))
+PY
