@@ -176,7 +176,8 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 			IST_SET(&h, IST_F_ANALYSIS_VERSION);
 			st = ist_writer_header(w, &h, &we);
 		} else {
-			st = ist_writer_write(w, ev, &we);
+			st = ist_writer_write_from(w, ev,
+			    ist_reader_string_ids(r), &we);
 		}
 		if (st != IST_OK)
 			goto wfail;

@@ -158,6 +158,17 @@ int ist_type_of_kind(uint64_t kind); /* -1 if unknown */
  * field it has); valid until the next header. */
 uint32_t ist_reader_track_id(const struct ist_reader *r);
 uint32_t ist_reader_string_id(const struct ist_reader *r, int field);
+/* All of them, by field (IST_NFIELDS; a field's is stale when the event
+ * lacks it). */
+const uint32_t *ist_reader_string_ids(const struct ist_reader *r);
+/*
+ * ist_writer_write, for an event a reader handed on as it is: src[f] is
+ * the reader's id of string field f (ist_reader_string_ids), so that a
+ * string met before is found by its id rather than hashed.  The ids must
+ * name the same strings until the next ist_writer_header.
+ */
+enum ist_status ist_writer_write_from(struct ist_writer *w,
+    const struct ist_event *ev, const uint32_t *src, struct ist_error *err);
 
 void ist_seterr(struct ist_error *err, enum ist_status st, const char *fmt,
     ...) __attribute__((format(printf, 3, 4)));

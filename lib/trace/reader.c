@@ -751,6 +751,12 @@ ist_reader_string_id(const struct ist_reader *r, int field)
 	return r->ev_sid[field];
 }
 
+const uint32_t *
+ist_reader_string_ids(const struct ist_reader *r)
+{
+	return r->ev_sid;
+}
+
 static enum ist_status
 next_record(struct ist_reader *r, const struct ist_event **out,
     struct ist_error *err)

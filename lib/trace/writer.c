@@ -55,6 +55,10 @@ struct ist_writer {
 	uint64_t last_flush_ms;
 	uint32_t since_clock;
 	struct ist_writer_stats st;
+	/* ist_writer_write_from: the source's string ids to ours (0: not
+	 * yet), for this segment */
+	uint32_t *smap;
+	size_t nsmap;
 	/* background: the frame being compressed and written by zt */
 	pthread_t zt;
 	bool zbusy;
@@ -169,6 +173,8 @@ reset_segment(struct ist_writer *w)
 	if (w->ttab)
 		memset(w->ttab, 0, w->ttab_cap * sizeof(*w->ttab));
 	w->ntracks = 0;
+	if (w->nsmap)
+		memset(w->smap, 0, w->nsmap * sizeof(*w->smap));
 }
 
 enum ist_status
@@ -228,6 +234,7 @@ ist_writer_free(struct ist_writer *w)
 	free(w->buf);
 	free(w->out);
 	free(w->ttab);
+	free(w->smap);
 	ist_strtab_release(&w->strs);
 	free(w);
 }
@@ -438,6 +445,33 @@ intern_slow(struct ist_writer *w, struct ist_str s)
 	put_uint(w, id);
 	put_text(w, s.p, s.n);
 	w->st.records++;
+	return id;
+}
+
+/* s, which the source calls id k (0: no id): by k when met before. */
+static inline uint32_t
+intern_from(struct ist_writer *w, struct ist_str s, uint32_t k)
+{
+	uint32_t id;
+
+	if (k == 0)
+		return intern(w, s);
+	if (k < w->nsmap && w->smap[k])
+		return w->smap[k];
+	if ((id = intern(w, s)) == 0)
+		return 0;
+	if (k >= w->nsmap) {
+		size_t n = w->nsmap ? w->nsmap : 1024;
+		uint32_t *m;
+		while (n <= k)
+			n *= 2;
+		if ((m = realloc(w->smap, n * sizeof(*m))) == NULL)
+			return id;      /* not remembered: hashed next time */
+		memset(m + w->nsmap, 0, (n - w->nsmap) * sizeof(*m));
+		w->smap = m;
+		w->nsmap = n;
+	}
+	w->smap[k] = id;
 	return id;
 }
 
@@ -709,8 +743,8 @@ written(struct ist_writer *w, struct ist_error *err)
  */
 static enum ist_status
 prepare(struct ist_writer *w, const struct ist_plan *pl,
-    const struct ist_event *ev, uint32_t *sid, int *last, size_t *need,
-    struct ist_error *err)
+    const struct ist_event *ev, const uint32_t *src, uint32_t *sid,
+    int *last, size_t *need, struct ist_error *err)
 {
 	enum ist_status st;
 
@@ -728,7 +762,8 @@ prepare(struct ist_writer *w, const struct ist_plan *pl,
 				    sv.n);
 				return IST_ELIMIT;
 			}
-			if ((sid[fs->id] = intern(w, sv)) == 0)
+			if ((sid[fs->id] = src ? intern_from(w, sv,
+			    src[fs->id]) : intern(w, sv)) == 0)
 				return fail(w, err);
 		} else if (fs->ft == FT_VALUE || fs->ft == FT_OBJECT) {
 			struct ist_blob b = blob_field(ev, fs->id);
@@ -807,6 +842,13 @@ enum ist_status
 ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
     struct ist_error *err)
 {
+	return ist_writer_write_from(w, ev, NULL, err);
+}
+
+enum ist_status
+ist_writer_write_from(struct ist_writer *w, const struct ist_event *ev,
+    const uint32_t *src, struct ist_error *err)
+{
 	const struct ist_typespec *ts;
 	const struct ist_plan *pl;
 	uint32_t sid[IST_NFIELDS];
@@ -828,7 +870,7 @@ ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
 	pl = &ist_plans[ev->type];
 	if ((ev->has & pl->req) != pl->req)
 		return lacks_required(ts, ev, err);
-	if ((st = prepare(w, pl, ev, sid, &last, &need, err)) != IST_OK)
+	if ((st = prepare(w, pl, ev, src, sid, &last, &need, err)) != IST_OK)
 		return st;
 	if (need > IST_MAX_RECORD) {
 		/* with the frame it joins and its strings, it would make a

@@ -315,6 +315,63 @@ test_writer_background(void)
 	ist_buf_release(&b.b);
 }
 
+/* n events named as write_sample names them, by ist_writer_write_from
+ * with the source ids a reader would give (shift: which id each name
+ * has, as another segment numbers them) */
+static void
+write_sample_from(struct ist_writer *w, int n, int shift)
+{
+	struct ist_error e;
+	struct ist_event ev;
+	uint32_t src[IST_NFIELDS] = { 0 };
+	char name[32];
+
+	for (int i = 0; i < n; i++) {
+		ist_event_init(&ev, IST_CPU_CALL);
+		ev.pid = 10;
+		ev.tid = 10 + i % 3;
+		snprintf(name, sizeof(name), "fn_%d", i % 17);
+		ev.name = S(name);
+		src[IST_F_NAME] = (uint32_t)((i + shift) % 17) + 1;
+		ev.start_ns = 1000000 + i * 1000;
+		ev.end_ns = ev.start_ns + 500 + i;
+		SET(&ev, PID); SET(&ev, TID); SET(&ev, NAME);
+		SET(&ev, START); SET(&ev, END);
+		if (ist_writer_write_from(w, &ev, src, &e) != IST_OK)
+			abort();
+	}
+}
+
+/* Strings found by the source's ids write the bytes hashing them does,
+ * and a header starts the ids anew. */
+static void
+test_writer_from(void)
+{
+	struct mem a = { 0 }, b = { 0 };
+	struct ist_writer *w;
+	struct ist_error e;
+	struct ist_event h;
+
+	ist_event_init(&h, IST_HEADER);
+	ist_writer_new(&w, sink, &a, NULL, &e);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 500);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 500);
+	ist_writer_close(w, &e);
+	ist_writer_new(&w, sink, &b, NULL, &e);
+	ist_writer_header(w, &h, &e);
+	write_sample_from(w, 500, 0);
+	ist_writer_header(w, &h, &e);
+	write_sample_from(w, 500, 5);    /* id 1 now names fn_12 */
+	ist_writer_close(w, &e);
+	ok(a.b.n == b.b.n && memcmp(a.b.p, b.b.p, a.b.n) == 0,
+	    "strings by the source's ids: the same bytes, ids renewed at a "
+	    "header");
+	ist_buf_release(&a.b);
+	ist_buf_release(&b.b);
+}
+
 static void
 test_concat(void)
 {
@@ -846,6 +903,7 @@ main(void)
 	test_concat();
 	test_writer_errors();
 	test_writer_background();
+	test_writer_from();
 	test_reader_where();
 	test_many_names();
 	test_writer_timed();
