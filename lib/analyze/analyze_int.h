@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -350,7 +351,14 @@ int an_cpu_credit(struct ist_analyzer *a, struct thr *t, int64_t s,
     int64_t e);
 int an_copy_op(struct ist_analyzer *a, const struct ist_event *ev);
 /* Names of CUDA calls and Python functions (host.c) */
-bool an_name_is(const struct ist_event *ev, const char *s);
+/* inline: a literal's length is known where it is called */
+static inline bool
+an_name_is(const struct ist_event *ev, const char *s)
+{
+	size_t n = strlen(s);
+
+	return ev->name.n == n && memcmp(ev->name.p, s, n) == 0;
+}
 bool an_name_has(const struct ist_event *ev, const char *s);
 /* A launch, copy or memset call: one that starts GPU work */
 bool an_is_launch(const struct ist_event *ev);

@@ -15,13 +15,6 @@
 
 /* ---- per record kind ---- */
 
-bool
-an_name_is(const struct ist_event *ev, const char *s)
-{
-	size_t n = strlen(s);
-	return ev->name.n == n && memcmp(ev->name.p, s, n) == 0;
-}
-
 static bool
 name_starts(const struct ist_event *ev, const char *s)
 {

@@ -151,14 +151,19 @@ struct stepwork {
 static bool
 is_wait(const struct ist_event *ev)
 {
-	static const char *const w[] = { "time.sleep", "select.select",
-	    "select.poll.poll", "select.epoll.poll", "_thread.lock.acquire",
-	    "_thread.RLock.acquire", "posix.waitpid", "posix.read",
-	    "_socket.socket.recv", "_socket.socket.recv_into",
-	    "_socket.socket.accept" };
+#define W(s) { s, sizeof(s) - 1 }
+	static const struct { const char *s; size_t n; } w[] = {
+	    W("time.sleep"), W("select.select"), W("select.poll.poll"),
+	    W("select.epoll.poll"), W("_thread.lock.acquire"),
+	    W("_thread.RLock.acquire"), W("posix.waitpid"), W("posix.read"),
+	    W("_socket.socket.recv"), W("_socket.socket.recv_into"),
+	    W("_socket.socket.accept") };
+#undef W
 
+	/* lengths first: most names match none of them */
 	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++)
-		if (an_name_is(ev, w[i]))
+		if (ev->name.n == w[i].n && memcmp(ev->name.p, w[i].s,
+		    w[i].n) == 0)
 			return true;
 	return false;
 }
