@@ -36,19 +36,27 @@ struct thr *
 an_thread_of(struct ist_analyzer *a, int64_t pid, int64_t tid)
 {
 	bool found;
-	uint64_t key = (uint64_t)pid << 32 ^ (uint64_t)tid;
-	uint32_t *v = an_u64map_slot(&a->thrmap, key, &found);
+	uint64_t key;
+	uint32_t *v;
 	struct thr *t;
 
-	if (v == NULL)
+	/* consecutive events are mostly one thread's */
+	if (a->thr_last < a->nthr && a->thr[a->thr_last].pid == pid &&
+	    a->thr[a->thr_last].tid == tid)
+		return &a->thr[a->thr_last];
+	key = (uint64_t)pid << 32 ^ (uint64_t)tid;
+	if ((v = an_u64map_slot(&a->thrmap, key, &found)) == NULL)
 		return NULL;
-	if (found)
+	if (found) {
+		a->thr_last = *v - 1;
 		return &a->thr[*v - 1];
+	}
 	if ((t = an_push((void **)&a->thr, &a->nthr, &a->capthr,
 	    sizeof(*t))) == NULL)
 		return NULL;
 	a->thrmap.n++;
 	*v = a->nthr;
+	a->thr_last = a->nthr - 1;
 	t->pid = pid;
 	t->tid = tid;
 	t->last_t = INT64_MIN;

@@ -250,6 +250,7 @@ struct ist_analyzer {
 	size_t nsid;
 	struct thr *thr;
 	uint32_t nthr, capthr;
+	uint32_t thr_last;       /* the thread an_thread_of found last */
 	struct u64map thrmap;
 	struct proc *proc;
 	uint32_t nproc, capproc;
