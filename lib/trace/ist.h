@@ -197,7 +197,9 @@ struct ist_writer_opts {
 	                            * thread while the next one fills (the
 	                            * same bytes; the sink must take calls
 	                            * from that thread; a write error is told
-	                            * by the next flush or close) */
+	                            * by the next flush or close; raw_bytes and
+	                            * out_bytes count a frame once the next
+	                            * flush or close has waited for it) */
 };
 
 struct ist_writer;
