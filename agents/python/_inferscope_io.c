@@ -606,20 +606,8 @@ str_code(struct col *c, struct ist_reader *r, const struct ist_event *ev,
 	if ((id = ist_strtab_intern(&c->st, s.p, s.n, NULL)) == 0 ||
 	    id > INT32_MAX)
 		return -1;
-	if (sid) {
-		if (sid >= c->nsid) {
-			size_t nn = c->nsid ? c->nsid : 1024;
-			uint32_t *m;
-			while (nn <= sid)
-				nn *= 2;
-			if ((m = realloc(c->sid_code, nn * sizeof(*m))) == NULL)
-				return -1;
-			memset(m + c->nsid, 0, (nn - c->nsid) * sizeof(*m));
-			c->sid_code = m;
-			c->nsid = nn;
-		}
-		c->sid_code[sid] = id;
-	}
+	if (sid && ist_idmap_put(&c->sid_code, &c->nsid, sid, id) != 0)
+		return -1;
 	*code = (int32_t)id - 1;
 	return 0;
 }

@@ -138,20 +138,9 @@ an_name_id(struct ist_analyzer *a, const struct ist_event *ev,
 		return an_intern(&a->str, s->p, s->n);
 	if (sid < a->nsid && a->sidmap[sid])
 		return (int64_t)a->sidmap[sid] - 1;
-	if ((id = an_intern(&a->str, s->p, s->n)) < 0)
-		return id;
-	if (sid >= a->nsid) {
-		size_t n = a->nsid ? a->nsid : 1024;
-		uint32_t *m;
-		while (n <= sid)
-			n *= 2;
-		if ((m = realloc(a->sidmap, n * sizeof(*m))) == NULL)
-			return id;       /* uncached: hashed again next time */
-		memset(m + a->nsid, 0, (n - a->nsid) * sizeof(*m));
-		a->sidmap = m;
-		a->nsid = n;
-	}
-	a->sidmap[sid] = (uint32_t)id + 1;
+	if ((id = an_intern(&a->str, s->p, s->n)) >= 0)
+		/* out of memory: uncached, hashed again next time */
+		(void)ist_idmap_put(&a->sidmap, &a->nsid, sid, (uint32_t)id + 1);
 	return id;
 }
 

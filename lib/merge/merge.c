@@ -181,25 +181,6 @@ mg_gtrack(struct merger *m, const struct ist_event *ev)
 	return (uint32_t)m->ntrack;
 }
 
-/* A segment's id, looked up in its map to the merge's ids (0: not yet). */
-int
-mg_map_put(uint32_t **map, size_t *n, uint32_t id, uint32_t gid)
-{
-	if (id >= *n) {
-		size_t cap = *n ? *n : 256;
-		uint32_t *nm;
-		while (cap <= id)
-			cap *= 2;
-		if ((nm = realloc(*map, cap * sizeof(*nm))) == NULL)
-			return -1;
-		memset(nm + *n, 0, (cap - *n) * sizeof(*nm));
-		*map = nm;
-		*n = cap;
-	}
-	(*map)[id] = gid;
-	return 0;
-}
-
 /* ---- the passes ---- */
 
 static int64_t

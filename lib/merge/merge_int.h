@@ -138,7 +138,6 @@ struct merger {
 
 uint32_t mg_gstring(struct merger *m, struct ist_str s);
 uint32_t mg_gtrack(struct merger *m, const struct ist_event *ev);
-int mg_map_put(uint32_t **map, size_t *n, uint32_t id, uint32_t gid);
 uint8_t *mg_pack(struct merger *m, const struct ist_reader *r,
     const struct ist_event *cev, uint8_t *p);
 size_t mg_pack_bound(const struct ist_event *cev);

@@ -91,7 +91,7 @@ mg_pack(struct merger *m, const struct ist_reader *r, const struct ist_event *ce
 		uint32_t id = ist_reader_track_id(r), g;
 		if (id >= m->map.ntrk || (g = m->map.trk[id]) == 0) {
 			if ((g = mg_gtrack(m, ev)) == 0 ||
-			    mg_map_put(&m->map.trk, &m->map.ntrk, id, g) != 0)
+			    ist_idmap_put(&m->map.trk, &m->map.ntrk, id, g) != 0)
 				return NULL;
 		}
 		p = put_uv(p, g);
@@ -110,7 +110,7 @@ mg_pack(struct merger *m, const struct ist_reader *r, const struct ist_event *ce
 			uint32_t id = ist_reader_string_id(r, fs->id), g;
 			if (id >= m->map.nstr || (g = m->map.str[id]) == 0) {
 				if ((g = mg_gstring(m, *ist_field_str(ev,
-				    fs->id))) == 0 || mg_map_put(&m->map.str,
+				    fs->id))) == 0 || ist_idmap_put(&m->map.str,
 				    &m->map.nstr, id, g) != 0)
 					return NULL;
 			}

@@ -94,6 +94,10 @@ uint32_t ist_strtab_find(const struct ist_strtab *t, const char *p,
 /* Forgets every string, keeping the memory for the next ones. */
 void ist_strtab_clear(struct ist_strtab *t);
 void ist_strtab_release(struct ist_strtab *t);
+/* (*map)[id] = val in a map of ids from another numbering (a segment's
+ * strings or tracks) to ours, grown, its new slots 0; -1 when out of
+ * memory. */
+int ist_idmap_put(uint32_t **map, size_t *n, uint32_t id, uint32_t val);
 
 static inline const struct ist_strent *
 ist_strtab_get(const struct ist_strtab *t, uint32_t id)

@@ -145,3 +145,21 @@ ist_strtab_release(struct ist_strtab *t)
 	free(t->slot);
 	memset(t, 0, sizeof(*t));
 }
+
+int
+ist_idmap_put(uint32_t **map, size_t *n, uint32_t id, uint32_t val)
+{
+	if (id >= *n) {
+		size_t cap = *n ? *n : 256;
+		uint32_t *nm;
+		while (cap <= id)
+			cap *= 2;
+		if ((nm = realloc(*map, cap * sizeof(*nm))) == NULL)
+			return -1;
+		memset(nm + *n, 0, (cap - *n) * sizeof(*nm));
+		*map = nm;
+		*n = cap;
+	}
+	(*map)[id] = val;
+	return 0;
+}

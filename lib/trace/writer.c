@@ -458,20 +458,9 @@ intern_from(struct ist_writer *w, struct ist_str s, uint32_t k)
 		return intern(w, s);
 	if (k < w->nsmap && w->smap[k])
 		return w->smap[k];
-	if ((id = intern(w, s)) == 0)
-		return 0;
-	if (k >= w->nsmap) {
-		size_t n = w->nsmap ? w->nsmap : 1024;
-		uint32_t *m;
-		while (n <= k)
-			n *= 2;
-		if ((m = realloc(w->smap, n * sizeof(*m))) == NULL)
-			return id;      /* not remembered: hashed next time */
-		memset(m + w->nsmap, 0, (n - w->nsmap) * sizeof(*m));
-		w->smap = m;
-		w->nsmap = n;
-	}
-	w->smap[k] = id;
+	if ((id = intern(w, s)) != 0)
+		/* out of memory: not remembered, hashed next time */
+		(void)ist_idmap_put(&w->smap, &w->nsmap, k, id);
 	return id;
 }
 

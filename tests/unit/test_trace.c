@@ -82,11 +82,15 @@ S(const char *s)
 
 #define SET(ev, f) IST_SET(ev, IST_F_##f)
 
+/* n events, by ist_writer_write; or, shift >= 0, by ist_writer_write_from
+ * with the source ids a reader would give (shift: which id each name has,
+ * as another segment numbers them) */
 static void
-write_sample(struct ist_writer *w, int n)
+write_sample_from(struct ist_writer *w, int n, int shift)
 {
 	struct ist_error e;
 	struct ist_event ev;
+	uint32_t src[IST_NFIELDS] = { 0 };
 	char name[32];
 
 	for (int i = 0; i < n; i++) {
@@ -95,13 +99,21 @@ write_sample(struct ist_writer *w, int n)
 		ev.tid = 10 + i % 3;
 		snprintf(name, sizeof(name), "fn_%d", i % 17);
 		ev.name = S(name);
+		src[IST_F_NAME] = (uint32_t)((i + shift) % 17) + 1;
 		ev.start_ns = 1000000 + i * 1000;
 		ev.end_ns = ev.start_ns + 500 + i;
 		SET(&ev, PID); SET(&ev, TID); SET(&ev, NAME);
 		SET(&ev, START); SET(&ev, END);
-		if (ist_writer_write(w, &ev, &e) != IST_OK)
+		if ((shift < 0 ? ist_writer_write(w, &ev, &e) :
+		    ist_writer_write_from(w, &ev, src, &e)) != IST_OK)
 			abort();
 	}
+}
+
+static void
+write_sample(struct ist_writer *w, int n)
+{
+	write_sample_from(w, n, -1);
 }
 
 static void
@@ -315,32 +327,6 @@ test_writer_background(void)
 	ist_buf_release(&b.b);
 }
 
-/* n events named as write_sample names them, by ist_writer_write_from
- * with the source ids a reader would give (shift: which id each name
- * has, as another segment numbers them) */
-static void
-write_sample_from(struct ist_writer *w, int n, int shift)
-{
-	struct ist_error e;
-	struct ist_event ev;
-	uint32_t src[IST_NFIELDS] = { 0 };
-	char name[32];
-
-	for (int i = 0; i < n; i++) {
-		ist_event_init(&ev, IST_CPU_CALL);
-		ev.pid = 10;
-		ev.tid = 10 + i % 3;
-		snprintf(name, sizeof(name), "fn_%d", i % 17);
-		ev.name = S(name);
-		src[IST_F_NAME] = (uint32_t)((i + shift) % 17) + 1;
-		ev.start_ns = 1000000 + i * 1000;
-		ev.end_ns = ev.start_ns + 500 + i;
-		SET(&ev, PID); SET(&ev, TID); SET(&ev, NAME);
-		SET(&ev, START); SET(&ev, END);
-		if (ist_writer_write_from(w, &ev, src, &e) != IST_OK)
-			abort();
-	}
-}
 
 /* Strings found by the source's ids write the bytes hashing them does,
  * and a header starts the ids anew. */
