@@ -20,6 +20,18 @@
 
 /* ---- runs: sorted, [u32 len][i64 key][packed] records, zstd ---- */
 
+/* A run's record: [u32 len][i64 key][len bytes packed]; spilled runs and
+ * the final merge's batches hold the same. */
+#define REC_HEAD 12
+
+static inline void
+rec_put(uint8_t *p, int64_t key, const uint8_t *rec, uint32_t len)
+{
+	memcpy(p, &len, 4);
+	memcpy(p + 4, &key, 8);
+	memcpy(p + REC_HEAD, rec, len);
+}
+
 /* a run reader's buffers: small, fan-in of them are read at once */
 #define RUN_IN (32u << 10)
 #define RUN_OUT (64u << 10)
@@ -107,7 +119,7 @@ nomem:
 static int
 rw_put(struct rwriter *w, int64_t key, const uint8_t *rec, uint32_t len)
 {
-	size_t need = 12 + (size_t)len;
+	size_t need = REC_HEAD + (size_t)len;
 
 	if (w->e)
 		return w->e;
@@ -121,9 +133,7 @@ rw_put(struct rwriter *w, int64_t key, const uint8_t *rec, uint32_t len)
 		w->stage = ns;
 		w->scap = need;
 	}
-	memcpy(w->stage + w->sn, &len, 4);
-	memcpy(w->stage + w->sn + 4, &key, 8);
-	memcpy(w->stage + w->sn + 12, rec, len);
+	rec_put(w->stage + w->sn, key, rec, len);
 	w->sn += need;
 	return 0;
 }
@@ -229,7 +239,7 @@ feed_put(void *ctx, const struct run *r, struct ist_error *err)
 {
 	struct feed *f = ctx;
 	struct fbatch *b = &f->b[f->fill];
-	size_t need = 12 + r->rec_n;
+	size_t need = REC_HEAD + r->rec_n;
 	uint32_t len = (uint32_t)r->rec_n;
 
 	if (b->cap - b->n < need) {
@@ -244,9 +254,7 @@ feed_put(void *ctx, const struct run *r, struct ist_error *err)
 		b->p = np;
 		b->cap = cap;
 	}
-	memcpy(b->p + b->n, &len, 4);
-	memcpy(b->p + b->n + 4, &r->key, 8);
-	memcpy(b->p + b->n + 12, r->rec, r->rec_n);
+	rec_put(b->p + b->n, r->key, r->rec, len);
 	b->n += need;
 	if (b->n < FEED_BATCH)
 		return IST_OK;
@@ -314,9 +322,9 @@ mg_runs_merge_fed(struct run *runs, size_t k, mg_put_fn put, void *ctx,
 			uint32_t len;
 			memcpy(&len, b->p + at, 4);
 			memcpy(&one.key, b->p + at + 4, 8);
-			one.rec = b->p + at + 12;
+			one.rec = b->p + at + REC_HEAD;
 			one.rec_n = len;
-			at += 12 + (size_t)len;
+			at += REC_HEAD + (size_t)len;
 			st = put(ctx, &one, err);
 		}
 		pthread_mutex_lock(&f.mu);
@@ -473,18 +481,18 @@ mg_run_next(struct run *r)
 
 	for (;;) {
 		size_t avail = r->out_n - r->out_pos;
-		if (avail >= 12) {
+		if (avail >= REC_HEAD) {
 			memcpy(&len, r->out + r->out_pos, 4);
-			if (avail >= 12 + (size_t)len) {
+			if (avail >= REC_HEAD + (size_t)len) {
 				memcpy(&r->key, r->out + r->out_pos + 4, 8);
-				r->rec = r->out + r->out_pos + 12;
+				r->rec = r->out + r->out_pos + REC_HEAD;
 				r->rec_n = len;
-				r->out_pos += 12 + len;
+				r->out_pos += REC_HEAD + len;
 				r->idx++;
 				return true;
 			}
-			if (12 + (size_t)len + (16u << 10) > r->out_cap) {
-				size_t cap = 12 + (size_t)len + (32u << 10);
+			if (REC_HEAD + (size_t)len + (16u << 10) > r->out_cap) {
+				size_t cap = REC_HEAD + (size_t)len + (32u << 10);
 				uint8_t *no = realloc(r->out, cap);
 				if (no == NULL)
 					return !(r->bad = true);
