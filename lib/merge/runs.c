@@ -398,12 +398,11 @@ merge_tail(struct merger *m, size_t k, struct ist_error *err)
  * spill, fan-in runs of one level become one of the next, so that the
  * runs (and the files held open) stay about fan-in per level, a few
  * levels for any size; before the last merge, the tail is merged until
- * fan-in runs are left.
+ * f runs are left (f: the fan-in, less what the last merge adds).
  */
 static enum ist_status
-tiers(struct merger *m, bool last, struct ist_error *err)
+tiers(struct merger *m, size_t f, bool last, struct ist_error *err)
 {
-	size_t f = m->fanin;
 	enum ist_status st = IST_OK;
 
 	while (st == IST_OK && m->nruns >= f &&
@@ -438,7 +437,7 @@ mg_spill(struct merger *m, const struct sortbuf *b, struct ist_error *err)
 	}
 	if ((st = rw_close(m, &w, err)) != IST_OK)
 		return st;
-	return tiers(m, false, err);
+	return tiers(m, m->fanin, false, err);
 }
 
 /* Merges runs until at most fan-in minus room are left (room: for runs
@@ -447,12 +446,8 @@ enum ist_status
 mg_runs_final(struct merger *m, size_t room, struct ist_error *err)
 {
 	size_t f = m->fanin;
-	enum ist_status st;
 
-	m->fanin = f > room + 1 ? f - room : 2;
-	st = tiers(m, true, err);
-	m->fanin = f;
-	return st;
+	return tiers(m, f > room + 1 ? f - room : 2, true, err);
 }
 
 /* A run reader's memory: zstd's context (about 40 KiB) and window (the
