@@ -65,6 +65,36 @@ setup() {
 is-report: warning: '<stdin>' ends without the analysis its header promises: the export has no verdict"
 }
 
+@test "the analysis is-analyze wrote is read without decoding the events before it; one another writer put elsewhere is still found" {
+	[ -z "${IST_SANITIZE:-}" ] || skip "instructions are counted with callgrind, which ASan does not mix with"
+	is-record -o "$T/r.ist" -- /usr/bin/python3 -c '
+def f(n): return n if n < 2 else f(n - 1) + f(n - 2)
+f(22)'
+	is-merge "$T/r.ist" | is-analyze -o "$T/a.ist"
+	# is-analyze's analysis starts a frame of its own
+	assert_equal "$(is-info --json "$T/a.ist" | jq .frames)" \
+	    "$(is-cat "$T/a.ist" | head -n -1 | is-cat --encode | is-info --json - | jq '.frames + 1')"
+	# the same records in one frame, the analysis after the events
+	is-cat "$T/a.ist" | is-cat --encode -o "$T/b.ist"
+	assert_equal "$(is-info --json "$T/b.ist" | jq .frames)" 1
+	is-report -o "$T/a.md" "$T/a.ist"
+	is-report -o "$T/b.md" "$T/b.ist"
+	cmp "$T/a.md" "$T/b.md"
+	grep -q '^\*\*Verdict: ' "$T/a.md"
+	# instructions, which load does not change: skimming the frames
+	# (decompressed, their first records looked at) costs a fraction of
+	# reading the events, which the second trace needs
+	icount() {
+		valgrind --tool=callgrind --callgrind-out-file="$T/cg" \
+		    is-report -o /dev/null "$1" 2>&1 |
+		    sed -n 's/.*Collected : \([0-9]*\)$/\1/p'
+	}
+	a=$(icount "$T/a.ist")
+	b=$(icount "$T/b.ist")
+	echo "instructions: $a skimming, $b reading whole"
+	[ "$a" -gt 0 ] && [ $((a * 3)) -lt "$b" ]
+}
+
 @test "a pipe is kept for a second reading (an analysis cut off its end, the steps of one made here), never for the Perfetto export" {
 	# strace -y names each descriptor: the kept copy is an unlinked file
 	kept() {

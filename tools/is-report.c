@@ -316,7 +316,7 @@ main(int argc, char **argv)
 	if (ist_reader_new(&r, tool_spool_source, &sp, a.path, &e) != IST_OK)
 		errx(1, "%s", e.msg);
 	ro = (struct ist_report_opts){ .format = a.fmt, .rules = rules,
-	    .again = &again };
+	    .again = &again, .skim = true };
 	/* the terminal report fits the terminal it goes to */
 	ro.text.width = columns_of(a.outpath ? -1 : STDOUT_FILENO);
 	ro.text.color = colour_on(a.color, a.outpath ? -1 : STDOUT_FILENO);
@@ -328,16 +328,23 @@ main(int argc, char **argv)
 	ro.progress = foresee_size;
 	ro.progress_ctx = &fs;
 	st = ist_report_trace(r, &ro, out.fd, &res, &e);
-	if (!res.wrote && res.analysis_missing && (sp2.in =
-	    tool_spool_again(&sp)) >= 0) {
-		/* is-analyze's analysis was cut off: make one here */
+	while (!res.wrote && res.analysis_missing && !ro.analyse) {
+		/* not at a frame's start: read it whole; not there either
+		 * (is-analyze's analysis was cut off): make one here */
+		if (sp2.in >= 0)
+			close(sp2.in);
+		if ((sp2.in = tool_spool_again(&sp)) < 0)
+			break;
 		ist_reader_free(r);
 		sp2.keep = -1;
 		sp2.start = -1;
 		if (ist_reader_new(&r, tool_spool_source, &sp2, a.path, &e) !=
 		    IST_OK)
 			errx(1, "%s", e.msg);
-		ro.analyse = true;
+		if (res.skimmed)
+			ro.skim = false;
+		else
+			ro.analyse = true;
 		st = ist_report_trace(r, &ro, out.fd, &res, &e);
 	}
 	tool_progress_end(&fs.pg);

@@ -63,6 +63,9 @@ ist_write_analysis(struct ist_writer *w, const json_t *an,
 	}
 	st = ist_json_text_to_cbor(text, strlen(text), &cbor, err);
 	free(text);
+	/* first in a frame of its own, where a skimming reader looks */
+	if (st == IST_OK)
+		st = ist_writer_flush(w, err);
 	if (st == IST_OK) {
 		ist_event_init(&ev, IST_ANALYSIS);
 		ev.data = (struct ist_blob){ (const uint8_t *)cbor.p, cbor.n };

@@ -106,6 +106,11 @@ struct ist_report_opts {
 	const struct ist_rules *rules;
 	const struct ist_again *again;   /* the steps' second reading, or NULL */
 	bool analyse;        /* analyse even a trace that carries its own */
+	/* a report that needs only the analysis a header promises looks for
+	 * it at frame starts only (ist_reader_skim), where is-analyze puts it;
+	 * res->skimmed says so, and a second reading without it may find an
+	 * analysis another writer put elsewhere */
+	bool skim;
 	/* called at the first header with whether it promises an analysis
 	 * (is-report keeps a pipe's bytes for a second reading only then) */
 	void (*on_header)(void *ctx, bool promised);
@@ -115,6 +120,7 @@ struct ist_report_result {
 	bool wrote;
 	bool from_trace;     /* the analysis was the trace's own */
 	bool analysis_missing; /* promised by a header, not found */
+	bool skimmed;        /* looked for it by skimming (opts.skim) */
 	json_t *analysis;    /* NULL when nothing was reported */
 };
 enum ist_status ist_report_trace(struct ist_reader *r,

@@ -109,8 +109,14 @@ ist_report_trace(struct ist_reader *r, const struct ist_report_opts *o,
 				    IST_F_ANALYSIS_VERSION));
 		}
 		if (ev->type == IST_HEADER && !o->analyse &&
-		    IST_HAS(ev, IST_F_ANALYSIS_VERSION))
+		    IST_HAS(ev, IST_F_ANALYSIS_VERSION)) {
 			promised = true;
+			/* only the analysis is wanted from here on */
+			if (o->skim && tl == NULL && f != IST_REPORT_PERFETTO) {
+				ist_reader_skim(r, true);
+				res->skimmed = true;
+			}
+		}
 		if (!promised && (st = ist_analyzer_add(a, ev, &e2)) != IST_OK)
 			goto fail;
 		if (tl && ist_timeline_add(tl, ev)) {

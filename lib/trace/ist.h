@@ -247,6 +247,17 @@ enum ist_status ist_reader_new(struct ist_reader **out, ist_source_fn src,
 enum ist_status ist_reader_next(struct ist_reader *r,
     const struct ist_event **ev, struct ist_error *err);
 void ist_reader_free(struct ist_reader *r);
+/*
+ * Skimming, for a reader that wants only a segment's analysis: of each
+ * frame, only its first record is looked at, and returned when it is a
+ * header or an analysis (is-analyze writes the analysis first in a frame
+ * of its own); every other record is passed over undecoded, its strings
+ * and tracks too.  So turn it on at a header only, and off (or keep it on)
+ * at the next.  Frames are still decompressed whole (their checksums
+ * checked), and a cut frame is still said as when it is read.  Stats count
+ * only the records looked at.
+ */
+void ist_reader_skim(struct ist_reader *r, bool on);
 
 struct ist_reader_stats {
 	uint64_t records;        /* CBOR records, strings and tracks included */

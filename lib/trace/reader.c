@@ -38,6 +38,8 @@ struct ist_reader {
 	enum ist_status sticky;
 	struct ist_error sticky_err;
 	bool in_segment;
+	bool skim;              /* only each frame's first record, when it is
+				 * a header or an analysis (ist_reader_skim) */
 	struct tokenizer tz;
 	/* segment */
 	size_t *soff;
@@ -757,6 +759,34 @@ ist_reader_string_ids(const struct ist_reader *r)
 	return r->ev_sid;
 }
 
+void
+ist_reader_skim(struct ist_reader *r, bool on)
+{
+	r->skim = on;
+}
+
+/* Skimming: the rest of the frame is passed over.  A frame the input cut
+ * is still split into its records (not decoded), so that what it lost is
+ * said as when it is read. */
+static enum ist_status
+skip_frame(struct ist_reader *r, struct ist_error *err)
+{
+	size_t used;
+	const char *why;
+
+	if (!r->cut) {
+		r->fpos = r->fn;
+		return IST_OK;
+	}
+	while (r->fpos < r->fn && ist_tokenize(&r->tz, false, r->fbuf +
+	    r->fpos, r->fn - r->fpos, &used, &why) == IST_OK) {
+		r->fpos += used;
+		r->frame_records++;
+		r->st.records++;
+	}
+	return cut_frame(r, err);
+}
+
 static enum ist_status
 next_record(struct ist_reader *r, const struct ist_event **out,
     struct ist_error *err)
@@ -794,8 +824,13 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 			if (st != IST_OK)
 				return st;
 		}
-		r->st.records++;
 		first = r->frame_start;
+		if (r->skim && !first) {
+			if ((st = skip_frame(r, err)) != IST_OK)
+				return st;
+			continue;
+		}
+		r->st.records++;
 		r->frame_start = false;
 		st = ist_tokenize(&r->tz, true, r->fbuf + r->fpos, r->fn - r->fpos,
 		    &used, &why);
@@ -837,6 +872,14 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 			    "record is not an array with a kind");
 		}
 		kind = tk[1].v;
+		if (r->skim && kind != (uint64_t)ist_types[IST_ANALYSIS].kind) {
+			r->st.records--;
+			r->frame_records--;
+			r->frame_start = true;  /* skip_frame sees it whole */
+			if ((st = skip_frame(r, err)) != IST_OK)
+				return st;
+			continue;
+		}
 		if (kind == K_STRING)
 			st = def_string(r, tk, nt, err);
 		else if (kind == K_TRACK)

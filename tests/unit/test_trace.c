@@ -878,6 +878,89 @@ test_plans(void)
 	    "payload: kind, track and times (range 4, instant 3, none 2)");
 }
 
+/* Reads p[0..n) skimming from the start: each record's kind in kinds, and
+ * the final status and message. */
+static enum ist_status
+skim(const char *p, size_t n, bool on, struct ist_buf *kinds,
+    struct ist_error *e, struct ist_reader_stats *rs)
+{
+	struct src s = { p, n, 0, 0 };
+	struct ist_reader *r;
+	const struct ist_event *ev;
+	enum ist_status st;
+
+	if (ist_reader_new(&r, source, &s, "mem", e) != IST_OK)
+		abort();
+	ist_reader_skim(r, on);
+	while ((st = ist_reader_next(r, &ev, e)) == IST_OK)
+		ist_buf_printf(kinds, "%c", ev->type == IST_HEADER ? 'H' :
+		    ev->type == IST_ANALYSIS ? 'A' : 'e');
+	ist_reader_stats(r, rs);
+	ist_reader_free(r);
+	return st;
+}
+
+/*
+ * Skimming returns the headers and the analyses that start a frame, and
+ * passes over the rest; a cut trace is said as when it is read whole.
+ */
+static void
+test_skim(void)
+{
+	struct mem m = { 0 };
+	struct ist_writer *w;
+	struct ist_writer_opts o = { .frame_bytes = 300 };
+	struct ist_error e;
+	struct ist_event h, an;
+	struct ist_buf k = { 0 };
+	struct ist_reader_stats rs;
+	enum ist_status st;
+	int bad = 0;
+
+	ist_writer_new(&w, sink, &m, &o, &e);
+	ist_event_init(&h, IST_HEADER);
+	ist_event_init(&an, IST_ANALYSIS);
+	an.data = (struct ist_blob){ (const uint8_t *)"\xa0", 1 };
+	IST_SET(&an, IST_F_DATA);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 200);
+	ist_writer_flush(w, &e);
+	ist_writer_write(w, &an, &e);       /* first in its frame: found */
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 5);
+	ist_writer_write(w, &an, &e);       /* after events: passed over */
+	ist_writer_close(w, &e);
+	st = skim(m.b.p, m.b.n, true, &k, &e, &rs);
+	ok(st == IST_END && k.n == 3 && memcmp(k.p, "HAH", 3) == 0 &&
+	    rs.records == 3 && rs.segments == 2 && rs.frames == (uint64_t)m.nframes,
+	    "skimming: the headers and the analysis at a frame's start "
+	    "(%.*s, %llu records, %llu of %d frames)", (int)k.n, k.p,
+	    (unsigned long long)rs.records, (unsigned long long)rs.frames,
+	    m.nframes);
+	k.n = 0;
+	st = skim(m.b.p, m.b.n, false, &k, &e, &rs);
+	ok(st == IST_END && k.n == 209 && k.p[201] == 'A' && k.p[208] == 'A',
+	    "read whole: every record (%zu)", k.n);
+	/* cut anywhere: the same status and message as reading it whole */
+	for (size_t cut = 1; cut < m.b.n; cut++) {
+		struct ist_error e1 = { 0 }, e2 = { 0 };
+		struct ist_reader_stats r1, r2;
+		enum ist_status s1, s2;
+
+		k.n = 0;
+		s1 = skim(m.b.p, cut, true, &k, &e1, &r1);
+		s2 = skim(m.b.p, cut, false, &k, &e2, &r2);
+		if ((s1 != s2 || strcmp(e1.msg, e2.msg) != 0 ||
+		    r1.truncated_bytes != r2.truncated_bytes ||
+		    r1.truncated_kept != r2.truncated_kept) && bad++ == 0)
+			printf("# cut %zu: %d '%s' skimming, %d '%s' whole\n",
+			    cut, s1, e1.msg, s2, e2.msg);
+	}
+	ok(bad == 0, "every cut: skimming says what reading whole says");
+	ist_buf_release(&k);
+	ist_buf_release(&m.b);
+}
+
 int
 main(void)
 {
@@ -887,6 +970,7 @@ main(void)
 	test_fields();
 	test_chunks_and_truncation();
 	test_concat();
+	test_skim();
 	test_writer_errors();
 	test_writer_background();
 	test_writer_from();
