@@ -496,3 +496,56 @@ PY
 	run jq -c '[.functions[] | [.name, .count]] | sort' "$T/a.json"
 	assert_output '[["alpha",2],["beta",2]]'
 }
+
+@test "the trace out is the trace in, frame for frame, with the header's promise and one analysis at the end; on damaged input, what was read" {
+	# records: is-cat's lines without the analyses, the header's promise
+	# and minor version (is-analyze writes its own)
+	recs() {
+		is-cat "$1" 2>/dev/null | grep -v '^{"type":"analysis"' |
+		    sed 's/,"analysis_version":1}$/}/; s/"version":\[1,[0-9]*\]/"version":[1]/'
+	}
+	is-record -o "$T/r.ist" -- /usr/bin/python3 -c '
+import json
+def f(n): return n if n < 2 else f(n - 1) + f(n - 2)
+for i in range(40): f(12); json.dumps({"i": i})'
+	# small frames, so that there are many
+	is-merge "$T/r.ist" | is-cat | is-cat --encode --frame-bytes 30000 \
+	    -o "$T/m.ist"
+	is-analyze -o "$T/a.ist" "$T/m.ist"
+	assert_equal "$(recs "$T/a.ist")" "$(recs "$T/m.ist")"
+	is-cat "$T/a.ist" | head -1 | jq -e '.analysis_version == 1'
+	is-cat "$T/a.ist" | tail -1 | jq -e '.type == "analysis"'
+	# each frame of the input is a frame of the output, the analysis one
+	# more (the frames are copied: their records are not encoded again)
+	frames=$(is-info --json "$T/m.ist" | jq .frames)
+	[ "$frames" -gt 5 ]
+	assert_equal "$(is-info --json "$T/a.ist" | jq .frames)" $((frames + 1))
+	# analysed again: the old analysis is dropped, the new one the only one
+	is-analyze -o "$T/a2.ist" "$T/a.ist"
+	assert_equal "$(is-cat "$T/a2.ist" | grep -c '^{"type":"analysis"')" 1
+	assert_equal "$(recs "$T/a2.ist")" "$(recs "$T/m.ist")"
+	# two segments, each analysis in the middle of its frame
+	{ is-cat "$T/a.ist"; is-cat "$T/a.ist"; } | is-cat --encode -o "$T/two.ist"
+	is-analyze -o "$T/a3.ist" "$T/two.ist"
+	assert_equal "$(recs "$T/a3.ist")" "$(recs "$T/two.ist")"
+	assert_equal "$(is-cat "$T/a3.ist" | grep -c '^{"type":"analysis"')" 1
+	# --summary keeps only the processes, threads, devices and losses
+	is-analyze --summary -o "$T/s.ist" "$T/m.ist"
+	assert_equal "$(is-cat "$T/s.ist" | jq -r .type | sort -u | tr '\n' ' ')" \
+	    "analysis header process thread "
+	# cut inputs, and every invalid vector: what is-cat reads of them
+	for cut in 5000 20000 40000 $(($(stat -c %s "$T/m.ist") - 100)); do
+		head -c $cut "$T/m.ist" > "$T/cut.ist"
+		run -1 is-analyze -o "$T/c.ist" "$T/cut.ist"
+		assert_equal "$(recs "$T/c.ist")" "$(recs "$T/cut.ist")"
+		[ ! -e "$T/c.ist" ] || is-cat "$T/c.ist" > /dev/null
+	done
+	for f in "$VEC"/invalid/*.ist; do
+		rm -f "$T/c.ist"
+		is-analyze -o "$T/c.ist" "$f" 2>/dev/null || true
+		assert_equal "$(recs "$T/c.ist")" "$(recs "$f")"
+		# the records the error stopped at are not copied: it reads clean
+		[ ! -s "$T/c.ist" ] || is-cat "$T/c.ist" > /dev/null ||
+		    fail "$f: the trace out does not read clean"
+	done
+}

@@ -135,6 +135,88 @@ kept_in_summary(enum ist_type t)
 	    t == IST_DEVICE || t == IST_LOSS;
 }
 
+/*
+ * The trace out, but for --summary: each frame's records go out as they
+ * came (ist_writer_raw_frame), not decoded and encoded again, but for its
+ * header, written anew with the promise of an analysis, and any earlier
+ * analysis, dropped.  A frame is handed over as the reader leaves it.
+ */
+struct through {
+	struct ist_writer *w;
+	struct ist_event h;     /* the frame's header, with the promise */
+	size_t hdr_len;         /* its bytes at the frame's start; 0: none */
+	size_t (*drop)[2];      /* earlier analyses: offset, length */
+	size_t ndrop, dcap;
+	struct ist_buf keep;
+	enum ist_status st;
+	struct ist_error err;
+};
+
+static void
+through_frame(void *ctx, const uint8_t *p, size_t n)
+{
+	struct through *t = ctx;
+	const uint8_t *q = p + t->hdr_len;
+	size_t len = n - t->hdr_len, at = t->hdr_len;
+
+	if (t->st != IST_OK)
+		goto out;
+	if (t->hdr_len && (t->st = ist_writer_header(t->w, &t->h, &t->err)) !=
+	    IST_OK)
+		goto out;
+	if (t->ndrop) {
+		t->keep.n = 0;
+		for (size_t i = 0; i < t->ndrop; i++) {
+			if (ist_buf_append(&t->keep, p + at, t->drop[i][0] - at))
+				goto nomem;
+			at = t->drop[i][0] + t->drop[i][1];
+		}
+		if (ist_buf_append(&t->keep, p + at, n - at))
+			goto nomem;
+		q = (const uint8_t *)t->keep.p;
+		len = t->keep.n;
+	}
+	if (len > 0)
+		t->st = ist_writer_raw_frame(t->w, q, len, &t->err);
+	goto out;
+nomem:
+	t->st = IST_ENOMEM;
+	ist_seterr(&t->err, IST_ENOMEM, "out of memory");
+out:
+	t->hdr_len = 0;
+	t->ndrop = 0;
+}
+
+/* What the frame being read holds that does not go out as it came. */
+static enum ist_status
+through_event(struct through *t, struct ist_reader *r,
+    const struct ist_event *ev)
+{
+	size_t off, len;
+
+	ist_reader_span(r, &off, &len);
+	if (ev->type == IST_HEADER) {
+		t->h = *ev;
+		t->h.analysis_version = IST_ANALYSIS_VERSION;
+		IST_SET(&t->h, IST_F_ANALYSIS_VERSION);
+		t->hdr_len = off + len;
+	} else if (ev->type == IST_ANALYSIS) {
+		if (t->ndrop == t->dcap) {
+			size_t cap = t->dcap ? t->dcap * 2 : 8;
+			void *d = realloc(t->drop, cap * sizeof(*t->drop));
+			if (d == NULL) {
+				ist_seterr(&t->err, IST_ENOMEM, "out of memory");
+				return t->st = IST_ENOMEM;
+			}
+			t->drop = d;
+			t->dcap = cap;
+		}
+		t->drop[t->ndrop][0] = off;
+		t->drop[t->ndrop++][1] = len;
+	}
+	return t->st;
+}
+
 enum ist_status
 ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
     const struct ist_rules *rules, const struct ist_window *window,
@@ -146,6 +228,7 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 	struct ist_error we = { 0 };
 	enum ist_status st, rst;
 	json_t *found = NULL;
+	struct through t = { 0 };
 
 	*out = NULL;
 	if ((st = ist_analyzer_new(&a, rules, err)) != IST_OK)
@@ -153,12 +236,18 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 	ist_analyzer_reader(a, r);
 	if ((st = ist_again_begin(a, again, err)) != IST_OK)
 		goto fail;
+	if (w && !summary) {
+		t.w = w;
+		ist_reader_on_frame(r, through_frame, &t);
+	}
 	if (window && window->at)
 		ist_analyzer_window_at(a, window->from, window->to,
 		    json_incref(window->how));
 	else if (window)
 		ist_analyzer_window(a, window->rel[0], window->rel[1]);
 	while ((rst = ist_reader_next(r, &ev, err)) == IST_OK) {
+		if (t.w && through_event(&t, r, ev) != IST_OK)
+			goto through_fail;
 		if (ev->type == IST_ANALYSIS) {
 			/* kept in case there is nothing to analyse again (a
 			 * --summary trace) */
@@ -168,7 +257,7 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 		}
 		if ((st = ist_analyzer_add(a, ev, err)) != IST_OK)
 			goto fail;
-		if (w == NULL || ev->type == IST_ANALYSIS ||
+		if (w == NULL || t.w || ev->type == IST_ANALYSIS ||
 		    (summary && !kept_in_summary(ev->type)))
 			continue;
 		if (ev->type == IST_HEADER) {
@@ -185,6 +274,9 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 		if (st != IST_OK)
 			goto wfail;
 	}
+	ist_reader_on_frame(r, NULL, NULL);
+	if (t.st != IST_OK)
+		goto through_fail;
 	ist_reader_stats(r, &rs);
 	ist_analyzer_reader(a, NULL);
 	if (rst != IST_END && rst != IST_TRUNCATED)
@@ -200,10 +292,18 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 	}
 	json_decref(found);
 	ist_analyzer_free(a);
+	free(t.drop);
+	ist_buf_release(&t.keep);
 	return rst == IST_END ? IST_OK : rst;
+through_fail:
+	st = t.st;
+	we = t.err;
 wfail:
 	*err = we;
 fail:
+	ist_reader_on_frame(r, NULL, NULL);
+	free(t.drop);
+	ist_buf_release(&t.keep);
 	json_decref(found);
 	json_decref(*out);
 	*out = NULL;

@@ -10,8 +10,10 @@ struct ist_analyzer;
 
 /*
  * Reads r to its end, analysing every record and, when w is given, copying
- * them to w (only headers, processes, threads, devices and loss records
- * with summary; earlier analysis records are dropped); the caller appends
+ * them to w: frame by frame as they came (ist_writer_raw_frame), with each
+ * header written anew with the promise of an analysis; with summary, only
+ * headers, processes, threads, devices and loss records, encoded again.
+ * Earlier analysis records are dropped; the caller appends
  * the new one with ist_write_analysis().  Returns IST_OK, IST_TRUNCATED (a warning in err),
  * or the reader's error; in all three cases *out is the analysis of what
  * was read.  Other errors (writer, memory) leave *out NULL.  window: NULL,

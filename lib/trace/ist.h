@@ -214,6 +214,17 @@ enum ist_status ist_writer_header(struct ist_writer *w,
     const struct ist_event *hdr, struct ist_error *err);
 enum ist_status ist_writer_write(struct ist_writer *w,
     const struct ist_event *ev, struct ist_error *err);
+/*
+ * A frame copied through from another trace: p[0..n) are its whole records
+ * as a reader decompressed them (ist_reader_on_frame), strings and tracks
+ * numbered as its segment numbers them.  They go out as one frame, after
+ * the header when that is all the open frame holds (the copy's time deltas
+ * start at its frame's start).  The segment's strings and tracks are then
+ * not the writer's: until the next header, only records that use none (an
+ * analysis) may be written after it (others: IST_EINVAL).
+ */
+enum ist_status ist_writer_raw_frame(struct ist_writer *w, const void *p,
+    size_t n, struct ist_error *err);
 /* Closes the current frame (if it holds anything) and hands it to the sink. */
 enum ist_status ist_writer_flush(struct ist_writer *w, struct ist_error *err);
 /* Closes the frame if flush_interval_ms has passed since the last one:
@@ -258,6 +269,17 @@ void ist_reader_free(struct ist_reader *r);
  * only the records looked at.
  */
 void ist_reader_skim(struct ist_reader *r, bool on);
+/*
+ * For a reader that copies a trace through (is-analyze's trace out,
+ * ist_writer_raw_frame): fn gets each frame's decompressed bytes as the
+ * reader leaves it, p[0..n) the whole records read from it (up to the
+ * record an error or a cut stopped at), before the next frame's first
+ * record is returned.  ist_reader_span says where the record last
+ * returned lies in them.
+ */
+typedef void (*ist_frame_fn)(void *ctx, const uint8_t *p, size_t n);
+void ist_reader_on_frame(struct ist_reader *r, ist_frame_fn fn, void *ctx);
+void ist_reader_span(const struct ist_reader *r, size_t *off, size_t *len);
 
 struct ist_reader_stats {
 	uint64_t records;        /* CBOR records, strings and tracks included */

@@ -38,6 +38,10 @@ struct ist_reader {
 	enum ist_status sticky;
 	struct ist_error sticky_err;
 	bool in_segment;
+	ist_frame_fn on_frame;  /* called as each frame is left */
+	void *on_frame_ctx;
+	bool frame_left;        /* on_frame has seen the current frame */
+	size_t rec_pos;         /* where the current record starts in fbuf */
 	bool skim;              /* only each frame's first record, when it is
 				 * a header or an analysis (ist_reader_skim) */
 	struct tokenizer tz;
@@ -234,6 +238,16 @@ sniff(struct ist_reader *r, struct ist_error *err)
 	return stick(r, err, IST_ENOTTRACE);
 }
 
+/* The current frame is left: on_frame gets its first n bytes, the whole
+ * records read from it. */
+static void
+leave_frame(struct ist_reader *r, size_t n)
+{
+	if (!r->frame_left && r->on_frame && n > 0)
+		r->on_frame(r->on_frame_ctx, r->fbuf, n);
+	r->frame_left = true;
+}
+
 /*
  * Decompresses the next frame into fbuf.  IST_OK, IST_END at a clean end,
  * IST_TRUNCATED when the input stops inside a frame.
@@ -326,6 +340,7 @@ read_frame(struct ist_reader *r, struct ist_error *err)
 	r->fr_in1 = r->in_off + r->in_pos;
 	r->gen++;
 	r->frame_start = true;
+	r->frame_left = false;
 	r->frame_records = 0;
 	return IST_OK;
 }
@@ -335,6 +350,7 @@ read_frame(struct ist_reader *r, struct ist_error *err)
 static enum ist_status
 cut_frame(struct ist_reader *r, struct ist_error *err)
 {
+	leave_frame(r, r->fpos);
 	r->st.truncated_bytes = r->cut_in;
 	r->st.truncated_kept = r->frame_records;
 	ist_seterr(err, IST_TRUNCATED, "trace '%s' is truncated: its last "
@@ -741,6 +757,20 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
 	return IST_OK;
 }
 
+void
+ist_reader_on_frame(struct ist_reader *r, ist_frame_fn fn, void *ctx)
+{
+	r->on_frame = fn;
+	r->on_frame_ctx = ctx;
+}
+
+void
+ist_reader_span(const struct ist_reader *r, size_t *off, size_t *len)
+{
+	*off = r->rec_pos;
+	*len = r->fpos - r->rec_pos;
+}
+
 uint32_t
 ist_reader_track_id(const struct ist_reader *r)
 {
@@ -813,6 +843,7 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 			if (r->st.frames == 0 && r->st.in_bytes == 0 &&
 			    (st = sniff(r, err)) != IST_OK)
 				return st;
+			leave_frame(r, r->fn);
 			st = read_frame(r, err);
 			if (st == IST_END && r->st.frames == 0) {
 				ist_seterr(err, IST_ENOTTRACE, "'%s' is not an "
@@ -825,6 +856,7 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 				return st;
 		}
 		first = r->frame_start;
+		r->rec_pos = r->fpos;
 		if (r->skim && !first) {
 			if ((st = skip_frame(r, err)) != IST_OK)
 				return st;
@@ -866,11 +898,9 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 			return stick(r, err, IST_ENOTTRACE);
 		}
 		if (tk[0].t != TK_ARRAY || tk[0].v == 0 ||
-		    tk[1].t != TK_UINT) {
-			r->fpos += used;
+		    tk[1].t != TK_UINT)
 			return bad_record(r, err, IST_ECORRUPT,
 			    "record is not an array with a kind");
-		}
 		kind = tk[1].v;
 		if (r->skim && kind != (uint64_t)ist_types[IST_ANALYSIS].kind) {
 			r->st.records--;
@@ -948,6 +978,10 @@ ist_reader_next(struct ist_reader *r, const struct ist_event **out,
 {
 	enum ist_status st = next_record(r, out, err);
 
+	/* an error: the frame is left at the record it stopped at */
+	if (st != IST_OK && st != IST_END && st != IST_TRUNCATED &&
+	    !r->frame_left && r->fn > 0)
+		leave_frame(r, r->rec_pos);
 	if (st != IST_OK && st != IST_END && err)
 		err->where = st == IST_ENOMEM ? IST_AT_SELF : IST_AT_INPUT;
 	return st;

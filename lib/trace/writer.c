@@ -59,6 +59,10 @@ struct ist_writer {
 	 * yet), for this segment */
 	uint32_t *smap;
 	size_t nsmap;
+	size_t hdr_end;         /* the open frame's header ends here (0: none) */
+	bool foreign;           /* a frame was copied in (ist_writer_raw_frame):
+				 * this segment's strings and tracks are not
+				 * ours */
 	/* background: the frame being compressed and written by zt */
 	pthread_t zt;
 	bool zbusy;
@@ -173,6 +177,7 @@ reset_segment(struct ist_writer *w)
 	if (w->ttab)
 		memset(w->ttab, 0, w->ttab_cap * sizeof(*w->ttab));
 	w->ntracks = 0;
+	w->foreign = false;
 	if (w->nsmap)
 		memset(w->smap, 0, w->nsmap * sizeof(*w->smap));
 }
@@ -364,6 +369,7 @@ ist_writer_flush(struct ist_writer *w, struct ist_error *err)
 	}
 	w->st.frames++;
 	w->n = 0;
+	w->hdr_end = 0;
 	w->gen++;
 	if (w->opts.self_contained && w->hdr) {
 		/* the next frame stands alone: header, then its own strings */
@@ -682,6 +688,7 @@ ist_writer_header(struct ist_writer *w, const struct ist_event *hdr,
 	}
 	w->st.records++;
 	w->have_header = true;
+	w->hdr_end = w->n;
 	if (w->opts.self_contained) {
 		uint8_t *h = realloc(w->hdr, w->n);
 		if (h == NULL)
@@ -827,6 +834,48 @@ lacks_required(const struct ist_typespec *ts, const struct ist_event *ev,
 	return IST_EINVAL;
 }
 
+/* After a frame copied in: a record that would define a string or a
+ * track in our numbering, which is not the segment's, is refused. */
+static enum ist_status
+tables_foreign(const struct ist_typespec *ts, const struct ist_event *ev,
+    struct ist_error *err)
+{
+	bool uses = ts->has_track;
+
+	for (int i = 0; i < ts->nfields && !uses; i++)
+		uses = ts->fields[i].ft == FT_STR && IST_HAS(ev, ts->fields[i].id);
+	if (!uses)
+		return IST_OK;
+	ist_seterr(err, IST_EINVAL, "a %s record cannot follow a frame copied "
+	    "through in its segment", ts->name);
+	return IST_EINVAL;
+}
+
+enum ist_status
+ist_writer_raw_frame(struct ist_writer *w, const void *p, size_t n,
+    struct ist_error *err)
+{
+	enum ist_status st;
+
+	if ((st = usable(w, err)) != IST_OK)
+		return st;
+	if (w->opts.self_contained) {
+		ist_seterr(err, IST_EINVAL, "a self-contained writer cannot "
+		    "copy a frame through");
+		return IST_EINVAL;
+	}
+	/* its time deltas start at the frame's start: nothing of ours but a
+	 * header may precede them */
+	if (w->n > w->hdr_end && (st = ist_writer_flush(w, err)) != IST_OK)
+		return st;
+	if (reserve(w, n))
+		return fail(w, err);
+	memcpy(w->buf + w->n, p, n);
+	w->n += n;
+	w->foreign = true;
+	return ist_writer_flush(w, err);
+}
+
 enum ist_status
 ist_writer_write(struct ist_writer *w, const struct ist_event *ev,
     struct ist_error *err)
@@ -857,6 +906,8 @@ ist_writer_write_from(struct ist_writer *w, const struct ist_event *ev,
 		return st;
 	ts = &ist_types[ev->type];
 	pl = &ist_plans[ev->type];
+	if (w->foreign && (st = tables_foreign(ts, ev, err)) != IST_OK)
+		return st;
 	if ((ev->has & pl->req) != pl->req)
 		return lacks_required(ts, ev, err);
 	if ((st = prepare(w, pl, ev, src, sid, &last, &need, err)) != IST_OK)

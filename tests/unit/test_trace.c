@@ -961,6 +961,102 @@ test_skim(void)
 	ist_buf_release(&m.b);
 }
 
+struct copy {
+	struct ist_writer *w;
+	int frames;
+	size_t skip;            /* the header at the frame's start */
+};
+
+static void
+copy_frame(void *ctx, const uint8_t *p, size_t n)
+{
+	struct copy *c = ctx;
+	struct ist_error e;
+
+	if (ist_writer_raw_frame(c->w, p + c->skip, n - c->skip, &e) !=
+	    IST_OK)
+		abort();
+	c->skip = 0;
+	c->frames++;
+}
+
+/*
+ * A trace copied frame by frame (ist_reader_on_frame to
+ * ist_writer_raw_frame) decodes as the original; after a copied frame
+ * only records without strings or tracks may be written.
+ */
+static void
+test_raw_frames(void)
+{
+	struct mem m = { 0 }, c = { 0 };
+	struct ist_writer *w;
+	struct ist_writer_opts o = { .frame_bytes = 300 }, sc = {
+	    .self_contained = true };
+	struct ist_error e;
+	struct ist_event h, an, ev;
+	struct ist_buf a = { 0 }, b = { 0 };
+	struct src s;
+	struct ist_reader *r;
+	const struct ist_event *rev;
+	struct copy cp = { NULL, 0, 0 };
+	size_t off;
+	enum ist_status st;
+	int n;
+
+	ist_writer_new(&w, sink, &m, &o, &e);
+	ist_event_init(&h, IST_HEADER);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 200);
+	ist_writer_close(w, &e);
+
+	ist_writer_new(&cp.w, sink, &c, NULL, &e);
+	s = (struct src){ m.b.p, m.b.n, 0, 0 };
+	ist_reader_new(&r, source, &s, "mem", &e);
+	ist_reader_on_frame(r, copy_frame, &cp);
+	while ((st = ist_reader_next(r, &rev, &e)) == IST_OK) {
+		if (rev->type != IST_HEADER)
+			continue;
+		if (ist_writer_header(cp.w, rev, &e))
+			abort();
+		ist_reader_span(r, &off, &cp.skip);
+		cp.skip += off;
+	}
+	ist_reader_free(r);
+	ist_event_init(&an, IST_ANALYSIS);
+	an.data = (struct ist_blob){ (const uint8_t *)"\xa0", 1 };
+	IST_SET(&an, IST_F_DATA);
+	ok(ist_writer_write(cp.w, &an, &e) == IST_OK,
+	    "after a copied frame: an analysis may be written");
+	ist_event_init(&ev, IST_CPU_CALL);
+	ev.pid = ev.tid = 1;
+	ev.name = S("f");
+	ev.start_ns = 1;
+	ev.end_ns = 2;
+	SET(&ev, PID); SET(&ev, TID); SET(&ev, NAME); SET(&ev, START);
+	SET(&ev, END);
+	ok(ist_writer_write(cp.w, &ev, &e) == IST_EINVAL &&
+	    strstr(e.msg, "copied through") != NULL,
+	    "but not a record with a track and a string: %s", e.msg);
+	ist_writer_close(cp.w, &e);
+	ok(st == IST_END && cp.frames == m.nframes && c.nframes ==
+	    m.nframes + 1, "every frame copied as one (%d of %d; %d written)",
+	    cp.frames, m.nframes, c.nframes);
+	decode(m.b.p, m.b.n, 0, &a, &e, &n);
+	decode(c.b.p, c.b.n, 0, &b, &e, &n);
+	ok(b.n > a.n && memcmp(a.p, b.p, a.n) == 0 &&
+	    strcmp(b.p + a.n, "{\"type\":\"analysis\",\"data\":{}}\n") == 0,
+	    "the copy decodes as the original, then the analysis");
+	ist_writer_new(&w, sink, &c, &sc, &e);
+	ist_writer_header(w, &h, &e);
+	ok(ist_writer_raw_frame(w, "\x80", 1, &e) == IST_EINVAL,
+	    "a self-contained writer copies no frame: %s", e.msg);
+	ist_writer_free(w);
+	ist_buf_release(&a);
+	ist_buf_release(&b);
+	ist_buf_release(&m.b);
+	ist_buf_release(&c.b);
+}
+
 int
 main(void)
 {
@@ -971,6 +1067,7 @@ main(void)
 	test_chunks_and_truncation();
 	test_concat();
 	test_skim();
+	test_raw_frames();
 	test_writer_errors();
 	test_writer_background();
 	test_writer_from();
