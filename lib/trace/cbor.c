@@ -58,14 +58,19 @@ const char ist_past_end[] =
 /*
  * Splits the one CBOR item at p into tokens (tz->toks, when store) and
  * returns its length in *used.  Errors: IST_ECORRUPT with a reason in why.
+ * Inlined twice, so that each copy knows whether it stores.
  */
-enum ist_status
-ist_tokenize(struct tokenizer *tz, bool store, const uint8_t *p, size_t n,
+static inline __attribute__((always_inline)) enum ist_status
+tokenize(struct tokenizer *tz, const bool store, const uint8_t *p, size_t n,
     size_t *used, const char **why)
 {
-	struct { uint64_t left; size_t idx; } stack[IST_MAX_DEPTH];
+	/* the open levels outside the innermost, which lives in left/idx */
+	struct { uint64_t left; uint32_t idx; } stack[IST_MAX_DEPTH];
+	uint64_t left = 1;      /* items still to come at this level */
+	uint32_t idx = 0;       /* the token that opened it */
 	int depth = 0;
 	size_t pos = 0, ntok = 0;
+	struct tok *toks = tz->toks;
 
 	/* ntok and pos live in registers: the callbacks see only tz->slot */
 	for (;;) {
@@ -81,17 +86,16 @@ ist_tokenize(struct tokenizer *tz, bool store, const uint8_t *p, size_t n,
 		} else {
 			if (ntok == tz->cap) {
 				size_t cap = tz->cap ? tz->cap * 2 : 64;
-				struct tok *nt = realloc(tz->toks,
-				    cap * sizeof(*nt));
+				struct tok *nt = realloc(toks, cap * sizeof(*nt));
 				if (nt == NULL) {
 					*why = "out of memory";
 					tz->ntok = ntok;
 					return IST_ENOMEM;
 				}
-				tz->toks = nt;
+				tz->toks = toks = nt;
 				tz->cap = cap;
 			}
-			t = &tz->toks[ntok];
+			t = &toks[ntok];
 		}
 		tz->slot = t;
 		r = cbor_stream_decode(p + pos, n - pos, &callbacks, tz);
@@ -100,49 +104,65 @@ ist_tokenize(struct tokenizer *tz, bool store, const uint8_t *p, size_t n,
 			    "malformed CBOR";
 			goto fail;
 		}
-		if (t->t == TK_INDEF) {
-			*why = "indefinite-length item";
-			goto fail;
-		}
 		t->off = pos;
 		pos += r.read;
 		ntok++;
-		/* arrays and maps with items, and tags, open a level */
-		if ((t->t == TK_ARRAY || t->t == TK_MAP) ? t->v != 0 :
-		    t->t == TK_TAG) {
-			if (depth == IST_MAX_DEPTH) {
-				*why = "nesting too deep";
-				tz->ntok = ntok;
-				return IST_ELIMIT;
-			}
-			if (t->t == TK_MAP && t->v > UINT64_MAX / 2) {
-				*why = "absurd map length";
+		if (t->t >= TK_ARRAY) {
+			if (t->t == TK_INDEF) {
+				*why = "indefinite-length item";
 				goto fail;
 			}
-			stack[depth].left = t->t == TK_MAP ? t->v * 2 :
-			    t->t == TK_TAG ? 1 : t->v;
-			stack[depth].idx = ntok - 1;
-			depth++;
-			continue;
+			/* arrays and maps with items, and tags, open a level */
+			if (t->t == TK_TAG || ((t->t == TK_ARRAY ||
+			    t->t == TK_MAP) && t->v != 0)) {
+				if (depth == IST_MAX_DEPTH) {
+					*why = "nesting too deep";
+					tz->ntok = ntok;
+					return IST_ELIMIT;
+				}
+				if (t->t == TK_MAP && t->v > UINT64_MAX / 2) {
+					*why = "absurd map length";
+					goto fail;
+				}
+				stack[depth].left = left;
+				stack[depth].idx = idx;
+				depth++;
+				left = t->t == TK_MAP ? t->v * 2 :
+				    t->t == TK_TAG ? 1 : t->v;
+				idx = (uint32_t)(ntok - 1);
+				continue;
+			}
 		}
 		t->next = (uint32_t)ntok;
 		t->end = pos;
-		while (depth > 0 && --stack[depth - 1].left == 0) {
-			depth--;
+		/* the levels this item completes close */
+		while (--left == 0) {
+			if (depth == 0)
+				goto done;
 			if (store) {
-				tz->toks[stack[depth].idx].next = (uint32_t)ntok;
-				tz->toks[stack[depth].idx].end = pos;
+				toks[idx].next = (uint32_t)ntok;
+				toks[idx].end = pos;
 			}
+			depth--;
+			left = stack[depth].left;
+			idx = stack[depth].idx;
 		}
-		if (depth == 0)
-			break;
 	}
+done:
 	tz->ntok = ntok;
 	*used = pos;
 	return IST_OK;
 fail:
 	tz->ntok = ntok;
 	return IST_ECORRUPT;
+}
+
+enum ist_status
+ist_tokenize(struct tokenizer *tz, bool store, const uint8_t *p, size_t n,
+    size_t *used, const char **why)
+{
+	return store ? tokenize(tz, true, p, n, used, why) :
+	    tokenize(tz, false, p, n, used, why);
 }
 
 enum ist_status
