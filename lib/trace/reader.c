@@ -702,6 +702,7 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
     struct ist_error *err)
 {
 	const struct ist_typespec *ts = &ist_types[type];
+	const struct ist_plan *pl = &ist_plans[type];
 	struct ist_event *ev = &r->ev;
 	uint32_t i = tk[1].next;     /* element after the kind */
 	uint64_t left = tk[0].v - 1; /* elements after the kind */
@@ -716,12 +717,10 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
 	if (ts->has_track &&
 	    (st = decode_track(r, ts, type, tk, &i, &left, err)) != IST_OK)
 		return st;
-	for (int f = 0; f < ts->nfields; f++) {
-		const struct ist_fieldspec *fs = &ts->fields[f];
+	for (int f = 0; f < pl->npay; f++) {
+		const struct ist_fieldspec *fs = pl->pay[f];
 		const char *no;
 
-		if (fs->role != R_PAYLOAD)
-			continue;
 		if (left == 0 || tk[i].t == TK_NULL) {
 			if (fs->required) {
 				snprintf(why, sizeof(why), "%s record lacks "
@@ -743,7 +742,7 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
 				    "bad '%s'", ts->name, fs->json);
 			return bad_record(r, err, IST_ECORRUPT, why);
 		}
-		if ((fs->ft == FT_VALUE || fs->ft == FT_OBJECT) &&
+		if (pl->blobs && (fs->ft == FT_VALUE || fs->ft == FT_OBJECT) &&
 		    (no = ist_tok_json_shaped(tk, i)) != NULL) {
 			snprintf(why, sizeof(why), "%s record's '%s' holds "
 			    "%s, which JSON cannot", ts->name, fs->json, no);
