@@ -430,9 +430,18 @@ refused() {
 	run -1 --separate-stderr is-analyze -o "$T/out" "$T/j"
 	assert_equal "$stderr" "is-analyze: '$T/j' is not an InferScope trace (it looks like JSON; see is-cat --encode)"
 	python3 tests/py/scenarios.py gpu_idle | is-cat --encode -o "$T/g.ist"
+	# cut inside its first frame, before any whole block: nothing read,
+	# an error as is-report's (not a warning over an analysis of nothing),
+	# nothing written
 	head -c 300 "$T/g.ist" > "$T/cut.ist"
-	run -1 --separate-stderr is-analyze --json "$T/cut.ist"
-	[[ $stderr == "is-analyze: warning: trace '$T/cut.ist' is truncated"* ]]
+	for a in --json "-o $T/out"; do
+		run -1 --separate-stderr is-analyze $a "$T/cut.ist"
+		assert_equal "$output" ""
+		assert_equal "$stderr" "is-analyze: trace '$T/cut.ist' is truncated: last 300 bytes dropped"
+		[ ! -e "$T/out" ]
+	done
+	run -1 --separate-stderr is-report "$T/cut.ist"
+	assert_equal "$stderr" "is-report: trace '$T/cut.ist' is truncated: last 300 bytes dropped"
 	run -1 --separate-stderr is-analyze /nonexistent
 	assert_equal "$stderr" "is-analyze: cannot open '/nonexistent': No such file or directory"
 	run -2 --separate-stderr is-analyze a b

@@ -358,7 +358,7 @@ main(int argc, char **argv)
 	pg.r = r;
 	st = ist_analyze_trace(r, w, o.summary, rules, &win, &again, &an, &e);
 	tool_progress_end(&pg);
-	if (an == NULL || (st != IST_OK && st != IST_TRUNCATED &&
+	if (an == NULL || (st != IST_OK &&
 	    json_integer_value(json_object_get(json_object_get(an, "run"),
 	    "segments")) == 0)) {
 		errx(1, "%s", ist_output_fail(&out, &e));
