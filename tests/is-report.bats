@@ -93,6 +93,17 @@ f(22)'
 	b=$(icount "$T/b.ist")
 	echo "instructions: $a skimming, $b reading whole"
 	[ "$a" -gt 0 ] && [ $((a * 3)) -lt "$b" ]
+	# a pipe that cannot be kept for a second reading is read whole at once
+	run -0 --separate-stderr sh -c "cat '$T/b.ist' | TMPDIR=$T/none is-report"
+	assert_equal "$output" "$(cat "$T/a.md")"
+	# one whose copy stopped (no room left) says why there is no report
+	mkdir "$T/tiny"
+	mount -t tmpfs -o size=64k tmpfs "$T/tiny" 2>/dev/null ||
+	    skip "cannot mount a small tmpfs here to fill it"
+	run -1 --separate-stderr sh -c "cat '$T/b.ist' | TMPDIR=$T/tiny is-report"
+	umount "$T/tiny"
+	assert_equal "$output" ""
+	assert_equal "$stderr" "is-report: '<stdin>': no analysis at the start of a frame, where is-analyze puts it, and the input cannot be read again to look further; give it as a file"
 }
 
 @test "a pipe is kept for a second reading (an analysis cut off its end, the steps of one made here), never for the Perfetto export" {

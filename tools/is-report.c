@@ -315,8 +315,10 @@ main(int argc, char **argv)
 	tool_spool_init(&sp, fd, a.fmt != IST_REPORT_PERFETTO);
 	if (ist_reader_new(&r, tool_spool_source, &sp, a.path, &e) != IST_OK)
 		errx(1, "%s", e.msg);
+	/* skimming for the analysis only where the input can be read again
+	 * should it be elsewhere */
 	ro = (struct ist_report_opts){ .format = a.fmt, .rules = rules,
-	    .again = &again, .skim = true };
+	    .again = &again, .skim = sp.keep >= 0 || sp.start >= 0 };
 	/* the terminal report fits the terminal it goes to */
 	ro.text.width = columns_of(a.outpath ? -1 : STDOUT_FILENO);
 	ro.text.color = colour_on(a.color, a.outpath ? -1 : STDOUT_FILENO);
@@ -349,6 +351,14 @@ main(int argc, char **argv)
 	}
 	tool_progress_end(&fs.pg);
 	if (!res.wrote) {
+		if (res.analysis_missing && res.skimmed) {
+			/* the copy of a pipe stopped (no room left) */
+			ist_output_abort(&out);
+			errx(1, "'%s': no analysis at the start of a frame, "
+			    "where is-analyze puts it, and the input cannot "
+			    "be read again to look further; give it as a "
+			    "file", shown);
+		}
 		if (res.analysis_missing) {
 			ist_output_abort(&out);
 			errx(1, "'%s': %s; run is-analyze on it again", shown,
