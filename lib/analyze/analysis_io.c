@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analyze.h"
+#include "analyze_int.h"
 #include "analysis_io.h"
 #include "rules.h"
 #include "internal.h"
@@ -145,8 +146,8 @@ struct through {
 	struct ist_writer *w;
 	struct ist_event h;     /* the frame's header, with the promise */
 	size_t hdr_len;         /* its bytes at the frame's start; 0: none */
-	size_t (*drop)[2];      /* earlier analyses: offset, length */
-	size_t ndrop, dcap;
+	struct span { size_t off, len; } *drop;  /* earlier analyses */
+	uint32_t ndrop, dcap;
 	struct ist_buf keep;
 	enum ist_status st;
 	struct ist_error err;
@@ -166,10 +167,10 @@ through_frame(void *ctx, const uint8_t *p, size_t n)
 		goto out;
 	if (t->ndrop) {
 		t->keep.n = 0;
-		for (size_t i = 0; i < t->ndrop; i++) {
-			if (ist_buf_append(&t->keep, p + at, t->drop[i][0] - at))
+		for (uint32_t i = 0; i < t->ndrop; i++) {
+			if (ist_buf_append(&t->keep, p + at, t->drop[i].off - at))
 				goto nomem;
-			at = t->drop[i][0] + t->drop[i][1];
+			at = t->drop[i].off + t->drop[i].len;
 		}
 		if (ist_buf_append(&t->keep, p + at, n - at))
 			goto nomem;
@@ -201,18 +202,13 @@ through_event(struct through *t, struct ist_reader *r,
 		IST_SET(&t->h, IST_F_ANALYSIS_VERSION);
 		t->hdr_len = off + len;
 	} else if (ev->type == IST_ANALYSIS) {
-		if (t->ndrop == t->dcap) {
-			size_t cap = t->dcap ? t->dcap * 2 : 8;
-			void *d = realloc(t->drop, cap * sizeof(*t->drop));
-			if (d == NULL) {
-				ist_seterr(&t->err, IST_ENOMEM, "out of memory");
-				return t->st = IST_ENOMEM;
-			}
-			t->drop = d;
-			t->dcap = cap;
+		struct span *d = an_push((void **)&t->drop, &t->ndrop,
+		    &t->dcap, sizeof(*d));
+		if (d == NULL) {
+			ist_seterr(&t->err, IST_ENOMEM, "out of memory");
+			return t->st = IST_ENOMEM;
 		}
-		t->drop[t->ndrop][0] = off;
-		t->drop[t->ndrop++][1] = len;
+		*d = (struct span){ off, len };
 	}
 	return t->st;
 }

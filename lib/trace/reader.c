@@ -902,9 +902,10 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 			    "record is not an array with a kind");
 		kind = tk[1].v;
 		if (r->skim && kind != (uint64_t)ist_types[IST_ANALYSIS].kind) {
+			/* uncounted: skip_frame counts a cut frame's records
+			 * from this one */
 			r->st.records--;
 			r->frame_records--;
-			r->frame_start = true;  /* skip_frame sees it whole */
 			if ((st = skip_frame(r, err)) != IST_OK)
 				return st;
 			continue;
