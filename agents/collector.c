@@ -191,8 +191,8 @@ ist_coll_duration_ticks(int64_t ns)
 	    (double)(cal.n[1] - cal.n[0]));
 }
 
-static int64_t
-to_ns(int64_t t)
+static __attribute__((noinline)) int64_t
+to_ns_far(int64_t t)
 {
 	size_t first, i;
 
@@ -200,16 +200,23 @@ to_ns(int64_t t)
 		return t;
 	if (cal.count < 2)
 		return cal.n[0] + (t - cal.t[0]);
-	/* the interval of the record before, whenever it is the same one */
-	if (near.count == cal.count && t >= near.ta &&
-	    (t < near.tb || near.i == cal.count - 2))
-		return seg(near.i, t);
 	first = cal.count > NPAIRS ? cal.count - NPAIRS : 0;
 	/* most records fall in the newest interval */
 	for (i = cal.count - 2; ; i--) {
 		if (t >= cal.t[i % NPAIRS] || i == first)
 			return seg(i, t);
 	}
+}
+
+/* Inlined: the interval of the record before, whenever it is the same one
+ * (near is only ever made for cal.count >= 2) */
+static inline int64_t
+to_ns(int64_t t)
+{
+	if (ist_coll_use_tsc && near.count == cal.count && t >= near.ta &&
+	    (t < near.tb || near.i == cal.count - 2))
+		return near.na + (int64_t)((double)(t - near.ta) * near.slope);
+	return to_ns_far(t);
 }
 
 static bool
@@ -483,14 +490,15 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 				    d);
 				break;
 			}
+			t[0] = to_ns(t[0]);
+			t[1] = to_ns(t[1]);
 			if (C.failed)
 				C.dropped++;
 			else if (ist_writer_timed(C.w, timed[h.kind], C.pid,
-			    tid, to_ns(t[0]), to_ns(t[1]), &d->wd, &e) !=
-			    IST_OK)
+			    tid, t[0], t[1], &d->wd, &e) != IST_OK)
 				wfail(&e);
-			if (to_ns(t[1]) < C.frame_t0)
-				C.frame_t0 = to_ns(t[1]);
+			if (t[1] < C.frame_t0)
+				C.frame_t0 = t[1];
 			break;
 		case IST_REC_MARK:
 		case IST_REC_NVTX_MARK:

@@ -616,6 +616,10 @@ mon_leave(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 static inline int
 mon_is_ccall(Py_ssize_t n, PyObject *const *args)
 {
+	/* most calls are of Python functions: said before PyCFunction_Check,
+	 * which walks the type's bases (PyType_IsSubtype) when it fails */
+	if (Py_IS_TYPE(args[2], &PyFunction_Type))
+		return 0;
 	return PyCFunction_Check(args[2]) ||
 	    (Py_TYPE(args[2]) == &PyMethodDescr_Type && n >= 4 &&
 	    args[3] != mon_missing);
@@ -634,14 +638,16 @@ static PyObject *
 mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
 	Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-	int64_t t = ist_ticks();
 	struct pstate *p = me;
 	PyObject *c;
+	int64_t t;
 
 	(void)self;
 	(void)kw;
 	if (n < 3 || !mon_is_ccall(n, args))
 		Py_RETURN_NONE;
+	/* the clock is read only for a C call, a few instructions late */
+	t = ist_ticks();
 	if (p == NULL && (p = pstate()) == NULL)
 		Py_RETURN_NONE;
 	if (!RECORDING(p, NULL, AT_IN))
