@@ -501,6 +501,76 @@ test_reader_where(void)
 }
 
 /* Many strings and tracks: the tables grow (and are rebuilt) many times. */
+/*
+ * Integers at every edge of CBOR's head widths (1, 2, 3, 5 and 9 bytes),
+ * positive and negative, as time deltas, durations and lines, written by
+ * both paths and read back: the writer picks libcbor's encoder of each
+ * width itself (enc_head), so a wrong edge would change a value.
+ */
+static void
+test_int_widths(void)
+{
+	static const int64_t edge[] = { 0, 1, 23, 24, 255, 256, 65535, 65536,
+	    4294967295LL, 4294967296LL, INT64_C(1) << 40 };
+	struct ist_wdef d = { .name = S("f"), .more = S("/f.py") };
+	struct mem m = { 0 };
+	struct ist_writer *w;
+	struct ist_error e;
+	struct ist_event h, ev;
+	struct ist_reader *r;
+	const struct ist_event *got;
+	struct src s;
+	int64_t t = INT64_C(1) << 50, want[64][3];
+	int n = 0, k = 0, bad = 0;
+
+	ist_writer_new(&w, sink, &m, NULL, &e);
+	ist_event_init(&h, IST_HEADER);
+	ist_writer_header(w, &h, &e);
+	for (size_t i = 0; i < sizeof(edge) / sizeof(*edge); i++) {
+		for (int sign = 1; sign >= -1; sign -= 2) {
+			/* the start moves by the edge, forwards and back
+			 * (-edge - 1 at the negative widths' own edges) */
+			t += sign > 0 ? edge[i] : -edge[i] - 1;
+			want[n][0] = t;
+			want[n][1] = t + edge[i];
+			want[n][2] = edge[i] + 1;
+			d.line = edge[i] + 1;
+			if (n % 2) {
+				bad += ist_writer_timed(w, IST_CPU_CALL, 1, 1, t,
+				    t + edge[i], &d, &e) != IST_OK;
+			} else {
+				ist_event_init(&ev, IST_CPU_CALL);
+				ev.pid = ev.tid = 1;
+				ev.name = d.name;
+				ev.file = d.more;
+				ev.start_ns = t;
+				ev.end_ns = t + edge[i];
+				ev.line = d.line;
+				SET(&ev, PID); SET(&ev, TID); SET(&ev, NAME);
+				SET(&ev, FILE); SET(&ev, LINE); SET(&ev, START);
+				SET(&ev, END);
+				bad += ist_writer_write(w, &ev, &e) != IST_OK;
+			}
+			n++;
+		}
+	}
+	ist_writer_close(w, &e);
+	s = (struct src){ m.b.p, m.b.n, 0, 0 };
+	ist_reader_new(&r, source, &s, "mem", &e);
+	while (ist_reader_next(r, &got, &e) == IST_OK) {
+		if (got->type != IST_CPU_CALL)
+			continue;
+		if (k >= n || got->start_ns != want[k][0] ||
+		    got->end_ns != want[k][1] || got->line != want[k][2])
+			bad++;
+		k++;
+	}
+	ist_reader_free(r);
+	ok(bad == 0 && k == n, "integers at every CBOR width's edge, both "
+	    "signs, read back as written (%d of %d, %d bad)", k, n, bad);
+	ist_buf_release(&m.b);
+}
+
 static void
 test_many_names(void)
 {
@@ -1073,6 +1143,7 @@ main(void)
 	test_writer_from();
 	test_reader_where();
 	test_many_names();
+	test_int_widths();
 	test_writer_timed();
 	test_flush_interval();
 	test_json();
