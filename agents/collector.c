@@ -166,6 +166,13 @@ static struct {
 	double slope;
 } near;
 
+/* t in the interval near holds: the one formula every conversion uses */
+static inline int64_t
+near_ns(int64_t t)
+{
+	return near.na + (int64_t)((double)(t - near.ta) * near.slope);
+}
+
 static int64_t
 seg(size_t i, int64_t t)
 {
@@ -179,7 +186,7 @@ seg(size_t i, int64_t t)
 		near.slope = (double)(cal.n[b] - cal.n[a]) /
 		    (double)(cal.t[b] - cal.t[a]);
 	}
-	return near.na + (int64_t)((double)(t - near.ta) * near.slope);
+	return near_ns(t);
 }
 
 int64_t
@@ -215,7 +222,7 @@ to_ns(int64_t t)
 {
 	if (ist_coll_use_tsc && near.count == cal.count && t >= near.ta &&
 	    (t < near.tb || near.i == cal.count - 2))
-		return near.na + (int64_t)((double)(t - near.ta) * near.slope);
+		return near_ns(t);
 	return to_ns_far(t);
 }
 
