@@ -866,9 +866,11 @@ dump_now(void)
 static enum ist_status
 open_stream(const char *path, struct ist_error *err)
 {
-	/* level 1: the writer thread must keep up with millions of events a
-	 * second; the size cost is small on this data */
-	struct ist_writer_opts wo = { .level = 1,
+	/* frames stored: compressing them would cost the program more than
+	 * the rest of recording a call (a third of it); is-record compresses
+	 * them after it.  A flight recorder keeps compressed frames in its
+	 * memory: level 1, that keeps up with millions of events a second */
+	struct ist_writer_opts wo = { .level = 1, .store = C.ring_bytes == 0,
 	    .flush_interval_ms = C.flush_ms, .stable_strings = true,
 	    .self_contained = C.ring_bytes > 0 };
 	struct ist_event h, p;

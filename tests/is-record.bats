@@ -1032,3 +1032,53 @@ PY
 	run -2 --separate-stderr is-record --recover "$T/live" -- true
 	assert_equal "${stderr_lines[0]}" "is-record: --recover takes no command"
 }
+
+# bytes and raw_bytes of a trace, from is-info --json
+sizes() {
+	is-info --json "$1" | python3 -c '
+import json, sys
+i = json.load(sys.stdin)
+print(i["bytes"], i["raw_bytes"])'
+}
+
+@test "live streams are stored, not compressed (the program does not pay for it); is-record compresses them as it gathers them, record for record" {
+	mkdir live
+	INFERSCOPE_ENABLED=1 INFERSCOPE_DIR=$T/live \
+	    PYTHONPATH=$IST_BUILD/python $PY -c '
+def f(n): return n if n < 2 else f(n - 1) + f(n - 2)
+f(20)'
+	live=$(echo "$T"/live/*.ist)
+	is-cat "$live" > live.jsonl
+	assert_equal "$(grep -c '"name":"__main__.f"' live.jsonl)" 21891
+	# stored: the file holds no fewer bytes than its CBOR
+	read -r bytes raw < <(sizes "$live")
+	(( bytes >= raw )) || fail "live stream compressed: $bytes bytes of $raw"
+	# gathered as at the end of a run, by an is-record that is gone
+	sleep 0 & local dead=$!
+	wait $dead
+	echo $dead > live/is-record.pid
+	cp "$live" stream.ist
+	is-record --recover "$T/live" -o out.ist
+	is-cat out.ist > out.jsonl
+	cmp live.jsonl out.jsonl
+	# fib's calls compress sixfold at level 3: a third is a loose bound
+	read -r bytes raw < <(sizes out.ist)
+	(( bytes * 3 <= raw )) || fail "gathered, not compressed: $bytes bytes of $raw"
+	# a stored frame that does not decompress (a byte flipped in it)
+	# goes out as it came, for the readers to tell what is wrong
+	mkdir live
+	python3 -c '
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[len(b) // 2] ^= 0xff
+open(sys.argv[2], "wb").write(b)' stream.ist live/1.ist
+	echo $dead > live/is-record.pid
+	is-record --recover "$T/live" -o bad.ist
+	python3 -c '
+import sys
+a, b = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+assert len(a) == len(b) and sum(x != y for x, y in zip(a, b)) == 1
+' stream.ist bad.ist
+	run -1 --separate-stderr is-info bad.ist
+	assert_equal "$stderr" "is-info: 'bad.ist' is corrupt: frame at byte 0: Restored data doesn't match checksum"
+}

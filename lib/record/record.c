@@ -28,15 +28,81 @@ static void left_behind(struct sampler *s, const char *tmp);
 static enum ist_status gather_all(struct sampler *s, const char *dir,
     int out_fd, struct dirent ***names, int *nnames, struct ist_error *err);
 
-/* Copies the whole zstd frames of path to out; warns about a cut tail. */
+/*
+ * The collectors store their live frames uncompressed (the CPU is the
+ * traced program's); they are compressed here, after it, at the writer's
+ * level.  A stored frame is one no smaller than its content.  Anything
+ * that does not decompress whole goes out as it came: readers tell what
+ * is wrong with it.
+ */
+struct squeeze {
+	ZSTD_CCtx *c;
+	ZSTD_DCtx *d;
+	uint8_t *raw, *out;
+	size_t rawcap, outcap;
+};
+
+static bool
+grow(uint8_t **p, size_t *cap, size_t n)
+{
+	uint8_t *q;
+
+	if (n <= *cap)
+		return true;
+	if ((q = realloc(*p, n)) == NULL)
+		return false;
+	*p = q;
+	*cap = n;
+	return true;
+}
+
+/* The frame f[0..k) compressed into z->out; its size, or 0 to copy f. */
+static size_t
+squeeze(struct squeeze *z, const uint8_t *f, size_t k)
+{
+	unsigned long long n = ZSTD_getFrameContentSize(f, k);
+	size_t r;
+
+	if (n == ZSTD_CONTENTSIZE_UNKNOWN || n == ZSTD_CONTENTSIZE_ERROR ||
+	    n > IST_MAX_FRAME || k < n)
+		return 0;
+	if (z->c == NULL) {
+		if ((z->c = ZSTD_createCCtx()) == NULL ||
+		    (z->d = ZSTD_createDCtx()) == NULL)
+			return 0;
+		ZSTD_CCtx_setParameter(z->c, ZSTD_c_compressionLevel, 3);
+		ZSTD_CCtx_setParameter(z->c, ZSTD_c_checksumFlag, 1);
+	}
+	if (!grow(&z->raw, &z->rawcap, n ? n : 1) ||
+	    !grow(&z->out, &z->outcap, ZSTD_compressBound(n)))
+		return 0;
+	r = ZSTD_decompressDCtx(z->d, z->raw, z->rawcap, f, k);
+	if (ZSTD_isError(r) || r != n)
+		return 0;
+	r = ZSTD_compress2(z->c, z->out, z->outcap, z->raw, n);
+	return ZSTD_isError(r) || r >= k ? 0 : r;
+}
+
+static void
+squeeze_free(struct squeeze *z)
+{
+	ZSTD_freeCCtx(z->c);
+	ZSTD_freeDCtx(z->d);
+	free(z->raw);
+	free(z->out);
+}
+
+/* Copies the whole zstd frames of path to out, stored ones compressed;
+ * warns about a cut tail. */
 static enum ist_status
 gather(const char *path, int out, struct sampler *s, struct ist_error *err)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct squeeze z = { 0 };
 	struct stat st;
 	uint8_t *m;
-	size_t off = 0, n;
-	int e;
+	size_t off = 0, from = 0, n;
+	int e = 0;
 
 	if (fd < 0 || fstat(fd, &st) != 0) {
 		if (fd >= 0)
@@ -55,21 +121,31 @@ gather(const char *path, int out, struct sampler *s, struct ist_error *err)
 		    strerror(errno));
 		return IST_EIO;
 	}
-	while (off < n) {
-		size_t k = ZSTD_findFrameCompressedSize(m + off, n - off);
+	/* frames kept as they are go out together, from `from` */
+	while (off < n && e == 0) {
+		size_t k = ZSTD_findFrameCompressedSize(m + off, n - off), c;
 		if (ZSTD_isError(k))
 			break;
+		if ((c = squeeze(&z, m + off, k)) != 0) {
+			if (off > from)
+				e = ist_fd_sink(&out, m + from, off - from);
+			if (e == 0)
+				e = ist_fd_sink(&out, z.out, c);
+			from = off + k;
+		}
 		off += k;
 	}
-	if (off < n) {
+	if (e == 0 && off < n) {
 		const char *base = strrchr(path, '/');
 		rec_note(s, IST_NOTE_WARN, "the stream of process %.*s ended "
 		    "abruptly: its last %zu bytes (at most one second of "
 		    "events) are lost", (int)(strlen(base + 1) - 4), base + 1,
 		    n - off);
 	}
-	e = off ? ist_fd_sink(&out, m, off) : 0;
+	if (e == 0 && off > from)
+		e = ist_fd_sink(&out, m + from, off - from);
 	munmap(m, n);
+	squeeze_free(&z);
 	if (e) {
 		ist_seterr(err, IST_EIO, "cannot write the trace: %s",
 		    strerror(e));

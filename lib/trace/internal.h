@@ -190,14 +190,19 @@ ist_at(struct ist_error *err, enum ist_where where)
  * nvtx_range on the (pid, tid) track, written as ist_writer_write() would
  * write the same event, byte for byte, without building the event.
  * `more` is a cpu_call's file or an nvtx_range's domain (p == NULL:
- * absent); line > 0 is a cpu_call's line.  The writer keeps its string ids
- * for the definition in the last four members: zero them once, then leave
- * them to the writer.
+ * absent); line > 0 is a cpu_call's line.  The writer keeps the
+ * definition's string ids and the record's constant bytes in the other
+ * members: zero them once, then leave them to the writer.
  */
 struct ist_wdef {
 	struct ist_str name, more;
 	int64_t line;
-	uint32_t name_seg, name_id, more_seg, more_id;
+	uint32_t name_id, more_id;
+	uint32_t seg;           /* the writer's segment they belong to */
+	uint8_t type;           /* the record type they were made for */
+	uint8_t nhead, ntail;
+	uint8_t head[2];        /* the record's array head and kind */
+	uint8_t tail[24];       /* after its times: name, file/domain, line */
 };
 enum ist_status ist_writer_timed(struct ist_writer *w, enum ist_type type,
     int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns,

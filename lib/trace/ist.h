@@ -185,6 +185,12 @@ typedef int (*ist_sink_fn)(void *ctx, const void *buf, size_t n);
 
 struct ist_writer_opts {
 	int level;                 /* zstd level; 0 means the default (3) */
+	bool store;                /* frames stored, not compressed (zstd's
+	                            * fastest level, which keeps the bytes
+	                            * as they are): a live stream, whose
+	                            * CPU is the traced program's; is-record
+	                            * compresses such frames as it gathers
+	                            * the streams into its output) */
 	size_t frame_bytes;        /* close a frame past this much CBOR; 0: 4 MiB */
 	uint64_t flush_interval_ms;/* also close a frame this often; 0: never */
 	bool self_contained;       /* every frame starts with the header and

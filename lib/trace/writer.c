@@ -226,7 +226,7 @@ ist_writer_new(struct ist_writer **out, ist_sink_fn sink, void *ctx,
 	if ((w->cctx = ZSTD_createCCtx()) == NULL)
 		goto nomem;
 	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel,
-	    w->opts.level);
+	    w->opts.store ? ZSTD_minCLevel() : w->opts.level);
 	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
 	if (w->opts.stable_strings &&
 	    (w->pc = calloc(PCACHE, sizeof(*w->pc))) == NULL)
@@ -988,14 +988,15 @@ timed_id(struct ist_writer *w, struct ist_str s, uint32_t *id,
 	return IST_OK;
 }
 
-enum ist_status
-ist_writer_timed(struct ist_writer *w, enum ist_type type, int64_t pid,
-    int64_t tid, int64_t start_ns, int64_t end_ns, struct ist_wdef *d,
+/* The ids of d's strings in this segment, defined as ist_writer_write
+ * would define them (the name, then the file or domain where the record
+ * carries it), and the record's constant bytes. */
+static enum ist_status
+timed_def(struct ist_writer *w, enum ist_type type, struct ist_wdef *d,
     struct ist_error *err)
 {
-	const int64_t key[4] = { pid, tid, 0, 0 };
-	struct wtrack *tr;
 	enum ist_status st;
+	uint8_t *t = d->tail;
 	int extra;       /* payload after the name: file/domain, line */
 
 	if (type == IST_CPU_CALL)
@@ -1009,39 +1010,56 @@ ist_writer_timed(struct ist_writer *w, enum ist_type type, int64_t pid,
 		    "record of a thread", type);
 		return IST_EINVAL;
 	}
+	if ((st = timed_id(w, d->name, &d->name_id, err)) != IST_OK)
+		return st;
+	if (extra && d->more.p &&
+	    (st = timed_id(w, d->more, &d->more_id, err)) != IST_OK)
+		return st;
+	d->nhead = (uint8_t)cbor_encode_array_start(5 + (size_t)extra,
+	    d->head, 2);
+	d->nhead += (uint8_t)enc_head(false, ist_types[type].kind,
+	    d->head + d->nhead, 2u - d->nhead);
+	t += enc_head(false, d->name_id, t, 9);
+	if (extra >= 1) {
+		if (d->more.p)
+			t += enc_head(false, d->more_id, t, 9);
+		else
+			*t++ = 0xf6;
+	}
+	if (extra == 2)
+		t += enc_head(false, (uint64_t)d->line, t, 9);
+	d->ntail = (uint8_t)(t - d->tail);
+	d->seg = w->seg;
+	d->type = (uint8_t)type;
+	return IST_OK;
+}
+
+enum ist_status
+ist_writer_timed(struct ist_writer *w, enum ist_type type, int64_t pid,
+    int64_t tid, int64_t start_ns, int64_t end_ns, struct ist_wdef *d,
+    struct ist_error *err)
+{
+	const int64_t key[4] = { pid, tid, 0, 0 };
+	struct wtrack *tr;
+	enum ist_status st;
+
 	if ((st = usable(w, err)) != IST_OK)
 		return st;
-	/* ids of this segment, defined as ist_writer_write would: the name,
-	 * then the file or domain where the record carries it */
-	if (d->name_seg != w->seg) {
-		if ((st = timed_id(w, d->name, &d->name_id, err)) != IST_OK)
-			return st;
-		d->name_seg = w->seg;
-	}
-	if (extra && d->more.p && d->more_seg != w->seg) {
-		if ((st = timed_id(w, d->more, &d->more_id, err)) != IST_OK)
-			return st;
-		d->more_seg = w->seg;
-	}
+	if ((d->seg != w->seg || d->type != type) &&
+	    (st = timed_def(w, type, d, err)) != IST_OK)
+		return st;
 	if ((tr = track(w, key, 3)) == NULL)    /* pid and tid */
 		return fail(w, err);
 	if (reserve(w, 64))
 		return fail(w, err);
-	w->n += cbor_encode_array_start(5 + (size_t)extra, w->buf + w->n,
-	    w->cap - w->n);
-	put_uint(w, (uint64_t)ist_types[type].kind);
+	/* the constant bytes, copied whole (the room is reserved) */
+	memcpy(w->buf + w->n, d->head, sizeof(d->head));
+	w->n += d->nhead;
 	put_uint(w, tr->id);
 	put_time(w, tr, start_ns);
 	put_int(w, (int64_t)((uint64_t)end_ns - (uint64_t)start_ns));
-	put_uint(w, d->name_id);
-	if (extra >= 1) {
-		if (d->more.p)
-			put_uint(w, d->more_id);
-		else
-			put_null(w);
-	}
-	if (extra == 2)
-		put_int(w, d->line);
+	memcpy(w->buf + w->n, d->tail, sizeof(d->tail));
+	w->n += d->ntail;
 	return written(w, err);
 }
 
