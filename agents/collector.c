@@ -226,6 +226,21 @@ to_ns(int64_t t)
 	return to_ns_far(t);
 }
 
+/* Both ends of a range: one test when both fall in that interval (a
+ * range is much shorter than the second between calibrations) */
+static inline void
+to_ns2(int64_t t[2])
+{
+	if (ist_coll_use_tsc && near.count == cal.count && t[0] >= near.ta &&
+	    (t[1] < near.tb || near.i == cal.count - 2) && t[1] >= t[0]) {
+		t[0] = near_ns(t[0]);
+		t[1] = near_ns(t[1]);
+		return;
+	}
+	t[0] = to_ns(t[0]);
+	t[1] = to_ns(t[1]);
+}
+
 static bool
 tsc_invariant(void)
 {
@@ -441,6 +456,43 @@ cut_record(enum ist_type type, int64_t tid, const int64_t t[2], int cut,
 	emit(&ev);
 }
 
+/*
+ * Timed records waiting for the writer: runs of one thread's, written
+ * together (ist_writer_timed_run) before any other record, in ring order.
+ */
+#define RUN 256
+static struct ist_timed run[RUN];
+static size_t nrun;
+static int64_t run_tid;
+
+static void
+write_run(void)
+{
+	struct ist_error e;
+	size_t i = 0, done;
+
+	while (i < nrun) {
+		if (C.failed) {
+			C.dropped += nrun - i;
+			break;
+		}
+		/* the frame the run goes to begins no later than its first
+		 * record's end: a ring's records come in the order they
+		 * ended, so that is the earliest (the flight recorder's
+		 * window starts at its frames' earliest) */
+		if (run[i].end_ns < C.frame_t0)
+			C.frame_t0 = run[i].end_ns;
+		if (ist_writer_timed_run(C.w, C.pid, run_tid, run + i,
+		    nrun - i, &done, &e) != IST_OK) {
+			wfail(&e);
+			C.dropped += nrun - i - done;
+			break;
+		}
+		i += done;
+	}
+	nrun = 0;
+}
+
 /* Converts and writes the records of ring r up to head.  Timed records,
  * nearly all of them, take the writer's short path. */
 static void
@@ -454,7 +506,6 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 	};
 	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	struct ist_event ev;
-	struct ist_error e;
 
 	while (tail < head) {
 		const uint8_t *p = r->buf + (tail & (r->size - 1));
@@ -469,8 +520,12 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 		}
 		if (h.len < 8)
 			break; /* cannot happen: stop rather than spin */
-		memcpy(t, p + 8, h.len >= 24 ? 16 : h.len >= 16 ? 8 : 0);
+		if (h.len >= 24)
+			memcpy(t, p + 8, 16);
+		else
+			memcpy(t, p + 8, h.len >= 16 ? 8 : 0);
 		if (h.kind == IST_REC_THREAD_NAME) {
+			write_run();
 			thread_record(r, (const char *)p + 8, strnlen(
 			    (const char *)p + 8, h.len - 8u));
 			tail += h.len;
@@ -493,22 +548,21 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 				memcpy(&tid, p + 24, 8);
 			}
 			if (h.flags && h.kind != IST_REC_NVTX_ON) {
+				write_run();
 				cut_record(timed[h.kind], r->tid, t, h.flags,
 				    d);
 				break;
 			}
-			t[0] = to_ns(t[0]);
-			t[1] = to_ns(t[1]);
-			if (C.failed)
-				C.dropped++;
-			else if (ist_writer_timed(C.w, timed[h.kind], C.pid,
-			    tid, t[0], t[1], &d->wd, &e) != IST_OK)
-				wfail(&e);
-			if (t[1] < C.frame_t0)
-				C.frame_t0 = t[1];
+			if (nrun == RUN || (nrun && tid != run_tid))
+				write_run();
+			run_tid = tid;
+			to_ns2(t);
+			run[nrun++] = (struct ist_timed){ &d->wd, t[0], t[1],
+			    timed[h.kind] };
 			break;
 		case IST_REC_MARK:
 		case IST_REC_NVTX_MARK:
+			write_run();
 			ist_event_init(&ev, h.kind == IST_REC_MARK ?
 			    IST_INSTANT : IST_NVTX_MARK);
 			ev.ts_ns = to_ns(t[0]);
@@ -535,6 +589,7 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 		}
 		tail += h.len;
 	}
+	write_run();
 	atomic_store_explicit(&r->tail, tail, memory_order_release);
 }
 

@@ -207,6 +207,21 @@ struct ist_wdef {
 enum ist_status ist_writer_timed(struct ist_writer *w, enum ist_type type,
     int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns,
     struct ist_wdef *d, struct ist_error *err);
+/*
+ * A run of timed records of one (pid, tid) track, in order, as n calls of
+ * ist_writer_timed would write them.  It stops after the record that
+ * closes a frame, so that the caller knows which frame each went to:
+ * *done counts the records handed to the writer (its events), the one an
+ * error stopped at included when it failed in writing its frame out.
+ */
+struct ist_timed {
+	struct ist_wdef *d;
+	int64_t start_ns, end_ns;
+	enum ist_type type;
+};
+enum ist_status ist_writer_timed_run(struct ist_writer *w, int64_t pid,
+    int64_t tid, const struct ist_timed *ev, size_t n, size_t *done,
+    struct ist_error *err);
 
 
 /* Text from a trace, made fit for a terminal: control characters (C0,

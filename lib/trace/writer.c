@@ -18,6 +18,8 @@ struct wtrack {
 	uint32_t id;        /* 0: empty slot */
 	uint64_t gen;       /* frame generation of `last` */
 	int64_t last;
+	uint8_t enc[8];     /* id, encoded (at most 5 bytes) */
+	uint8_t nenc;
 };
 
 #define PCACHE 4096
@@ -141,6 +143,14 @@ enc_head(bool neg, uint64_t v, uint8_t *p, size_t n)
 	    cbor_encode_uint64(v, p, n);
 }
 
+/* v at p, which has room for 9 bytes; its length */
+static inline size_t
+enc_int(int64_t v, uint8_t *p)
+{
+	return v >= 0 ? enc_head(false, (uint64_t)v, p, 9) :
+	    enc_head(true, (uint64_t)(-(v + 1)), p, 9);
+}
+
 static inline void
 put_uint(struct ist_writer *w, uint64_t v)
 {
@@ -227,6 +237,10 @@ ist_writer_new(struct ist_writer **out, ist_sink_fn sink, void *ctx,
 		goto nomem;
 	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel,
 	    w->opts.store ? ZSTD_minCLevel() : w->opts.level);
+	/* storing, it finds no matches: no table to clear for each frame */
+	if (w->opts.store)
+		ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_hashLog,
+		    ZSTD_cParam_getBounds(ZSTD_c_hashLog).lowerBound);
 	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
 	if (w->opts.stable_strings &&
 	    (w->pc = calloc(PCACHE, sizeof(*w->pc))) == NULL)
@@ -547,6 +561,7 @@ track_slow(struct ist_writer *w, const int64_t key[4], uint32_t mask)
 	e->mask = mask;
 	e->id = ++w->ntracks;
 	e->gen = 0;
+	e->nenc = (uint8_t)enc_head(false, e->id, e->enc, sizeof(e->enc));
 	w->buf[w->n++] = 0x86; /* [2, id, pid, tid, device, stream] */
 	put_uint(w, K_TRACK);
 	put_uint(w, e->id);
@@ -737,19 +752,29 @@ usable(const struct ist_writer *w, struct ist_error *err)
 	return IST_OK;
 }
 
+static enum ist_status written_slow(struct ist_writer *w,
+    struct ist_error *err);
+
 /* After an event: count it, and close the frame when full or due. */
-static enum ist_status
+static inline enum ist_status
 written(struct ist_writer *w, struct ist_error *err)
 {
 	w->st.records++;
 	w->st.events++;
+	if (w->n < w->opts.frame_bytes && (w->opts.flush_interval_ms == 0 ||
+	    ++w->since_clock < 64))
+		return IST_OK;
+	return written_slow(w, err);
+}
+
+static enum ist_status
+written_slow(struct ist_writer *w, struct ist_error *err)
+{
 	if (w->n >= w->opts.frame_bytes)
 		return ist_writer_flush(w, err);
-	if (w->opts.flush_interval_ms && ++w->since_clock >= 64) {
-		w->since_clock = 0;
-		if (now_ms() - w->last_flush_ms >= w->opts.flush_interval_ms)
-			return ist_writer_flush(w, err);
-	}
+	w->since_clock = 0;
+	if (now_ms() - w->last_flush_ms >= w->opts.flush_interval_ms)
+		return ist_writer_flush(w, err);
 	return IST_OK;
 }
 
@@ -957,7 +982,8 @@ ist_writer_write_from(struct ist_writer *w, const struct ist_event *ev,
 	w->n += cbor_encode_array_start(nel, w->buf + w->n, w->cap - w->n);
 	put_uint(w, (uint64_t)ts->kind);
 	if (tr) {
-		put_uint(w, tr->id);
+		memcpy(w->buf + w->n, tr->enc, sizeof(tr->enc));
+		w->n += tr->nenc;
 		if (ts->time != TS_NONE)
 			put_time(w, tr, ts->time == TS_RANGE ? ev->start_ns :
 			    ev->ts_ns);
@@ -1035,32 +1061,75 @@ timed_def(struct ist_writer *w, enum ist_type type, struct ist_wdef *d,
 }
 
 enum ist_status
+ist_writer_timed_run(struct ist_writer *w, int64_t pid, int64_t tid,
+    const struct ist_timed *ev, size_t n, size_t *done,
+    struct ist_error *err)
+{
+	const int64_t key[4] = { pid, tid, 0, 0 };
+	const uint64_t gen = w->gen;
+	struct wtrack *tr;
+	enum ist_status st = IST_OK;
+	size_t i;
+
+	*done = 0;
+	if ((st = usable(w, err)) != IST_OK)
+		return st;
+	/* a string defined below never moves the track; a flush (the frame
+	 * full or due) may, and ends the run */
+	if ((tr = track(w, key, 3)) == NULL)    /* pid and tid */
+		return fail(w, err);
+	/* room for the rest of the run, again after a definition, which
+	 * takes room of its own: a record takes at most 64 bytes */
+	if (reserve(w, 64 * n))
+		return fail(w, err);
+	for (i = 0; i < n && w->gen == gen; ) {
+		const struct ist_timed *e = &ev[i];
+		struct ist_wdef *d = e->d;
+		uint8_t *o;
+		int64_t dt;
+
+		if ((d->seg != w->seg || d->type != e->type) &&
+		    ((st = timed_def(w, e->type, d, err)) != IST_OK ||
+		    reserve(w, 64 * (n - i)))) {
+			if (st == IST_OK)
+				st = fail(w, err);
+			break;
+		}
+		/* through a local pointer: a byte stored through w->buf
+		 * could be any of w's members, to the compiler; the
+		 * constant bytes copied whole (the room is reserved) */
+		o = w->buf + w->n;
+		memcpy(o, d->head, sizeof(d->head));
+		o += d->nhead;
+		memcpy(o, tr->enc, sizeof(tr->enc));
+		o += tr->nenc;
+		dt = (int64_t)((uint64_t)e->start_ns -
+		    (uint64_t)(tr->gen == gen ? tr->last : 0));
+		tr->gen = gen;
+		tr->last = e->start_ns;
+		o += enc_int(dt, o);
+		o += enc_int((int64_t)((uint64_t)e->end_ns -
+		    (uint64_t)e->start_ns), o);
+		memcpy(o, d->tail, sizeof(d->tail));
+		o += d->ntail;
+		w->n = (size_t)(o - w->buf);
+		i++;
+		if ((st = written(w, err)) != IST_OK)
+			break;
+	}
+	*done = i;
+	return st;
+}
+
+enum ist_status
 ist_writer_timed(struct ist_writer *w, enum ist_type type, int64_t pid,
     int64_t tid, int64_t start_ns, int64_t end_ns, struct ist_wdef *d,
     struct ist_error *err)
 {
-	const int64_t key[4] = { pid, tid, 0, 0 };
-	struct wtrack *tr;
-	enum ist_status st;
+	struct ist_timed ev = { d, start_ns, end_ns, type };
+	size_t done;
 
-	if ((st = usable(w, err)) != IST_OK)
-		return st;
-	if ((d->seg != w->seg || d->type != type) &&
-	    (st = timed_def(w, type, d, err)) != IST_OK)
-		return st;
-	if ((tr = track(w, key, 3)) == NULL)    /* pid and tid */
-		return fail(w, err);
-	if (reserve(w, 64))
-		return fail(w, err);
-	/* the constant bytes, copied whole (the room is reserved) */
-	memcpy(w->buf + w->n, d->head, sizeof(d->head));
-	w->n += d->nhead;
-	put_uint(w, tr->id);
-	put_time(w, tr, start_ns);
-	put_int(w, (int64_t)((uint64_t)end_ns - (uint64_t)start_ns));
-	memcpy(w->buf + w->n, d->tail, sizeof(d->tail));
-	w->n += d->ntail;
-	return written(w, err);
+	return ist_writer_timed_run(w, pid, tid, &ev, 1, &done, err);
 }
 
 int
