@@ -462,18 +462,17 @@ cut_record(enum ist_type type, int64_t tid, const int64_t t[2], int cut,
  */
 #define RUN 256
 static struct ist_timed run[RUN];
-static size_t nrun;
-static int64_t run_tid;
 
-static void
-write_run(void)
+/* Writes run[0..n), all of thread tid; 0, the records left in it. */
+static size_t
+write_run(size_t n, int64_t tid)
 {
 	struct ist_error e;
 	size_t i = 0, done;
 
-	while (i < nrun) {
+	while (i < n) {
 		if (C.failed) {
-			C.dropped += nrun - i;
+			C.dropped += n - i;
 			break;
 		}
 		/* the frame the run goes to begins no later than its first
@@ -482,15 +481,15 @@ write_run(void)
 		 * window starts at its frames' earliest) */
 		if (run[i].end_ns < C.frame_t0)
 			C.frame_t0 = run[i].end_ns;
-		if (ist_writer_timed_run(C.w, C.pid, run_tid, run + i,
-		    nrun - i, &done, &e) != IST_OK) {
+		if (ist_writer_timed_run(C.w, C.pid, tid, run + i, n - i,
+		    &done, &e) != IST_OK) {
 			wfail(&e);
-			C.dropped += nrun - i - done;
+			C.dropped += n - i - done;
 			break;
 		}
 		i += done;
 	}
-	nrun = 0;
+	return 0;
 }
 
 /* Converts and writes the records of ring r up to head.  Timed records,
@@ -506,6 +505,8 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 	};
 	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	struct ist_event ev;
+	size_t nrun = 0;        /* records in run[], of thread run_tid */
+	int64_t run_tid = 0;
 
 	while (tail < head) {
 		const uint8_t *p = r->buf + (tail & (r->size - 1));
@@ -525,7 +526,7 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 		else
 			memcpy(t, p + 8, h.len >= 16 ? 8 : 0);
 		if (h.kind == IST_REC_THREAD_NAME) {
-			write_run();
+			nrun = write_run(nrun, run_tid);
 			thread_record(r, (const char *)p + 8, strnlen(
 			    (const char *)p + 8, h.len - 8u));
 			tail += h.len;
@@ -548,13 +549,13 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 				memcpy(&tid, p + 24, 8);
 			}
 			if (h.flags && h.kind != IST_REC_NVTX_ON) {
-				write_run();
+				nrun = write_run(nrun, run_tid);
 				cut_record(timed[h.kind], r->tid, t, h.flags,
 				    d);
 				break;
 			}
 			if (nrun == RUN || (nrun && tid != run_tid))
-				write_run();
+				nrun = write_run(nrun, run_tid);
 			run_tid = tid;
 			to_ns2(t);
 			run[nrun++] = (struct ist_timed){ &d->wd, t[0], t[1],
@@ -562,7 +563,7 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 			break;
 		case IST_REC_MARK:
 		case IST_REC_NVTX_MARK:
-			write_run();
+			nrun = write_run(nrun, run_tid);
 			ist_event_init(&ev, h.kind == IST_REC_MARK ?
 			    IST_INSTANT : IST_NVTX_MARK);
 			ev.ts_ns = to_ns(t[0]);
@@ -589,7 +590,7 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 		}
 		tail += h.len;
 	}
-	write_run();
+	nrun = write_run(nrun, run_tid);
 	atomic_store_explicit(&r->tail, tail, memory_order_release);
 }
 

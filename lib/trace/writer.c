@@ -1069,6 +1069,7 @@ ist_writer_timed_run(struct ist_writer *w, int64_t pid, int64_t tid,
 	const uint64_t gen = w->gen;
 	struct wtrack *tr;
 	enum ist_status st = IST_OK;
+	int64_t last;
 	size_t i;
 
 	*done = 0;
@@ -1082,11 +1083,12 @@ ist_writer_timed_run(struct ist_writer *w, int64_t pid, int64_t tid,
 	 * takes room of its own: a record takes at most 64 bytes */
 	if (reserve(w, 64 * n))
 		return fail(w, err);
+	/* the track's last start, in a register for the run */
+	last = tr->gen == gen ? tr->last : 0;
 	for (i = 0; i < n && w->gen == gen; ) {
 		const struct ist_timed *e = &ev[i];
 		struct ist_wdef *d = e->d;
 		uint8_t *o;
-		int64_t dt;
 
 		if ((d->seg != w->seg || d->type != e->type) &&
 		    ((st = timed_def(w, e->type, d, err)) != IST_OK ||
@@ -1103,16 +1105,16 @@ ist_writer_timed_run(struct ist_writer *w, int64_t pid, int64_t tid,
 		o += d->nhead;
 		memcpy(o, tr->enc, sizeof(tr->enc));
 		o += tr->nenc;
-		dt = (int64_t)((uint64_t)e->start_ns -
-		    (uint64_t)(tr->gen == gen ? tr->last : 0));
-		tr->gen = gen;
-		tr->last = e->start_ns;
-		o += enc_int(dt, o);
+		o += enc_int((int64_t)((uint64_t)e->start_ns - (uint64_t)last),
+		    o);
 		o += enc_int((int64_t)((uint64_t)e->end_ns -
 		    (uint64_t)e->start_ns), o);
 		memcpy(o, d->tail, sizeof(d->tail));
 		o += d->ntail;
 		w->n = (size_t)(o - w->buf);
+		last = e->start_ns;
+		tr->gen = gen;
+		tr->last = last;
 		i++;
 		if ((st = written(w, err)) != IST_OK)
 			break;
