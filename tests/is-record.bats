@@ -1033,12 +1033,12 @@ PY
 	assert_equal "${stderr_lines[0]}" "is-record: --recover takes no command"
 }
 
-# bytes and raw_bytes of a trace, from is-info --json
+# bytes, raw_bytes and frames of a trace, from is-info --json
 sizes() {
 	is-info --json "$1" | python3 -c '
 import json, sys
 i = json.load(sys.stdin)
-print(i["bytes"], i["raw_bytes"])'
+print(i["bytes"], i["raw_bytes"], i["frames"])'
 }
 
 @test "live streams are stored, not compressed (the program does not pay for it); is-record compresses them as it gathers them, record for record" {
@@ -1046,27 +1046,32 @@ print(i["bytes"], i["raw_bytes"])'
 	INFERSCOPE_ENABLED=1 INFERSCOPE_DIR=$T/live \
 	    PYTHONPATH=$IST_BUILD/python $PY -c '
 def f(n): return n if n < 2 else f(n - 1) + f(n - 2)
-f(20)'
+f(27)'
 	live=$(echo "$T"/live/*.ist)
 	is-cat "$live" > live.jsonl
-	assert_equal "$(grep -c '"name":"__main__.f"' live.jsonl)" 21891
-	# stored: the file holds no fewer bytes than its CBOR
-	read -r bytes raw < <(sizes "$live")
+	assert_equal "$(grep -c '"name":"__main__.f"' live.jsonl)" 635621
+	# stored: the file holds no fewer bytes than its CBOR; in frames of
+	# 4 MiB, more than one, to be compressed side by side
+	read -r bytes raw frames < <(sizes "$live")
 	(( bytes >= raw )) || fail "live stream compressed: $bytes bytes of $raw"
+	(( frames >= 2 )) || fail "the live stream has $frames frame(s)"
 	# gathered as at the end of a run, by an is-record that is gone
 	sleep 0 & local dead=$!
 	wait $dead
 	echo $dead > live/is-record.pid
-	cp "$live" stream.ist
 	is-record --recover "$T/live" -o out.ist
 	is-cat out.ist > out.jsonl
 	cmp live.jsonl out.jsonl
-	# fib's calls compress sixfold at level 3: a third is a loose bound
-	read -r bytes raw < <(sizes out.ist)
-	(( bytes * 3 <= raw )) || fail "gathered, not compressed: $bytes bytes of $raw"
+	# fib's calls compress sevenfold at level 1: a third is a loose bound
+	read -r bytes raw2 frames2 < <(sizes out.ist)
+	(( bytes * 3 <= raw2 )) || fail "gathered, not compressed: $bytes bytes of $raw2"
+	assert_equal "$raw2 $frames2" "$raw $frames"
 	# a stored frame that does not decompress (a byte flipped in it)
 	# goes out as it came, for the readers to tell what is wrong
 	mkdir live
+	INFERSCOPE_ENABLED=1 INFERSCOPE_DIR=$T/live \
+	    PYTHONPATH=$IST_BUILD/python $PY -c 'pass'
+	mv live/*.ist stream.ist
 	python3 -c '
 import sys
 b = bytearray(open(sys.argv[1], "rb").read())

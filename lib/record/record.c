@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,16 +31,24 @@ static enum ist_status gather_all(struct sampler *s, const char *dir,
 
 /*
  * The collectors store their live frames uncompressed (the CPU is the
- * traced program's); they are compressed here, after it, at the writer's
- * level.  A stored frame is one no smaller than its content.  Anything
- * that does not decompress whole goes out as it came: readers tell what
- * is wrong with it.
+ * traced program's); they are compressed here, after it: at level 1, the
+ * level they were written at before, each frame on its own so that the
+ * cores share them, in the same bytes however many there are.  A stored
+ * frame is one no smaller than its content.  Anything that does not
+ * decompress whole goes out as it came: readers tell what is wrong with
+ * it.
  */
+#define SQUEEZERS 8
+
 struct squeeze {
 	ZSTD_CCtx *c;
 	ZSTD_DCtx *d;
 	uint8_t *raw, *out;
 	size_t rawcap, outcap;
+	const uint8_t *f;       /* the frame, k bytes */
+	size_t k;
+	size_t n;               /* its compressed size in out; 0: copy f */
+	pthread_t t;
 };
 
 static bool
@@ -56,31 +65,35 @@ grow(uint8_t **p, size_t *cap, size_t n)
 	return true;
 }
 
-/* The frame f[0..k) compressed into z->out; its size, or 0 to copy f. */
-static size_t
-squeeze(struct squeeze *z, const uint8_t *f, size_t k)
+/* z->f compressed into z->out, z->n its size, or 0 to copy it. */
+static void *
+squeeze(void *arg)
 {
-	unsigned long long n = ZSTD_getFrameContentSize(f, k);
+	struct squeeze *z = arg;
+	unsigned long long n = ZSTD_getFrameContentSize(z->f, z->k);
 	size_t r;
 
+	z->n = 0;
 	if (n == ZSTD_CONTENTSIZE_UNKNOWN || n == ZSTD_CONTENTSIZE_ERROR ||
-	    n > IST_MAX_FRAME || k < n)
-		return 0;
+	    n > IST_MAX_FRAME || z->k < n)
+		return NULL;
 	if (z->c == NULL) {
 		if ((z->c = ZSTD_createCCtx()) == NULL ||
 		    (z->d = ZSTD_createDCtx()) == NULL)
-			return 0;
-		ZSTD_CCtx_setParameter(z->c, ZSTD_c_compressionLevel, 3);
+			return NULL;
+		ZSTD_CCtx_setParameter(z->c, ZSTD_c_compressionLevel, 1);
 		ZSTD_CCtx_setParameter(z->c, ZSTD_c_checksumFlag, 1);
 	}
 	if (!grow(&z->raw, &z->rawcap, n ? n : 1) ||
 	    !grow(&z->out, &z->outcap, ZSTD_compressBound(n)))
-		return 0;
-	r = ZSTD_decompressDCtx(z->d, z->raw, z->rawcap, f, k);
+		return NULL;
+	r = ZSTD_decompressDCtx(z->d, z->raw, z->rawcap, z->f, z->k);
 	if (ZSTD_isError(r) || r != n)
-		return 0;
+		return NULL;
 	r = ZSTD_compress2(z->c, z->out, z->outcap, z->raw, n);
-	return ZSTD_isError(r) || r >= k ? 0 : r;
+	if (!ZSTD_isError(r) && r < z->k)
+		z->n = r;
+	return NULL;
 }
 
 static void
@@ -98,7 +111,9 @@ static enum ist_status
 gather(const char *path, int out, struct sampler *s, struct ist_error *err)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct squeeze z = { 0 };
+	struct squeeze z[SQUEEZERS] = { 0 };
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int nz = cpus < 1 ? 1 : cpus > SQUEEZERS ? SQUEEZERS : (int)cpus;
 	struct stat st;
 	uint8_t *m;
 	size_t off = 0, from = 0, n;
@@ -121,19 +136,44 @@ gather(const char *path, int out, struct sampler *s, struct ist_error *err)
 		    strerror(errno));
 		return IST_EIO;
 	}
-	/* frames kept as they are go out together, from `from` */
+	/* nz frames at a time, each on a thread of its own (the first on
+	 * this one); frames kept as they are go out together, from `from` */
 	while (off < n && e == 0) {
-		size_t k = ZSTD_findFrameCompressedSize(m + off, n - off), c;
-		if (ZSTD_isError(k))
-			break;
-		if ((c = squeeze(&z, m + off, k)) != 0) {
-			if (off > from)
-				e = ist_fd_sink(&out, m + from, off - from);
-			if (e == 0)
-				e = ist_fd_sink(&out, z.out, c);
-			from = off + k;
+		int k = 0, i;
+
+		for (; k < nz && off < n; k++) {
+			size_t fk = ZSTD_findFrameCompressedSize(m + off,
+			    n - off);
+			if (ZSTD_isError(fk))
+				break;
+			z[k].f = m + off;
+			z[k].k = fk;
+			off += fk;
+			if (k > 0 && pthread_create(&z[k].t, NULL, squeeze,
+			    &z[k]) != 0)
+				z[k].t = pthread_self();
 		}
-		off += k;
+		if (k == 0)
+			break;
+		squeeze(&z[0]);
+		for (i = 1; i < k; i++) {
+			if (pthread_equal(z[i].t, pthread_self()))
+				squeeze(&z[i]);   /* no thread: here */
+			else
+				pthread_join(z[i].t, NULL);
+		}
+		for (i = 0; i < k && e == 0; i++) {
+			size_t at = (size_t)(z[i].f - m);
+			if (z[i].n == 0)
+				continue;
+			if (at > from)
+				e = ist_fd_sink(&out, m + from, at - from);
+			if (e == 0)
+				e = ist_fd_sink(&out, z[i].out, z[i].n);
+			from = at + z[i].k;
+		}
+		if (k < nz && off < n)
+			break;          /* a frame cut short */
 	}
 	if (e == 0 && off < n) {
 		const char *base = strrchr(path, '/');
@@ -145,7 +185,8 @@ gather(const char *path, int out, struct sampler *s, struct ist_error *err)
 	if (e == 0 && off > from)
 		e = ist_fd_sink(&out, m + from, off - from);
 	munmap(m, n);
-	squeeze_free(&z);
+	for (int i = 0; i < nz; i++)
+		squeeze_free(&z[i]);
 	if (e) {
 		ist_seterr(err, IST_EIO, "cannot write the trace: %s",
 		    strerror(e));
