@@ -138,23 +138,24 @@ ist_ticks(void)
 static inline void *
 ist_coll_reserve(struct ist_ring *r, size_t len)
 {
-	uint64_t head, tail, off, room;
+	uint64_t head, tail, off, room, need;
 
 	if (r == NULL || r->size == 0 || len > 65528)
 		goto drop;
 	head = atomic_load_explicit(&r->head, memory_order_relaxed);
 	off = head & (r->size - 1);
 	room = r->size - off;         /* contiguous bytes to the end */
+	need = room < len ? room + len : len;   /* with the pad, if any */
 	/* look at the consumer's line only when our copy says full */
 	tail = r->tail_seen;
-	if (r->size - (head - tail) < room + len) {
+	if (r->size - (head - tail) < need) {
 		tail = atomic_load_explicit(&r->tail, memory_order_acquire);
 		r->tail_seen = tail;
+		if (r->size - (head - tail) < need)
+			goto drop;
 	}
 	if (room < len) {
 		/* pad to the end, then start at 0 */
-		if (r->size - (head - tail) < room + len)
-			goto drop;
 		struct ist_rec *pad = (struct ist_rec *)(r->buf + off);
 		pad->kind = IST_REC_PAD;
 		pad->len = 0;
@@ -162,8 +163,6 @@ ist_coll_reserve(struct ist_ring *r, size_t len)
 		head += room;
 		atomic_store_explicit(&r->head, head, memory_order_release);
 		off = 0;
-	} else if (r->size - (head - tail) < len) {
-		goto drop;
 	}
 	return r->buf + off;
 drop:

@@ -180,9 +180,28 @@ def main():
                 a = callgrind(cmd + [path, "0"], env)
                 b = callgrind(cmd + [path, "20"], env)
                 per.append((b - a) / 21891 if a and b else float("nan"))
+            # the stored frames compressed by is-record after the run
+            # (is-record --recover gathers a recording as a run's end does)
+            gather = []
+            for arg in ("0", "20"):
+                g = tempfile.mkdtemp(dir=tmp)
+                subprocess.run([py, path, arg],
+                               env=dict(oenv, INFERSCOPE_DIR=g),
+                               stdout=subprocess.DEVNULL, check=True)
+                dead = subprocess.Popen(["true"])
+                dead.wait()
+                with open(os.path.join(g, "is-record.pid"), "w") as f:
+                    f.write("%d\n" % dead.pid)
+                gather.append(callgrind([os.path.join(build, "bin",
+                                                      "is-record"),
+                                         "--recover", g, "-o",
+                                         os.path.join(tmp, "g.ist")], ENV))
+            per.append((gather[1] - gather[0]) / 21891 if None not in gather
+                       else float("nan"))
             print("  %-5s untraced %6.0f   ours %6.0f (%.2fx)   cProfile "
-                  "%6.0f (%.2fx)" % (ver, per[0], per[1], per[1] / per[0],
-                                     per[2], per[2] / per[0]))
+                  "%6.0f (%.2fx)   is-record after the run %4.0f" %
+                  (ver, per[0], per[1], per[1] / per[0], per[2],
+                   per[2] / per[0], per[3]))
         # the torch loop: 25 iterations minus 5, start-up left out
         if not quick and have("/usr/bin/python3", "torch"):
             path = os.path.join(HERE, "workloads", "encoder.py")
