@@ -590,7 +590,7 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 		}
 		tail += h.len;
 	}
-	nrun = write_run(nrun, run_tid);
+	write_run(nrun, run_tid);
 	atomic_store_explicit(&r->tail, tail, memory_order_release);
 }
 
@@ -922,10 +922,10 @@ dump_now(void)
 static enum ist_status
 open_stream(const char *path, struct ist_error *err)
 {
-	/* frames stored: compressing them would cost the program more than
-	 * the rest of recording a call (a third of it); is-record compresses
-	 * them after it.  A flight recorder keeps compressed frames in its
-	 * memory: level 1, that keeps up with millions of events a second */
+	/* frames stored: compressing them would cost the program a third of
+	 * what recording a call costs; is-record compresses them after it.
+	 * A flight recorder keeps compressed frames in its memory: level 1,
+	 * which keeps up with millions of events a second */
 	struct ist_writer_opts wo = { .level = 1, .store = C.ring_bytes == 0,
 	    .flush_interval_ms = C.flush_ms, .stable_strings = true,
 	    .self_contained = C.ring_bytes > 0 };

@@ -192,7 +192,8 @@ ist_at(struct ist_error *err, enum ist_where where)
  * `more` is a cpu_call's file or an nvtx_range's domain (p == NULL:
  * absent); line > 0 is a cpu_call's line.  The writer keeps the
  * definition's string ids and the record's constant bytes in the other
- * members: zero them once, then leave them to the writer.
+ * members: zero them once, then leave them to the writer.  A definition
+ * does not change once written (zero seg to change it).
  */
 struct ist_wdef {
 	struct ist_str name, more;

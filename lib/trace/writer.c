@@ -1075,8 +1075,12 @@ ist_writer_timed_run(struct ist_writer *w, int64_t pid, int64_t tid,
 	*done = 0;
 	if ((st = usable(w, err)) != IST_OK)
 		return st;
-	/* a string defined below never moves the track; a flush (the frame
-	 * full or due) may, and ends the run */
+	/* the first record's strings before its track, as ist_writer_write
+	 * defines them; a string defined below never moves the track; a
+	 * flush (the frame full or due) may, and ends the run */
+	if (n > 0 && (ev->d->seg != w->seg || ev->d->type != ev->type) &&
+	    (st = timed_def(w, ev->type, ev->d, err)) != IST_OK)
+		return st;
 	if ((tr = track(w, key, 3)) == NULL)    /* pid and tid */
 		return fail(w, err);
 	/* room for the rest of the run, again after a definition, which

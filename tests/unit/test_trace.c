@@ -536,6 +536,7 @@ test_int_widths(void)
 			want[n][2] = edge[i] + 1;
 			d.line = edge[i] + 1;
 			if (n % 2) {
+				d.seg = 0;      /* its line changed */
 				bad += ist_writer_timed(w, IST_CPU_CALL, 1, 1, t,
 				    t + edge[i], &d, &e) != IST_OK;
 			} else {
@@ -618,6 +619,24 @@ test_many_names(void)
 	ist_buf_release(&m.b);
 }
 
+/* A run through ist_writer_timed_run, which stops at each frame it
+ * closes; the errors. */
+static int
+write_runs(struct ist_writer *w, const struct ist_timed *run, size_t n,
+    int64_t tid)
+{
+	struct ist_error e;
+	size_t i = 0, done;
+
+	while (i < n) {
+		if (ist_writer_timed_run(w, 9, tid, run + i, n - i, &done,
+		    &e) != IST_OK || done == 0)
+			return 1;
+		i += done;
+	}
+	return 0;
+}
+
 /*
  * The collector's short path (ist_writer_timed) writes the bytes that
  * ist_writer_write writes for the same events: every type it takes, with
@@ -648,15 +667,20 @@ test_writer_timed(void)
 		for (int round = 0; round < 2; round++, rounds++) {
 			struct ist_writer_opts o = { .frame_bytes = 4096,
 			    .self_contained = selfc, .stable_strings = true };
-			struct mem a = { 0 }, b = { 0 };
-			struct ist_writer *wa, *wb;
+			struct mem a = { 0 }, b = { 0 }, c = { 0 };
+			struct ist_writer *wa, *wb, *wc;
+			struct ist_timed run[64];
+			size_t nrun = 0;
+			int64_t run_tid = 0;
 			int bad = 0;
 
 			ist_writer_new(&wa, sink, &a, &o, &e);
 			ist_writer_new(&wb, sink, &b, &o, &e);
+			ist_writer_new(&wc, sink, &c, &o, &e);
 			ist_event_init(&h, IST_HEADER);
 			ist_writer_header(wa, &h, &e);
 			ist_writer_header(wb, &h, &e);
+			ist_writer_header(wc, &h, &e);
 			for (int i = 0; i < 5000; i++) {
 				/* a definition serves several types */
 				struct ist_wdef *d = &defs[i * 7 % 6];
@@ -687,18 +711,34 @@ test_writer_timed(void)
 				bad += ist_writer_write(wa, &ev, &e) != IST_OK;
 				bad += ist_writer_timed(wb, t, 9, tid, t0,
 				    t0 + i % 11, d, &e) != IST_OK;
+				/* in runs of one thread's, up to 64 (i % 64
+				 * of them), as the collector hands them */
+				if (nrun && (tid != run_tid || nrun ==
+				    (size_t)(i % 64) + 1)) {
+					bad += write_runs(wc, run, nrun,
+					    run_tid);
+					nrun = 0;
+				}
+				run_tid = tid;
+				run[nrun++] = (struct ist_timed){ d, t0,
+				    t0 + i % 11, t };
 			}
+			bad += write_runs(wc, run, nrun, run_tid);
 			ist_writer_close(wa, &e);
 			ist_writer_close(wb, &e);
+			ist_writer_close(wc, &e);
 			same += bad == 0 && a.b.n == b.b.n && a.nframes > 3 &&
-			    memcmp(a.b.p, b.b.p, a.b.n) == 0;
+			    memcmp(a.b.p, b.b.p, a.b.n) == 0 &&
+			    a.b.n == c.b.n && memcmp(a.b.p, c.b.p, a.b.n) == 0;
 			ist_buf_release(&a.b);
 			ist_buf_release(&b.b);
+			ist_buf_release(&c.b);
 		}
 	}
-	ok(same == rounds, "the short path writes the same bytes as "
-	    "ist_writer_write (%d of %d writers, ids cached by an earlier "
-	    "writer not reused)", same, rounds);
+	ok(same == rounds, "the short path, one record at a time and in "
+	    "runs, writes the same bytes as ist_writer_write (%d of %d "
+	    "writers, ids cached by an earlier writer not reused)", same,
+	    rounds);
 	{
 		struct mem m = { 0 };
 		struct ist_writer *w;
