@@ -226,21 +226,6 @@ to_ns(int64_t t)
 	return to_ns_far(t);
 }
 
-/* Both ends of a range: one test when both fall in that interval (a
- * range is much shorter than the second between calibrations) */
-static inline void
-to_ns2(int64_t t[2])
-{
-	if (ist_coll_use_tsc && near.count == cal.count && t[0] >= near.ta &&
-	    (t[1] < near.tb || near.i == cal.count - 2) && t[1] >= t[0]) {
-		t[0] = near_ns(t[0]);
-		t[1] = near_ns(t[1]);
-		return;
-	}
-	t[0] = to_ns(t[0]);
-	t[1] = to_ns(t[1]);
-}
-
 static bool
 tsc_invariant(void)
 {
@@ -557,9 +542,8 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 			if (nrun == RUN || (nrun && tid != run_tid))
 				nrun = write_run(nrun, run_tid);
 			run_tid = tid;
-			to_ns2(t);
-			run[nrun++] = (struct ist_timed){ &d->wd, t[0], t[1],
-			    timed[h.kind] };
+			run[nrun++] = (struct ist_timed){ &d->wd, to_ns(t[0]),
+			    to_ns(t[1]), timed[h.kind] };
 			break;
 		case IST_REC_MARK:
 		case IST_REC_NVTX_MARK:

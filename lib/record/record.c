@@ -43,27 +43,13 @@ static enum ist_status gather_all(struct sampler *s, const char *dir,
 struct squeeze {
 	ZSTD_CCtx *c;
 	ZSTD_DCtx *d;
-	uint8_t *raw, *out;
-	size_t rawcap, outcap;
+	struct ist_buf raw, out;
 	const uint8_t *f;       /* the frame, k bytes */
 	size_t k;
 	size_t n;               /* its compressed size in out; 0: copy f */
 	pthread_t t;
+	bool threaded;          /* squeezed on thread t */
 };
-
-static bool
-grow(uint8_t **p, size_t *cap, size_t n)
-{
-	uint8_t *q;
-
-	if (n <= *cap)
-		return true;
-	if ((q = realloc(*p, n)) == NULL)
-		return false;
-	*p = q;
-	*cap = n;
-	return true;
-}
 
 /* z->f compressed into z->out, z->n its size, or 0 to copy it. */
 static void *
@@ -84,13 +70,13 @@ squeeze(void *arg)
 		ZSTD_CCtx_setParameter(z->c, ZSTD_c_compressionLevel, 1);
 		ZSTD_CCtx_setParameter(z->c, ZSTD_c_checksumFlag, 1);
 	}
-	if (!grow(&z->raw, &z->rawcap, n ? n : 1) ||
-	    !grow(&z->out, &z->outcap, ZSTD_compressBound(n)))
+	if (ist_buf_reserve(&z->raw, n ? n : 1) ||
+	    ist_buf_reserve(&z->out, ZSTD_compressBound(n)))
 		return NULL;
-	r = ZSTD_decompressDCtx(z->d, z->raw, z->rawcap, z->f, z->k);
+	r = ZSTD_decompressDCtx(z->d, z->raw.p, z->raw.cap, z->f, z->k);
 	if (ZSTD_isError(r) || r != n)
 		return NULL;
-	r = ZSTD_compress2(z->c, z->out, z->outcap, z->raw, n);
+	r = ZSTD_compress2(z->c, z->out.p, z->out.cap, z->raw.p, n);
 	if (!ZSTD_isError(r) && r < z->k)
 		z->n = r;
 	return NULL;
@@ -101,8 +87,8 @@ squeeze_free(struct squeeze *z)
 {
 	ZSTD_freeCCtx(z->c);
 	ZSTD_freeDCtx(z->d);
-	free(z->raw);
-	free(z->out);
+	ist_buf_release(&z->raw);
+	ist_buf_release(&z->out);
 }
 
 /* Copies the whole zstd frames of path to out, stored ones compressed;
@@ -149,18 +135,17 @@ gather(const char *path, int out, struct sampler *s, struct ist_error *err)
 			z[k].f = m + off;
 			z[k].k = fk;
 			off += fk;
-			if (k > 0 && pthread_create(&z[k].t, NULL, squeeze,
-			    &z[k]) != 0)
-				z[k].t = pthread_self();
+			z[k].threaded = k > 0 && pthread_create(&z[k].t, NULL,
+			    squeeze, &z[k]) == 0;
 		}
 		if (k == 0)
 			break;
 		squeeze(&z[0]);
 		for (i = 1; i < k; i++) {
-			if (pthread_equal(z[i].t, pthread_self()))
-				squeeze(&z[i]);   /* no thread: here */
-			else
+			if (z[i].threaded)
 				pthread_join(z[i].t, NULL);
+			else
+				squeeze(&z[i]);   /* no thread: here */
 		}
 		for (i = 0; i < k && e == 0; i++) {
 			size_t at = (size_t)(z[i].f - m);
@@ -169,7 +154,7 @@ gather(const char *path, int out, struct sampler *s, struct ist_error *err)
 			if (at > from)
 				e = ist_fd_sink(&out, m + from, at - from);
 			if (e == 0)
-				e = ist_fd_sink(&out, z[i].out, z[i].n);
+				e = ist_fd_sink(&out, z[i].out.p, z[i].n);
 			from = at + z[i].k;
 		}
 		if (k < nz && off < n)

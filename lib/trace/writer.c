@@ -143,7 +143,7 @@ enc_head(bool neg, uint64_t v, uint8_t *p, size_t n)
 	    cbor_encode_uint64(v, p, n);
 }
 
-/* v at p, which has room for 9 bytes; its length */
+/* v at p, which has room for 9 bytes (reserved); its length */
 static inline size_t
 enc_int(int64_t v, uint8_t *p)
 {
@@ -160,12 +160,7 @@ put_uint(struct ist_writer *w, uint64_t v)
 static inline void
 put_int(struct ist_writer *w, int64_t v)
 {
-	if (v >= 0)
-		w->n += enc_head(false, (uint64_t)v, w->buf + w->n,
-		    w->cap - w->n);
-	else
-		w->n += enc_head(true, (uint64_t)(-(v + 1)), w->buf + w->n,
-		    w->cap - w->n);
+	w->n += enc_int(v, w->buf + w->n);
 }
 
 static inline void
@@ -1060,6 +1055,13 @@ timed_def(struct ist_writer *w, enum ist_type type, struct ist_wdef *d,
 	return IST_OK;
 }
 
+/* Whether d's ids and bytes are not yet made for this segment and type. */
+static inline bool
+timed_stale(const struct ist_writer *w, const struct ist_timed *e)
+{
+	return e->d->seg != w->seg || e->d->type != e->type;
+}
+
 enum ist_status
 ist_writer_timed_run(struct ist_writer *w, int64_t pid, int64_t tid,
     const struct ist_timed *ev, size_t n, size_t *done,
@@ -1078,7 +1080,7 @@ ist_writer_timed_run(struct ist_writer *w, int64_t pid, int64_t tid,
 	/* the first record's strings before its track, as ist_writer_write
 	 * defines them; a string defined below never moves the track; a
 	 * flush (the frame full or due) may, and ends the run */
-	if (n > 0 && (ev->d->seg != w->seg || ev->d->type != ev->type) &&
+	if (n > 0 && timed_stale(w, ev) &&
 	    (st = timed_def(w, ev->type, ev->d, err)) != IST_OK)
 		return st;
 	if ((tr = track(w, key, 3)) == NULL)    /* pid and tid */
@@ -1094,7 +1096,7 @@ ist_writer_timed_run(struct ist_writer *w, int64_t pid, int64_t tid,
 		struct ist_wdef *d = e->d;
 		uint8_t *o;
 
-		if ((d->seg != w->seg || d->type != e->type) &&
+		if (timed_stale(w, e) &&
 		    ((st = timed_def(w, e->type, d, err)) != IST_OK ||
 		    reserve(w, 64 * (n - i)))) {
 			if (st == IST_OK)

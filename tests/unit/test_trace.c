@@ -500,7 +500,6 @@ test_reader_where(void)
 	ist_buf_release(&m.b);
 }
 
-/* Many strings and tracks: the tables grow (and are rebuilt) many times. */
 /*
  * Integers at every edge of CBOR's head widths (1, 2, 3, 5 and 9 bytes),
  * positive and negative, as time deltas, durations and lines, written by
@@ -572,6 +571,7 @@ test_int_widths(void)
 	ist_buf_release(&m.b);
 }
 
+/* Many strings and tracks: the tables grow (and are rebuilt) many times. */
 static void
 test_many_names(void)
 {
