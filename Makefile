@@ -351,10 +351,15 @@ install: all
 	    install -m 644 completions/inferscope.bash \
 	        $(DESTDIR)$(BASHCOMPDIR)/$$t || exit 1; done
 	install -m 644 completions/_inferscope $(DESTDIR)$(ZSHCOMPDIR)
-	install -d $(DESTDIR)$(PYDIR)/inferscope
+	install -d $(DESTDIR)$(PYDIR)/inferscope $(DESTDIR)$(PYDIR)/__pycache__ \
+	    $(DESTDIR)$(PYDIR)/inferscope/__pycache__
 	install -m 644 $(B)/python/sitecustomize.py $(DESTDIR)$(PYDIR)
+	install -m 644 $(B)/python/__pycache__/sitecustomize.*.pyc \
+	    $(DESTDIR)$(PYDIR)/__pycache__
 	install -m 644 $(B)/python/inferscope/__init__.py \
 	    $(DESTDIR)$(PYDIR)/inferscope
+	install -m 644 $(B)/python/inferscope/__pycache__/__init__.*.pyc \
+	    $(DESTDIR)$(PYDIR)/inferscope/__pycache__
 	install -m 755 $(B)/python/_inferscope*.so $(DESTDIR)$(PYDIR)
 	install -d $(DESTDIR)$(APIDIR)/inferscope $(DESTDIR)$(WHEELDIR)
 	install -m 644 $(B)/python/inferscope/__init__.py \

@@ -64,6 +64,9 @@ struct ist_coll_opts {
 	uint64_t ring_bytes;         /* flight recorder: keep only the newest
 	                              * this many bytes of frames, written at
 	                              * stop; 0: stream to the file */
+	bool rate_now;               /* ist_coll_duration_ticks will be
+	                              * called at once (else the first drain
+	                              * measures the tick rate) */
 };
 
 enum ist_status ist_coll_start(const struct ist_coll_opts *o,
@@ -114,7 +117,8 @@ ist_now_ns(void)
  */
 extern int ist_coll_use_tsc;
 
-/* A duration of ns nanoseconds in ticks (after ist_coll_start). */
+/* A duration of ns nanoseconds in ticks (after ist_coll_start with
+ * rate_now). */
 int64_t ist_coll_duration_ticks(int64_t ns);
 
 #if defined(__x86_64__) || defined(__i386__)

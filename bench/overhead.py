@@ -163,6 +163,18 @@ def main():
                            capture_output=True, text=True, check=True)
         print("API not recording: %-24s %s" % (stmt, r.stdout.split(": ")
                                                 [-1].strip()))
+    # what recording adds to a process's start and end, program aside:
+    # is-record's own (fork, exec, gathering the streams) and the
+    # bootstrap's in the recorded Python (the collector, its thread)
+    print("\nstart-up and exit, `python -c pass`: median of %d interleaved "
+          "rounds" % max(n, 15))
+    for ver, py in pys:
+        w = rounds([([py, "-c", "pass"], ENV),
+                    ([rec, "--no-sample", "-o", trace, "--", py, "-c",
+                      "pass"], ENV)], max(n, 15))
+        plain, ours = (statistics.median(x) * 1e3 for x in w)
+        print("  %-5s untraced %5.1f ms   is-record %5.1f ms (+%.1f ms)" %
+              (ver, plain, ours, ours - plain))
     if use_cg and shutil.which("valgrind"):
         # instructions per fib call: fib(20) minus fib(0), so that start-up
         # is left out; both threads of ours counted (the writer thread

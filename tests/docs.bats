@@ -127,6 +127,12 @@ TOOLS="inferscope is-analyze is-cat is-info is-merge is-record is-report"
 	    /usr/bin/python3 -c 'import inferscope; print(inferscope.enabled())'
 	assert_success
 	assert_output True
+	# its bootstrap compiled ahead, as built (checked by the source's hash,
+	# which install keeps, not its time, which it does not)
+	run --separate-stderr "$d/usr/bin/is-record" -o "$BATS_TEST_TMPDIR/i.ist" \
+	    -- /usr/bin/python3 -v -c pass
+	assert_success
+	[[ $stderr == *"# code object from '$d/usr/lib/inferscope/python/__pycache__/sitecustomize.cpython-311.pyc'"* ]]
 	# the API outside is-record: each Python's inferscope.pth names the
 	# API's directory (no bootstrap in it), which imports anywhere
 	site=$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')

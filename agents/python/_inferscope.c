@@ -992,6 +992,7 @@ py_start(PyObject *self, PyObject *args)
 	o.budget_bytes = (uint64_t)budget;
 	o.flush_interval_ms = 250;
 	o.ring_bytes = ring ? (uint64_t)budget : 0;
+	o.rate_now = min_us > 0;
 	if (ist_coll_start(&o, &e) != IST_OK)
 		return PyErr_Format(PyExc_OSError, "%s", e.msg);
 	min_ticks = ist_coll_duration_ticks(min_us * 1000);

@@ -32,6 +32,9 @@ json.dump(out, sys.stdout)
 '''
 
 
+GC = re.compile(r"gc \(generation [0-9]\)$")
+
+
 def cshort(name):
     """cProfile's label of a C function, or ours, to its short name."""
     m = re.match(r"<method '([^']+)' of '[^']+' objects>", name)
@@ -78,6 +81,12 @@ def our_counts():
         evl.sort(key=lambda e: (e["start_ns"], -e["end_ns"]))
         stack = []
         for e in evl:
+            if "file" not in e and GC.match(e["name"]):
+                # a collection, recorded as a call on the thread it paused
+                # (formats/trace-format.md): cProfile sees none, and when
+                # one falls inside the program's functions depends on what
+                # was allocated before them
+                continue
             while stack and stack[-1]["end_ns"] <= e["start_ns"] and \
                     stack[-1]["end_ns"] < e["end_ns"]:
                 stack.pop()
