@@ -181,6 +181,56 @@ mg_gtrack(struct merger *m, const struct ist_event *ev)
 	return (uint32_t)m->ntrack;
 }
 
+/* The merge's id of a timed record's constant part, 0 when out of
+ * memory; its writer bytes are made when first written. */
+uint32_t
+mg_gfn(struct merger *m, int type, uint32_t name, uint32_t more,
+    int64_t line)
+{
+	uint64_t h = ist_hash_bytes((const char *)(uint64_t[]){ (uint64_t)type,
+	    name, more, (uint64_t)line }, 32);
+	size_t k;
+
+	if ((m->nfn + 1) * 2 > m->ftab_cap && grow_ids(&m->ftab,
+	    &m->ftab_cap, 256, m->fns, sizeof(*m->fns),
+	    offsetof(struct gfn, hash), m->nfn) != 0)
+		return 0;
+	for (k = h & (m->ftab_cap - 1); m->ftab[k];
+	    k = (k + 1) & (m->ftab_cap - 1)) {
+		struct gfn *o = &m->fns[m->ftab[k] - 1];
+		if (o->hash == h && o->name == name && o->more == more &&
+		    o->line == line && o->type == type)
+			return m->ftab[k];
+	}
+	if (m->nfn == m->fns_cap) {
+		size_t cap = m->fns_cap ? m->fns_cap * 2 : 256;
+		struct gfn *nf = realloc(m->fns, cap * sizeof(*nf));
+		if (nf == NULL)
+			return 0;
+		m->fns = nf;
+		m->fns_cap = cap;
+	}
+	{
+		const struct ist_strent *n = ist_strtab_get(&m->strs, name);
+		const struct ist_strent *f = more ? ist_strtab_get(&m->strs,
+		    more) : NULL;
+		struct gfn *g = &m->fns[m->nfn];
+		memset(g, 0, sizeof(*g));
+		g->hash = h;
+		g->name = name;
+		g->more = more;
+		g->line = line;
+		g->type = (uint8_t)type;
+		/* seg 0: made by the writer when first written */
+		g->wd.name = (struct ist_str){ n->p, n->n };
+		if (f)
+			g->wd.more = (struct ist_str){ f->p, f->n };
+		g->wd.line = line;
+	}
+	m->ftab[k] = (uint32_t)++m->nfn;
+	return (uint32_t)m->nfn;
+}
+
 /* ---- the passes ---- */
 
 static int64_t
@@ -523,8 +573,7 @@ put_event(void *ctx, const struct run *r, struct ist_error *err)
 {
 	struct emit *e = ctx;
 
-	mg_unpack(e->m, r->rec, r->key, e->ev);
-	return ist_writer_write(e->w, e->ev, err);
+	return mg_emit(e->m, e->w, r->rec, r->key, e->ev, err);
 }
 
 static enum ist_status
@@ -539,11 +588,9 @@ emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 	if (m->nruns == 0) {
 		/* everything fit in memory: no temporary files */
 		mg_sort_ents(m, m->ents, m->ne);
-		for (size_t i = 0; i < m->ne && st == IST_OK; i++) {
-			mg_unpack(m, m->arena + m->ents[i].off, m->ents[i].key,
-			    &ev);
-			st = ist_writer_write(w, &ev, err);
-		}
+		for (size_t i = 0; i < m->ne && st == IST_OK; i++)
+			st = mg_emit(m, w, m->arena + m->ents[i].off,
+			    m->ents[i].key, &ev, err);
 		return st;
 	}
 	/* the last buffer is sorted where it is and merged as the last run
@@ -731,6 +778,8 @@ merger_release(struct merger *m)
 	ist_strtab_release(&m->strs);
 	free(m->tracks);
 	free(m->ttab);
+	free(m->fns);
+	free(m->ftab);
 	free(m->map.str);
 	free(m->map.trk);
 	free_sort(m);

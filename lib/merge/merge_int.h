@@ -67,6 +67,17 @@ struct gtrack {
 	int64_t key[4];
 };
 
+/* A timed record's constant part (pack.c): a call, scope or NVTX range of
+ * a thread with only its name, file or domain and line; written from the
+ * bytes the writer keeps for it (ist_writer_timed) */
+struct gfn {
+	uint64_t hash;
+	uint32_t name, more;     /* the merge's string ids; more 0: none */
+	int64_t line;            /* 0: none */
+	uint8_t type;
+	struct ist_wdef wd;
+};
+
 struct segmap {          /* the current segment's ids to the merge's */
 	uint32_t *str, *trk;
 	size_t nstr, ntrk;
@@ -129,6 +140,10 @@ struct merger {
 	size_t ntrack, tracks_cap;
 	uint32_t *ttab;
 	size_t ttab_cap;
+	struct gfn *fns;
+	size_t nfn, fns_cap;
+	uint32_t *ftab;
+	size_t ftab_cap;
 	struct segmap map;
 	/* progress: bytes of the inputs read before this one, in all */
 	uint64_t done_bytes, total_bytes, nread;
@@ -138,12 +153,18 @@ struct merger {
 
 uint32_t mg_gstring(struct merger *m, struct ist_str s);
 uint32_t mg_gtrack(struct merger *m, const struct ist_event *ev);
+uint32_t mg_gfn(struct merger *m, int type, uint32_t name, uint32_t more,
+    int64_t line);
 uint8_t *mg_pack(struct merger *m, const struct ist_reader *r,
     const struct ist_event *cev, uint8_t *p);
 size_t mg_pack_bound(const struct ist_event *cev);
 void mg_sort_ents(struct merger *m, struct ent *ents, size_t n);
 void mg_unpack(const struct merger *m, const uint8_t *p, int64_t key,
     struct ist_event *ev);
+/* A packed record into the writer: ev is the unpacking's room */
+enum ist_status mg_emit(struct merger *m, struct ist_writer *w,
+    const uint8_t *p, int64_t key, struct ist_event *ev,
+    struct ist_error *err);
 void mg_run_close(struct run *r);
 bool mg_run_next(struct run *r);
 int mg_run_open(struct run *r);

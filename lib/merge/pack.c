@@ -76,6 +76,54 @@ get_sv(const uint8_t *p, int64_t *v)
  * which is never packed, has more; tests/unit/test_trace.c checks).
  */
 
+/* The merge's id of the event's string field f; 0: out of memory. */
+static uint32_t
+gstr(struct merger *m, const struct ist_reader *r, struct ist_event *ev,
+    enum ist_field f)
+{
+	uint32_t id = ist_reader_string_id(r, f), g;
+
+	if (id >= m->map.nstr || (g = m->map.str[id]) == 0) {
+		if ((g = mg_gstring(m, *ist_field_str(ev, f))) == 0 ||
+		    ist_idmap_put(&m->map.str, &m->map.nstr, id, g) != 0)
+			return 0;
+	}
+	return g;
+}
+
+#define F(x) ((uint64_t)1 << IST_F_##x)
+#define TIMED (0x80)            /* a type byte's flag: the timed form */
+
+/*
+ * A timed record of a thread, which the writer writes from the bytes it
+ * keeps for its name, file or domain and line (ist_writer_timed): a call,
+ * scope or NVTX range with no other field, and a line, where it has one,
+ * that ist_writer_timed writes as ist_writer_write does (above 0).  It
+ * packs as [type | TIMED, track, duration, function].
+ */
+static bool
+timed_form(const struct ist_event *ev)
+{
+	uint64_t base = F(PID) | F(TID) | F(START) | F(END) | F(NAME), more;
+
+	switch (ev->type) {
+	case IST_CPU_CALL:
+		more = F(FILE) | F(LINE);
+		break;
+	case IST_NVTX_RANGE:
+		more = F(DOMAIN);
+		break;
+	case IST_SCOPE:
+		more = 0;
+		break;
+	default:
+		return false;
+	}
+	if ((ev->has & base) != base || (ev->has & ~(base | more)) != 0)
+		return false;
+	return !(ev->has & F(LINE)) || ev->line > 0;
+}
+
 /* Packs ev at p (room for PACK_MAX plus its blobs); NULL: out of memory. */
 uint8_t *
 mg_pack(struct merger *m, const struct ist_reader *r, const struct ist_event *cev,
@@ -85,8 +133,9 @@ mg_pack(struct merger *m, const struct ist_reader *r, const struct ist_event *ce
 	const struct ist_typespec *ts = &ist_types[ev->type];
 	uint32_t present = 0;
 	uint8_t *bits;
+	bool timed = timed_form(ev);
 
-	*p++ = (uint8_t)ev->type;
+	*p++ = (uint8_t)ev->type | (timed ? TIMED : 0);
 	if (ts->has_track) {
 		uint32_t id = ist_reader_track_id(r), g;
 		if (id >= m->map.ntrk || (g = m->map.trk[id]) == 0) {
@@ -95,6 +144,19 @@ mg_pack(struct merger *m, const struct ist_reader *r, const struct ist_event *ce
 				return NULL;
 		}
 		p = put_uv(p, g);
+	}
+	if (timed) {
+		enum ist_field mf = ev->type == IST_NVTX_RANGE ? IST_F_DOMAIN :
+		    IST_F_FILE;
+		uint32_t name = gstr(m, r, ev, IST_F_NAME), more = 0, fn;
+		if (name == 0 || (IST_HAS(ev, mf) &&
+		    (more = gstr(m, r, ev, mf)) == 0) ||
+		    (fn = mg_gfn(m, ev->type, name, more, IST_HAS(ev,
+		    IST_F_LINE) ? ev->line : 0)) == 0)
+			return NULL;
+		p = put_sv(p, (int64_t)((uint64_t)ev->end_ns -
+		    (uint64_t)ev->start_ns));
+		return put_uv(p, fn);
 	}
 	if (ts->time == TS_RANGE)
 		p = put_sv(p, (int64_t)((uint64_t)ev->end_ns -
@@ -107,13 +169,9 @@ mg_pack(struct merger *m, const struct ist_reader *r, const struct ist_event *ce
 		present |= 1u << i;
 		switch (fs->ft) {
 		case FT_STR: {
-			uint32_t id = ist_reader_string_id(r, fs->id), g;
-			if (id >= m->map.nstr || (g = m->map.str[id]) == 0) {
-				if ((g = mg_gstring(m, *ist_field_str(ev,
-				    fs->id))) == 0 || ist_idmap_put(&m->map.str,
-				    &m->map.nstr, id, g) != 0)
-					return NULL;
-			}
+			uint32_t g = gstr(m, r, ev, fs->id);
+			if (g == 0)
+				return NULL;
 			p = put_uv(p, g);
 			break;
 		}
@@ -174,7 +232,8 @@ mg_pack_bound(const struct ist_event *cev)
 }
 
 /* Unpacks into ev, whose members without a `has` bit are left as they
- * were: the writer reads only those it has. */
+ * were: the writer reads only those it has (never the timed form: see
+ * mg_emit). */
 void
 mg_unpack(const struct merger *m, const uint8_t *p, int64_t key,
     struct ist_event *ev)
@@ -257,6 +316,29 @@ mg_unpack(const struct merger *m, const uint8_t *p, int64_t key,
 	}
 }
 
+
+enum ist_status
+mg_emit(struct merger *m, struct ist_writer *w, const uint8_t *p,
+    int64_t key, struct ist_event *ev, struct ist_error *err)
+{
+	const struct gtrack *t;
+	struct gfn *f;
+	uint64_t u;
+	int64_t d;
+
+	if (!(*p & TIMED)) {
+		mg_unpack(m, p, key, ev);
+		return ist_writer_write(w, ev, err);
+	}
+	p++;
+	p = get_uv(p, &u);
+	t = &m->tracks[u - 1];
+	p = get_sv(p, &d);
+	get_uv(p, &u);
+	f = &m->fns[u - 1];
+	return ist_writer_timed(w, (enum ist_type)f->type, t->key[0], t->key[1],
+	    key, (int64_t)((uint64_t)key + (uint64_t)d), &f->wd, err);
+}
 
 /*
  * Stable LSD radix sort by key, 16 bits a pass, skipping passes where every
