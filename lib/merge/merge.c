@@ -432,6 +432,9 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 			if (m->map.ntrk)
 				memset(m->map.trk, 0, m->map.ntrk *
 				    sizeof(*m->map.trk));
+			if (m->map.nfn)
+				memset(m->map.fn, 0, m->map.nfn *
+				    sizeof(*m->map.fn));
 			continue;
 		}
 		if (ev->type == IST_CLOCK) {
@@ -561,37 +564,35 @@ free_sort(struct merger *m)
 	m->count = NULL;
 }
 
-struct emit {
-	struct merger *m;
-	struct ist_writer *w;
-	struct ist_event *ev;
-};
-
 /* The final merge's put: the record, unpacked, into the output. */
 static enum ist_status
 put_event(void *ctx, const struct run *r, struct ist_error *err)
 {
 	struct emit *e = ctx;
 
-	return mg_emit(e->m, e->w, r->rec, r->key, e->ev, err);
+	return mg_emit(e, r->rec, r->key, err);
 }
 
 static enum ist_status
 emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 {
-	struct ist_event ev;
+	struct emit *e = malloc(sizeof(*e));   /* 9 KiB */
 	enum ist_status st = IST_OK;
 
-	ist_event_init(&ev, IST_CPU_CALL);
+	if (e == NULL) {
+		ist_seterr(err, IST_ENOMEM, "out of memory");
+		return IST_ENOMEM;
+	}
+	mg_emit_init(e, m, w);
 	if ((st = spill_wait(m, err)) != IST_OK)
-		return st;
+		goto out;
 	if (m->nruns == 0) {
 		/* everything fit in memory: no temporary files */
 		mg_sort_ents(m, m->ents, m->ne);
 		for (size_t i = 0; i < m->ne && st == IST_OK; i++)
-			st = mg_emit(m, w, m->arena + m->ents[i].off,
-			    m->ents[i].key, &ev, err);
-		return st;
+			st = mg_emit(e, m->arena + m->ents[i].off,
+			    m->ents[i].key, err);
+		goto out;
 	}
 	/* the last buffer is sorted where it is and merged as the last run
 	 * (its records are the inputs' last), never written; the other
@@ -603,20 +604,24 @@ emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 	m->arena2 = NULL;
 	m->ents2 = m->tmp = NULL;
 	if ((st = mg_runs_final(m, 1, err)) != IST_OK)
-		return st;
+		goto out;
 	{
 		struct run *nr = realloc(m->runs, (m->nruns + 1) *
 		    sizeof(*nr));
-		struct emit e = { m, w, &ev };
 		if (nr == NULL) {
 			ist_seterr(err, IST_ENOMEM, "out of memory");
-			return IST_ENOMEM;
+			st = IST_ENOMEM;
+			goto out;
 		}
 		m->runs = nr;
 		nr[m->nruns++] = (struct run){ .fd = -1, .mem = m->ents,
 		    .mem_arena = m->arena, .mem_n = m->ne };
-		st = mg_runs_merge_fed(m->runs, m->nruns, put_event, &e, err);
+		st = mg_runs_merge_fed(m->runs, m->nruns, put_event, e, err);
 	}
+out:
+	if (st == IST_OK)
+		st = mg_emit_end(e, err);
+	free(e);
 	return st;
 }
 
@@ -782,6 +787,7 @@ merger_release(struct merger *m)
 	free(m->ftab);
 	free(m->map.str);
 	free(m->map.trk);
+	free(m->map.fn);
 	free_sort(m);
 }
 

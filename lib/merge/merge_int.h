@@ -81,6 +81,10 @@ struct gfn {
 struct segmap {          /* the current segment's ids to the merge's */
 	uint32_t *str, *trk;
 	size_t nstr, ntrk;
+	uint32_t *fn;            /* by name id: the timed record last seen
+	                          * of that name (checked: a name may have
+	                          * several files and lines) */
+	size_t nfn;
 };
 
 struct run {
@@ -161,10 +165,23 @@ size_t mg_pack_bound(const struct ist_event *cev);
 void mg_sort_ents(struct merger *m, struct ent *ents, size_t n);
 void mg_unpack(const struct merger *m, const uint8_t *p, int64_t key,
     struct ist_event *ev);
-/* A packed record into the writer: ev is the unpacking's room */
-enum ist_status mg_emit(struct merger *m, struct ist_writer *w,
-    const uint8_t *p, int64_t key, struct ist_event *ev,
+/* The merged records into the writer (pack.c): timed records of one
+ * thread in a row go as one run (ist_writer_timed_run), the others
+ * unpacked into ev */
+#define EMIT_RUN 256
+struct emit {
+	struct merger *m;
+	struct ist_writer *w;
+	struct ist_event ev;
+	struct ist_timed run[EMIT_RUN];
+	size_t n;
+	uint32_t track;          /* the run's */
+};
+void mg_emit_init(struct emit *e, struct merger *m, struct ist_writer *w);
+enum ist_status mg_emit(struct emit *e, const uint8_t *p, int64_t key,
     struct ist_error *err);
+/* The run held back, written */
+enum ist_status mg_emit_end(struct emit *e, struct ist_error *err);
 void mg_run_close(struct run *r);
 bool mg_run_next(struct run *r);
 int mg_run_open(struct run *r);

@@ -148,12 +148,21 @@ mg_pack(struct merger *m, const struct ist_reader *r, const struct ist_event *ce
 	if (timed) {
 		enum ist_field mf = ev->type == IST_NVTX_RANGE ? IST_F_DOMAIN :
 		    IST_F_FILE;
-		uint32_t name = gstr(m, r, ev, IST_F_NAME), more = 0, fn;
+		uint32_t id = ist_reader_string_id(r, IST_F_NAME), more = 0, fn;
+		uint32_t name = gstr(m, r, ev, IST_F_NAME);
+		int64_t line = IST_HAS(ev, IST_F_LINE) ? ev->line : 0;
+		const struct gfn *f;
 		if (name == 0 || (IST_HAS(ev, mf) &&
-		    (more = gstr(m, r, ev, mf)) == 0) ||
-		    (fn = mg_gfn(m, ev->type, name, more, IST_HAS(ev,
-		    IST_F_LINE) ? ev->line : 0)) == 0)
+		    (more = gstr(m, r, ev, mf)) == 0))
 			return NULL;
+		/* most records of a name are one function: no hashing then */
+		if (id >= m->map.nfn || (fn = m->map.fn[id]) == 0 ||
+		    (f = &m->fns[fn - 1])->more != more || f->line != line ||
+		    f->type != ev->type) {
+			if ((fn = mg_gfn(m, ev->type, name, more, line)) == 0 ||
+			    ist_idmap_put(&m->map.fn, &m->map.nfn, id, fn) != 0)
+				return NULL;
+		}
 		p = put_sv(p, (int64_t)((uint64_t)ev->end_ns -
 		    (uint64_t)ev->start_ns));
 		return put_uv(p, fn);
@@ -317,27 +326,71 @@ mg_unpack(const struct merger *m, const uint8_t *p, int64_t key,
 }
 
 
+void
+mg_emit_init(struct emit *e, struct merger *m, struct ist_writer *w)
+{
+	e->m = m;
+	e->w = w;
+	e->n = 0;
+	e->track = 0;
+	ist_event_init(&e->ev, IST_CPU_CALL);
+}
+
 enum ist_status
-mg_emit(struct merger *m, struct ist_writer *w, const uint8_t *p,
-    int64_t key, struct ist_event *ev, struct ist_error *err)
+mg_emit_end(struct emit *e, struct ist_error *err)
 {
 	const struct gtrack *t;
+	enum ist_status st = IST_OK;
+	size_t at = 0, done;
+
+	if (e->n == 0)
+		return IST_OK;
+	t = &e->m->tracks[e->track - 1];
+	/* a run stops after the record that fills a frame: the rest again */
+	while (at < e->n && st == IST_OK) {
+		st = ist_writer_timed_run(e->w, t->key[0], t->key[1],
+		    e->run + at, e->n - at, &done, err);
+		at += done;
+	}
+	e->n = 0;
+	return st;
+}
+
+enum ist_status
+mg_emit(struct emit *e, const uint8_t *p, int64_t key,
+    struct ist_error *err)
+{
+	enum ist_status st;
 	struct gfn *f;
-	uint64_t u;
+	uint64_t u, g;
 	int64_t d;
 
 	if (!(*p & TIMED)) {
-		mg_unpack(m, p, key, ev);
-		return ist_writer_write(w, ev, err);
+		if (e->n && (st = mg_emit_end(e, err)) != IST_OK)
+			return st;
+		mg_unpack(e->m, p, key, &e->ev);
+		return ist_writer_write(e->w, &e->ev, err);
 	}
 	p++;
-	p = get_uv(p, &u);
-	t = &m->tracks[u - 1];
+	p = get_uv(p, &g);
 	p = get_sv(p, &d);
 	get_uv(p, &u);
-	f = &m->fns[u - 1];
-	return ist_writer_timed(w, (enum ist_type)f->type, t->key[0], t->key[1],
-	    key, (int64_t)((uint64_t)key + (uint64_t)d), &f->wd, err);
+	f = &e->m->fns[u - 1];
+	if (e->n && (g != e->track || e->n == EMIT_RUN) &&
+	    (st = mg_emit_end(e, err)) != IST_OK)
+		return st;
+	if (e->n == 0 && g != e->track) {
+		/* another thread's: runs of one are written at once (threads
+		 * that take turns would make nothing but those) */
+		const struct gtrack *t = &e->m->tracks[g - 1];
+		e->track = (uint32_t)g;
+		return ist_writer_timed(e->w, (enum ist_type)f->type,
+		    t->key[0], t->key[1], key, (int64_t)((uint64_t)key +
+		    (uint64_t)d), &f->wd, err);
+	}
+	e->run[e->n++] = (struct ist_timed){ &f->wd, key,
+	    (int64_t)((uint64_t)key + (uint64_t)d), (enum ist_type)f->type };
+	return IST_OK;
 }
 
 /*
