@@ -121,7 +121,7 @@ an_stat_of(struct u64map *m, void **arr, uint32_t *n, uint32_t *cap,
 }
 
 int64_t
-an_name_id(struct ist_analyzer *a, const struct ist_event *ev,
+an_name_id_slow(struct ist_analyzer *a, const struct ist_event *ev,
     enum ist_field f)
 {
 	const struct ist_str *s;
@@ -156,6 +156,7 @@ void
 ist_analyzer_reader(struct ist_analyzer *a, const struct ist_reader *r)
 {
 	a->src = r;
+	a->src_sid = r ? ist_reader_string_ids(r) : NULL;
 	a->src_ev = NULL;
 	new_ids(a);
 }
@@ -734,7 +735,7 @@ ist_analyzer_free(struct ist_analyzer *a)
 	free(a->sc);
 	an_u64map_release(&a->scmap);
 	free(a->fn);
-	an_u64map_release(&a->fnmap);
+	free(a->fn_of_name);
 	free(a->kn);
 	an_u64map_release(&a->knmap);
 	free(a->kf);

@@ -248,6 +248,7 @@ struct ist_analyzer {
 	const struct ist_event *src_ev;
 	uint32_t *sidmap;
 	size_t nsid;
+	const uint32_t *src_sid;  /* the reader's string ids of its event */
 	struct thr *thr;
 	uint32_t nthr, capthr;
 	uint32_t thr_last;       /* the thread an_thread_of found last */
@@ -265,7 +266,8 @@ struct ist_analyzer {
 	struct u64map scmap;
 	struct fstat *fn;
 	uint32_t nfn, capfn;
-	struct u64map fnmap;
+	uint32_t *fn_of_name;     /* a name's id -> its fn index + 1 */
+	size_t nfn_of_name;
 	struct kstat *kn;
 	uint32_t nkn, capkn;
 	struct u64map knmap;
@@ -340,7 +342,20 @@ an_intern(struct ist_strtab *t, const char *p, size_t n)
 	return id ? (int64_t)id - 1 : -1;
 }
 uint64_t an_mix64(uint64_t k);
-void *an_push(void **p, uint32_t *n, uint32_t *cap, size_t size);
+/* Doubles a (ptr, n, cap) array's room: an_push's slow path */
+int an_grow(void **p, uint32_t *cap, size_t size);
+/* Grows a (ptr, n, cap) array by one zeroed element; NULL on ENOMEM. */
+static inline void *
+an_push(void **p, uint32_t *n, uint32_t *cap, size_t size)
+{
+	char *e;
+
+	if (*n == *cap && an_grow(p, cap, size) != 0)
+		return NULL;
+	e = (char *)*p + (size_t)(*n)++ * size;
+	memset(e, 0, size);
+	return e;
+}
 void an_topk_add(struct topk *t, int64_t s, int64_t e);
 json_t *an_topk_json(const struct topk *t);
 void an_u64map_release(struct u64map *m);
@@ -377,8 +392,23 @@ int an_counter(struct ist_analyzer *a, const struct ist_event *ev);
 int an_host_range(struct ist_analyzer *a, const struct ist_event *ev,
     int64_t name);
 int64_t an_open_count(struct thr *t, uint32_t stat, int delta);
-int64_t an_name_id(struct ist_analyzer *a, const struct ist_event *ev,
+int64_t an_name_id_slow(struct ist_analyzer *a, const struct ist_event *ev,
     enum ist_field f);
+/* ev's string field f interned: through the reader's string id, when ev is
+ * the reader's own event and the id was seen before, without hashing */
+static inline int64_t
+an_name_id(struct ist_analyzer *a, const struct ist_event *ev,
+    enum ist_field f)
+{
+	uint32_t sid;
+
+	if (!IST_HAS(ev, f))
+		return 0;
+	if (ev == a->src_ev && ev->type != IST_HEADER &&
+	    (sid = a->src_sid[f]) != 0 && sid < a->nsid && a->sidmap[sid])
+		return (int64_t)a->sidmap[sid] - 1;
+	return an_name_id_slow(a, ev, f);
+}
 struct proc *an_proc_of(struct ist_analyzer *a, int64_t pid);
 int an_proc_py_end(struct ist_analyzer *a, struct thr *t);
 int64_t an_stat_of(struct u64map *m, void **arr, uint32_t *n, uint32_t *cap,

@@ -78,20 +78,17 @@ an_u64map_release(struct u64map *m)
 	free(m->val);
 }
 
-/* Grows a (ptr, n, cap) array by one zeroed element; NULL on ENOMEM. */
-void *
-an_push(void **p, uint32_t *n, uint32_t *cap, size_t size)
+int
+an_grow(void **p, uint32_t *cap, size_t size)
 {
-	if (*n == *cap) {
-		uint32_t c = *cap ? *cap * 2 : 16;
-		void *np = realloc(*p, (size_t)c * size);
-		if (np == NULL)
-			return NULL;
-		*p = np;
-		*cap = c;
-	}
-	memset((char *)*p + (size_t)*n * size, 0, size);
-	return (char *)*p + (size_t)(*n)++ * size;
+	uint32_t c = *cap ? *cap * 2 : 16;
+	void *np = realloc(*p, (size_t)c * size);
+
+	if (np == NULL)
+		return -1;
+	*p = np;
+	*cap = c;
+	return 0;
 }
 
 /* ---- distributions: exact up to EXACT_MAX values, then log buckets ---- */

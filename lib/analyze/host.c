@@ -327,10 +327,15 @@ cpu_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
 
 	f->kind = F_CALL;
 	f->py = IST_HAS(ev, IST_F_FILE);
-	k = an_stat_of(&a->fnmap, (void **)&a->fn, &a->nfn, &a->capfn,
-	    sizeof(*a->fn), (uint64_t)name, &created);
-	if (k < 0)
-		return -1;
+	/* by the name's id: dense, no hashing */
+	if ((created = (size_t)name >= a->nfn_of_name ||
+	    a->fn_of_name[name] == 0)) {
+		if (an_push((void **)&a->fn, &a->nfn, &a->capfn,
+		    sizeof(*a->fn)) == NULL || ist_idmap_put(&a->fn_of_name,
+		    &a->nfn_of_name, (uint32_t)name, a->nfn) != 0)
+			return -1;
+	}
+	k = a->fn_of_name[name] - 1;
 	f->stat = (uint32_t)k;
 	fs = &a->fn[k];
 	if (created) {

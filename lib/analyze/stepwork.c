@@ -141,26 +141,34 @@ struct stepwork {
 	uint64_t launch_lat_n;
 	/* host time on the critical path by the step's call it ran in */
 	struct hostby { uint32_t who; int64_t ns; } *hb;
-	uint32_t nhb, caphb;
+	uint32_t nhb, caphb, hb_last;
 	struct u64map hbmap;
 	bool oom;
 };
 
 /* A call that waits on something outside the thread: another thread, the
  * clock, a file descriptor. */
+#define WAITS(X) X("time.sleep") X("select.select") X("select.poll.poll") \
+	X("select.epoll.poll") X("_thread.lock.acquire") \
+	X("_thread.RLock.acquire") X("posix.waitpid") X("posix.read") \
+	X("_socket.socket.recv") X("_socket.socket.recv_into") \
+	X("_socket.socket.accept")
 static bool
 is_wait(const struct ist_event *ev)
 {
-#define W(s) { s, sizeof(s) - 1 }
-	static const struct { const char *s; size_t n; } w[] = {
-	    W("time.sleep"), W("select.select"), W("select.poll.poll"),
-	    W("select.epoll.poll"), W("_thread.lock.acquire"),
-	    W("_thread.RLock.acquire"), W("posix.waitpid"), W("posix.read"),
-	    W("_socket.socket.recv"), W("_socket.socket.recv_into"),
-	    W("_socket.socket.accept") };
+#define W(s) { s, sizeof(s) - 1 },
+#define LEN(s) | 1u << (sizeof(s) - 1)
+#define SHORT(s) _Static_assert(sizeof(s) - 1 < 32, "a wait's name: < 32");
+	WAITS(SHORT)
+	static const struct { const char *s; size_t n; } w[] = { WAITS(W) };
+	/* their lengths, looked at first: most names have none of them */
+	const uint32_t lens = 0 WAITS(LEN);
 #undef W
+#undef LEN
+#undef SHORT
 
-	/* lengths first: most names match none of them */
+	if (ev->name.n >= 32 || !(lens >> ev->name.n & 1))
+		return false;
 	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++)
 		if (ev->name.n == w[i].n && memcmp(ev->name.p, w[i].s,
 		    w[i].n) == 0)
@@ -204,6 +212,23 @@ step_release(struct open_step *o)
 	free(o->fr);
 	an_u64map_release(&o->corr);
 	memset(o, 0, sizeof(*o));
+}
+
+/* A finished step's slot, emptied for the next: its buffers kept (a step
+ * of a few hundred nanoseconds costs less than their malloc and free) */
+static void
+step_done(struct open_step *o)
+{
+	struct open_step k = { .seg = o->seg, .capseg = o->capseg,
+	    .op = o->op, .capop = o->capop, .fr = o->fr, .capfr = o->capfr,
+	    .corr = o->corr };
+
+	if (k.corr.n) {
+		memset(k.corr.val, 0, ((size_t)k.corr.mask + 1) *
+		    sizeof(*k.corr.val));
+		k.corr.n = 0;
+	}
+	*o = k;
 }
 
 void
@@ -621,14 +646,19 @@ static void
 host_by(struct stepwork *w, uint32_t who, int64_t ns)
 {
 	bool created;
-	int64_t k = an_stat_of(&w->hbmap, (void **)&w->hb, &w->nhb,
-	    &w->caphb, sizeof(*w->hb), who, &created);
+	int64_t k = w->hb_last;
 
-	if (k < 0) {
-		w->oom = true;
-		return;
+	/* most steps run the same call again: no hashing then */
+	if (k >= w->nhb || w->hb[k].who != who) {
+		k = an_stat_of(&w->hbmap, (void **)&w->hb, &w->nhb,
+		    &w->caphb, sizeof(*w->hb), who, &created);
+		if (k < 0) {
+			w->oom = true;
+			return;
+		}
+		w->hb[k].who = who;
+		w->hb_last = (uint32_t)k;
 	}
-	w->hb[k].who = who;
 	w->hb[k].ns += ns;
 }
 
@@ -824,7 +854,7 @@ finish_step(struct stepwork *w, struct open_step *o)
 		r = replay(o, &sc, lat, 0);
 		add_site(w, g->site, base - r);
 	}
-	step_release(o);
+	step_done(o);
 }
 
 /* Finishes the oldest open step when no slot is free (all: every one):
@@ -907,10 +937,10 @@ an_stepwork_add(struct stepwork *w, const struct ist_event *ev,
 			for (int i = 0; i < RING && o == NULL; i++)
 				if (!w->ring[i].used)
 					o = &w->ring[i];
-			*o = (struct open_step){ .used = true,
-			    .index = w->seen, .s = ev->start_ns,
-			    .e = ev->end_ns, .gpu_credit_to = ev->start_ns,
-			    .cursor = ev->start_ns };
+			o->used = true;
+			o->index = w->seen;
+			o->s = o->gpu_credit_to = o->cursor = ev->start_ns;
+			o->e = ev->end_ns;
 			if (w->have_u)
 				credit_union(w, w->us, w->ue);
 			/* a function step is the first Python caller of
