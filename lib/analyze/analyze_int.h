@@ -341,7 +341,16 @@ an_intern(struct ist_strtab *t, const char *p, size_t n)
 
 	return id ? (int64_t)id - 1 : -1;
 }
-uint64_t an_mix64(uint64_t k);
+/* MurmurHash3's 64-bit finalizer: a key's bits spread over a slot index */
+static inline uint64_t
+an_mix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ull;
+	return k ^ (k >> 33);
+}
 /* Doubles a (ptr, n, cap) array's room: an_push's slow path */
 int an_grow(void **p, uint32_t *cap, size_t size);
 /* Grows a (ptr, n, cap) array by one zeroed element; NULL on ENOMEM. */

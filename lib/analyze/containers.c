@@ -18,16 +18,6 @@
 /* ---- a map from 64-bit keys to indices ---- */
 
 
-uint64_t
-an_mix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	return k ^ (k >> 33);
-}
-
 /* The slot for key: *found says whether it holds key. */
 uint32_t *
 an_u64map_slot(struct u64map *m, uint64_t key, bool *found)

@@ -49,6 +49,10 @@ struct ist_steps {
 	struct ist_strtab names; /* the ids of ist_steps_add's names */
 	struct cand *c;
 	size_t n, cap;           /* cap: a power of two */
+	uint32_t *last;          /* a name id -> the slot + 1 its candidate
+	                          * was last found in (checked: a thread of
+	                          * its own, or the table grown, moves it) */
+	size_t nlast;
 	struct launcher *l;
 	uint32_t nl, capl;
 	const struct cand *chosen;
@@ -164,6 +168,9 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 	if (s->want && (ev->name.n != s->wantlen ||
 	    memcmp(ev->name.p, s->want, ev->name.n) != 0))
 		return IST_OK;
+	if (nid < s->nlast && s->last[nid] && (c = &s->c[s->last[nid] -
+	    1])->name && c->nid == nid && c->tid == ev->tid)
+		goto found;
 	c = slot(s, ev->tid, nid);
 	if (c->name == NULL) {
 		if ((s->n + 1) * 2 > s->cap) {
@@ -184,6 +191,10 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 		c->last_end = INT64_MIN;
 		s->n++;
 	}
+	if (nid <= UINT32_MAX && ist_idmap_put(&s->last, &s->nlast,
+	    (uint32_t)nid, (uint32_t)(c - s->c) + 1) != 0)
+		goto nomem;
+found:
 	if (ev->start_ns < c->last_end)
 		return IST_OK;          /* inside another of its name */
 	c->count++;
@@ -334,6 +345,7 @@ ist_steps_free(struct ist_steps *s)
 	for (size_t i = 0; i < s->cap; i++)
 		free(s->c[i].name);
 	free(s->c);
+	free(s->last);
 	free(s->l);
 	free(s->s);
 	free(s->want);
