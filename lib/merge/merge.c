@@ -138,24 +138,6 @@ grow_ids(uint32_t **tab, size_t *cap, size_t first, const void *items,
 	return 0;
 }
 
-/* Room for one more item in *items (its *cap doubled from 256 when n
- * fill it); -1 when out of memory. */
-static int
-grow_items(void **items, size_t *cap, size_t n, size_t size)
-{
-	size_t nc;
-	void *ni;
-
-	if (n < *cap)
-		return 0;
-	nc = *cap ? *cap * 2 : 256;
-	if ((ni = realloc(*items, nc * size)) == NULL)
-		return -1;
-	*items = ni;
-	*cap = nc;
-	return 0;
-}
-
 /* The merge's id of a string, 0 when out of memory. */
 uint32_t
 mg_gstring(struct merger *m, struct ist_str s)
@@ -186,7 +168,7 @@ mg_gtrack(struct merger *m, const struct ist_event *ev)
 		    sizeof(t.key)) == 0)
 			return m->ttab[k];
 	}
-	if (grow_items((void **)&m->tracks, &m->tracks_cap, m->ntrack,
+	if (ist_room((void **)&m->tracks, &m->tracks_cap, m->ntrack,
 	    sizeof(*m->tracks)) != 0)
 		return 0;
 	m->tracks[m->ntrack] = t;
@@ -215,7 +197,7 @@ mg_gfn(struct merger *m, int type, uint32_t name, uint32_t more,
 		    o->line == line && o->type == type)
 			return m->ftab[k];
 	}
-	if (grow_items((void **)&m->fns, &m->fns_cap, m->nfn,
+	if (ist_room((void **)&m->fns, &m->fns_cap, m->nfn,
 	    sizeof(*m->fns)) != 0)
 		return 0;
 	{

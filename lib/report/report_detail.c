@@ -28,22 +28,6 @@ mix(uint64_t k)
 	return k;
 }
 
-int
-ist_room(void **p, size_t *cap, size_t n, size_t size)
-{
-	size_t c;
-	void *q;
-
-	if (n < *cap)
-		return 0;
-	c = *cap ? *cap * 2 : 16;
-	if ((q = realloc(*p, c * size)) == NULL)
-		return -1;
-	*p = q;
-	*cap = c;
-	return 0;
-}
-
 /* Drops the ranges below min_dur, which doubles until a quarter of the
  * budget is free; collections stay, whatever their length. */
 static void

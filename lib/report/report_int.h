@@ -97,10 +97,6 @@ struct ist_timeline {
 	uint64_t fmerged;        /* calls past the node budget: in the parent */
 };
 
-/* Room in the array *p (cap elements of size, n used) for one more,
- * doubled when full; -1 out of memory (*p as it was). */
-int ist_room(void **p, size_t *cap, size_t n, size_t size);
-
 /* The detail of event ev, on lane l (index li) in category c, when
  * tl->detail: -1 out of memory. */
 int ist_detail_add(struct ist_timeline *tl, struct lane *l, int li,

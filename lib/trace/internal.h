@@ -99,6 +99,10 @@ void ist_strtab_release(struct ist_strtab *t);
  * memory. */
 int ist_idmap_put(uint32_t **map, size_t *n, uint32_t id, uint32_t val);
 
+/* Room in the array *p (cap elements of size, n used) for one more,
+ * doubled when full; -1 out of memory (*p as it was). */
+int ist_room(void **p, size_t *cap, size_t n, size_t size);
+
 static inline const struct ist_strent *
 ist_strtab_get(const struct ist_strtab *t, uint32_t id)
 {

@@ -237,6 +237,22 @@ ist_seterr(struct ist_error *err, enum ist_status st, const char *fmt, ...)
 }
 
 int
+ist_room(void **p, size_t *cap, size_t n, size_t size)
+{
+	size_t c;
+	void *q;
+
+	if (n < *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 16;
+	if ((q = realloc(*p, c * size)) == NULL)
+		return -1;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+int
 ist_buf_reserve(struct ist_buf *b, size_t extra)
 {
 	size_t cap;
