@@ -65,8 +65,9 @@ _inferscope_tool()
 		fi
 		;;
 	is-analyze)
-		opts="--baseline --fail-on --from --help --json --output --quiet
-		    --rules-file --skip-warmup --step --summary --to --version"
+		opts="--baseline --fail-on --from --help --json --one-thread
+		    --output --quiet --rules-file --skip-warmup --step --summary
+		    --to --version"
 		case $prev in
 		-o|--output|-b|--baseline) _filedir; return ;;
 		--from|--to)

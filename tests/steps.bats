@@ -317,3 +317,76 @@ gen() {
 	# within 0.02 of the step's share the program measured itself
 	python3 -c "import sys; sys.exit(not (abs($pre - $rpre) <= 0.02 and abs($post - $rpost) <= 0.02 and $own <= 0.02))"
 }
+
+# ahead FILE ARGS...: is-analyze --json ARGS under strace, into $T/ahead.json;
+# prints the threads it started and whether it read the trace again (a
+# seek to the start of the file or of the copy of a pipe)
+ahead() {
+	strace -f -qq -e trace=clone,clone3,lseek -o "$T/strace" \
+	    is-analyze --json "$@" > "$T/ahead.json"
+	echo "$(grep -c 'clone' "$T/strace") $(grep -c 'SEEK_SET' "$T/strace")"
+}
+
+@test "the steps' second reading, beside the first in a thread of its own: the same analysis as reading again after it (a real run, from a file and a pipe)" {
+	cat > "$T/app.py" <<-'PY'
+	def inner(x):
+	    return x * 2
+	def step(i):
+	    s = 0
+	    for k in range(20):
+	        s += inner(k)
+	    return s
+	for i in range(4000):
+	    step(i)
+	PY
+	is-record -o "$T/t.ist" -- /usr/bin/python3 "$T/app.py"
+	is-merge -o "$T/m.ist" "$T/t.ist"
+	# 84k calls: __main__.step leads at 16k and 32k events, so the
+	# second reading starts there, in one thread, and is not read again
+	run ahead "$T/m.ist"
+	assert_output '1 0'
+	mv "$T/ahead.json" "$T/beside.json"
+	run jq -c '.steps | [.name, .count, .measured]' "$T/beside.json"
+	assert_output '["__main__.step",4000,4000]'
+	# --one-thread: no thread, the file read again; the same analysis
+	run ahead --one-thread "$T/m.ist"
+	assert_output '0 1'
+	cmp "$T/beside.json" "$T/ahead.json"
+	# through a pipe: the second reading follows the copy as it is written
+	cat "$T/m.ist" | ahead > "$T/how"
+	run cat "$T/how"
+	assert_output '1 0'
+	cmp "$T/beside.json" "$T/ahead.json"
+	# the trace out with its analysis: the same bytes either way
+	cat "$T/m.ist" | is-analyze -o "$T/a1.ist"
+	is-analyze --one-thread -o "$T/a2.ist" "$T/m.ist"
+	cmp "$T/a1.ist" "$T/a2.ist"
+	# an analysis window (placed at the first pass's end): no thread
+	run ahead --from 0.001 "$T/m.ist"
+	assert_output '0 1'
+}
+
+@test "the second reading beside the first: a step that takes the lead late, and GPU steps, come out as reading again does" {
+	# app.warm leads, then app.step: the thread for app.warm is stopped and
+	# one for app.step started
+	gen lead_change
+	run ahead "$T/lead_change.ist"
+	assert_output '2 0'
+	mv "$T/ahead.json" "$T/beside.json"
+	run jq -c '.steps | [.name, .measured, .mean_ns]' "$T/beside.json"
+	assert_output '["app.step",10000,3000000]'
+	run ahead --one-thread "$T/lead_change.ist"
+	assert_output '0 1'
+	cmp "$T/beside.json" "$T/ahead.json"
+	# steps with GPU work: replayed with bases only the whole first pass
+	# has (the median launch, the pinned bandwidth), so read again
+	gen sync_many
+	run ahead "$T/sync_many.ist"
+	assert_output '1 1'
+	mv "$T/ahead.json" "$T/beside.json"
+	run jq -c '.steps | [.name, .measured]' "$T/beside.json"
+	assert_output '["app.step",12000]'
+	run ahead --one-thread "$T/sync_many.ist"
+	assert_output '0 1'
+	cmp "$T/beside.json" "$T/ahead.json"
+}

@@ -2,6 +2,7 @@
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis_io.h"
 #include "rules.h"
 #include "common.h"
 #include "ist.h"
@@ -166,6 +168,9 @@ tool_spool_init(struct tool_spool *s, int fd, bool keep)
 	s->start = at;
 	s->keep = at < 0 && keep ? open(dir && *dir ? dir : "/tmp",
 	    O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
+	atomic_init(&s->written, 0);
+	atomic_init(&s->ended, false);
+	atomic_init(&s->broken, false);
 }
 
 long
@@ -175,10 +180,17 @@ tool_spool_source(void *ctx, void *buf, size_t n)
 	long k = ist_fd_source(&s->in, buf, n);
 	int keep = s->keep;
 
-	if (k > 0 && keep >= 0 && ist_fd_sink(&keep, buf, (size_t)k) != 0) {
-		close(s->keep);     /* no room: no second reading */
-		s->keep = -1;
+	if (k > 0 && keep >= 0 && !atomic_load(&s->broken)) {
+		if (ist_fd_sink(&keep, buf, (size_t)k) != 0)
+			/* no room: no second reading (the copy stays open
+			 * for a reader that may be at it) */
+			atomic_store(&s->broken, true);
+		else
+			atomic_fetch_add_explicit(&s->written, (uint64_t)k,
+			    memory_order_release);
 	}
+	if (k <= 0)
+		atomic_store_explicit(&s->ended, true, memory_order_release);
 	return k;
 }
 
@@ -188,11 +200,41 @@ tool_spool_again(void *ctx)
 	struct tool_spool *s = ctx;
 
 	if (s->keep >= 0)
-		return lseek(s->keep, 0, SEEK_SET) == 0 ? dup(s->keep) : -1;
+		return !atomic_load(&s->broken) && lseek(s->keep, 0,
+		    SEEK_SET) == 0 ? dup(s->keep) : -1;
 	if (s->start >= 0 && lseek(s->in, (off_t)s->start, SEEK_SET) ==
 	    (off_t)s->start)
 		return dup(s->in);
 	return -1;
+}
+
+int
+tool_spool_follow(void *ctx, uint64_t *base)
+{
+	struct tool_spool *s = ctx;
+
+	*base = s->keep >= 0 ? 0 : (uint64_t)s->start;
+	if (s->keep < 0 && s->start < 0)
+		return -1;
+	return fcntl(s->keep >= 0 ? s->keep : s->in, F_DUPFD_CLOEXEC, 0);
+}
+
+long
+tool_spool_more(void *ctx, uint64_t off)
+{
+	struct tool_spool *s = ctx;
+	bool ended;
+	uint64_t w;
+
+	if (s->keep < 0)         /* a file: all there */
+		return s->start >= 0 ? LONG_MAX : -1;
+	ended = atomic_load_explicit(&s->ended, memory_order_acquire);
+	w = atomic_load_explicit(&s->written, memory_order_acquire);
+	if (atomic_load(&s->broken))
+		return -1;
+	if (w > off)
+		return w - off > LONG_MAX ? LONG_MAX : (long)(w - off);
+	return ended ? 0 : IST_AGAIN_LATER;
 }
 
 void

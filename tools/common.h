@@ -7,6 +7,7 @@
 #ifndef IST_TOOLS_COMMON_H
 #define IST_TOOLS_COMMON_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -73,6 +74,11 @@ long tool_progress_source(void *p, void *buf, size_t n);
 struct tool_spool {
 	int in, keep;            /* keep: the copy, -1 none */
 	long long start;         /* a file's offset at the start; -1 a pipe */
+	/* the copy as a second reader may read it while the first reads
+	 * (tool_spool_more): its bytes written, whether the input has
+	 * ended, and whether the copy failed (no room) */
+	_Atomic uint64_t written;
+	atomic_bool ended, broken;
 };
 /* keep: whether to copy a pipe at all */
 void tool_spool_init(struct tool_spool *s, int fd, bool keep);
@@ -80,6 +86,10 @@ long tool_spool_source(void *s, void *buf, size_t n);
 /* An ist_again opener (analysis_io.h): a descriptor at the trace's start,
  * -1 when it cannot be read again. */
 int tool_spool_again(void *s);
+/* ist_again's follow and more: the trace read from another thread while
+ * tool_spool_source still reads it */
+int tool_spool_follow(void *s, uint64_t *base);
+long tool_spool_more(void *s, uint64_t off);
 void tool_spool_release(struct tool_spool *s);
 
 #endif

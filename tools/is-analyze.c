@@ -22,7 +22,7 @@
 static const char usage[] =
     "usage: is-analyze [-q] [--json] [--summary] [--from s] [--to s] "
     "[--skip-warmup] [--step name] [--baseline file] [--fail-on spec] "
-    "[--rules-file file] [-o file] [file]\n";
+    "[--rules-file file] [--one-thread] [-o file] [file]\n";
 
 static void
 help(void)
@@ -48,6 +48,9 @@ help(void)
 	    "                         step:N-M: to the end of step M)\n"
 	    "  -h, --help             print this help and exit\n"
 	    "  -j, --json             print the analysis as JSON instead\n"
+	    "      --one-thread       read the trace a second time (the steps)\n"
+	    "                         only after the first reading, not beside\n"
+	    "                         it in a second thread\n"
 	    "  -o, --output=FILE      write to FILE instead of standard output\n"
 	    "  -q, --quiet            no progress line on a terminal\n"
 	    "  -r, --rules-file=FILE  rule thresholds (YAML)\n"
@@ -84,7 +87,7 @@ warn_unordered(const json_t *an, const char *what, const char *path)
 
 struct args {
 	const char *outpath, *baseline, *failon, *rules_file, *path;
-	bool json, summary, skip_warmup, quiet;
+	bool json, summary, skip_warmup, quiet, one_thread;
 	int64_t window[2];       /* --from, --to in ns; -1: none */
 	long step[2];            /* --from step:N, --to step:M; 0: none */
 	const char *step_name;   /* --step */
@@ -125,6 +128,7 @@ parse_args(int argc, char **argv, struct args *o)
 		{ "from", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "one-thread", no_argument, NULL, '1' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "rules-file", required_argument, NULL, 'r' },
 		{ "skip-warmup", no_argument, NULL, 'W' },
@@ -164,6 +168,9 @@ parse_args(int argc, char **argv, struct args *o)
 			exit(0);
 		case 'j':
 			o->json = true;
+			break;
+		case '1':
+			o->one_thread = true;
 			break;
 		case 'o':
 			o->outpath = optarg;
@@ -320,7 +327,8 @@ main(int argc, char **argv)
 	struct ist_window win = { { -1, -1 }, false, 0, 0, NULL };
 	struct tool_progress pg;
 	struct tool_spool sp;
-	struct ist_again again = { tool_spool_again, &sp, NULL };
+	struct ist_again again = { tool_spool_again, &sp, NULL,
+	    tool_spool_follow, tool_spool_more };
 	enum ist_status st;
 	char m[600];
 	int fd, status = 0;
@@ -345,6 +353,8 @@ main(int argc, char **argv)
 	if (o.step[0] || o.step[1] || o.skip_warmup)
 		step_window(&o, &win);
 	again.step = o.step_name;
+	if (o.one_thread)
+		again.follow = NULL;
 	fd = tool_open_input(o.path);
 	if (ist_output_open(&out, o.outpath, !o.json, &e) != IST_OK)
 		errx(1, "%s", e.msg);

@@ -291,8 +291,9 @@ main(int argc, char **argv)
 	enum ist_status st;
 	struct ist_report_result res;
 	struct ist_report_opts ro;
-	struct tool_spool sp, sp2 = { -1, -1, -1 };
-	struct ist_again again = { tool_spool_again, &sp, NULL };
+	struct tool_spool sp, sp2 = { .in = -1, .keep = -1, .start = -1 };
+	struct ist_again again = { tool_spool_again, &sp, NULL,
+	    tool_spool_follow, tool_spool_more };
 	const char *shown;
 	bool damaged;
 	int fd;

@@ -94,8 +94,12 @@ enum ist_status
 ist_again_begin(struct ist_analyzer *a, const struct ist_again *again,
     struct ist_error *err)
 {
-	return again && again->step ? ist_analyzer_step(a, again->step, err) :
-	    IST_OK;
+	enum ist_status st = again && again->step ?
+	    ist_analyzer_step(a, again->step, err) : IST_OK;
+
+	if (st == IST_OK)
+		an_ahead_begin(a, again);
+	return st;
 }
 
 enum ist_status
@@ -126,6 +130,13 @@ ist_again_pass(struct ist_analyzer *a, const struct ist_again *again,
 int
 ist_again_path(void *path)
 {
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+int
+ist_again_path_follow(void *path, uint64_t *base)
+{
+	*base = 0;
 	return open(path, O_RDONLY | O_CLOEXEC);
 }
 

@@ -32,7 +32,17 @@ struct ist_again {
 	int (*open)(void *ctx);
 	void *ctx;
 	const char *step;
+	/* Optional, so that the second pass may start while the first still
+	 * reads (in a thread of its own, lib/analyze/ahead.c); NULL: only
+	 * after it.  follow: a new descriptor to pread the trace from, its
+	 * byte 0 at *base, or -1.  more: how many bytes from off may be read
+	 * now (> 0), 0 when the trace ends at off, IST_AGAIN_LATER when more
+	 * is yet to come, -1 when it cannot be read; NULL: the whole trace
+	 * is there, to the end of the file. */
+	int (*follow)(void *ctx, uint64_t *base);
+	long (*more)(void *ctx, uint64_t off);
 };
+#define IST_AGAIN_LATER (-2L)
 /* again: NULL, or how to read the trace again (the steps' second pass) */
 enum ist_status ist_analyze_trace(struct ist_reader *r, struct ist_writer *w,
     bool summary, const struct ist_rules *rules,
@@ -46,8 +56,9 @@ enum ist_status ist_again_begin(struct ist_analyzer *a,
  * unmeasured, not the analysis). */
 enum ist_status ist_again_pass(struct ist_analyzer *a,
     const struct ist_again *again, struct ist_error *err);
-/* An opener for a trace file: ctx its path */
+/* An opener for a trace file: ctx its path; and its follow */
 int ist_again_path(void *path);
+int ist_again_path_follow(void *path, uint64_t *base);
 /* The analysis an analysis record holds; NULL if it is not JSON-able. */
 json_t *ist_analysis_of_event(const struct ist_event *ev);
 /* Writes an analysis record holding an. */

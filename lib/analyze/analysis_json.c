@@ -29,7 +29,7 @@ by_total_sc(const void *x, const void *y, void *ctx)
 	const struct sstat *p = x, *q = y;
 	if (p->total != q->total)
 		return p->total < q->total ? 1 : -1;
-	return strcmp(a->str.e[p->name].p, a->str.e[q->name].p);
+	return strcmp(a->nm.str.e[p->name].p, a->nm.str.e[q->name].p);
 }
 
 static int
@@ -39,7 +39,7 @@ by_self_fn(const void *x, const void *y, void *ctx)
 	const struct fstat *p = x, *q = y;
 	if (p->self != q->self)
 		return p->self < q->self ? 1 : -1;
-	return strcmp(a->str.e[p->name].p, a->str.e[q->name].p);
+	return strcmp(a->nm.str.e[p->name].p, a->nm.str.e[q->name].p);
 }
 
 static int
@@ -49,7 +49,7 @@ by_total_kn(const void *x, const void *y, void *ctx)
 	const struct kstat *p = x, *q = y;
 	if (p->total != q->total)
 		return p->total < q->total ? 1 : -1;
-	return strcmp(a->str.e[p->name].p, a->str.e[q->name].p);
+	return strcmp(a->nm.str.e[p->name].p, a->nm.str.e[q->name].p);
 }
 
 static int
@@ -61,8 +61,8 @@ by_ns_sy(const void *x, const void *y, void *ctx)
 		return p->ns < q->ns ? 1 : -1;
 	if (p->count != q->count)
 		return p->count < q->count ? 1 : -1;
-	return strcmp(a->str.e[p->site ? p->site - 1 : 0].p,
-	    a->str.e[q->site ? q->site - 1 : 0].p);
+	return strcmp(a->nm.str.e[p->site ? p->site - 1 : 0].p,
+	    a->nm.str.e[q->site ? q->site - 1 : 0].p);
 }
 
 static int
@@ -78,7 +78,7 @@ by_ns_idle(const void *x, const void *y, void *ctx)
 static const char *
 thread_name(const struct ist_analyzer *a, const struct thr *t)
 {
-	return a->str.e[t->name].p;
+	return a->nm.str.e[t->name].p;
 }
 
 /* Devices in the order of their numbers, then of their UUIDs */
@@ -91,7 +91,7 @@ by_devno(const void *x, const void *y, void *ctx)
 
 	if (p->devno != q->devno)
 		return p->devno < q->devno ? -1 : 1;
-	return strcmp(a->str.e[p->uuid].p, a->str.e[q->uuid].p);
+	return strcmp(a->nm.str.e[p->uuid].p, a->nm.str.e[q->uuid].p);
 }
 
 /* Which GPU dev i is: its UUID, the processes that named it so, and the
@@ -114,11 +114,11 @@ dev_identity(const struct ist_analyzer *a, int i, json_t *o)
 		    a->dev[k].devno == d->devno;
 	if (shared && d->uuid)
 		snprintf(label, sizeof(label), "%lld (%.12s)",
-		    (long long)d->devno, a->str.e[d->uuid].p);
+		    (long long)d->devno, a->nm.str.e[d->uuid].p);
 	else
 		snprintf(label, sizeof(label), "%lld", (long long)d->devno);
 	json_object_set_new(o, "uuid", d->uuid ?
-	    json_string(a->str.e[d->uuid].p) : json_null());
+	    json_string(a->nm.str.e[d->uuid].p) : json_null());
 	json_object_set_new(o, "pids", pids);
 	json_object_set_new(o, "label", json_string(label));
 }
@@ -175,7 +175,7 @@ idle_attribution(const struct ist_analyzer *a, int i, int64_t idle)
 		    "kind", kind < 5 ? frame_kind[kind] : kind == 6 ? "none" :
 		    "other", "what", kind == 6 ? "(no recorded activity)" :
 		    kind == 7 ? "(other activity)" :
-		    a->str.e[(uint32_t)p->key].p, "ns", JI(p->ns), "share",
+		    a->nm.str.e[(uint32_t)p->key].p, "ns", JI(p->ns), "share",
 		    jreal(idle ? (double)p->ns / (double)idle : 0, 4)));
 	}
 	if (other)
@@ -252,7 +252,7 @@ devices_json(struct ist_analyzer *a)
 		active = d->seen ? d->ce - d->first - d->paused : 0;
 		idle = active - d->busy;
 		o = json_pack("{s:I,s:s,s:I,s:I,s:o,s:I,s:I}",
-		    "device", JI(d->devno), "name", a->str.e[d->name].p,
+		    "device", JI(d->devno), "name", a->nm.str.e[d->name].p,
 		    "sm_count", JI(d->sm), "memory_bytes", JI(d->mem),
 		    "pcie_gbps", jreal(d->pcie, 3), "ops", JI(d->ops),
 		    "kernels", JI(d->kernels));
@@ -320,7 +320,7 @@ scopes_json(struct ist_analyzer *a)
 		json_array_append_new(arr, json_pack(
 		    "{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
 		    "kind", s->kind == F_SCOPE ? "scope" : "nvtx",
-		    "name", a->str.e[s->name].p, "count", JI(n),
+		    "name", a->nm.str.e[s->name].p, "count", JI(n),
 		    "total_ns", JI(s->total), "mean_ns", JI(n ? s->total /
 		    (int64_t)n : 0), "p50_ns", JI(an_dist_pct(&s->d, 50)),
 		    "p95_ns", JI(an_dist_pct(&s->d, 95)), "max_ns", JI(s->max),
@@ -338,11 +338,11 @@ functions_json(struct ist_analyzer *a)
 	for (uint32_t i = 0; i < a->nfn && i < 25; i++) {
 		struct fstat *f = &a->fn[i];
 		json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:I}", "name",
-		    a->str.e[f->name].p, "count", JI(f->count), "self_ns",
+		    a->nm.str.e[f->name].p, "count", JI(f->count), "self_ns",
 		    JI(f->self), "incl_ns", JI(f->incl), "max_ns", JI(f->max));
 		if (f->file) {
 			json_object_set_new(o, "file",
-			    json_string(a->str.e[f->file].p));
+			    json_string(a->nm.str.e[f->file].p));
 			json_object_set_new(o, "line", json_integer(f->line));
 		}
 		if (a->cpu_samples)
@@ -361,7 +361,7 @@ by_import(const void *x, const void *y, void *ctx)
 	const struct fstat *q = *(struct fstat *const *)y;
 	if (p->imp_cum != q->imp_cum)
 		return p->imp_cum < q->imp_cum ? 1 : -1;
-	return strcmp(a->str.e[p->name].p, a->str.e[q->name].p);
+	return strcmp(a->nm.str.e[p->name].p, a->nm.str.e[q->name].p);
 }
 
 /* Imports on every thread (the outermost), and the 20 modules whose
@@ -385,10 +385,10 @@ imports_json(struct ist_analyzer *a)
 	if (n)
 		qsort_r(v, n, sizeof(*v), by_import, a);
 	for (uint32_t i = 0; i < n && i < 20; i++) {
-		const char *name = a->str.e[v[i]->name].p;
+		const char *name = a->nm.str.e[v[i]->name].p;
 		json_array_append_new(mods, json_pack(
 		    "{s:s%,s:s,s:I,s:I,s:I,s:I}", "module", name,
-		    strlen(name) - 9, "file", a->str.e[v[i]->file].p, "count",
+		    strlen(name) - 9, "file", a->nm.str.e[v[i]->file].p, "count",
 		    JI(v[i]->imp_count), "first_hand",
 		    JI(v[i]->imp_first_hand), "self_ns", JI(v[i]->imp_self),
 		    "cumulative_ns", JI(v[i]->imp_cum)));
@@ -440,12 +440,12 @@ kernels_json(struct ist_analyzer *a)
 		struct kstat *k = &a->kn[i];
 		const struct fstat *f = k->from ? &a->fn[k->from - 1] : NULL;
 		json_array_append_new(arr, json_pack(
-		    "{s:s,s:I,s:I,s:I,s:I,s:o}", "name", a->str.e[k->name].p,
+		    "{s:s,s:I,s:I,s:I,s:I,s:o}", "name", a->nm.str.e[k->name].p,
 		    "count", JI(k->count), "total_ns", JI(k->total),
 		    "mean_ns", JI(k->total / (int64_t)k->count), "max_ns",
 		    JI(k->max), "launched_from", f ? json_pack(
-		    "{s:s,s:s,s:I,s:I,s:o}", "function", a->str.e[f->name].p,
-		    "file", a->str.e[f->file].p, "line", JI(f->line), "gpu_ns",
+		    "{s:s,s:s,s:I,s:I,s:o}", "function", a->nm.str.e[f->name].p,
+		    "file", a->nm.str.e[f->file].p, "line", JI(f->line), "gpu_ns",
 		    JI(k->from_ns), "share", jreal(k->total ? (double)k->from_ns /
 		    (double)k->total : 0, 4)) : json_null()));
 	}
@@ -491,12 +491,12 @@ syncs_json(struct ist_analyzer *a)
 				n++;
 				json_array_append_new(sites, json_pack(
 				    "{s:s,s:I,s:I}", "where",
-				    a->str.e[a->sy[j].site - 1].p, "count",
+				    a->nm.str.e[a->sy[j].site - 1].p, "count",
 				    JI(a->sy[j].count), "blocked_ns",
 				    JI(a->sy[j].ns)));
 			}
 		json_array_append_new(arr, json_pack(
-		    "{s:s,s:I,s:I,s:o,s:o}", "kind", a->str.e[s->kind].p,
+		    "{s:s,s:I,s:I,s:o,s:o}", "kind", a->nm.str.e[s->kind].p,
 		    "count", JI(s->count), "blocked_ns", JI(s->ns), "sites",
 		    sites, "longest", an_topk_json(&s->longest)));
 	}
@@ -658,7 +658,7 @@ threads_json(struct ist_analyzer *a)
 			    json_integer(t->gc_imp_ns));
 			if (t->gc_n) {
 				json_object_set_new(py, "gc_max_scope",
-				    t->gc_scope ? json_string(a->str.e[
+				    t->gc_scope ? json_string(a->nm.str.e[
 				    t->gc_scope - 1].p) : json_null());
 				json_object_set_new(py, "gc_longest",
 				    an_topk_json(&t->gc_long));
@@ -681,7 +681,7 @@ helpers_json(struct ist_analyzer *a, uint32_t i)
 	uint64_t n = 0;
 
 	for (uint32_t j = 0; j < a->nproc; j++) {
-		const char *nm = a->str.e[a->proc[j].name].p;
+		const char *nm = a->nm.str.e[a->proc[j].name].p;
 		bool seen = false;
 		size_t k;
 		json_t *x;
@@ -719,7 +719,7 @@ processes_json(struct ist_analyzer *a, json_t **command)
 			ist_buf_release(&b);
 		}
 		o = json_pack("{s:I,s:s}", "pid", JI(p->pid), "name",
-		    a->str.e[p->name].p);
+		    a->nm.str.e[p->name].p);
 		/* the last sample before teardown: at or before the end of
 		 * its last Python call, for a Python process */
 		bool pre = p->rss_pre_ts > 0;
@@ -798,7 +798,7 @@ run_json(const struct ist_analyzer *a, json_t *command)
 	}
 	p = an_paused(a, s0, s1);
 	run = json_pack("{s:s,s:o,s:O,s:I,s:I,s:I,s:I,s:I}",
-	    "host", a->str.e[a->host].p, "command", command ? command :
+	    "host", a->nm.str.e[a->host].p, "command", command ? command :
 	    json_null(), "producers", a->producers, "segments",
 	    JI(a->segments), "start_ns", JI(s0), "end_ns", JI(s1), "wall_ns",
 	    JI(s1 - s0 - p), "events", JI(a->events));

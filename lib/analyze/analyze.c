@@ -121,7 +121,7 @@ an_stat_of(struct u64map *m, void **arr, uint32_t *n, uint32_t *cap,
 }
 
 int64_t
-an_name_id_slow(struct ist_analyzer *a, const struct ist_event *ev,
+an_names_id_slow(struct an_names *nm, const struct ist_event *ev,
     enum ist_field f)
 {
 	const struct ist_str *s;
@@ -133,32 +133,50 @@ an_name_id_slow(struct ist_analyzer *a, const struct ist_event *ev,
 	s = ist_field_str((struct ist_event *)ev, f);   /* read only */
 	/* the reader's own event (not a copy): its string ids name its
 	 * strings in this segment (a header's come from no id) */
-	if (ev != a->src_ev || ev->type == IST_HEADER ||
-	    (sid = ist_reader_string_id(a->src, (int)f)) == 0)
-		return an_intern(&a->str, s->p, s->n);
-	if (sid < a->nsid && a->sidmap[sid])
-		return (int64_t)a->sidmap[sid] - 1;
-	if ((id = an_intern(&a->str, s->p, s->n)) >= 0)
+	if (ev != nm->src_ev || ev->type == IST_HEADER ||
+	    (sid = ist_reader_string_id(nm->src, (int)f)) == 0)
+		return an_intern(&nm->str, s->p, s->n);
+	if (sid < nm->nsid && nm->sidmap[sid])
+		return (int64_t)nm->sidmap[sid] - 1;
+	if ((id = an_intern(&nm->str, s->p, s->n)) >= 0)
 		/* out of memory: uncached, hashed again next time */
-		(void)ist_idmap_put(&a->sidmap, &a->nsid, sid, (uint32_t)id + 1);
+		(void)ist_idmap_put(&nm->sidmap, &nm->nsid, sid,
+		    (uint32_t)id + 1);
 	return id;
 }
 
-/* A segment starts: its string ids are new. */
-static void
-new_ids(struct ist_analyzer *a)
+void
+an_names_event(struct an_names *nm, const struct ist_event *ev)
 {
-	if (a->nsid)
-		memset(a->sidmap, 0, a->nsid * sizeof(*a->sidmap));
+	nm->src_ev = nm->src ? ev : NULL;
+	if (ev->type == IST_HEADER && nm->nsid)
+		memset(nm->sidmap, 0, nm->nsid * sizeof(*nm->sidmap));
+}
+
+void
+an_names_reader(struct an_names *nm, const struct ist_reader *r)
+{
+	nm->src = r;
+	nm->src_sid = r ? ist_reader_string_ids(r) : NULL;
+	nm->src_ev = NULL;
+	if (nm->nsid)
+		memset(nm->sidmap, 0, nm->nsid * sizeof(*nm->sidmap));
+}
+
+void
+an_names_release(struct an_names *nm)
+{
+	free(nm->sidmap);
+	ist_strtab_release(&nm->str);
+	memset(nm, 0, sizeof(*nm));
 }
 
 void
 ist_analyzer_reader(struct ist_analyzer *a, const struct ist_reader *r)
 {
-	a->src = r;
-	a->src_sid = r ? ist_reader_string_ids(r) : NULL;
-	a->src_ev = NULL;
-	new_ids(a);
+	an_names_reader(&a->nm, r);
+	if (a->sw)
+		an_stepwork_reader(a->sw, r);
 }
 
 
@@ -218,7 +236,7 @@ header(struct ist_analyzer *a, const struct ist_event *ev)
 					json_array_append_new(a->producers,
 					    json_string(ps));
 				if (*hs && a->host == 0) {
-					int64_t h = an_intern(&a->str, hs,
+					int64_t h = an_intern(&a->nm.str, hs,
 					    strlen(hs));
 					if (h > 0)
 						a->host = (uint32_t)h;
@@ -546,15 +564,15 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 	int64_t name = 0;
 	int r = 0;
 
-	a->src_ev = a->src ? ev : NULL;
+	an_names_event(&a->nm, ev);
 	if (ev->type == IST_HEADER) {
-		new_ids(a);
 		r = header(a, ev);
 		goto out;
 	}
 	if (ev->type == IST_ANALYSIS)
 		return IST_OK;
-	a->events++;
+	if (++a->events == a->look_at)
+		an_ahead_look(a);
 	if (!place(a, ev))
 		return IST_OK;
 	if (ev->type == IST_CAPTURE) {
@@ -647,11 +665,25 @@ ist_analyzer_wants_again(struct ist_analyzer *a)
 {
 	struct ist_error e;
 
-	if (a->sw || ist_steps_choose(a->steps) == NULL ||
-	    an_stepwork_new(&a->sw, a, a->steps, &e) != IST_OK || !a->sw)
+	const char *name;
+	int64_t pid, tid;
+	enum ist_type type;
+	bool again;
+
+	if (a->sw || (name = ist_steps_choose(a->steps)) == NULL) {
+		an_ahead_free(a);
+		return false;
+	}
+	ist_steps_chosen(a->steps, &pid, &tid, &type);
+	/* read already, while the first pass went on? */
+	a->sw = an_ahead_take(a, name, pid, tid, type);
+	an_ahead_free(a);
+	again = a->sw == NULL;
+	if (again && (an_stepwork_new(&a->sw, a, a->steps, &e) != IST_OK ||
+	    !a->sw))
 		return false;
 	an_stepwork_bases(a->sw);
-	return true;
+	return again;
 }
 
 enum ist_status
@@ -660,12 +692,7 @@ ist_analyzer_again(struct ist_analyzer *a, const struct ist_event *ev,
 {
 	bool w = a->windowed;
 
-	a->src_ev = a->src ? ev : NULL;
-	if (ev->type == IST_HEADER)
-		new_ids(a);
-	if (ev->type == IST_HEADER || ev->type == IST_ANALYSIS)
-		return IST_OK;
-	return an_stepwork_add(a->sw, ev, w ? a->win[0] : INT64_MIN,
+	return an_stepwork_event(a->sw, ev, w ? a->win[0] : INT64_MIN,
 	    w ? a->win[1] : INT64_MAX, err);
 }
 
@@ -679,7 +706,7 @@ ist_analyzer_new(struct ist_analyzer **out, const struct ist_rules *rules,
 
 	*out = NULL;
 	if (a == NULL || (a->corr = calloc(CORR_SLOTS, sizeof(*a->corr))) ==
-	    NULL || an_intern(&a->str, "", 0) != 0 ||
+	    NULL || an_intern(&a->nm.str, "", 0) != 0 ||
 	    (a->producers = json_array()) == NULL ||
 	    ist_steps_new(&a->steps, NULL, err) != IST_OK ||
 	    (a->damaged = json_array()) == NULL) {
@@ -705,8 +732,7 @@ ist_analyzer_free(struct ist_analyzer *a)
 {
 	if (a == NULL)
 		return;
-	free(a->sidmap);
-	ist_strtab_release(&a->str);
+	an_names_release(&a->nm);
 	for (uint32_t i = 0; i < a->nthr; i++) {
 		free(a->thr[i].st);
 		free(a->thr[i].okey);
@@ -750,6 +776,7 @@ ist_analyzer_free(struct ist_analyzer *a)
 	an_dist_release(&a->launch_d);
 	json_decref(a->producers);
 	json_decref(a->damaged);
+	an_ahead_free(a);
 	ist_steps_free(a->steps);
 	an_stepwork_free(a->sw);
 	free(a);

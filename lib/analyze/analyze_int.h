@@ -238,17 +238,22 @@ struct corr {
 	bool sync_copy;          /* launched by a synchronous copy call */
 };
 
-struct ist_analyzer {
-	double slow_launch_ns, launch_delay_ns, kernel_wait_ns;
-	struct ist_strtab str;   /* an_intern id k is str.e[k]; 0 is "" */
-	/* the reader the events come from (ist_analyzer_reader), its event
-	 * being analysed, and its segment's string ids to ours (id + 1; 0:
-	 * not yet seen) */
+/* Names interned (an_intern id k is str.e[k]; 0 is ""), with the reader
+ * the events come from (an_names_reader), its event being looked at, and
+ * its segment's string ids to ours (id + 1; 0: not yet seen), so that a
+ * name the reader has seen is found without hashing. */
+struct an_names {
+	struct ist_strtab str;
 	const struct ist_reader *src;
 	const struct ist_event *src_ev;
 	uint32_t *sidmap;
 	size_t nsid;
 	const uint32_t *src_sid;  /* the reader's string ids of its event */
+};
+
+struct ist_analyzer {
+	double slow_launch_ns, launch_delay_ns, kernel_wait_ns;
+	struct an_names nm;      /* every name the analysis keeps */
 	struct thr *thr;
 	uint32_t nthr, capthr;
 	uint32_t thr_last;       /* the thread an_thread_of found last */
@@ -320,6 +325,10 @@ struct ist_analyzer {
 	 * second pass, ist_analyzer_again) */
 	struct ist_steps *steps;
 	struct stepwork *sw;
+	/* the second pass read while this one goes on (ahead.c), looked at
+	 * when events reaches look_at (0: never) */
+	struct an_ahead *ahead;
+	uint64_t look_at;
 };
 
 /* ---- across the analyzer's files ---- */
@@ -401,34 +410,71 @@ int an_counter(struct ist_analyzer *a, const struct ist_event *ev);
 int an_host_range(struct ist_analyzer *a, const struct ist_event *ev,
     int64_t name);
 int64_t an_open_count(struct thr *t, uint32_t stat, int delta);
-int64_t an_name_id_slow(struct ist_analyzer *a, const struct ist_event *ev,
+int64_t an_names_id_slow(struct an_names *nm, const struct ist_event *ev,
     enum ist_field f);
 /* ev's string field f interned: through the reader's string id, when ev is
  * the reader's own event and the id was seen before, without hashing */
 static inline int64_t
-an_name_id(struct ist_analyzer *a, const struct ist_event *ev,
-    enum ist_field f)
+an_names_id(struct an_names *nm, const struct ist_event *ev, enum ist_field f)
 {
 	uint32_t sid;
 
 	if (!IST_HAS(ev, f))
 		return 0;
-	if (ev == a->src_ev && ev->type != IST_HEADER &&
-	    (sid = a->src_sid[f]) != 0 && sid < a->nsid && a->sidmap[sid])
-		return (int64_t)a->sidmap[sid] - 1;
-	return an_name_id_slow(a, ev, f);
+	if (ev == nm->src_ev && ev->type != IST_HEADER &&
+	    (sid = nm->src_sid[f]) != 0 && sid < nm->nsid && nm->sidmap[sid])
+		return (int64_t)nm->sidmap[sid] - 1;
+	return an_names_id_slow(nm, ev, f);
 }
+static inline int64_t
+an_name_id(struct ist_analyzer *a, const struct ist_event *ev,
+    enum ist_field f)
+{
+	return an_names_id(&a->nm, ev, f);
+}
+/* The reader the events come from (NULL: none, or no longer) */
+void an_names_reader(struct an_names *nm, const struct ist_reader *r);
+/* Each event, before its names are asked for: a header starts a segment,
+ * whose string ids are new */
+void an_names_event(struct an_names *nm, const struct ist_event *ev);
+void an_names_release(struct an_names *nm);
 struct proc *an_proc_of(struct ist_analyzer *a, int64_t pid);
 int an_proc_py_end(struct ist_analyzer *a, struct thr *t);
 int64_t an_stat_of(struct u64map *m, void **arr, uint32_t *n, uint32_t *cap,
     size_t size, uint64_t key, bool *created);
 struct thr *an_thread_of(struct ist_analyzer *a, int64_t pid, int64_t tid);
 
+/* ---- the second pass ahead (ahead.c) ---- */
+struct ist_again;
+/* Before the first event: again's trace may be read during the pass */
+void an_ahead_begin(struct ist_analyzer *a, const struct ist_again *again);
+/* When a->events reaches a->look_at: the step that leads now */
+void an_ahead_look(struct ist_analyzer *a);
+/* At the first pass's end, the step chosen: the second pass already made
+ * for it, once it has read to the end, or NULL (read again) */
+struct stepwork *an_ahead_take(struct ist_analyzer *a, const char *name,
+    int64_t pid, int64_t tid, enum ist_type type);
+void an_ahead_free(struct ist_analyzer *a);
+
 /* ---- steps (stepwork.c) ---- */
 struct stepwork;
 struct ist_steps;
 enum ist_status an_stepwork_new(struct stepwork **out, struct ist_analyzer *a,
     const struct ist_steps *s, struct ist_error *err);
+/* The same for the step given: its name, process, thread and record */
+enum ist_status an_stepwork_new_as(struct stepwork **out,
+    struct ist_analyzer *a, const char *name, int64_t pid, int64_t tid,
+    enum ist_type type, struct ist_error *err);
+/* The reader the second pass's events come from (an_names_reader) */
+void an_stepwork_reader(struct stepwork *w, const struct ist_reader *r);
+/* Every event of the second pass as the reader gives it, headers and
+ * analyses included (an_stepwork_add the others) */
+enum ist_status an_stepwork_event(struct stepwork *w,
+    const struct ist_event *ev, int64_t from, int64_t to,
+    struct ist_error *err);
+/* Whether a step was replayed with GPU work, which the bases serve: a
+ * pass made before an_stepwork_bases() is then not the pass */
+bool an_stepwork_needs_bases(const struct stepwork *w);
 /* Every event of the second pass; from, to: the analysis window (steps
  * wholly inside it are measured). */
 enum ist_status an_stepwork_add(struct stepwork *w, const struct ist_event *ev,

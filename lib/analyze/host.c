@@ -78,30 +78,30 @@ site_of(struct ist_analyzer *a, const struct thr *t)
 			if (t->st[i].kind == F_SCOPE || t->st[i].kind == F_NVTX) {
 				n = snprintf(buf, sizeof(buf), "%s '%s'",
 				    frame_kind[t->st[i].kind],
-				    a->str.e[t->st[i].name].p);
-				return an_intern(&a->str, buf, (size_t)n <
+				    a->nm.str.e[t->st[i].name].p);
+				return an_intern(&a->nm.str, buf, (size_t)n <
 				    sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 			}
-		return an_intern(&a->str, "(no recorded caller)", 20);
+		return an_intern(&a->nm.str, "(no recorded caller)", 20);
 	}
 	if (py == NULL || py == in) {
 		const struct fstat *fs = &a->fn[in->stat];
 		if (py)
 			n = snprintf(buf, sizeof(buf), "%s (%s:%lld)",
-			    a->str.e[in->name].p, a->str.e[fs->file].p,
+			    a->nm.str.e[in->name].p, a->nm.str.e[fs->file].p,
 			    (long long)fs->line);
 		else
 			n = snprintf(buf, sizeof(buf), "%s",
-			    a->str.e[in->name].p);
+			    a->nm.str.e[in->name].p);
 	} else {
 		const struct fstat *fs = &a->fn[py->stat];
 		n = snprintf(buf, sizeof(buf), "%s in %s (%s:%lld)",
-		    a->str.e[in->name].p, a->str.e[py->name].p,
-		    a->str.e[fs->file].p, (long long)fs->line);
+		    a->nm.str.e[in->name].p, a->nm.str.e[py->name].p,
+		    a->nm.str.e[fs->file].p, (long long)fs->line);
 	}
 	if (n < 0)
 		n = 0;
-	return an_intern(&a->str, buf, (size_t)n < sizeof(buf) ? (size_t)n :
+	return an_intern(&a->nm.str, buf, (size_t)n < sizeof(buf) ? (size_t)n :
 	    sizeof(buf) - 1);
 }
 
@@ -109,7 +109,7 @@ static int
 add_sync(struct ist_analyzer *a, struct thr *t, const char *kind,
     size_t kn, int64_t s, int64_t e)
 {
-	int64_t k = an_intern(&a->str, kind, kn), site, i;
+	int64_t k = an_intern(&a->nm.str, kind, kn), site, i;
 	bool created;
 
 	if (k < 0 || (site = site_of(a, t)) < 0)
@@ -345,9 +345,9 @@ cpu_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
 		fs->name = (uint32_t)name;
 		fs->file = (uint32_t)file;
 		fs->line = IST_HAS(ev, IST_F_LINE) ? ev->line : 0;
-		fs->gc_gen = (int8_t)ist_gc_generation(a->str.e[name].p,
-		    a->str.e[name].n);
-		fs->role = fs->gc_gen >= 0 ? FN_GC : fn_role(a->str.e[name].p);
+		fs->gc_gen = (int8_t)ist_gc_generation(a->nm.str.e[name].p,
+		    a->nm.str.e[name].n);
+		fs->role = fs->gc_gen >= 0 ? FN_GC : fn_role(a->nm.str.e[name].p);
 	}
 	fs->count++;
 	if (fs->role == FN_IMPORT || fs->role == FN_MODULE)

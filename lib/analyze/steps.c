@@ -245,9 +245,11 @@ better(const struct cand *b, const struct cand *a, int64_t launcher)
 	}
 }
 
-const char *
-ist_steps_choose(struct ist_steps *s)
+/* the best candidate so far, or NULL */
+static const struct cand *
+best(const struct ist_steps *s)
 {
+	const struct cand *chosen = NULL;
 	int64_t launcher = INT64_MIN;
 	uint64_t most = 0;
 
@@ -256,16 +258,36 @@ ist_steps_choose(struct ist_steps *s)
 			most = s->l[i].launches;
 			launcher = s->l[i].tid;
 		}
-	s->chosen = NULL;
 	for (size_t i = 0; i < s->cap; i++) {
 		const struct cand *c = &s->c[i];
 		if (c->name == NULL || c->count < MIN_STEPS)
 			continue;
-		if (s->chosen == NULL || better(c, s->chosen, launcher))
-			s->chosen = c;
+		if (chosen == NULL || better(c, chosen, launcher))
+			chosen = c;
 	}
+	return chosen;
+}
+
+const char *
+ist_steps_choose(struct ist_steps *s)
+{
+	s->chosen = best(s);
 	s->last_end = INT64_MIN;
 	return s->chosen ? s->chosen->name : NULL;
+}
+
+const char *
+ist_steps_peek(const struct ist_steps *s, int64_t *pid, int64_t *tid,
+    enum ist_type *type)
+{
+	const struct cand *c = best(s);
+
+	if (c == NULL)
+		return NULL;
+	*pid = c->pid;
+	*tid = c->tid;
+	*type = c->type;
+	return c->name;
 }
 
 enum ist_status

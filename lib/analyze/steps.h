@@ -28,6 +28,11 @@ enum ist_status ist_steps_add_id(struct ist_steps *s,
     const struct ist_event *ev, uint64_t name_id, struct ist_error *err);
 /* After the first pass: the step's name, or NULL when nothing recurs. */
 const char *ist_steps_choose(struct ist_steps *s);
+/* While the first pass goes on: the step ist_steps_choose() would choose
+ * if it ended now, its process, thread and record type (NULL: none yet).
+ * It chooses nothing; the name lasts until the next ist_steps_add. */
+const char *ist_steps_peek(const struct ist_steps *s, int64_t *pid,
+    int64_t *tid, enum ist_type *type);
 /* The second pass: every event again, collecting the steps. */
 enum ist_status ist_steps_collect(struct ist_steps *s,
     const struct ist_event *ev, struct ist_error *err);

@@ -109,7 +109,9 @@ struct site {
 enum { W_OVERLAP, W_PINNED, W_GRAPH, W_GC, W_IMPORT, W_FIXED };
 
 struct stepwork {
-	struct ist_analyzer *a;
+	struct ist_analyzer *a;  /* read only for the bases, at the end */
+	struct an_names nm;      /* the names it keeps, its own: it may read
+	                          * in a thread of its own (ahead.c) */
 	int64_t pid, tid;
 	enum ist_type type;
 	uint32_t name;           /* interned */
@@ -143,6 +145,8 @@ struct stepwork {
 	struct hostby { uint32_t who; int64_t ns; } *hb;
 	uint32_t nhb, caphb, hb_last;
 	struct u64map hbmap;
+	bool needs_bases;        /* a step replayed with GPU work: the bases
+	                          * were asked for */
 	bool oom;
 };
 
@@ -177,31 +181,59 @@ is_wait(const struct ist_event *ev)
 }
 
 enum ist_status
-an_stepwork_new(struct stepwork **out, struct ist_analyzer *a,
-    const struct ist_steps *s, struct ist_error *err)
+an_stepwork_new_as(struct stepwork **out, struct ist_analyzer *a,
+    const char *name, int64_t pid, int64_t tid, enum ist_type type,
+    struct ist_error *err)
 {
 	struct stepwork *w;
-	const char *name;
-	size_t n;
 	int64_t id;
 
 	*out = NULL;
-	ist_steps_get(s, &n, &name, NULL);
-	if (name == NULL)
-		return IST_OK;
 	if ((w = calloc(1, sizeof(*w))) == NULL ||
-	    (id = an_intern(&a->str, name, strlen(name))) < 0) {
-		free(w);
+	    an_intern(&w->nm.str, "", 0) != 0 ||
+	    (id = an_intern(&w->nm.str, name, strlen(name))) < 0) {
+		an_stepwork_free(w);
 		ist_seterr(err, IST_ENOMEM, "out of memory");
 		return IST_ENOMEM;
 	}
 	w->a = a;
-	ist_steps_chosen(s, &w->pid, &w->tid, &w->type);
+	w->pid = pid;
+	w->tid = tid;
+	w->type = type;
 	w->name = (uint32_t)id;
 	w->name_n = strlen(name);
 	w->last_end = INT64_MIN;
 	*out = w;
 	return IST_OK;
+}
+
+enum ist_status
+an_stepwork_new(struct stepwork **out, struct ist_analyzer *a,
+    const struct ist_steps *s, struct ist_error *err)
+{
+	const char *name;
+	int64_t pid, tid;
+	enum ist_type type;
+	size_t n;
+
+	*out = NULL;
+	ist_steps_get(s, &n, &name, NULL);
+	if (name == NULL)
+		return IST_OK;
+	ist_steps_chosen(s, &pid, &tid, &type);
+	return an_stepwork_new_as(out, a, name, pid, tid, type, err);
+}
+
+void
+an_stepwork_reader(struct stepwork *w, const struct ist_reader *r)
+{
+	an_names_reader(&w->nm, r);
+}
+
+bool
+an_stepwork_needs_bases(const struct stepwork *w)
+{
+	return w->needs_bases;
 }
 
 static void
@@ -248,6 +280,7 @@ an_stepwork_free(struct stepwork *w)
 	free(w->site);
 	free(w->hb);
 	an_u64map_release(&w->hbmap);
+	an_names_release(&w->nm);
 	free(w);
 }
 
@@ -329,8 +362,8 @@ site_at(struct stepwork *w, struct open_step *o, const char *api,
 	for (uint32_t i = o->nfr; i-- > 0;)
 		if (o->fr[i].py) {
 			n = snprintf(buf, sizeof(buf), "%.*s in %s (%s:%" PRId64
-			    ")", (int)apin, api, w->a->str.e[o->fr[i].name].p,
-			    w->a->str.e[o->fr[i].file].p, o->fr[i].line);
+			    ")", (int)apin, api, w->nm.str.e[o->fr[i].name].p,
+			    w->nm.str.e[o->fr[i].file].p, o->fr[i].line);
 			goto done;
 		}
 	if (w->type == IST_CPU_CALL)
@@ -338,13 +371,13 @@ site_at(struct stepwork *w, struct open_step *o, const char *api,
 	else                     /* in the step's own scope or range */
 		n = snprintf(buf, sizeof(buf), "%.*s in %s '%s'", (int)apin,
 		    api, w->type == IST_SCOPE ? "scope" : "NVTX range",
-		    w->a->str.e[w->name].p);
+		    w->nm.str.e[w->name].p);
 done:
 	if (n < 0)
 		n = 0;
 	if ((size_t)n >= sizeof(buf))
 		n = sizeof(buf) - 1;
-	int64_t id = an_intern(&w->a->str, buf, (size_t)n);
+	int64_t id = an_intern(&w->nm.str, buf, (size_t)n);
 	if (id < 0)
 		w->oom = true;
 	return id < 0 ? 0 : (uint32_t)id;
@@ -365,8 +398,8 @@ host_event(struct stepwork *w, struct open_step *o, const struct ist_event *ev)
 	while (o->nfr && o->fr[o->nfr - 1].end <= s)
 		pop_frame(w, o);
 	if (ev->type == IST_CPU_CALL) {
-		int64_t nm = an_name_id(w->a, ev, IST_F_NAME);
-		int64_t fl = an_name_id(w->a, ev, IST_F_FILE);
+		int64_t nm = an_names_id(&w->nm, ev, IST_F_NAME);
+		int64_t fl = an_names_id(&w->nm, ev, IST_F_FILE);
 		if (nm < 0 || fl < 0 || (f = an_push((void **)&o->fr, &o->nfr,
 		    &o->capfr, sizeof(*f))) == NULL) {
 			w->oom = true;
@@ -468,7 +501,7 @@ gpu_event(struct stepwork *w, const struct ist_event *ev)
 		    IST_D2H_COPY ? 1 : ev->type == IST_D2D_COPY ? 2 : 3,
 		    .seg = (int)(*v - 1), .next = -1, .after = -1 };
 		if (ev->type == IST_GPU_KERNEL) {
-			int64_t nm = an_name_id(w->a, ev, IST_F_NAME);
+			int64_t nm = an_names_id(&w->nm, ev, IST_F_NAME);
 			p->name = nm < 0 ? 0 : (uint32_t)nm;
 		}
 		/* chain it to its launch's ops */
@@ -785,6 +818,8 @@ finish_step(struct stepwork *w, struct open_step *o)
 	}
 	if (lat == INT64_MAX)
 		lat = 0;
+	if (o->nop)
+		w->needs_bases = true;
 	/* each segment's obs: the latest recorded end of the ops launched
 	 * before it (first each launch's own, then the running maximum) */
 	for (uint32_t i = 0; i < o->nseg; i++)
@@ -880,7 +915,7 @@ finish_oldest(struct stepwork *w, bool all)
 static bool
 is_step(const struct stepwork *w, const struct ist_event *ev)
 {
-	const char *nm = w->a->str.e[w->name].p;
+	const char *nm = w->nm.str.e[w->name].p;
 
 	return ev->type == w->type && ev->tid == w->tid && ev->pid == w->pid &&
 	    IST_HAS(ev, IST_F_START) && IST_HAS(ev, IST_F_END) &&
@@ -964,15 +999,35 @@ an_stepwork_add(struct stepwork *w, const struct ist_event *ev,
 	return IST_OK;
 }
 
+enum ist_status
+an_stepwork_event(struct stepwork *w, const struct ist_event *ev,
+    int64_t from, int64_t to, struct ist_error *err)
+{
+	an_names_event(&w->nm, ev);
+	if (ev->type == IST_HEADER || ev->type == IST_ANALYSIS)
+		return IST_OK;
+	return an_stepwork_add(w, ev, from, to, err);
+}
+
 /* ---- the result ---- */
 
+struct hbsort {
+	int64_t ns;
+	const char *call;        /* NULL: the step's own code */
+};
+
+/* most first; a tie by the call's name, the step's own code first (not
+ * by the order the names were met in) */
 static int
 by_ns_hb(const void *x, const void *y)
 {
-	const struct hostby *p = x, *q = y;
+	const struct hbsort *p = x, *q = y;
+
 	if (p->ns != q->ns)
 		return p->ns < q->ns ? 1 : -1;
-	return p->who < q->who ? -1 : p->who > q->who;
+	if (p->call == NULL || q->call == NULL)
+		return (p->call != NULL) - (q->call != NULL);
+	return strcmp(p->call, q->call);
 }
 
 /* The host work on the critical path by the step's call it ran in: 8 at
@@ -981,17 +1036,26 @@ static json_t *
 host_by_json(struct stepwork *w, int64_t cpsum)
 {
 	json_t *arr = json_array();
+	struct hbsort *v = malloc((w->nhb ? w->nhb : 1) * sizeof(*v));
 
+	if (v == NULL) {
+		w->oom = true;
+		return arr;
+	}
+	for (uint32_t i = 0; i < w->nhb; i++)
+		v[i] = (struct hbsort){ w->hb[i].ns, w->hb[i].who ?
+		    w->nm.str.e[w->hb[i].who - 1].p : NULL };
 	if (w->nhb)
-		qsort(w->hb, w->nhb, sizeof(*w->hb), by_ns_hb);
+		qsort(v, w->nhb, sizeof(*v), by_ns_hb);
 	for (uint32_t i = 0; i < w->nhb && i < 8 && cpsum > 0; i++) {
-		double sh = ist_round((double)w->hb[i].ns / (double)cpsum, 3);
+		double sh = ist_round((double)v[i].ns / (double)cpsum, 3);
 		if (sh < 0.001)
 			break;
 		json_array_append_new(arr, json_pack("{s:o,s:f}", "call",
-		    w->hb[i].who ? json_string(w->a->str.e[w->hb[i].who -
-		    1].p) : json_null(), "share", sh));
+		    v[i].call ? json_string(v[i].call) : json_null(), "share",
+		    sh));
 	}
+	free(v);
 	return arr;
 }
 
@@ -1040,7 +1104,7 @@ static json_t *
 slow_json(const struct stepwork *w, const struct comp *c,
     const int64_t *med)
 {
-	const struct ist_strtab *str = &w->a->str;
+	const struct ist_strtab *str = &w->nm.str;
 	int64_t best = 0, excess;
 	int bi = -1;
 	const char *detail = NULL;
@@ -1213,7 +1277,7 @@ an_stepwork_json(struct stepwork *w, const struct ist_steps *s)
 	    sizeof(arr[0]); i++) {
 		char change[900];
 		snprintf(change, sizeof(change), "defer the synchronisation "
-		    "%s to the step's end", w->a->str.e[w->site[i].site].p);
+		    "%s to the step's end", w->nm.str.e[w->site[i].site].p);
 		snprintf(basis, sizeof(basis), "the wait removed, one at the "
 		    "step's end for all its GPU work (in %" PRIu64 " of %"
 		    PRIu64 " steps)", w->site[i].steps, w->steps);

@@ -8,6 +8,11 @@ overlap: 100 steps (scope 'step') of 5 ms of host preprocessing, then two
 sync: 500 steps (function app.step) of a 400 us kernel, a device sync that
   blocks 402 us, then 250 us of host work: deferring the sync to the step's
   end lets the host work run under the kernel, 250 us a step.
+lead_change: 3000 calls of app.warm (1 ms, 10 calls of app.inner each),
+  then 10000 of app.step (3 ms, the same): app.warm leads the steps'
+  candidates for the first 33k events, app.step from about 45k on (for
+  the second reading read beside the first, lib/analyze/ahead.c).
+sync_many: sync with 12000 steps (60k events).
 """
 import json
 import sys
@@ -41,9 +46,9 @@ def overlap(out):
         t += 7_000_000
 
 
-def sync(out):
+def sync(out, steps=500):
     t, corr = 1_000_000, 1
-    for _ in range(500):
+    for _ in range(steps):
         s = t
         out.append({"type": "cpu_call", "pid": 1, "tid": 1,
                     "name": "app.step", "file": "app.py", "line": 10,
@@ -64,8 +69,30 @@ def sync(out):
         t += 655_000
 
 
+def lead_change(out):
+    t = 1_000_000
+    for name, n, length in (("app.warm", 3000, 1_000_000),
+                            ("app.step", 10000, 3_000_000)):
+        for _ in range(n):
+            out.append({"type": "cpu_call", "pid": 1, "tid": 1,
+                        "name": name, "file": "app.py", "line": 1,
+                        "start_ns": t, "end_ns": t + length})
+            for k in range(10):
+                s = t + k * (length // 10)
+                out.append({"type": "cpu_call", "pid": 1, "tid": 1,
+                            "name": "app.inner", "file": "app.py",
+                            "line": 2, "start_ns": s,
+                            "end_ns": s + length // 20})
+            t += length
+
+
+def sync_many(out):
+    sync(out, 12000)
+
+
 out = []
-{"overlap": overlap, "sync": sync}[sys.argv[1]](out)
+{"overlap": overlap, "sync": sync, "lead_change": lead_change,
+ "sync_many": sync_many}[sys.argv[1]](out)
 out.sort(key=lambda r: r.get("start_ns", 0))
 print(json.dumps({"type": "header", "format": "inferscope-trace",
                   "version": [1, 2], "producer": "steps_gen.py"}))
