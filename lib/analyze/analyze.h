@@ -50,10 +50,12 @@ void ist_analyzer_window_at(struct ist_analyzer *a, int64_t from,
 enum ist_status ist_analyzer_step(struct ist_analyzer *a, const char *name,
     struct ist_error *err);
 /* After the last event: whether the steps section needs the trace once
- * more (a step was found).  If so, every event again through
- * ist_analyzer_again(), then ist_analyzer_finish(); if not, or when the
- * trace cannot be read again, ist_analyzer_finish() directly (the section
- * then says only which step it is). */
+ * more (a step was found, and no second reading made beside the first
+ * measured it: ist_again_begin, lib/analyze/ahead.c).  If so, every event
+ * again through ist_analyzer_again(), then ist_analyzer_finish(); if not,
+ * or when the trace cannot be read again, ist_analyzer_finish() directly
+ * (the section then says only which step it is, unless it was measured
+ * beside). */
 bool ist_analyzer_wants_again(struct ist_analyzer *a);
 enum ist_status ist_analyzer_again(struct ist_analyzer *a,
     const struct ist_event *ev, struct ist_error *err);
