@@ -180,7 +180,7 @@ follower_start(struct ist_analyzer *a, const struct ist_again *g,
 	atomic_init(&f->stop, false);
 	atomic_init(&f->final, false);
 	if (f->who.name == NULL || (f->fd = g->follow(g->ctx, &f->base)) < 0 ||
-	    an_stepwork_new_as(&f->sw, a, name, pid, tid, type, &e) !=
+	    an_stepwork_new(&f->sw, a, name, pid, tid, type, &e) !=
 	    IST_OK) {
 		follower_free(f);
 		return NULL;

@@ -145,12 +145,20 @@ an_names_id_slow(struct an_names *nm, const struct ist_event *ev,
 	return id;
 }
 
+/* A segment or a reader starts: its string ids are new. */
+static void
+new_ids(struct an_names *nm)
+{
+	if (nm->nsid)
+		memset(nm->sidmap, 0, nm->nsid * sizeof(*nm->sidmap));
+}
+
 void
 an_names_event(struct an_names *nm, const struct ist_event *ev)
 {
 	nm->src_ev = nm->src ? ev : NULL;
-	if (ev->type == IST_HEADER && nm->nsid)
-		memset(nm->sidmap, 0, nm->nsid * sizeof(*nm->sidmap));
+	if (ev->type == IST_HEADER)
+		new_ids(nm);
 }
 
 void
@@ -159,8 +167,7 @@ an_names_reader(struct an_names *nm, const struct ist_reader *r)
 	nm->src = r;
 	nm->src_sid = r ? ist_reader_string_ids(r) : NULL;
 	nm->src_ev = NULL;
-	if (nm->nsid)
-		memset(nm->sidmap, 0, nm->nsid * sizeof(*nm->sidmap));
+	new_ids(nm);
 }
 
 void
@@ -679,8 +686,8 @@ ist_analyzer_wants_again(struct ist_analyzer *a)
 	a->sw = an_ahead_take(a, name, pid, tid, type);
 	an_ahead_free(a);
 	again = a->sw == NULL;
-	if (again && (an_stepwork_new(&a->sw, a, a->steps, &e) != IST_OK ||
-	    !a->sw))
+	if (again && an_stepwork_new(&a->sw, a, name, pid, tid, type, &e) !=
+	    IST_OK)
 		return false;
 	an_stepwork_bases(a->sw);
 	return again;

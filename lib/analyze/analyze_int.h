@@ -459,10 +459,8 @@ void an_ahead_free(struct ist_analyzer *a);
 /* ---- steps (stepwork.c) ---- */
 struct stepwork;
 struct ist_steps;
-enum ist_status an_stepwork_new(struct stepwork **out, struct ist_analyzer *a,
-    const struct ist_steps *s, struct ist_error *err);
-/* The same for the step given: its name, process, thread and record */
-enum ist_status an_stepwork_new_as(struct stepwork **out,
+/* The measure of the step given: its name, process, thread and record */
+enum ist_status an_stepwork_new(struct stepwork **out,
     struct ist_analyzer *a, const char *name, int64_t pid, int64_t tid,
     enum ist_type type, struct ist_error *err);
 /* The reader the second pass's events come from (an_names_reader) */

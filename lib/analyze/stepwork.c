@@ -181,7 +181,7 @@ is_wait(const struct ist_event *ev)
 }
 
 enum ist_status
-an_stepwork_new_as(struct stepwork **out, struct ist_analyzer *a,
+an_stepwork_new(struct stepwork **out, struct ist_analyzer *a,
     const char *name, int64_t pid, int64_t tid, enum ist_type type,
     struct ist_error *err)
 {
@@ -205,23 +205,6 @@ an_stepwork_new_as(struct stepwork **out, struct ist_analyzer *a,
 	w->last_end = INT64_MIN;
 	*out = w;
 	return IST_OK;
-}
-
-enum ist_status
-an_stepwork_new(struct stepwork **out, struct ist_analyzer *a,
-    const struct ist_steps *s, struct ist_error *err)
-{
-	const char *name;
-	int64_t pid, tid;
-	enum ist_type type;
-	size_t n;
-
-	*out = NULL;
-	ist_steps_get(s, &n, &name, NULL);
-	if (name == NULL)
-		return IST_OK;
-	ist_steps_chosen(s, &pid, &tid, &type);
-	return an_stepwork_new_as(out, a, name, pid, tid, type, err);
 }
 
 void
