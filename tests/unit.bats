@@ -16,6 +16,13 @@ load helpers
 	assert_line "1..14"
 }
 
+@test "unit: is-record's gathering: what it compresses while the program runs is the bytes it would write after, and dropped where the stream changed under it" {
+	run "$IST_BUILD/tests/test_gather"
+	assert_success
+	refute_output --partial "not ok"
+	assert_line "1..9"
+}
+
 @test "unit: the interner, the analyzer's map, distributions and longest ranges" {
 	run "$IST_BUILD/tests/test_containers"
 	assert_success

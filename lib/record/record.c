@@ -27,167 +27,17 @@
 
 static void left_behind(struct sampler *s, const char *tmp);
 static enum ist_status gather_all(struct sampler *s, const char *dir,
-    int out_fd, struct dirent ***names, int *nnames, struct ist_error *err);
-
-/*
- * The collectors store their live frames uncompressed (the CPU is the
- * traced program's); they are compressed here, after it: at level 1, the
- * level they were written at before, each frame on its own so that the
- * cores share them, in the same bytes however many there are.  A stored
- * frame is one no smaller than its content.  Anything that does not
- * decompress whole goes out as it came: readers tell what is wrong with
- * it.
- */
-#define SQUEEZERS 8
-
-struct squeeze {
-	ZSTD_CCtx *c;
-	ZSTD_DCtx *d;
-	struct ist_buf raw, out;
-	const uint8_t *f;       /* the frame, k bytes */
-	size_t k;
-	size_t n;               /* its compressed size in out; 0: copy f */
-	pthread_t t;
-	bool threaded;          /* squeezed on thread t */
-};
-
-/* z->f compressed into z->out, z->n its size, or 0 to copy it. */
-static void *
-squeeze(void *arg)
-{
-	struct squeeze *z = arg;
-	unsigned long long n = ZSTD_getFrameContentSize(z->f, z->k);
-	size_t r;
-
-	z->n = 0;
-	if (n == ZSTD_CONTENTSIZE_UNKNOWN || n == ZSTD_CONTENTSIZE_ERROR ||
-	    n > IST_MAX_FRAME || z->k < n)
-		return NULL;
-	if (z->c == NULL) {
-		if ((z->c = ZSTD_createCCtx()) == NULL ||
-		    (z->d = ZSTD_createDCtx()) == NULL)
-			return NULL;
-		ZSTD_CCtx_setParameter(z->c, ZSTD_c_compressionLevel, 1);
-		ZSTD_CCtx_setParameter(z->c, ZSTD_c_checksumFlag, 1);
-	}
-	if (ist_buf_reserve(&z->raw, n ? n : 1) ||
-	    ist_buf_reserve(&z->out, ZSTD_compressBound(n)))
-		return NULL;
-	r = ZSTD_decompressDCtx(z->d, z->raw.p, z->raw.cap, z->f, z->k);
-	if (ZSTD_isError(r) || r != n)
-		return NULL;
-	r = ZSTD_compress2(z->c, z->out.p, z->out.cap, z->raw.p, n);
-	if (!ZSTD_isError(r) && r < z->k)
-		z->n = r;
-	return NULL;
-}
-
-static void
-squeeze_free(struct squeeze *z)
-{
-	ZSTD_freeCCtx(z->c);
-	ZSTD_freeDCtx(z->d);
-	ist_buf_release(&z->raw);
-	ist_buf_release(&z->out);
-}
-
-/* Copies the whole zstd frames of path to out, stored ones compressed;
- * warns about a cut tail. */
-static enum ist_status
-gather(const char *path, int out, struct sampler *s, struct ist_error *err)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct squeeze z[SQUEEZERS] = { 0 };
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int nz = cpus < 1 ? 1 : cpus > SQUEEZERS ? SQUEEZERS : (int)cpus;
-	struct stat st;
-	uint8_t *m;
-	size_t off = 0, from = 0, n;
-	int e = 0;
-
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		if (fd >= 0)
-			close(fd);
-		return IST_OK;
-	}
-	n = (size_t)st.st_size;
-	if (n == 0) {
-		close(fd);
-		return IST_OK;
-	}
-	m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED) {
-		ist_seterr(err, IST_EIO, "cannot read '%s': %s", path,
-		    strerror(errno));
-		return IST_EIO;
-	}
-	/* nz frames at a time, each on a thread of its own (the first on
-	 * this one); frames kept as they are go out together, from `from` */
-	while (off < n && e == 0) {
-		int k = 0, i;
-
-		for (; k < nz && off < n; k++) {
-			size_t fk = ZSTD_findFrameCompressedSize(m + off,
-			    n - off);
-			if (ZSTD_isError(fk))
-				break;
-			z[k].f = m + off;
-			z[k].k = fk;
-			off += fk;
-			z[k].threaded = k > 0 && pthread_create(&z[k].t, NULL,
-			    squeeze, &z[k]) == 0;
-		}
-		if (k == 0)
-			break;
-		squeeze(&z[0]);
-		for (i = 1; i < k; i++) {
-			if (z[i].threaded)
-				pthread_join(z[i].t, NULL);
-			else
-				squeeze(&z[i]);   /* no thread: here */
-		}
-		for (i = 0; i < k && e == 0; i++) {
-			size_t at = (size_t)(z[i].f - m);
-			if (z[i].n == 0)
-				continue;
-			if (at > from)
-				e = ist_fd_sink(&out, m + from, at - from);
-			if (e == 0)
-				e = ist_fd_sink(&out, z[i].out.p, z[i].n);
-			from = at + z[i].k;
-		}
-		if (k < nz && off < n)
-			break;          /* a frame cut short */
-	}
-	if (e == 0 && off < n) {
-		const char *base = strrchr(path, '/');
-		rec_note(s, IST_NOTE_WARN, "the stream of process %.*s ended "
-		    "abruptly: its last %zu bytes (at most one second of "
-		    "events) are lost", (int)(strlen(base + 1) - 4), base + 1,
-		    n - off);
-	}
-	if (e == 0 && off > from)
-		e = ist_fd_sink(&out, m + from, off - from);
-	munmap(m, n);
-	for (int i = 0; i < nz; i++)
-		squeeze_free(&z[i]);
-	if (e) {
-		ist_seterr(err, IST_EIO, "cannot write the trace: %s",
-		    strerror(e));
-		err->sys_errno = e;
-		err->where = IST_AT_OUTPUT;
-		return IST_EIO;
-	}
-	return IST_OK;
-}
+    struct rec_ahead *ahead, int out_fd, struct dirent ***names,
+    int *nnames, struct ist_error *err);
 
 static int
 by_name(const struct dirent **a, const struct dirent **b)
 {
 	/* pids in numeric order, so that the output is reproducible */
 	long x = atol((*a)->d_name), y = atol((*b)->d_name);
-	return x < y ? -1 : x > y;
+	/* a process's own streams (<pid>.ist, <pid>-cupti.ist) by name:
+	 * scandir's order is the directory's */
+	return x < y ? -1 : x > y ? 1 : strcmp((*a)->d_name, (*b)->d_name);
 }
 
 /*
@@ -581,6 +431,7 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 	pid_t pid;
 	enum ist_status st;
 	struct dirent **names = NULL;
+	struct rec_ahead *ahead = NULL;
 	int nnames = 0, e;
 	bool keep = false;
 
@@ -612,7 +463,11 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 		s.root = pid;
 		rec_note(&s, IST_NOTE_DEBUG, "recording pid %ld into %s",
 		    (long)pid, dir);
+		/* the streams compressed as they are written (the thread
+		 * runs with our signals blocked) */
+		ahead = rec_ahead_start(dir);
 		status = watch(&s, o, pid, &set);
+		rec_ahead_stop(ahead);
 		if (WIFEXITED(status))
 			*exit_status = WEXITSTATUS(status);
 		else if (WIFSIGNALED(status))
@@ -645,11 +500,12 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 		goto out;
 	}
 	/* the trace: the sampler's stream, then each process's, by pid */
-	st = gather_all(&s, dir, out_fd, &names, &nnames, err);
+	st = gather_all(&s, dir, ahead, out_fd, &names, &nnames, err);
 	keep = st != IST_OK && err->where == IST_AT_OUTPUT;
 	if (o->pydir)    /* --no-python: none expected */
 		warn_silent_pythons(&s, dir, names, nnames);
 out:
+	rec_ahead_free(ahead);
 	ist_writer_free(s.w);
 	if (s.fd >= 0)
 		close(s.fd);
@@ -668,18 +524,18 @@ out:
 
 /* The sampler's stream, then each process's, by pid, to out_fd. */
 static enum ist_status
-gather_all(struct sampler *s, const char *dir, int out_fd,
-    struct dirent ***names, int *nnames, struct ist_error *err)
+gather_all(struct sampler *s, const char *dir, struct rec_ahead *ahead,
+    int out_fd, struct dirent ***names, int *nnames, struct ist_error *err)
 {
 	enum ist_status st;
 	char path[4400];
 
 	snprintf(path, sizeof(path), "%s/sampler.ist", dir);
-	st = gather(path, out_fd, s, err);
+	st = rec_gather(path, out_fd, s, NULL, err);
 	*nnames = scandir(dir, names, is_stream, by_name);
 	for (int i = 0; i < *nnames && st == IST_OK; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, (*names)[i]->d_name);
-		st = gather(path, out_fd, s, err);
+		st = rec_gather(path, out_fd, s, ahead, err);
 	}
 	if (*nnames < 0)
 		*nnames = 0;
@@ -799,7 +655,7 @@ ist_record_recover(const char *dir, int out_fd, ist_note_fn notefn,
 		    "is-record still running (pid %ld)", dir, pid);
 		return IST_EINVAL;
 	}
-	st = gather_all(&s, dir, out_fd, &names, &nnames, err);
+	st = gather_all(&s, dir, NULL, out_fd, &names, &nnames, err);
 	for (int i = 0; i < nnames; i++)
 		free(names[i]);
 	free(names);

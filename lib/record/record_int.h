@@ -64,6 +64,19 @@ struct sampler {
 	unsigned dump_on;            /* IST_DUMP_ON_* (with --ring) */
 };
 
+/* ---- the streams into the output (gather.c) ---- */
+
+/* Compresses the streams in dir as the collectors finish their frames,
+ * on a thread of its own at the lowest priority; NULL when it cannot. */
+struct rec_ahead *rec_ahead_start(const char *dir);
+void rec_ahead_stop(struct rec_ahead *a);       /* joins the thread */
+void rec_ahead_free(struct rec_ahead *a);       /* a may be NULL */
+/* Copies the whole zstd frames of the stream at path to out, stored ones
+ * compressed (a's work where it holds; a may be NULL); warns about a cut
+ * tail. */
+enum ist_status rec_gather(const char *path, int out, struct sampler *s,
+    struct rec_ahead *a, struct ist_error *err);
+
 /* a note to the tool's callback, formatted */
 void rec_note(struct sampler *s, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

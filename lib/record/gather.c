@@ -1,0 +1,487 @@
+/* gather.c - the collectors' streams into is-record's output: their
+ * stored frames compressed, after the run and, beside it, while it runs. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zstd.h>
+
+#include "record_int.h"
+
+/*
+ * The collectors store their live frames uncompressed (the CPU is the
+ * traced program's); they are compressed here: at level 1, the level they
+ * were written at before, each frame on its own, so that the cores share
+ * them and a frame squeezed while the program runs comes out as it would
+ * after: the same bytes however many cores there are and whenever it is
+ * done.  A stored frame is one no smaller than its content.  Anything that
+ * does not decompress whole goes out as it came: readers tell what is
+ * wrong with it.
+ */
+#define SQUEEZERS 8
+
+struct squeeze {
+	ZSTD_CCtx *c;
+	ZSTD_DCtx *d;
+	struct ist_buf raw, out;
+	const uint8_t *f;       /* the frame, k bytes */
+	size_t k;
+	size_t n;               /* its compressed size in out; 0: copy f */
+	pthread_t t;
+	bool threaded;          /* squeezed on thread t */
+};
+
+/* z->f compressed into z->out, z->n its size, or 0 to copy it. */
+static void *
+squeeze(void *arg)
+{
+	struct squeeze *z = arg;
+	unsigned long long n = ZSTD_getFrameContentSize(z->f, z->k);
+	size_t r;
+
+	z->n = 0;
+	if (n == ZSTD_CONTENTSIZE_UNKNOWN || n == ZSTD_CONTENTSIZE_ERROR ||
+	    n > IST_MAX_FRAME || z->k < n)
+		return NULL;
+	if (z->c == NULL) {
+		if ((z->c = ZSTD_createCCtx()) == NULL ||
+		    (z->d = ZSTD_createDCtx()) == NULL)
+			return NULL;
+		ZSTD_CCtx_setParameter(z->c, ZSTD_c_compressionLevel, 1);
+		ZSTD_CCtx_setParameter(z->c, ZSTD_c_checksumFlag, 1);
+	}
+	if (ist_buf_reserve(&z->raw, n ? n : 1) ||
+	    ist_buf_reserve(&z->out, ZSTD_compressBound(n)))
+		return NULL;
+	r = ZSTD_decompressDCtx(z->d, z->raw.p, z->raw.cap, z->f, z->k);
+	if (ZSTD_isError(r) || r != n)
+		return NULL;
+	r = ZSTD_compress2(z->c, z->out.p, z->out.cap, z->raw.p, n);
+	if (!ZSTD_isError(r) && r < z->k)
+		z->n = r;
+	return NULL;
+}
+
+static void
+squeeze_free(struct squeeze *z)
+{
+	ZSTD_freeCCtx(z->c);
+	ZSTD_freeDCtx(z->d);
+	ist_buf_release(&z->raw);
+	ist_buf_release(&z->out);
+}
+
+/* ---- ahead: while the program runs ---- */
+
+/*
+ * A thread of is-record's own squeezes the frames the collectors have
+ * finished into <stream>.sq beside each stream, while the program runs,
+ * at the lowest priority there is (SCHED_IDLE: only on a core the program
+ * and everything else leave idle).  After the run, gather() copies that
+ * and squeezes only the frames it had not reached: the trace is written
+ * soon after the program ends, however long it ran.
+ *
+ * A stream is only ever appended to (stream.c), and only whole frames are
+ * squeezed ahead; gather() checks the stream is the same file, no shorter,
+ * and ends each frame squeezed with the same 4 bytes (with the content
+ * checksum every collector writes, a frame's own), or squeezes it all
+ * again.
+ */
+#define AHEAD_MS 20             /* between looks at the streams */
+#define AHEAD_STREAMS 4096
+
+struct mark {                   /* a frame squeezed ahead */
+	uint64_t end;           /* its end in the stream */
+	uint8_t last[4];        /* its last bytes */
+};
+
+struct early {                  /* a stream */
+	char *name;
+	dev_t dev;
+	ino_t ino;
+	int sq;                 /* <name>.sq, or -1 */
+	uint64_t done;          /* stream bytes squeezed, whole frames */
+	uint64_t sq_len;        /* their bytes in .sq */
+	struct mark *m;
+	size_t nm, capm;
+	bool broken;            /* not squeezed ahead: all after the run */
+};
+
+struct rec_ahead {
+	char *dir;
+	pthread_t t;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+	struct early *e;
+	size_t ne, cape;
+	struct squeeze z;
+};
+
+static bool
+stop_asked(struct rec_ahead *a)
+{
+	bool stop;
+
+	pthread_mutex_lock(&a->mu);
+	stop = a->stop;
+	pthread_mutex_unlock(&a->mu);
+	return stop;
+}
+
+static struct early *
+early_of(struct rec_ahead *a, const char *name)
+{
+	struct early *e;
+
+	for (size_t i = 0; i < a->ne; i++)
+		if (strcmp(a->e[i].name, name) == 0)
+			return &a->e[i];
+	if (a->ne == AHEAD_STREAMS)
+		return NULL;
+	if (a->ne == a->cape) {
+		size_t nc = a->cape ? a->cape * 2 : 16;
+		struct early *ne = realloc(a->e, nc * sizeof(*ne));
+		if (ne == NULL)
+			return NULL;
+		a->e = ne;
+		a->cape = nc;
+	}
+	e = &a->e[a->ne];
+	*e = (struct early){ .sq = -1, .name = strdup(name) };
+	if (e->name == NULL)
+		return NULL;
+	a->ne++;
+	return e;
+}
+
+/* The frame at f (k bytes), squeezed, onto e's .sq; false when it could
+ * not be written. */
+static bool
+ahead_put(struct rec_ahead *a, struct early *e, const uint8_t *f, size_t k)
+{
+	struct mark *m;
+	int fd = e->sq;
+
+	if (e->nm == e->capm) {
+		size_t nc = e->capm ? e->capm * 2 : 64;
+		if ((m = realloc(e->m, nc * sizeof(*m))) == NULL)
+			return false;
+		e->m = m;
+		e->capm = nc;
+	}
+	a->z.f = f;
+	a->z.k = k;
+	squeeze(&a->z);
+	if (a->z.n ? ist_fd_sink(&fd, a->z.out.p, a->z.n) :
+	    ist_fd_sink(&fd, f, k))
+		return false;
+	e->sq_len += a->z.n ? a->z.n : k;
+	e->done += k;
+	m = &e->m[e->nm++];
+	m->end = e->done;
+	memcpy(m->last, f + k - 4, 4);
+	return true;
+}
+
+/* The whole frames of stream e written since the last look. */
+static void
+ahead_stream(struct rec_ahead *a, struct early *e)
+{
+	char path[4400];
+	struct stat st;
+	uint8_t *map;
+	size_t n, off;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", a->dir, e->name);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	if (fstat(fd, &st) != 0 || (e->sq >= 0 && (st.st_dev != e->dev ||
+	    st.st_ino != e->ino)) || (uint64_t)st.st_size < e->done) {
+		close(fd);
+		e->broken = true;       /* replaced, or cut: after the run */
+		return;
+	}
+	n = (size_t)st.st_size;
+	if (n - e->done < 4096) {       /* nothing whole yet */
+		close(fd);
+		return;
+	}
+	if (e->sq < 0) {
+		snprintf(path, sizeof(path), "%s/%s.sq", a->dir, e->name);
+		e->dev = st.st_dev;
+		e->ino = st.st_ino;
+		e->sq = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
+		    0600);
+		if (e->sq < 0) {
+			close(fd);
+			e->broken = true;
+			return;
+		}
+	}
+	map = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return;
+	for (off = e->done; off < n && !stop_asked(a); ) {
+		size_t k = ZSTD_findFrameCompressedSize(map + off, n - off);
+		if (ZSTD_isError(k) || k < 4)
+			break;          /* being written: the next look */
+		if (!ahead_put(a, e, map + off, k)) {
+			e->broken = true;
+			break;
+		}
+		off += k;
+	}
+	munmap(map, n);
+}
+
+static int
+is_live(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name);
+	return n > 4 && strcmp(d->d_name + n - 4, ".ist") == 0 &&
+	    strcmp(d->d_name, "sampler.ist") != 0;
+}
+
+static void *
+ahead_main(void *arg)
+{
+	struct rec_ahead *a = arg;
+	struct sched_param sp = { 0 };
+
+	(void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+	pthread_mutex_lock(&a->mu);
+	while (!a->stop) {
+		struct timespec ts;
+		struct dirent **names = NULL;
+		int nn;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += AHEAD_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&a->cv, &a->mu, &ts);
+		if (a->stop)
+			break;
+		pthread_mutex_unlock(&a->mu);
+		nn = scandir(a->dir, &names, is_live, NULL);
+		for (int i = 0; i < nn; i++) {
+			struct early *e = early_of(a, names[i]->d_name);
+			if (e && !e->broken && !stop_asked(a))
+				ahead_stream(a, e);
+			free(names[i]);
+		}
+		free(names);
+		pthread_mutex_lock(&a->mu);
+	}
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+struct rec_ahead *
+rec_ahead_start(const char *dir)
+{
+	struct rec_ahead *a = calloc(1, sizeof(*a));
+
+	if (a == NULL)
+		return NULL;
+	if ((a->dir = strdup(dir)) == NULL) {
+		free(a);
+		return NULL;
+	}
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cv, NULL);
+	if (pthread_create(&a->t, NULL, ahead_main, a) != 0) {
+		a->t = 0;
+		rec_ahead_free(a);
+		return NULL;
+	}
+	return a;
+}
+
+void
+rec_ahead_stop(struct rec_ahead *a)
+{
+	if (a == NULL || a->t == 0)
+		return;
+	pthread_mutex_lock(&a->mu);
+	a->stop = true;
+	pthread_cond_signal(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	pthread_join(a->t, NULL);
+	a->t = 0;
+}
+
+void
+rec_ahead_free(struct rec_ahead *a)
+{
+	if (a == NULL)
+		return;
+	rec_ahead_stop(a);
+	for (size_t i = 0; i < a->ne; i++) {
+		if (a->e[i].sq >= 0)
+			close(a->e[i].sq);
+		free(a->e[i].name);
+		free(a->e[i].m);
+	}
+	free(a->e);
+	squeeze_free(&a->z);
+	pthread_mutex_destroy(&a->mu);
+	pthread_cond_destroy(&a->cv);
+	free(a->dir);
+	free(a);
+}
+
+/*
+ * What was squeezed ahead of stream `name`, mapped at m (n bytes, fd's
+ * file st), if it still holds: copied to out; the stream offset gather()
+ * goes on from, 0 when it must do it all, or (size_t)-1 with *e set when
+ * out could not be written.
+ */
+static size_t
+ahead_out(struct rec_ahead *a, const char *name, const struct stat *st,
+    const uint8_t *m, size_t n, int out, int *err)
+{
+	struct early *e = NULL;
+	char buf[65536];
+	uint64_t at = 0;
+
+	for (size_t i = 0; a && i < a->ne && e == NULL; i++)
+		if (strcmp(a->e[i].name, name) == 0)
+			e = &a->e[i];
+	if (e == NULL || e->broken || e->nm == 0 || e->dev != st->st_dev ||
+	    e->ino != st->st_ino || n < e->done)
+		return 0;
+	for (size_t i = 0; i < e->nm; i++)
+		if (memcmp(m + e->m[i].end - 4, e->m[i].last, 4) != 0)
+			return 0;
+	while (at < e->sq_len) {
+		size_t want = e->sq_len - at < sizeof(buf) ?
+		    (size_t)(e->sq_len - at) : sizeof(buf);
+		ssize_t k = pread(e->sq, buf, want, (off_t)at);
+		if (k <= 0) {
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (at == 0)
+				return 0;       /* nothing out yet: all again */
+			*err = k < 0 ? errno : EIO;
+			return (size_t)-1;
+		}
+		if ((*err = ist_fd_sink(&out, buf, (size_t)k)) != 0)
+			return (size_t)-1;
+		at += (uint64_t)k;
+	}
+	return (size_t)e->done;
+}
+
+/* ---- after the run ---- */
+
+enum ist_status
+rec_gather(const char *path, int out, struct sampler *s, struct rec_ahead *a,
+    struct ist_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct squeeze z[SQUEEZERS] = { 0 };
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int nz = cpus < 1 ? 1 : cpus > SQUEEZERS ? SQUEEZERS : (int)cpus;
+	const char *base = strrchr(path, '/');
+	struct stat st;
+	uint8_t *m;
+	size_t off = 0, from = 0, n;
+	int e = 0;
+
+	base = base ? base + 1 : path;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return IST_OK;
+	}
+	n = (size_t)st.st_size;
+	if (n == 0) {
+		close(fd);
+		return IST_OK;
+	}
+	m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		ist_seterr(err, IST_EIO, "cannot read '%s': %s", path,
+		    strerror(errno));
+		return IST_EIO;
+	}
+	/* the frames squeezed ahead, then the rest */
+	if ((off = ahead_out(a, base, &st, m, n, out, &e)) == (size_t)-1)
+		off = n;
+	else if (a != NULL)
+		rec_note(s, IST_NOTE_DEBUG, "%s: %zu of %zu bytes compressed "
+		    "while the program ran", base, off, n);
+	from = off;
+	/* nz frames at a time, each on a thread of its own (the first on
+	 * this one); frames kept as they are go out together, from `from` */
+	while (off < n && e == 0) {
+		int k = 0, i;
+
+		for (; k < nz && off < n; k++) {
+			size_t fk = ZSTD_findFrameCompressedSize(m + off,
+			    n - off);
+			if (ZSTD_isError(fk))
+				break;
+			z[k].f = m + off;
+			z[k].k = fk;
+			off += fk;
+			z[k].threaded = k > 0 && pthread_create(&z[k].t, NULL,
+			    squeeze, &z[k]) == 0;
+		}
+		if (k == 0)
+			break;
+		squeeze(&z[0]);
+		for (i = 1; i < k; i++) {
+			if (z[i].threaded)
+				pthread_join(z[i].t, NULL);
+			else
+				squeeze(&z[i]);   /* no thread: here */
+		}
+		for (i = 0; i < k && e == 0; i++) {
+			size_t at = (size_t)(z[i].f - m);
+			if (z[i].n == 0)
+				continue;
+			if (at > from)
+				e = ist_fd_sink(&out, m + from, at - from);
+			if (e == 0)
+				e = ist_fd_sink(&out, z[i].out.p, z[i].n);
+			from = at + z[i].k;
+		}
+		if (k < nz && off < n)
+			break;          /* a frame cut short */
+	}
+	if (e == 0 && off < n)
+		rec_note(s, IST_NOTE_WARN, "the stream of process %.*s ended "
+		    "abruptly: its last %zu bytes (at most one second of "
+		    "events) are lost", (int)(strlen(base) - 4), base,
+		    n - off);
+	if (e == 0 && off > from)
+		e = ist_fd_sink(&out, m + from, off - from);
+	munmap(m, n);
+	for (int i = 0; i < nz; i++)
+		squeeze_free(&z[i]);
+	if (e) {
+		ist_seterr(err, IST_EIO, "cannot write the trace: %s",
+		    strerror(e));
+		err->sys_errno = e;
+		err->where = IST_AT_OUTPUT;
+		return IST_EIO;
+	}
+	return IST_OK;
+}

@@ -1,0 +1,178 @@
+/* test_gather.c - is-record's gathering of the streams (lib/record/gather.c):
+ * what it compresses while the program runs comes out as the same bytes
+ * as gathering after the run, and is thrown away where the stream changed
+ * under it. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "record_int.h"
+#include "tap.h"
+
+static char dir[256];
+
+/* Appends a live stream's frames (stored, as the collectors write them)
+ * of n calls, from call `from`, to dir/name; header first when from is
+ * 0. */
+static void
+append(const char *name, int from, int n)
+{
+	char path[512];
+	struct ist_writer_opts o = { .store = true, .frame_bytes = 64 << 10 };
+	struct ist_writer *w;
+	struct ist_error e;
+	struct ist_event ev;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+	ist_writer_new(&w, ist_fd_sink, &fd, &o, &e);
+	ist_event_init(&ev, IST_HEADER);
+	ist_writer_header(w, &ev, &e);
+	for (int i = from; i < from + n; i++) {
+		char fn[32];
+		snprintf(fn, sizeof(fn), "f%d", i % 97);
+		ist_event_init(&ev, IST_CPU_CALL);
+		ev.pid = 7;
+		ev.tid = 7 + i % 3;
+		ev.name = (struct ist_str){ fn, strlen(fn) };
+		ev.start_ns = 1000000 + (int64_t)i * 1013;
+		ev.end_ns = ev.start_ns + 500 + i % 1000;
+		IST_SET(&ev, IST_F_PID);
+		IST_SET(&ev, IST_F_TID);
+		IST_SET(&ev, IST_F_NAME);
+		IST_SET(&ev, IST_F_START);
+		IST_SET(&ev, IST_F_END);
+		ist_writer_write(w, &ev, &e);
+	}
+	ist_writer_close(w, &e);
+	close(fd);
+}
+
+static off_t
+size_of(const char *name)
+{
+	char path[600];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+/* Waits until the thread has squeezed some of name, and no more for
+ * 200 ms: false after a minute (it runs only on an idle core: on a busy
+ * machine it gets little, not nothing). */
+static bool
+caught_up(const char *name)
+{
+	struct timespec ts = { 0, 200000000 };
+	char sq[300];
+
+	snprintf(sq, sizeof(sq), "%s.sq", name);
+	for (int i = 0; i < 300; i++) {
+		off_t a = size_of(sq);
+		nanosleep(&ts, NULL);
+		if (a > 0 && a == size_of(sq))
+			return true;
+	}
+	return false;
+}
+
+/* dir/name gathered (with a's work, or none) into a buffer of *n bytes. */
+static char *
+gathered(const char *name, struct rec_ahead *a, size_t *n)
+{
+	char path[512], out[512], *p;
+	struct sampler s = { .fd = -1 };
+	struct ist_error e;
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (rec_gather(path, fd, &s, a, &e) != IST_OK)
+		return NULL;
+	close(fd);
+	f = fopen(out, "rb");
+	fseek(f, 0, SEEK_END);
+	*n = (size_t)ftell(f);
+	rewind(f);
+	p = malloc(*n + 1);
+	*n = fread(p, 1, *n, f);
+	fclose(f);
+	return p;
+}
+
+static bool
+same(const char *name, struct rec_ahead *a, const char *what)
+{
+	size_t n0, n1;
+	char *x = gathered(name, NULL, &n0), *y = gathered(name, a, &n1);
+	bool eq = x && y && n0 == n1 && memcmp(x, y, n0) == 0;
+
+	ok(eq, "%s: %zu bytes, the same as gathered after the run (%zu)",
+	    what, n1, n0);
+	free(x);
+	free(y);
+	return eq;
+}
+
+int
+main(void)
+{
+	struct rec_ahead *a;
+	char path[600];
+	off_t sq;
+	bool up;
+
+	snprintf(dir, sizeof(dir), "%s/gather.XXXXXX",
+	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (mkdtemp(dir) == NULL)
+		return 1;
+	/* a stream being written: squeezed ahead, then more after the
+	 * thread stopped, a frame cut short at its end */
+	append("1.ist", 0, 20000);
+	a = rec_ahead_start(dir);
+	ok(a != NULL, "the thread starts");
+	append("1.ist", 20000, 20000);
+	up = caught_up("1.ist");
+	ok(up, "it squeezed the stream as it grew: %lld bytes of .sq for "
+	    "%lld", (long long)size_of("1.ist.sq"),
+	    (long long)size_of("1.ist"));
+	append("2.ist", 0, 5000);
+	caught_up("2.ist");
+	rec_ahead_stop(a);
+	sq = size_of("1.ist.sq");
+	append("1.ist", 40000, 12000);
+	snprintf(path, sizeof(path), "%s/1.ist", dir);
+	truncate(path, size_of("1.ist") - 10);
+	ok(sq > 0 && sq < size_of("1.ist") / 2, "stored frames compressed "
+	    "ahead: %lld bytes for %lld", (long long)sq,
+	    (long long)size_of("1.ist"));
+	same("1.ist", a, "a stream grown after the thread stopped, cut");
+	same("2.ist", a, "a stream squeezed whole");
+	/* the stream cut back and written again in place: the frames'
+	 * ends differ, all is done again */
+	truncate(path, 0);
+	append("1.ist", 100, 43000);
+	ok(size_of("1.ist") > sq, "rewritten longer than what was squeezed");
+	same("1.ist", a, "a stream rewritten in place");
+	/* another file by that name: not the stream squeezed */
+	unlink(path);
+	append("1.ist", 5, 41000);
+	same("1.ist", a, "a stream replaced by another file");
+	/* no .sq to read back: gathered after the run, all of it */
+	snprintf(path, sizeof(path), "%s/2.ist.sq", dir);
+	truncate(path, 0);
+	same("2.ist", a, "an empty .sq");
+	rec_ahead_free(a);
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	if (system(path) != 0)
+		return 1;
+	return done();
+}
