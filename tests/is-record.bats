@@ -1096,7 +1096,7 @@ f(27)'
 	is-cat "$live" > live.jsonl
 	assert_equal "$(grep -c '"name":"__main__.f"' live.jsonl)" 635621
 	# stored: the file holds no fewer bytes than its CBOR; in frames of
-	# 4 MiB, more than one, to be compressed side by side
+	# 1 MiB, more than one, to be compressed side by side
 	read -r bytes raw frames < <(sizes "$live")
 	(( bytes >= raw )) || fail "live stream compressed: $bytes bytes of $raw"
 	(( frames >= 2 )) || fail "the live stream has $frames frame(s)"
@@ -1131,4 +1131,43 @@ assert len(a) == len(b) and sum(x != y for x, y in zip(a, b)) == 1
 ' stream.ist bad.ist
 	run -1 --separate-stderr is-info bad.ist
 	assert_equal "$stderr" "is-info: 'bad.ist' is corrupt: frame at byte 0: Restored data doesn't match checksum"
+}
+
+@test "is-record compresses a stream while the program runs, and the rest after; not where its temporary disk runs short" {
+	# the program waits (a minute at most; with "nowait", 2 s) until
+	# is-record has compressed a frame of its stream beside it, then
+	# records 1,000 calls more
+	cat > app.py <<'PY'
+import os, sys, time
+def f(n): return n if n < 2 else f(n - 1) + f(n - 2)
+f(25)
+sq = "%s/%d.ist.sq" % (os.environ["INFERSCOPE_DIR"], os.getpid())
+for _ in range(1200 if sys.argv[1] == "wait" else 40):
+    if os.path.exists(sq) and os.path.getsize(sq) > 0:
+        print("compressed while running")
+        break
+    time.sleep(0.05)
+for _ in range(1000): f(0)
+PY
+	rec --log-level=debug --no-sample -- $PY app.py wait
+	assert_success
+	assert_output "compressed while running"
+	[[ $stderr =~ \.ist:\ ([0-9]+)\ of\ ([0-9]+)\ bytes\ compressed\ while ]] ||
+	    fail "$stderr"
+	(( BASH_REMATCH[1] > 0 && BASH_REMATCH[1] < BASH_REMATCH[2] )) ||
+	    fail "${BASH_REMATCH[0]}"
+	# fib(25)'s 242,785 calls, the 1,000 after, and every frame whole
+	assert_equal "$(q count cpu_call __main__.f)" 243785
+	is-info t.ist > /dev/null
+	# a temporary disk with less than 256 MiB free: the streams first,
+	# nothing compressed beside them
+	mkdir fs
+	mount -t tmpfs -o size=200m tmpfs "$T/fs" 2>/dev/null ||
+	    skip "cannot mount a tmpfs here (needs root)"
+	TMPDIR=$T/fs rec --log-level=debug --no-sample -- $PY app.py nowait
+	umount "$T/fs"
+	assert_success
+	assert_output ""
+	[[ $stderr == *".ist: 0 of "*" bytes compressed while"* ]] || fail "$stderr"
+	assert_equal "$(q count cpu_call __main__.f)" 243785
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,10 +95,13 @@ squeeze_free(struct squeeze *z)
  * squeezed ahead; gather() checks the stream is the same file, no shorter,
  * and ends each frame squeezed with the same 4 bytes (with the content
  * checksum every collector writes, a frame's own), or squeezes it all
- * again.
+ * again.  The streams come first: where their file system has less than
+ * AHEAD_ROOM left, the copies are deleted and no more are made.
  */
-#define AHEAD_MS 20             /* between looks at the streams */
+#define AHEAD_MS 20             /* between looks, while there is work */
+#define AHEAD_IDLE_MS 500       /* at most, while there is none */
 #define AHEAD_STREAMS 4096
+#define AHEAD_ROOM (256u << 20)
 
 struct mark {                   /* a frame squeezed ahead */
 	uint64_t end;           /* its end in the stream */
@@ -108,9 +112,8 @@ struct early {                  /* a stream */
 	char *name;
 	dev_t dev;
 	ino_t ino;
-	int sq;                 /* <name>.sq, or -1 */
 	uint64_t done;          /* stream bytes squeezed, whole frames */
-	uint64_t sq_len;        /* their bytes in .sq */
+	uint64_t sq_len;        /* their bytes in <name>.sq */
 	struct mark *m;
 	size_t nm, capm;
 	bool broken;            /* not squeezed ahead: all after the run */
@@ -122,6 +125,8 @@ struct rec_ahead {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool stop;
+	struct timespec dir_mtime;      /* the listing last read */
+	unsigned passes;
 	struct early *e;
 	size_t ne, cape;
 	struct squeeze z;
@@ -157,20 +162,38 @@ early_of(struct rec_ahead *a, const char *name)
 		a->cape = nc;
 	}
 	e = &a->e[a->ne];
-	*e = (struct early){ .sq = -1, .name = strdup(name) };
+	*e = (struct early){ .name = strdup(name) };
 	if (e->name == NULL)
 		return NULL;
 	a->ne++;
 	return e;
 }
 
-/* The frame at f (k bytes), squeezed, onto e's .sq; false when it could
- * not be written. */
+static void
+sq_path(const struct rec_ahead *a, const struct early *e, char *path,
+    size_t n)
+{
+	snprintf(path, n, "%s/%s.sq", a->dir, e->name);
+}
+
+/* Squeezing ahead of e ends: its copy goes, gather() does it all. */
+static void
+give_up(struct rec_ahead *a, struct early *e)
+{
+	char path[4400];
+
+	sq_path(a, e, path, sizeof(path));
+	unlink(path);
+	e->broken = true;
+}
+
+/* The frame at f (k bytes), squeezed, onto e's copy (open as fd); false
+ * when it could not be written. */
 static bool
-ahead_put(struct rec_ahead *a, struct early *e, const uint8_t *f, size_t k)
+ahead_put(struct rec_ahead *a, struct early *e, int fd, const uint8_t *f,
+    size_t k)
 {
 	struct mark *m;
-	int fd = e->sq;
 
 	if (e->nm == e->capm) {
 		size_t nc = e->capm ? e->capm * 2 : 64;
@@ -193,57 +216,64 @@ ahead_put(struct rec_ahead *a, struct early *e, const uint8_t *f, size_t k)
 	return true;
 }
 
-/* The whole frames of stream e written since the last look. */
-static void
+/* The whole frames of stream e written since the last look; the number
+ * squeezed. */
+static int
 ahead_stream(struct rec_ahead *a, struct early *e)
 {
 	char path[4400];
+	struct statvfs vfs;
 	struct stat st;
 	uint8_t *map;
 	size_t n, off;
-	int fd;
+	int fd, sq, got = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", a->dir, e->name);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return;
-	if (fstat(fd, &st) != 0 || (e->sq >= 0 && (st.st_dev != e->dev ||
+		return 0;
+	if (fstat(fd, &st) != 0 || (e->nm > 0 && (st.st_dev != e->dev ||
 	    st.st_ino != e->ino)) || (uint64_t)st.st_size < e->done) {
 		close(fd);
-		e->broken = true;       /* replaced, or cut: after the run */
-		return;
+		give_up(a, e);          /* replaced, or cut: after the run */
+		return 0;
 	}
 	n = (size_t)st.st_size;
 	if (n - e->done < 4096) {       /* nothing whole yet */
 		close(fd);
-		return;
+		return 0;
 	}
-	if (e->sq < 0) {
-		snprintf(path, sizeof(path), "%s/%s.sq", a->dir, e->name);
-		e->dev = st.st_dev;
-		e->ino = st.st_ino;
-		e->sq = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
-		    0600);
-		if (e->sq < 0) {
-			close(fd);
-			e->broken = true;
-			return;
-		}
+	if (fstatvfs(fd, &vfs) == 0 &&
+	    (uint64_t)vfs.f_bavail * vfs.f_frsize < AHEAD_ROOM) {
+		close(fd);
+		give_up(a, e);
+		return 0;
 	}
+	e->dev = st.st_dev;
+	e->ino = st.st_ino;
 	map = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED)
-		return;
-	for (off = e->done; off < n && !stop_asked(a); ) {
+		return 0;
+	sq_path(a, e, path, sizeof(path));
+	if ((sq = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+	    0600)) < 0) {
+		munmap(map, n);
+		give_up(a, e);
+		return 0;
+	}
+	for (off = e->done; off < n && !stop_asked(a); got++) {
 		size_t k = ZSTD_findFrameCompressedSize(map + off, n - off);
 		if (ZSTD_isError(k) || k < 4)
 			break;          /* being written: the next look */
-		if (!ahead_put(a, e, map + off, k)) {
-			e->broken = true;
+		if (!ahead_put(a, e, sq, map + off, k)) {
+			give_up(a, e);
 			break;
 		}
 		off += k;
 	}
+	close(sq);
 	munmap(map, n);
+	return got;
 }
 
 static int
@@ -254,37 +284,57 @@ is_live(const struct dirent *d)
 	    strcmp(d->d_name, "sampler.ist") != 0;
 }
 
+/* One look at every stream; the frames squeezed. */
+static int
+ahead_pass(struct rec_ahead *a)
+{
+	struct stat st;
+	int got = 0;
+
+	/* new streams: the directory's listing, when it changed, and every
+	 * 16th look (a file made in the same tick as the last listing
+	 * leaves the time as it was) */
+	if (stat(a->dir, &st) == 0 && (a->passes++ % 16 == 0 ||
+	    st.st_mtim.tv_sec != a->dir_mtime.tv_sec ||
+	    st.st_mtim.tv_nsec != a->dir_mtime.tv_nsec)) {
+		struct dirent **names = NULL;
+		int nn = scandir(a->dir, &names, is_live, NULL);
+		a->dir_mtime = st.st_mtim;
+		for (int i = 0; i < nn; i++) {
+			(void)early_of(a, names[i]->d_name);
+			free(names[i]);
+		}
+		free(names);
+	}
+	for (size_t i = 0; i < a->ne && !stop_asked(a); i++)
+		if (!a->e[i].broken)
+			got += ahead_stream(a, &a->e[i]);
+	return got;
+}
+
 static void *
 ahead_main(void *arg)
 {
 	struct rec_ahead *a = arg;
 	struct sched_param sp = { 0 };
+	long ms = AHEAD_MS;
 
 	(void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
 	pthread_mutex_lock(&a->mu);
 	while (!a->stop) {
 		struct timespec ts;
-		struct dirent **names = NULL;
-		int nn;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += AHEAD_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		ts.tv_nsec += ms * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000;
+		ts.tv_nsec %= 1000000000;
 		pthread_cond_timedwait(&a->cv, &a->mu, &ts);
 		if (a->stop)
 			break;
 		pthread_mutex_unlock(&a->mu);
-		nn = scandir(a->dir, &names, is_live, NULL);
-		for (int i = 0; i < nn; i++) {
-			struct early *e = early_of(a, names[i]->d_name);
-			if (e && !e->broken && !stop_asked(a))
-				ahead_stream(a, e);
-			free(names[i]);
-		}
-		free(names);
+		/* a program that writes little is looked at less often */
+		ms = ahead_pass(a) ? AHEAD_MS : ms * 2 > AHEAD_IDLE_MS ?
+		    AHEAD_IDLE_MS : ms * 2;
 		pthread_mutex_lock(&a->mu);
 	}
 	pthread_mutex_unlock(&a->mu);
@@ -332,8 +382,6 @@ rec_ahead_free(struct rec_ahead *a)
 		return;
 	rec_ahead_stop(a);
 	for (size_t i = 0; i < a->ne; i++) {
-		if (a->e[i].sq >= 0)
-			close(a->e[i].sq);
 		free(a->e[i].name);
 		free(a->e[i].m);
 	}
@@ -356,8 +404,9 @@ ahead_out(struct rec_ahead *a, const char *name, const struct stat *st,
     const uint8_t *m, size_t n, int out, int *err)
 {
 	struct early *e = NULL;
-	char buf[65536];
+	char buf[65536], path[4400];
 	uint64_t at = 0;
+	int sq;
 
 	for (size_t i = 0; a && i < a->ne && e == NULL; i++)
 		if (strcmp(a->e[i].name, name) == 0)
@@ -368,22 +417,29 @@ ahead_out(struct rec_ahead *a, const char *name, const struct stat *st,
 	for (size_t i = 0; i < e->nm; i++)
 		if (memcmp(m + e->m[i].end - 4, e->m[i].last, 4) != 0)
 			return 0;
+	sq_path(a, e, path, sizeof(path));
+	if ((sq = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
 	while (at < e->sq_len) {
 		size_t want = e->sq_len - at < sizeof(buf) ?
 		    (size_t)(e->sq_len - at) : sizeof(buf);
-		ssize_t k = pread(e->sq, buf, want, (off_t)at);
+		ssize_t k = pread(sq, buf, want, (off_t)at);
 		if (k <= 0) {
 			if (k < 0 && errno == EINTR)
 				continue;
+			close(sq);
 			if (at == 0)
 				return 0;       /* nothing out yet: all again */
 			*err = k < 0 ? errno : EIO;
 			return (size_t)-1;
 		}
-		if ((*err = ist_fd_sink(&out, buf, (size_t)k)) != 0)
+		if ((*err = ist_fd_sink(&out, buf, (size_t)k)) != 0) {
+			close(sq);
 			return (size_t)-1;
+		}
 		at += (uint64_t)k;
 	}
+	close(sq);
 	return (size_t)e->done;
 }
 
