@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -619,7 +620,9 @@ open_stream(bool ring, uint64_t budget)
 	if (dir == NULL)
 		return -1;
 	snprintf(path, sizeof(path), "%s/%ld-cupti.ist", dir, (long)S.pid);
-	if (ist_stream_open(&S.out, path, false) != 0)
+	/* appended to: after an exec the new program's stream follows the
+	 * old one's (the same pid), which it must not wipe */
+	if (ist_stream_open(&S.out, path, true) != 0)
 		return -1;
 	S.ring = ring;
 	S.flight = (struct ist_flight){ .cap_bytes = budget };
@@ -821,9 +824,15 @@ InitializeInjection(void)
 	}
 	/* the stream only once CUPTI works: no empty files */
 	if (open_stream(ist_env_ring(), budget) != 0) {
+		struct stat st;
 		if (S.out.fd >= 0) {
+			/* a file of our own making, not the stream of the
+			 * program this process was before an exec */
+			bool ours = fstat(S.out.fd, &st) == 0 &&
+			    st.st_size == 0;
 			ist_stream_close(&S.out);
-			unlink(S.out.path);
+			if (ours)
+				unlink(S.out.path);
 		}
 		ist_writer_free(S.w);
 		S.w = NULL;

@@ -203,6 +203,16 @@ count() {
 	assert_equal "$(count '.type=="sync"')" 1
 }
 
+@test "a CUDA program that execs another: the first one's kernels stay, before the second's (the stream is appended to, not wiped)" {
+	LD_LIBRARY_PATH=$FAKE rec -- "$DRV" exec
+	assert_success
+	# 2 + 10 kernels before the exec (in frames closed within a second),
+	# 2 after it; the stream had been opened anew, and wiped, at the exec
+	assert_equal "$(count '.type=="gpu_kernel"')" 14
+	assert_equal "$(count '.name=="before_exec_kernel"')" 10
+	assert_equal "$(count '.type=="loss"')" 0
+}
+
 @test "after the collector stops at exit, nothing more is traced" {
 	LD_LIBRARY_PATH=$FAKE rec -- "$DRV" late
 	assert_success

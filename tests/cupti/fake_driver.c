@@ -183,6 +183,16 @@ main(int argc, char **argv)
 		usleep(600000);
 		for (int i = 0; i < 10; i++)
 			launch("after_dump_kernel", (uint32_t)(4000 + i));
+	} else if (strcmp(what, "exec") == 0) {
+		/* a CUDA program that becomes another (the same process):
+		 * what the first wrote, its frames closed within a second,
+		 * stays before the second's */
+		for (int i = 0; i < 10; i++)
+			launch("before_exec_kernel", (uint32_t)(6000 + i));
+		usleep(2500000);
+		execl("/proc/self/exe", argv[0], "basic", (char *)NULL);
+		perror("fake_driver: exec");
+		return 1;
 	} else if (strcmp(what, "term") == 0) {
 		printf("app done\n");
 		fflush(stdout);
