@@ -341,12 +341,97 @@ ahead_main(void *arg)
 	return NULL;
 }
 
-struct rec_ahead *
-rec_ahead_start(const char *dir)
+/* The quota at one level of a cgroup hierarchy: v2's cpu.max ("max
+ * 100000", or "QUOTA PERIOD"), v1's cpu.cfs_quota_us (-1: none). */
+static bool
+quota_at(const char *path, bool v2)
 {
-	struct rec_ahead *a = calloc(1, sizeof(*a));
+	char buf[64] = "";
+	FILE *f = fopen(path, "re");
+	bool q;
 
-	if (a == NULL)
+	if (f == NULL)
+		return false;
+	q = fgets(buf, sizeof(buf), f) != NULL && (v2 ?
+	    strncmp(buf, "max", 3) != 0 : atoll(buf) > 0);
+	fclose(f);
+	return q;
+}
+
+/* Whether a v1 hierarchy's comma-separated controllers name "cpu". */
+static bool
+has_cpu(const char *ctl)
+{
+	for (const char *p = ctl; *p; ) {
+		size_t n = strcspn(p, ",");
+		if (n == 3 && strncmp(p, "cpu", 3) == 0)
+			return true;
+		p += n + (p[n] == ',');
+	}
+	return false;
+}
+
+/*
+ * Whether is-record's control group, the program's, or one above them
+ * has a CPU quota (a container's limit): work beside the program would
+ * come out of its share, so it is all done after the run.  The groups
+ * are read under sysfs (/sys).
+ */
+static bool
+cpu_quota(const char *sysfs, char *why, size_t nwhy)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[4096];
+	bool q = false;
+
+	while (f != NULL && !q && fgets(line, sizeof(line), f) != NULL) {
+		char *ctl = strchr(line, ':'), *path, *end, file[8400];
+		bool v2;
+		if (ctl == NULL || (path = strchr(ctl + 1, ':')) == NULL)
+			continue;
+		*ctl++ = '\0';
+		*path++ = '\0';
+		path[strcspn(path, "\n")] = '\0';
+		v2 = strcmp(line, "0") == 0 && *ctl == '\0';
+		/* v1: the hierarchy holding the cpu controller, mounted
+		 * under its controllers' names ("cpu,cpuacct") */
+		if (!v2 && !has_cpu(ctl))
+			continue;
+		/* the group, then each above it, the root last */
+		if (strcmp(path, "/") == 0)
+			*path = '\0';
+		for (;;) {
+			snprintf(file, sizeof(file), "%s/fs/cgroup%s%s%s/%s",
+			    sysfs, v2 ? "" : "/", v2 ? "" : ctl, path, v2 ?
+			    "cpu.max" : "cpu.cfs_quota_us");
+			if ((q = quota_at(file, v2))) {
+				snprintf(why, nwhy, "%s", file);
+				break;
+			}
+			if (*path == '\0' || (end = strrchr(path, '/')) ==
+			    NULL)
+				break;
+			*end = '\0';
+		}
+	}
+	if (f)
+		fclose(f);
+	return q;
+}
+
+struct rec_ahead *
+rec_ahead_start(const char *dir, struct sampler *s)
+{
+	struct rec_ahead *a;
+	char why[8400];
+
+	if (cpu_quota(s->sysfs, why, sizeof(why))) {
+		rec_note(s, IST_NOTE_DEBUG, "the streams are compressed after "
+		    "the run: a CPU quota (%s) would share it with the program",
+		    why);
+		return NULL;
+	}
+	if ((a = calloc(1, sizeof(*a))) == NULL)
 		return NULL;
 	if ((a->dir = strdup(dir)) == NULL) {
 		free(a);

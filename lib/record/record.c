@@ -465,7 +465,7 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 		    (long)pid, dir);
 		/* the streams compressed as they are written (the thread
 		 * runs with our signals blocked) */
-		ahead = rec_ahead_start(dir);
+		ahead = rec_ahead_start(dir, &s);
 		status = watch(&s, o, pid, &set);
 		rec_ahead_stop(ahead);
 		if (WIFEXITED(status))

@@ -25,7 +25,8 @@ struct ist_record_opts {
 	int sample_hz;              /* 0: no /proc sampling */
 	const char *log_level;
 	const char *tmpdir;         /* where streams wait; NULL: $TMPDIR or /tmp */
-	const char *sysfs;          /* where NUMA nodes are read; NULL: /sys */
+	const char *sysfs;          /* where NUMA nodes and cgroup quotas
+	                             * are read; NULL: /sys */
 	/* with out_fd -1: opens the output once the command has ended, so
 	 * that a recorder killed before leaves no empty output behind */
 	int (*open_out)(void *ctx, struct ist_error *err);

@@ -67,8 +67,10 @@ struct sampler {
 /* ---- the streams into the output (gather.c) ---- */
 
 /* Compresses the streams in dir as the collectors finish their frames,
- * on a thread of its own at the lowest priority; NULL when it cannot. */
-struct rec_ahead *rec_ahead_start(const char *dir);
+ * on a thread of its own at the lowest priority; NULL when it cannot, or
+ * must not: under a CPU quota (s->sysfs's control groups), where the
+ * program would pay for it. */
+struct rec_ahead *rec_ahead_start(const char *dir, struct sampler *s);
 void rec_ahead_stop(struct rec_ahead *a);       /* joins the thread */
 void rec_ahead_free(struct rec_ahead *a);       /* a may be NULL */
 /* Copies the whole zstd frames of the stream at path to out, stored ones

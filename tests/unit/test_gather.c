@@ -137,7 +137,8 @@ main(void)
 	/* a stream being written: squeezed ahead, then more after the
 	 * thread stopped, a frame cut short at its end */
 	append("1.ist", 0, 20000);
-	a = rec_ahead_start(dir);
+	a = rec_ahead_start(dir, &(struct sampler){ .fd = -1,
+	    .sysfs = "/nonexistent" });
 	ok(a != NULL, "the thread starts");
 	append("1.ist", 20000, 20000);
 	up = caught_up("1.ist");
