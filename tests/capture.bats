@@ -148,21 +148,48 @@ import inferscope; print(inferscope.start(), inferscope.stop(), inferscope.dump(
 	EOF2
 	is-record -o "$T/t.ist" -- /usr/bin/python3 "$T/app.py"
 	is-merge "$T/t.ist" > "$T/m.ist"
-	is-analyze --json --from 0.1 --to 0.3 "$T/m.ist" > "$T/a.json"
-	python3 - "$T/a.json" <<-'PY'
+	# the window: 200 ms from 100 ms into spin, on a whole millisecond of
+	# the trace (however long Python took to start on a loaded machine)
+	from=$(is-analyze --json "$T/m.ist" | python3 -c '
+import json, subprocess, sys
+a = json.load(sys.stdin)
+t0 = a["run"]["start_ns"]
+for l in subprocess.run(["is-cat", sys.argv[1]], capture_output=True,
+                        text=True).stdout.splitlines():
+    e = json.loads(l)
+    if e.get("name") == "__main__.spin":
+        print("%.3f" % (-(-(e["start_ns"] - t0) // 1000000) / 1e3 + 0.1))' \
+	    "$T/m.ist")
+	to=$(python3 -c "print('%.3f' % ($from + 0.2))")
+	is-analyze --json --from "$from" --to "$to" "$T/m.ist" > "$T/a.json"
+	python3 - "$T/a.json" "$from" <<-'PY'
 	import json, sys
 	a = json.load(open(sys.argv[1]))
 	r = a["run"]
 	assert r["window"]["windowed"] is True
 	assert r["wall_ns"] == 200_000_000, r
-	assert r["start_ns"] - r["window"]["trace_start_ns"] == 100_000_000
+	assert r["start_ns"] - r["window"]["trace_start_ns"] == \
+	    round(float(sys.argv[2]) * 1e9), r
 	f = {x["name"]: x for x in a["functions"]}
 	# spin ran through the window: 200 ms of it, to the nanosecond
 	assert f["__main__.spin"]["incl_ns"] == 200_000_000, f["__main__.spin"]
 	PY
-	is-analyze --from 0.1 --to 0.3 "$T/m.ist" | is-report > "$T/r.md"
-	grep -q '^| Window | 0.100 s to 0.300 s of the trace' "$T/r.md"
+	is-analyze --from "$from" --to "$to" "$T/m.ist" | is-report > "$T/r.md"
+	grep -q "^| Window | $from s to $to s of the trace" "$T/r.md"
 	grep -q '^| Duration | 200.00 ms |' "$T/r.md"
+}
+
+@test "is-analyze --from 1.001 is 1,001,000,000 ns, not a nanosecond short (1.001 * 1e9 is a hair under it in binary)" {
+	printf '%s\n' '{"type":"process","pid":1,"name":"a"}' \
+	    '{"type":"cpu_call","pid":1,"tid":1,"name":"f","start_ns":0,"end_ns":3000000000}' |
+	    is-cat -e -o "$T/w.ist"
+	run is-analyze --json --from 1.001 --to 1.003 "$T/w.ist"
+	assert_success
+	run python3 -c '
+import json, sys
+r = json.loads(sys.argv[1])["run"]
+print(r["start_ns"] - r["window"]["trace_start_ns"], r["wall_ns"])' "$output"
+	assert_output "1001000000 2000000"
 }
 
 @test "capture and window options: bad values are one clear line and exit 2" {

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,9 @@ tool_seconds(const char *opt, const char *v)
 		warnx("%s: '%s' is not a number of seconds", opt, v);
 		exit(2);
 	}
-	return (int64_t)(d * 1e9);
+	/* rounded: 1.001 s is 1001000000 ns, though 1.001 * 1e9 is a hair
+	 * under it in binary (as for 2% of millisecond values) */
+	return llround(d * 1e9);
 }
 
 static double
