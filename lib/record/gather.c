@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "record_int.h"
 
@@ -102,6 +103,7 @@ squeeze_free(struct squeeze *z)
 #define AHEAD_IDLE_MS 500       /* at most, while there is none */
 #define AHEAD_STREAMS 4096
 #define AHEAD_ROOM (256u << 20)
+#define AHEAD_CHUNK (8u << 20)  /* read at a time */
 
 struct mark {                   /* a frame squeezed ahead */
 	uint64_t end;           /* its end in the stream */
@@ -130,6 +132,7 @@ struct rec_ahead {
 	struct early *e;
 	size_t ne, cape;
 	struct squeeze z;
+	struct ist_buf buf;             /* a stream's bytes, read */
 };
 
 static bool
@@ -216,6 +219,27 @@ ahead_put(struct rec_ahead *a, struct early *e, int fd, const uint8_t *f,
 	return true;
 }
 
+/* Up to want bytes of fd from at into b (b->n: how many), read rather
+ * than mapped: a stream cut under a mapping would kill us (SIGBUS).
+ * 0 or an errno value. */
+static int
+read_at(int fd, struct ist_buf *b, size_t want, uint64_t at)
+{
+	b->n = 0;
+	if (ist_buf_reserve(b, want))
+		return ENOMEM;
+	while (b->n < want) {
+		ssize_t k = pread(fd, b->p + b->n, want - b->n,
+		    (off_t)(at + b->n));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? errno : 0;
+		b->n += (size_t)k;
+	}
+	return 0;
+}
+
 /* The whole frames of stream e written since the last look; the number
  * squeezed. */
 static int
@@ -224,9 +248,8 @@ ahead_stream(struct rec_ahead *a, struct early *e)
 	char path[4400];
 	struct statvfs vfs;
 	struct stat st;
-	uint8_t *map;
-	size_t n, off;
-	int fd, sq, got = 0;
+	size_t n, chunk = AHEAD_CHUNK;
+	int fd, sq = -1, got = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", a->dir, e->name);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -250,29 +273,46 @@ ahead_stream(struct rec_ahead *a, struct early *e)
 	}
 	e->dev = st.st_dev;
 	e->ino = st.st_ino;
-	map = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED)
-		return 0;
 	sq_path(a, e, path, sizeof(path));
 	if ((sq = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
 	    0600)) < 0) {
-		munmap(map, n);
+		close(fd);
 		give_up(a, e);
 		return 0;
 	}
-	for (off = e->done; off < n && !stop_asked(a); got++) {
-		size_t k = ZSTD_findFrameCompressedSize(map + off, n - off);
-		if (ZSTD_isError(k) || k < 4)
-			break;          /* being written: the next look */
-		if (!ahead_put(a, e, sq, map + off, k)) {
-			give_up(a, e);
+	/* a chunk at a time; one that holds no whole frame is read again
+	 * bigger, up to the largest frame there can be */
+	while (e->done < n && !e->broken && !stop_asked(a)) {
+		size_t want = n - e->done < chunk ? n - e->done : chunk, off = 0;
+		if (read_at(fd, &a->buf, want, e->done) != 0)
 			break;
+		while (off < a->buf.n && !stop_asked(a)) {
+			const uint8_t *f = (const uint8_t *)a->buf.p + off;
+			size_t k = ZSTD_findFrameCompressedSize(f,
+			    a->buf.n - off);
+			if (ZSTD_isError(k) && ZSTD_getErrorCode(k) !=
+			    ZSTD_error_srcSize_wrong) {
+				give_up(a, e);  /* not a frame: after */
+				break;
+			}
+			if (ZSTD_isError(k) || k < 4)
+				break;          /* not whole yet */
+			if (!ahead_put(a, e, sq, f, k)) {
+				give_up(a, e);
+				break;
+			}
+			off += k;
+			got++;
 		}
-		off += k;
+		if (off == 0) {         /* being written, or bigger */
+			if (a->buf.n < want || want == n - e->done ||
+			    chunk >= 2 * (size_t)IST_MAX_FRAME)
+				break;
+			chunk *= 2;
+		}
 	}
 	close(sq);
-	munmap(map, n);
+	close(fd);
 	return got;
 }
 
@@ -472,6 +512,7 @@ rec_ahead_free(struct rec_ahead *a)
 	}
 	free(a->e);
 	squeeze_free(&a->z);
+	ist_buf_release(&a->buf);
 	pthread_mutex_destroy(&a->mu);
 	pthread_cond_destroy(&a->cv);
 	free(a->dir);
