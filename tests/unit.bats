@@ -20,7 +20,7 @@ load helpers
 	run "$IST_BUILD/tests/test_gather"
 	assert_success
 	refute_output --partial "not ok"
-	assert_line "1..9"
+	assert_line "1..11"
 }
 
 @test "unit: the interner, the analyzer's map, distributions and longest ranges" {

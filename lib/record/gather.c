@@ -126,7 +126,10 @@ struct rec_ahead {
 	pthread_t t;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	bool stop;
+	/* under mu: the thread changes what gather() reads (the streams'
+	 * state) only under it and while stop is false; busy, it is looking
+	 * at the streams; abandoned, it frees all as it ends */
+	bool stop, busy, abandoned;
 	struct timespec dir_mtime;      /* the listing last read */
 	unsigned passes;
 	struct early *e;
@@ -134,6 +137,8 @@ struct rec_ahead {
 	struct squeeze z;
 	struct ist_buf buf;             /* a stream's bytes, read */
 };
+
+static void ahead_release(struct rec_ahead *a);
 
 static bool
 stop_asked(struct rec_ahead *a)
@@ -179,44 +184,59 @@ sq_path(const struct rec_ahead *a, const struct early *e, char *path,
 	snprintf(path, n, "%s/%s.sq", a->dir, e->name);
 }
 
-/* Squeezing ahead of e ends: its copy goes, gather() does it all. */
+/* Squeezing ahead of e ends: its copy goes, gather() does it all (once
+ * stopped, gather() has what it needs: nothing changes). */
 static void
 give_up(struct rec_ahead *a, struct early *e)
 {
 	char path[4400];
 
-	sq_path(a, e, path, sizeof(path));
-	unlink(path);
-	e->broken = true;
+	pthread_mutex_lock(&a->mu);
+	if (!a->stop) {
+		sq_path(a, e, path, sizeof(path));
+		unlink(path);
+		e->broken = true;
+	}
+	pthread_mutex_unlock(&a->mu);
 }
 
-/* The frame at f (k bytes), squeezed, onto e's copy (open as fd); false
- * when it could not be written. */
+/* The frame at f (k bytes), squeezed, onto e's copy (open as fd): true
+ * when it is there for gather(), false when it could not be written (e
+ * given up) or the thread was stopped meanwhile (gather() reads no
+ * further than before it). */
 static bool
 ahead_put(struct rec_ahead *a, struct early *e, int fd, const uint8_t *f,
     size_t k)
 {
-	struct mark *m;
+	struct mark *m = NULL;
+	bool kept = false;
 
-	if (e->nm == e->capm) {
-		size_t nc = e->capm ? e->capm * 2 : 64;
-		if ((m = realloc(e->m, nc * sizeof(*m))) == NULL)
-			return false;
-		e->m = m;
-		e->capm = nc;
-	}
 	a->z.f = f;
 	a->z.k = k;
 	squeeze(&a->z);
 	if (a->z.n ? ist_fd_sink(&fd, a->z.out.p, a->z.n) :
-	    ist_fd_sink(&fd, f, k))
+	    ist_fd_sink(&fd, f, k)) {
+		give_up(a, e);
 		return false;
-	e->sq_len += a->z.n ? a->z.n : k;
-	e->done += k;
-	m = &e->m[e->nm++];
-	m->end = e->done;
-	memcpy(m->last, f + k - 4, 4);
-	return true;
+	}
+	pthread_mutex_lock(&a->mu);
+	if (!a->stop && e->nm == e->capm) {
+		size_t nc = e->capm ? e->capm * 2 : 64;
+		if ((m = realloc(e->m, nc * sizeof(*m))) != NULL) {
+			e->m = m;
+			e->capm = nc;
+		}
+	}
+	if (!a->stop && e->nm < e->capm) {
+		e->sq_len += a->z.n ? a->z.n : k;
+		e->done += k;
+		m = &e->m[e->nm++];
+		m->end = e->done;
+		memcpy(m->last, f + k - 4, 4);
+		kept = true;
+	}
+	pthread_mutex_unlock(&a->mu);
+	return kept;
 }
 
 /* Up to want bytes of fd from at into b (b->n: how many), read rather
@@ -271,8 +291,12 @@ ahead_stream(struct rec_ahead *a, struct early *e)
 		give_up(a, e);
 		return 0;
 	}
-	e->dev = st.st_dev;
-	e->ino = st.st_ino;
+	pthread_mutex_lock(&a->mu);
+	if (!a->stop) {
+		e->dev = st.st_dev;
+		e->ino = st.st_ino;
+	}
+	pthread_mutex_unlock(&a->mu);
 	sq_path(a, e, path, sizeof(path));
 	if ((sq = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
 	    0600)) < 0) {
@@ -297,10 +321,8 @@ ahead_stream(struct rec_ahead *a, struct early *e)
 			}
 			if (ZSTD_isError(k) || k < 4)
 				break;          /* not whole yet */
-			if (!ahead_put(a, e, sq, f, k)) {
-				give_up(a, e);
+			if (!ahead_put(a, e, sq, f, k))
 				break;
-			}
 			off += k;
 			got++;
 		}
@@ -340,10 +362,13 @@ ahead_pass(struct rec_ahead *a)
 		struct dirent **names = NULL;
 		int nn = scandir(a->dir, &names, is_live, NULL);
 		a->dir_mtime = st.st_mtim;
+		pthread_mutex_lock(&a->mu);
 		for (int i = 0; i < nn; i++) {
-			(void)early_of(a, names[i]->d_name);
+			if (!a->stop)
+				(void)early_of(a, names[i]->d_name);
 			free(names[i]);
 		}
+		pthread_mutex_unlock(&a->mu);
 		free(names);
 	}
 	for (size_t i = 0; i < a->ne && !stop_asked(a); i++)
@@ -359,11 +384,14 @@ ahead_main(void *arg)
 	struct sched_param sp = { 0 };
 	long ms = AHEAD_MS;
 
+	bool abandoned;
+
 	(void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
 	pthread_mutex_lock(&a->mu);
 	while (!a->stop) {
 		struct timespec ts;
 
+		a->busy = false;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += ms * 1000000L;
 		ts.tv_sec += ts.tv_nsec / 1000000000;
@@ -371,13 +399,18 @@ ahead_main(void *arg)
 		pthread_cond_timedwait(&a->cv, &a->mu, &ts);
 		if (a->stop)
 			break;
+		a->busy = true;
 		pthread_mutex_unlock(&a->mu);
 		/* a program that writes little is looked at less often */
 		ms = ahead_pass(a) ? AHEAD_MS : ms * 2 > AHEAD_IDLE_MS ?
 		    AHEAD_IDLE_MS : ms * 2;
 		pthread_mutex_lock(&a->mu);
 	}
+	a->busy = false;
+	abandoned = a->abandoned;
 	pthread_mutex_unlock(&a->mu);
+	if (abandoned)
+		ahead_release(a);
 	return NULL;
 }
 
@@ -487,17 +520,27 @@ rec_ahead_start(const char *dir, struct sampler *s)
 	return a;
 }
 
+/*
+ * Stops the thread: what it has squeezed is what gather() uses.  A frame
+ * it is squeezing is not waited for: at the lowest priority, on a machine
+ * busy with other work, that could take a second.
+ */
 void
 rec_ahead_stop(struct rec_ahead *a)
 {
+	bool busy;
+
 	if (a == NULL || a->t == 0)
 		return;
 	pthread_mutex_lock(&a->mu);
 	a->stop = true;
 	pthread_cond_signal(&a->cv);
+	busy = a->busy;
 	pthread_mutex_unlock(&a->mu);
-	pthread_join(a->t, NULL);
-	a->t = 0;
+	if (!busy) {
+		pthread_join(a->t, NULL);
+		a->t = 0;
+	}
 }
 
 void
@@ -506,6 +549,24 @@ rec_ahead_free(struct rec_ahead *a)
 	if (a == NULL)
 		return;
 	rec_ahead_stop(a);
+	if (a->t != 0) {
+		pthread_t t = a->t;
+		pthread_mutex_lock(&a->mu);
+		if (a->busy) {          /* it frees all as it ends */
+			a->abandoned = true;
+			pthread_mutex_unlock(&a->mu);
+			pthread_detach(t);
+			return;
+		}
+		pthread_mutex_unlock(&a->mu);
+		pthread_join(t, NULL);
+	}
+	ahead_release(a);
+}
+
+static void
+ahead_release(struct rec_ahead *a)
+{
 	for (size_t i = 0; i < a->ne; i++) {
 		free(a->e[i].name);
 		free(a->e[i].m);

@@ -172,6 +172,19 @@ main(void)
 	truncate(path, 0);
 	same("2.ist", a, "an empty .sq");
 	rec_ahead_free(a);
+	/* stopped as it squeezes a long stream: the frames it had finished
+	 * are used, the one it was on is not waited for, and the thread,
+	 * let go, frees what it holds as it ends */
+	append("3.ist", 0, 400000);
+	a = rec_ahead_start(dir, &(struct sampler){ .fd = -1,
+	    .sysfs = "/nonexistent" });
+	for (int i = 0; i < 6000 && size_of("3.ist.sq") <= 0; i++)
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	rec_ahead_stop(a);
+	ok(size_of("3.ist.sq") > 0, "stopped while at work, %lld bytes in",
+	    (long long)size_of("3.ist.sq"));
+	same("3.ist", a, "a stream stopped at mid-work");
+	rec_ahead_free(a);
 	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
 	if (system(path) != 0)
 		return 1;
