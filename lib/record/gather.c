@@ -338,8 +338,8 @@ ahead_stream(struct rec_ahead *a, struct early *e)
 	return got;
 }
 
-static int
-is_live(const struct dirent *d)
+int
+rec_is_stream(const struct dirent *d)
 {
 	size_t n = strlen(d->d_name);
 	return n > 4 && strcmp(d->d_name + n - 4, ".ist") == 0 &&
@@ -360,7 +360,7 @@ ahead_pass(struct rec_ahead *a)
 	    st.st_mtim.tv_sec != a->dir_mtime.tv_sec ||
 	    st.st_mtim.tv_nsec != a->dir_mtime.tv_nsec)) {
 		struct dirent **names = NULL;
-		int nn = scandir(a->dir, &names, is_live, NULL);
+		int nn = scandir(a->dir, &names, rec_is_stream, NULL);
 		a->dir_mtime = st.st_mtim;
 		pthread_mutex_lock(&a->mu);
 		for (int i = 0; i < nn; i++) {

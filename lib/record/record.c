@@ -127,14 +127,6 @@ add_lost(struct sampler *s, const char *dir)
 	free(names);
 }
 
-static int
-is_stream(const struct dirent *d)
-{
-	size_t n = strlen(d->d_name);
-	return n > 4 && strcmp(d->d_name + n - 4, ".ist") == 0 &&
-	    strcmp(d->d_name, "sampler.ist") != 0;
-}
-
 static void
 remove_dir(const char *dir)
 {
@@ -532,7 +524,7 @@ gather_all(struct sampler *s, const char *dir, struct rec_ahead *ahead,
 
 	snprintf(path, sizeof(path), "%s/sampler.ist", dir);
 	st = rec_gather(path, out_fd, s, NULL, err);
-	*nnames = scandir(dir, names, is_stream, by_name);
+	*nnames = scandir(dir, names, rec_is_stream, by_name);
 	for (int i = 0; i < *nnames && st == IST_OK; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, (*names)[i]->d_name);
 		st = rec_gather(path, out_fd, s, ahead, err);

@@ -73,6 +73,10 @@ struct sampler {
 struct rec_ahead *rec_ahead_start(const char *dir, struct sampler *s);
 void rec_ahead_stop(struct rec_ahead *a);       /* joins the thread */
 void rec_ahead_free(struct rec_ahead *a);       /* a may be NULL */
+/* scandir's filter of a process's stream (<pid>.ist, <pid>-cupti.ist),
+ * not the sampler's */
+struct dirent;
+int rec_is_stream(const struct dirent *d);
 /* Copies the whole zstd frames of the stream at path to out, stored ones
  * compressed (a's work where it holds; a may be NULL); warns about a cut
  * tail. */
