@@ -222,12 +222,16 @@ ahead_put(struct rec_ahead *a, struct early *e, int fd, const uint8_t *f,
 	pthread_mutex_lock(&a->mu);
 	if (!a->stop && e->nm == e->capm) {
 		size_t nc = e->capm ? e->capm * 2 : 64;
-		if ((m = realloc(e->m, nc * sizeof(*m))) != NULL) {
-			e->m = m;
-			e->capm = nc;
+		if ((m = realloc(e->m, nc * sizeof(*m))) == NULL) {
+			/* the copy now holds a frame it does not count */
+			pthread_mutex_unlock(&a->mu);
+			give_up(a, e);
+			return false;
 		}
+		e->m = m;
+		e->capm = nc;
 	}
-	if (!a->stop && e->nm < e->capm) {
+	if (!a->stop) {
 		e->sq_len += a->z.n ? a->z.n : k;
 		e->done += k;
 		m = &e->m[e->nm++];
