@@ -159,16 +159,9 @@ early_of(struct rec_ahead *a, const char *name)
 	for (size_t i = 0; i < a->ne; i++)
 		if (strcmp(a->e[i].name, name) == 0)
 			return &a->e[i];
-	if (a->ne == AHEAD_STREAMS)
+	if (a->ne == AHEAD_STREAMS ||
+	    ist_room((void **)&a->e, &a->cape, a->ne, sizeof(*a->e)))
 		return NULL;
-	if (a->ne == a->cape) {
-		size_t nc = a->cape ? a->cape * 2 : 16;
-		struct early *ne = realloc(a->e, nc * sizeof(*ne));
-		if (ne == NULL)
-			return NULL;
-		a->e = ne;
-		a->cape = nc;
-	}
 	e = &a->e[a->ne];
 	*e = (struct early){ .name = strdup(name) };
 	if (e->name == NULL)
@@ -208,7 +201,7 @@ static bool
 ahead_put(struct rec_ahead *a, struct early *e, int fd, const uint8_t *f,
     size_t k)
 {
-	struct mark *m = NULL;
+	struct mark *m;
 	bool kept = false;
 
 	a->z.f = f;
@@ -220,16 +213,12 @@ ahead_put(struct rec_ahead *a, struct early *e, int fd, const uint8_t *f,
 		return false;
 	}
 	pthread_mutex_lock(&a->mu);
-	if (!a->stop && e->nm == e->capm) {
-		size_t nc = e->capm ? e->capm * 2 : 64;
-		if ((m = realloc(e->m, nc * sizeof(*m))) == NULL) {
-			/* the copy now holds a frame it does not count */
-			pthread_mutex_unlock(&a->mu);
-			give_up(a, e);
-			return false;
-		}
-		e->m = m;
-		e->capm = nc;
+	if (!a->stop && ist_room((void **)&e->m, &e->capm, e->nm,
+	    sizeof(*e->m))) {
+		/* the copy now holds a frame it does not count */
+		pthread_mutex_unlock(&a->mu);
+		give_up(a, e);
+		return false;
 	}
 	if (!a->stop) {
 		e->sq_len += a->z.n ? a->z.n : k;
