@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -285,43 +284,24 @@ ist_coll_running(void)
 }
 
 /*
- * A ring of RING_HUGE bytes or more is mapped on its own and, where the
- * kernel gives transparent huge pages on request ("madvise", Debian's
- * default), in 2 MiB pages.  In 4 KiB pages the recording thread takes a
- * page fault every 170 calls or so until the ring has wrapped once, and
- * a TLB miss after that: fib(30) on Python 3.12 ran 0.42 s recorded
- * against 0.12 s untraced, 0.32 s in huge pages.  What a ring never
- * reaches is never touched; NULL when out of memory.
+ * A ring of RING_HUGE bytes or more is mapped on its own, in huge pages
+ * (ist_map_huge).  In 4 KiB pages the recording thread takes a page fault
+ * every 170 calls or so until the ring has wrapped once, and a TLB miss
+ * after that: fib(30) on Python 3.12 ran 0.42 s recorded against 0.12 s
+ * untraced, 0.32 s in huge pages.  What a ring never reaches is never
+ * touched; NULL when out of memory.
  */
 static void *
 ring_alloc(size_t size)
 {
-	const size_t huge = 2u << 20;
-	uint8_t *p, *a;
-
-	if (size < RING_HUGE)
-		return malloc(size);
-	p = mmap(NULL, size + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE |
-	    MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	/* on a 2 MiB boundary, the slack before and after given back */
-	a = (uint8_t *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
-	if (a > p)
-		munmap(p, (size_t)(a - p));
-	if (a + size < p + size + huge)
-		munmap(a + size, (size_t)(p + size + huge - (a + size)));
-#ifdef MADV_HUGEPAGE
-	(void)madvise(a, size, MADV_HUGEPAGE);
-#endif
-	return a;
+	return size < RING_HUGE ? malloc(size) : ist_map_huge(size, 0);
 }
 
 static void
 ring_free(struct ist_ring *r)
 {
 	if (r->size >= RING_HUGE)
-		munmap(r->buf, r->size);
+		ist_unmap_huge(r->buf, r->size);
 	else
 		free(r->buf);
 }

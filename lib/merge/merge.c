@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -506,48 +505,15 @@ align(struct merger *m)
 	}
 }
 
-/*
- * A sort buffer: mapped alone and in huge pages where the kernel has them
- * (transparent huge pages on "madvise"), past its first small bytes: so
- * that filling it takes a page fault every 2 MiB rather than every 4 KiB
- * (a tenth of is-merge's time on a virtual machine), while a small
- * merge touches little more memory than before (2 MiB: 17.7 -> 19.8 MB
- * resident on a 0.24 M-event trace).  NULL when out of memory.
- */
-static void *
-big_alloc(size_t n, size_t small)
-{
-	const uintptr_t huge = 2u << 20;
-	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE |
-	    MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		return NULL;
-#ifdef MADV_HUGEPAGE
-	uintptr_t from = ((uintptr_t)p + small + huge - 1) & ~(huge - 1);
-	if (from < (uintptr_t)p + n)
-		(void)madvise((void *)from, (uintptr_t)p + n - from,
-		    MADV_HUGEPAGE);
-#endif
-	return p;
-}
-
-static void
-big_free(void *p, size_t n)
-{
-	if (p)
-		munmap(p, n);
-}
-
 /* The sort buffers, once no longer needed. */
 static void
 free_sort(struct merger *m)
 {
-	big_free(m->arena, m->acap);
-	big_free(m->arena2, m->acap);
-	big_free(m->ents, m->cape * sizeof(*m->ents));
-	big_free(m->ents2, m->cape * sizeof(*m->ents));
-	big_free(m->tmp, m->cape * sizeof(*m->tmp));
+	ist_unmap_huge(m->arena, m->acap);
+	ist_unmap_huge(m->arena2, m->acap);
+	ist_unmap_huge(m->ents, m->cape * sizeof(*m->ents));
+	ist_unmap_huge(m->ents2, m->cape * sizeof(*m->ents));
+	ist_unmap_huge(m->tmp, m->cape * sizeof(*m->tmp));
 	free(m->count);
 	m->arena = m->arena2 = NULL;
 	m->ents = m->ents2 = m->tmp = NULL;
@@ -588,9 +554,9 @@ emit_sorted(struct merger *m, struct ist_writer *w, struct ist_error *err)
 	 * (its records are the inputs' last), never written; the other
 	 * buffers are done with: the runs' readers take over */
 	mg_sort_ents(m, m->ents, m->ne);
-	big_free(m->arena2, m->acap);
-	big_free(m->ents2, m->cape * sizeof(*m->ents2));
-	big_free(m->tmp, m->cape * sizeof(*m->tmp));
+	ist_unmap_huge(m->arena2, m->acap);
+	ist_unmap_huge(m->ents2, m->cape * sizeof(*m->ents2));
+	ist_unmap_huge(m->tmp, m->cape * sizeof(*m->tmp));
 	m->arena2 = NULL;
 	m->ents2 = m->tmp = NULL;
 	if ((st = mg_runs_final(m, 1, err)) != IST_OK)
@@ -706,14 +672,18 @@ budget(struct merger *m, size_t memory_bytes)
 		m->acap = 1u << 20;
 	if (m->cape < 1024)
 		m->cape = 1024;
-	/* the twins are touched only once a spill is under way: huge from
-	 * their start */
-	if ((m->arena = big_alloc(m->acap, 1u << 20)) == NULL ||
-	    (m->arena2 = big_alloc(m->acap, 0)) == NULL ||
-	    (m->ents = big_alloc(m->cape * sizeof(*m->ents), 1u << 20)) ==
+	/* The sort buffers, in huge pages (ist_map_huge: a page fault every
+	 * 4 KiB had been a tenth of is-merge's time on a virtual machine)
+	 * past their first MiB, so that a small merge touches little more
+	 * memory than before (2 MiB: 17.7 -> 19.8 MB resident on a 0.24
+	 * M-event trace).  The twins are touched only once a spill is under
+	 * way: huge from their start */
+	if ((m->arena = ist_map_huge(m->acap, 1u << 20)) == NULL ||
+	    (m->arena2 = ist_map_huge(m->acap, 0)) == NULL ||
+	    (m->ents = ist_map_huge(m->cape * sizeof(*m->ents), 1u << 20)) ==
 	    NULL ||
-	    (m->ents2 = big_alloc(m->cape * sizeof(*m->ents), 0)) == NULL ||
-	    (m->tmp = big_alloc(m->cape * sizeof(*m->tmp), 1u << 20)) ==
+	    (m->ents2 = ist_map_huge(m->cape * sizeof(*m->ents), 0)) == NULL ||
+	    (m->tmp = ist_map_huge(m->cape * sizeof(*m->tmp), 1u << 20)) ==
 	    NULL ||
 	    (m->count = malloc(65536 * sizeof(*m->count))) == NULL)
 		return -1;

@@ -103,6 +103,15 @@ int ist_idmap_put(uint32_t **map, size_t *n, uint32_t id, uint32_t val);
  * doubled when full; -1 out of memory (*p as it was). */
 int ist_room(void **p, size_t *cap, size_t n, size_t size);
 
+/* n bytes of zeroed memory mapped on their own, on a 2 MiB boundary and,
+ * past their first `small` bytes (rounded up to 2 MiB), in transparent
+ * huge pages where the kernel gives them on request ("madvise", Debian's
+ * default): filling them takes a page fault every 2 MiB rather than every
+ * 4 KiB.  NULL when out of memory; given back with ist_unmap_huge (p may
+ * be NULL). */
+void *ist_map_huge(size_t n, size_t small);
+void ist_unmap_huge(void *p, size_t n);
+
 static inline const struct ist_strent *
 ist_strtab_get(const struct ist_strtab *t, uint32_t id)
 {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "internal.h"
 
@@ -250,6 +251,37 @@ ist_room(void **p, size_t *cap, size_t n, size_t size)
 	*p = q;
 	*cap = c;
 	return 0;
+}
+
+void *
+ist_map_huge(size_t n, size_t small)
+{
+	const uintptr_t huge = 2u << 20;
+	uint8_t *p, *a;
+
+	p = mmap(NULL, n + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+	    MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	/* on a 2 MiB boundary, the slack before and after given back */
+	a = (uint8_t *)(((uintptr_t)p + huge - 1) & ~(huge - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (a + n < p + n + huge)
+		munmap(a + n, (size_t)(p + n + huge - (a + n)));
+#ifdef MADV_HUGEPAGE
+	small = (small + huge - 1) & ~(huge - 1);
+	if (small < n)
+		(void)madvise(a + small, n - small, MADV_HUGEPAGE);
+#endif
+	return a;
+}
+
+void
+ist_unmap_huge(void *p, size_t n)
+{
+	if (p)
+		munmap(p, n);
 }
 
 int
