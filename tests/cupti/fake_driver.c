@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 __attribute__((visibility("default"))) int cuDriverGetVersion(int *v);
@@ -185,11 +186,19 @@ main(int argc, char **argv)
 			launch("after_dump_kernel", (uint32_t)(4000 + i));
 	} else if (strcmp(what, "exec") == 0) {
 		/* a CUDA program that becomes another (the same process):
-		 * what the first wrote, its frames closed within a second,
-		 * stays before the second's */
+		 * what the first wrote stays before the second's.  It waits
+		 * (a minute at most) for the collector's first frame, which
+		 * closes a second or more after these launches and holds
+		 * them */
+		char path[4200];
+		struct stat st;
 		for (int i = 0; i < 10; i++)
 			launch("before_exec_kernel", (uint32_t)(6000 + i));
-		usleep(2500000);
+		snprintf(path, sizeof(path), "%s/%ld-cupti.ist",
+		    getenv("INFERSCOPE_DIR"), (long)getpid());
+		for (int i = 0; i < 1200 && (stat(path, &st) != 0 ||
+		    st.st_size == 0); i++)
+			usleep(50000);
 		execl("/proc/self/exe", argv[0], "basic", (char *)NULL);
 		perror("fake_driver: exec");
 		return 1;
