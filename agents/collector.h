@@ -51,6 +51,8 @@ struct ist_ring {
 	/* the consumer's: only the writer thread writes these */
 	_Alignas(64) _Atomic uint64_t tail;
 	uint64_t reported;           /* dropped already written as loss */
+	uint64_t populated;          /* bytes of buf from its start faulted in
+	                              * by the writer (ring_populate) */
 	int64_t tid;
 	_Atomic int dead;            /* the thread has exited */
 	struct ist_ring *next;
