@@ -743,13 +743,22 @@ processes_json(struct ist_analyzer *a, json_t **command)
 			json_object_set_new(o, "rss_final_ns",
 			    json_integer(p->rss1_ts));
 		}
-		if (p->nr) {
-			/* steady-state growth: from a quarter to nine tenths
-			 * of the sampled life before teardown (start-up and
-			 * teardown left out) */
-			int64_t life = last_ts - p->rss0_ts;
-			int64_t ta = p->rss0_ts + life / 4;
-			int64_t tb = p->rss0_ts + life / 10 * 9;
+		/* its life: to the end of its last Python call, as RSS is
+		 * written when it changes and may stay put long before it */
+		int64_t life = (pre && p->py_end > last_ts ? p->py_end :
+		    last_ts) - p->rss0_ts;
+		int64_t ta = p->rss0_ts + life / 4;
+		int64_t tb = p->rss0_ts + life / 10 * 9;
+		/* start-up: the imports that began in the first half of it
+		 * (import torch grows a process by 200 MiB over seconds) */
+		for (uint32_t k = 0; k < p->nimps &&
+		    p->imps[k].s < p->rss0_ts + life / 2; k++)
+			if (p->imps[k].e > ta)
+				ta = p->imps[k].e;
+		if (p->nr && ta < tb) {
+			/* steady-state growth: from a quarter of the sampled
+			 * life before teardown, or the end of start-up if
+			 * later, to nine tenths of it */
 			int64_t tm = ta + (tb - ta) / 2;
 			int64_t va = p->rv[0], vb = p->rv[0], vm = p->rv[0];
 			for (uint32_t k = 0; k < p->nr; k++) {

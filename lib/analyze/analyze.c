@@ -84,18 +84,28 @@ an_proc_of(struct ist_analyzer *a, int64_t pid)
 	return p;
 }
 
-/* Thread t's Python activity ends at its py_last: its process's too. */
-int
-an_proc_py_end(struct ist_analyzer *a, struct thr *t)
+/* Thread t's process, found once; NULL when out of memory. */
+struct proc *
+an_thr_proc(struct ist_analyzer *a, struct thr *t)
 {
 	struct proc *p;
 
 	if (t->proc1 == 0) {
 		if ((p = an_proc_of(a, t->pid)) == NULL)
-			return -1;
+			return NULL;
 		t->proc1 = (uint32_t)(p - a->proc) + 1;
 	}
-	p = &a->proc[t->proc1 - 1];
+	return &a->proc[t->proc1 - 1];
+}
+
+/* Thread t's Python activity ends at its py_last: its process's too. */
+int
+an_proc_py_end(struct ist_analyzer *a, struct thr *t)
+{
+	struct proc *p = an_thr_proc(a, t);
+
+	if (p == NULL)
+		return -1;
 	if (t->py_last > p->py_end)
 		p->py_end = t->py_last;
 	return 0;
@@ -754,6 +764,7 @@ ist_analyzer_free(struct ist_analyzer *a)
 		free(a->proc[i].cmdline.p);
 		free(a->proc[i].rts);
 		free(a->proc[i].rv);
+		free(a->proc[i].imps);
 	}
 	free(a->proc);
 	an_u64map_release(&a->procmap);

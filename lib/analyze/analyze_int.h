@@ -121,6 +121,10 @@ struct proc {
 	int64_t py_end, rss_pre, rss_pre_ts;
 	int64_t *rts, *rv;       /* RSS samples, halved when full */
 	uint32_t nr, rstride, rskip;
+	/* its outermost imports on all its threads, overlapping ones as
+	 * one, by start: its start-up, which the steady state leaves out */
+	struct ispan { int64_t s, e; } *imps;
+	uint32_t nimps, capimps;
 	struct blob_copy { uint8_t *p; size_t n; } cmdline;
 };
 
@@ -439,6 +443,7 @@ void an_names_reader(struct an_names *nm, const struct ist_reader *r);
 void an_names_event(struct an_names *nm, const struct ist_event *ev);
 void an_names_release(struct an_names *nm);
 struct proc *an_proc_of(struct ist_analyzer *a, int64_t pid);
+struct proc *an_thr_proc(struct ist_analyzer *a, struct thr *t);
 int an_proc_py_end(struct ist_analyzer *a, struct thr *t);
 int64_t an_stat_of(struct u64map *m, void **arr, uint32_t *n, uint32_t *cap,
     size_t size, uint64_t key, bool *created);

@@ -317,6 +317,29 @@ python_call(struct ist_analyzer *a, struct thr *t,
 	return 0;
 }
 
+/* An outermost import of thread t, in its process's start-up spans: calls
+ * come by start, so one that starts before the last span ends joins it. */
+static int
+proc_import(struct ist_analyzer *a, struct thr *t, const struct ist_event *ev)
+{
+	struct proc *p = an_thr_proc(a, t);
+	struct ispan *l;
+
+	if (p == NULL)
+		return -1;
+	l = p->nimps ? &p->imps[p->nimps - 1] : NULL;
+	if (l && ev->start_ns <= l->e) {
+		if (ev->end_ns > l->e)
+			l->e = ev->end_ns;
+		return 0;
+	}
+	if ((l = an_push((void **)&p->imps, &p->nimps, &p->capimps,
+	    sizeof(*l))) == NULL)
+		return -1;
+	*l = (struct ispan){ ev->start_ns, ev->end_ns };
+	return 0;
+}
+
 static int
 cpu_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
     const struct ist_event *ev, int64_t name)
@@ -352,6 +375,9 @@ cpu_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
 	fs->count++;
 	if (fs->role == FN_IMPORT || fs->role == FN_MODULE)
 		import_frame(t, f, fs->role, (uint32_t)k);
+	if (fs->role == FN_IMPORT && ev->start_ns >= t->imp_end &&
+	    proc_import(a, t, ev) != 0)
+		return -1;
 	call_roles(t, f, fs, ev, dur);
 	fs->self += dur;
 	if (dur > fs->max)

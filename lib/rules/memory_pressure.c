@@ -140,8 +140,9 @@ const struct ist_rule ist_rule_memory_pressure = {
 	"host memory grows or nears physical memory; GPU memory nears full",
 	{
 		IST_PARAM(memory_pressure, growth_pct, 50,
-		    "RSS growth between a quarter and nine tenths of the "
-		    "process's life, percent"),
+		    "RSS growth in the steady state (a quarter, or the end "
+		    "of start-up's imports, to nine tenths of the process's "
+		    "life), percent"),
 		IST_PARAM(memory_pressure, growth_min_mb, 16,
 		    "and at least this many MiB"),
 		IST_PARAM(memory_pressure, peak_pct, 80,
