@@ -99,7 +99,7 @@ struct thr {
 	 * thread's last thread.cpu_ns sample (win_t, win_v), by function,
 	 * costed at the thread's CPU rate over that window when the next
 	 * sample closes it */
-	bool have_win;
+	bool have_win, win_read;     /* win_v was read, not assumed */
 	int64_t win_t, win_v;
 	struct u64map wmap;      /* function -> index + 1 in w */
 	struct wcost { uint32_t fn; int64_t ns; } *w;
