@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -574,14 +573,14 @@ ahead_release(struct rec_ahead *a)
 }
 
 /*
- * What was squeezed ahead of stream `name`, mapped at m (n bytes, fd's
- * file st), if it still holds: copied to out; the stream offset gather()
- * goes on from, 0 when it must do it all, or (size_t)-1 with *e set when
- * out could not be written.
+ * What was squeezed ahead of stream `name` (open as fd, n bytes, its file
+ * st), if it still holds: copied to out; the stream offset gather() goes
+ * on from, 0 when it must do it all, or (size_t)-1 with *e set when out
+ * could not be written.
  */
 static size_t
 ahead_out(struct rec_ahead *a, const char *name, const struct stat *st,
-    const uint8_t *m, size_t n, int out, int *err)
+    int fd, size_t n, int out, int *err)
 {
 	struct early *e = NULL;
 	char buf[65536], path[4400];
@@ -594,9 +593,12 @@ ahead_out(struct rec_ahead *a, const char *name, const struct stat *st,
 	if (e == NULL || e->broken || e->nm == 0 || e->dev != st->st_dev ||
 	    e->ino != st->st_ino || n < e->done)
 		return 0;
-	for (size_t i = 0; i < e->nm; i++)
-		if (memcmp(m + e->m[i].end - 4, e->m[i].last, 4) != 0)
+	for (size_t i = 0; i < e->nm; i++) {
+		uint8_t last[4];
+		if (pread(fd, last, 4, (off_t)(e->m[i].end - 4)) != 4 ||
+		    memcmp(last, e->m[i].last, 4) != 0)
 			return 0;
+	}
 	sq_path(a, e, path, sizeof(path));
 	if ((sq = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return 0;
@@ -625,6 +627,13 @@ ahead_out(struct rec_ahead *a, const char *name, const struct stat *st,
 
 /* ---- after the run ---- */
 
+/*
+ * The stream at path to out: the frames squeezed ahead, then the others,
+ * nz at a time, each on a thread of its own (the first on this one).  The
+ * stream is read, a window at a time, rather than mapped: a grandchild
+ * still writing it may cut it (a write that fails half-way is undone),
+ * and a mapping cut short kills the reader (SIGBUS) with the whole trace.
+ */
 enum ist_status
 rec_gather(const char *path, int out, struct sampler *s, struct rec_ahead *a,
     struct ist_error *err)
@@ -634,9 +643,10 @@ rec_gather(const char *path, int out, struct sampler *s, struct rec_ahead *a,
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int nz = cpus < 1 ? 1 : cpus > SQUEEZERS ? SQUEEZERS : (int)cpus;
 	const char *base = strrchr(path, '/');
+	struct ist_buf w = { 0 };          /* the window, from off */
+	size_t wsize = AHEAD_CHUNK;
 	struct stat st;
-	uint8_t *m;
-	size_t off = 0, from = 0, n;
+	size_t off = 0, n;
 	int e = 0;
 
 	base = base ? base + 1 : path;
@@ -646,42 +656,47 @@ rec_gather(const char *path, int out, struct sampler *s, struct rec_ahead *a,
 		return IST_OK;
 	}
 	n = (size_t)st.st_size;
-	if (n == 0) {
-		close(fd);
-		return IST_OK;
-	}
-	m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED) {
-		ist_seterr(err, IST_EIO, "cannot read '%s': %s", path,
-		    strerror(errno));
-		return IST_EIO;
-	}
 	/* the frames squeezed ahead, then the rest */
-	if ((off = ahead_out(a, base, &st, m, n, out, &e)) == (size_t)-1)
+	if ((off = ahead_out(a, base, &st, fd, n, out, &e)) == (size_t)-1)
 		off = n;
-	else if (a != NULL)
+	else if (a != NULL && n > 0)
 		rec_note(s, IST_NOTE_DEBUG, "%s: %zu of %zu bytes compressed "
 		    "while the program ran", base, off, n);
-	from = off;
-	/* nz frames at a time, each on a thread of its own (the first on
-	 * this one); frames kept as they are go out together, from `from` */
 	while (off < n && e == 0) {
+		size_t want = n - off < wsize ? n - off : wsize, at = 0, from;
+		bool whole = false;     /* what stopped it is no frame */
 		int k = 0, i;
 
-		for (; k < nz && off < n; k++) {
-			size_t fk = ZSTD_findFrameCompressedSize(m + off,
-			    n - off);
-			if (ZSTD_isError(fk))
+		if ((e = read_at(fd, &w, want, off)) != 0) {
+			ist_seterr(err, IST_EIO, "cannot read '%s': %s", path,
+			    strerror(e));
+			e = -1;
+			break;
+		}
+		for (; k < nz && at < w.n; k++) {
+			size_t fk = ZSTD_findFrameCompressedSize(w.p + at,
+			    w.n - at);
+			if (ZSTD_isError(fk)) {
+				whole = ZSTD_getErrorCode(fk) !=
+				    ZSTD_error_srcSize_wrong;
 				break;
-			z[k].f = m + off;
+			}
+			z[k].f = (const uint8_t *)w.p + at;
 			z[k].k = fk;
-			off += fk;
+			at += fk;
 			z[k].threaded = k > 0 && pthread_create(&z[k].t, NULL,
 			    squeeze, &z[k]) == 0;
 		}
-		if (k == 0)
+		if (k == 0) {
+			/* a frame bigger than the window, or one cut short
+			 * (the stream was cut, or ended abruptly) */
+			if (!whole && w.n == want && want < n - off &&
+			    wsize < 2 * (size_t)IST_MAX_FRAME) {
+				wsize *= 2;
+				continue;
+			}
 			break;
+		}
 		squeeze(&z[0]);
 		for (i = 1; i < k; i++) {
 			if (z[i].threaded)
@@ -689,29 +704,32 @@ rec_gather(const char *path, int out, struct sampler *s, struct rec_ahead *a,
 			else
 				squeeze(&z[i]);   /* no thread: here */
 		}
-		for (i = 0; i < k && e == 0; i++) {
-			size_t at = (size_t)(z[i].f - m);
+		/* each squeezed, or kept as it is with those beside it */
+		for (i = 0, from = 0; i < k && e == 0; i++) {
+			size_t fa = (size_t)(z[i].f - (const uint8_t *)w.p);
 			if (z[i].n == 0)
 				continue;
-			if (at > from)
-				e = ist_fd_sink(&out, m + from, at - from);
+			if (fa > from)
+				e = ist_fd_sink(&out, w.p + from, fa - from);
 			if (e == 0)
 				e = ist_fd_sink(&out, z[i].out.p, z[i].n);
-			from = at + z[i].k;
+			from = fa + z[i].k;
 		}
-		if (k < nz && off < n)
-			break;          /* a frame cut short */
+		if (e == 0 && at > from)
+			e = ist_fd_sink(&out, w.p + from, at - from);
+		off += at;
 	}
 	if (e == 0 && off < n)
 		rec_note(s, IST_NOTE_WARN, "the stream of process %.*s ended "
 		    "abruptly: its last %zu bytes (at most one second of "
 		    "events) are lost", (int)(strlen(base) - 4), base,
 		    n - off);
-	if (e == 0 && off > from)
-		e = ist_fd_sink(&out, m + from, off - from);
-	munmap(m, n);
+	close(fd);
+	ist_buf_release(&w);
 	for (int i = 0; i < nz; i++)
 		squeeze_free(&z[i]);
+	if (e == -1)
+		return IST_EIO;
 	if (e) {
 		ist_seterr(err, IST_EIO, "cannot write the trace: %s",
 		    strerror(e));

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -122,6 +123,62 @@ same(const char *name, struct rec_ahead *a, const char *what)
 	return eq;
 }
 
+/*
+ * A stream cut to nothing while it is gathered (a grandchild still writing
+ * it undoes a write that failed half-way): gathering goes on with what it
+ * can read, the frames squeezed ahead, where a mapping of the stream had
+ * killed is-record (SIGBUS) and the whole trace with it.  The trace goes
+ * into a pipe; its reader cuts the stream once gathering is writing, and
+ * the pipe, full, holds gathering there until then.
+ */
+static void
+cut_while_read(void)
+{
+	char path[600], out[600];
+	struct sampler s = { .fd = -1 };
+	struct rec_ahead *a;
+	struct ist_error e;
+	enum ist_status st;
+	off_t sq;
+	int p[2], status = 0;
+	pid_t pid;
+
+	append("4.ist", 0, 200000);
+	a = rec_ahead_start(dir, &(struct sampler){ .fd = -1,
+	    .sysfs = "/nonexistent" });
+	caught_up("4.ist");
+	rec_ahead_stop(a);
+	sq = size_of("4.ist.sq");
+	append("4.ist", 200000, 20000);         /* left for after the run */
+	snprintf(path, sizeof(path), "%s/4.ist", dir);
+	snprintf(out, sizeof(out), "%s/out4", dir);
+	if (pipe(p) != 0 || (pid = fork()) < 0)
+		return;
+	if (pid == 0) {
+		char buf[65536];
+		ssize_t k;
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		bool cut = false;
+		close(p[1]);
+		while ((k = read(p[0], buf, sizeof(buf))) > 0) {
+			if (!cut)
+				cut = truncate(path, 0) == 0;
+			if (write(fd, buf, (size_t)k) != k)
+				_exit(1);
+		}
+		_exit(cut ? 0 : 1);
+	}
+	close(p[0]);
+	st = rec_gather(path, p[1], &s, a, &e);
+	close(p[1]);
+	waitpid(pid, &status, 0);
+	ok(sq > 256 << 10 && st == IST_OK && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == 0 && size_of("out4") == sq,
+	    "a stream cut to nothing as it is gathered: %lld bytes out, the "
+	    "%lld squeezed ahead", (long long)size_of("out4"), (long long)sq);
+	rec_ahead_free(a);
+}
+
 int
 main(void)
 {
@@ -185,6 +242,7 @@ main(void)
 	    (long long)size_of("3.ist.sq"));
 	same("3.ist", a, "a stream stopped at mid-work");
 	rec_ahead_free(a);
+	cut_while_read();
 	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
 	if (system(path) != 0)
 		return 1;
