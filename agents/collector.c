@@ -302,13 +302,18 @@ ring_alloc(size_t size)
  * The first write to each 2 MiB page of a huge ring zeroes it: 50 to 150
  * us on this machine, which the recording thread took inside whatever
  * call it was recording (24 of fib(27)'s 318,798 leaf calls, of 0.2 us
- * each, took 20 us to 140 us).  The writer thread faults the pages in
- * ahead of the producer instead, RING_AHEAD bytes at most past its head,
- * so that memory still follows use.  MADV_POPULATE_WRITE (Linux 5.14)
- * faults pages in as a write would, without changing a byte, so it is safe
- * beside the producer's writes; where it fails, the producer faults them
- * in itself as before.
+ * each, took 20 us to 140 us).  Once a thread has written half a MiB, the
+ * writer thread faults its pages in ahead of it instead, RING_AHEAD bytes
+ * past its head: a pass of the writer over a busy ring can take tens of
+ * ms, while the producer goes on (1.5 MiB ahead was too little: fib(28)
+ * took 8 of its 12 faults all the same).  A thread that records little
+ * never has a page it does not use zeroed: `python -c pass` costs no
+ * more.  MADV_POPULATE_WRITE (Linux 5.14) faults pages in as a write
+ * would, without changing a byte, so it is safe beside the producer's
+ * writes; where it fails, the producer faults them in itself as before.
+ * A ring that has wrapped has been touched whole.
  */
+#define RING_PAGE (2u << 20)
 #define RING_AHEAD (8u << 20)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -317,17 +322,18 @@ ring_alloc(size_t size)
 static void
 ring_populate(struct ist_ring *r, uint64_t head)
 {
-	uint64_t want;
+	uint64_t want = (head + RING_AHEAD + RING_PAGE - 1) &
+	    ~(uint64_t)(RING_PAGE - 1);
 
-	if (r->size < RING_HUGE || r->populated >= r->size)
+	if (r->size < RING_HUGE || r->populated >= r->size ||
+	    head < RING_PAGE / 4)
 		return;
-	want = head + RING_AHEAD;
-	want = want < r->size ? (want + (2u << 20) - 1) & ~(uint64_t)((2u <<
-	    20) - 1) : r->size;
+	if (head >= r->size || want > r->size)
+		want = r->size;
 	if (want <= r->populated)
 		return;
-	if (madvise(r->buf + r->populated, want - r->populated,
-	    MADV_POPULATE_WRITE) != 0)
+	if (head < r->size && madvise(r->buf + r->populated, want -
+	    r->populated, MADV_POPULATE_WRITE) != 0)
 		want = r->size; /* an older kernel: let the producer do it */
 	r->populated = want;
 }

@@ -643,8 +643,8 @@ rec_gather(const char *path, int out, struct sampler *s, struct rec_ahead *a,
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int nz = cpus < 1 ? 1 : cpus > SQUEEZERS ? SQUEEZERS : (int)cpus;
 	const char *base = strrchr(path, '/');
-	struct ist_buf w = { 0 };          /* the window, from off */
-	size_t wsize = AHEAD_CHUNK;
+	struct ist_buf w = { 0 };          /* a window on the stream */
+	size_t wsize = 2u << 20, wbase = 0;
 	struct stat st;
 	size_t off = 0, n;
 	int e = 0;
@@ -662,16 +662,24 @@ rec_gather(const char *path, int out, struct sampler *s, struct rec_ahead *a,
 	else if (a != NULL && n > 0)
 		rec_note(s, IST_NOTE_DEBUG, "%s: %zu of %zu bytes compressed "
 		    "while the program ran", base, off, n);
+	/* the window holds the stream's bytes from wbase; off is in it */
 	while (off < n && e == 0) {
-		size_t want = n - off < wsize ? n - off : wsize, at = 0, from;
+		size_t at = off - wbase, from = at;
 		bool whole = false;     /* what stopped it is no frame */
 		int k = 0, i;
 
-		if ((e = read_at(fd, &w, want, off)) != 0) {
-			ist_seterr(err, IST_EIO, "cannot read '%s': %s", path,
-			    strerror(e));
-			e = -1;
-			break;
+		if (at >= w.n) {
+			size_t want = n - off < wsize ? n - off : wsize;
+			if ((e = read_at(fd, &w, want, off)) != 0) {
+				ist_seterr(err, IST_EIO, "cannot read '%s': %s",
+				    path, strerror(e));
+				e = -1;
+				break;
+			}
+			wbase = off;
+			at = from = 0;
+			if (w.n == 0)
+				break;  /* cut since */
 		}
 		for (; k < nz && at < w.n; k++) {
 			size_t fk = ZSTD_findFrameCompressedSize(w.p + at,
@@ -688,14 +696,19 @@ rec_gather(const char *path, int out, struct sampler *s, struct rec_ahead *a,
 			    squeeze, &z[k]) == 0;
 		}
 		if (k == 0) {
-			/* a frame bigger than the window, or one cut short
-			 * (the stream was cut, or ended abruptly) */
-			if (!whole && w.n == want && want < n - off &&
-			    wsize < 2 * (size_t)IST_MAX_FRAME) {
+			/* a frame that runs past the window: read again from
+			 * it, the window twice as big if it started there;
+			 * else one cut short (the stream was cut, or ended
+			 * abruptly) */
+			if (whole || wbase + w.n >= n)
+				break;
+			if (from == 0 && (wsize >= 2 * (size_t)IST_MAX_FRAME ||
+			    w.n < wsize))
+				break;
+			if (from == 0)
 				wsize *= 2;
-				continue;
-			}
-			break;
+			w.n = 0;
+			continue;
 		}
 		squeeze(&z[0]);
 		for (i = 1; i < k; i++) {
@@ -705,7 +718,7 @@ rec_gather(const char *path, int out, struct sampler *s, struct rec_ahead *a,
 				squeeze(&z[i]);   /* no thread: here */
 		}
 		/* each squeezed, or kept as it is with those beside it */
-		for (i = 0, from = 0; i < k && e == 0; i++) {
+		for (i = 0; i < k && e == 0; i++) {
 			size_t fa = (size_t)(z[i].f - (const uint8_t *)w.p);
 			if (z[i].n == 0)
 				continue;
@@ -717,7 +730,7 @@ rec_gather(const char *path, int out, struct sampler *s, struct rec_ahead *a,
 		}
 		if (e == 0 && at > from)
 			e = ist_fd_sink(&out, w.p + from, at - from);
-		off += at;
+		off = wbase + at;
 	}
 	if (e == 0 && off < n)
 		rec_note(s, IST_NOTE_WARN, "the stream of process %.*s ended "
