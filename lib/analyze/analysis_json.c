@@ -743,10 +743,12 @@ processes_json(struct ist_analyzer *a, json_t **command)
 			json_object_set_new(o, "rss_final_ns",
 			    json_integer(p->rss1_ts));
 		}
-		/* its life: to the end of its last Python call, as RSS is
-		 * written when it changes and may stay put long before it */
-		int64_t life = (pre && p->py_end > last_ts ? p->py_end :
-		    last_ts) - p->rss0_ts;
+		/* its life: to the end of its last Python call, or without
+		 * one to its last sample of any kind (its threads' CPU time
+		 * is written at every one), as RSS is written when it changes
+		 * and may stay put long before the end */
+		int64_t end = pre ? p->py_end : p->last_sample;
+		int64_t life = (end > last_ts ? end : last_ts) - p->rss0_ts;
 		int64_t ta = p->rss0_ts + life / 4;
 		int64_t tb = p->rss0_ts + life / 10 * 9;
 		/* start-up: the imports that began in the first half of it
