@@ -251,14 +251,40 @@ fn_role(const char *s)
 	return FN_PLAIN;
 }
 
-/* A call's share in its thread's imports and garbage collections. */
-static void
-call_roles(struct thr *t, const struct frame *f, const struct fstat *fs,
-    const struct ist_event *ev, int64_t dur)
+/* An outermost import of thread t, in its process's start-up spans: calls
+ * come by start, so one that starts before the last span ends joins it. */
+static int
+proc_import(struct ist_analyzer *a, struct thr *t, const struct ist_event *ev)
+{
+	struct proc *p = an_thr_proc(a, t);
+	struct ispan *l;
+
+	if (p == NULL)
+		return -1;
+	l = p->nimps ? &p->imps[p->nimps - 1] : NULL;
+	if (l && ev->start_ns <= l->e) {
+		if (ev->end_ns > l->e)
+			l->e = ev->end_ns;
+		return 0;
+	}
+	if ((l = an_push((void **)&p->imps, &p->nimps, &p->capimps,
+	    sizeof(*l))) == NULL)
+		return -1;
+	*l = (struct ispan){ ev->start_ns, ev->end_ns };
+	return 0;
+}
+
+/* A call's share in its thread's imports (and its process's start-up)
+ * and garbage collections; -1 when out of memory. */
+static int
+call_roles(struct ist_analyzer *a, struct thr *t, const struct frame *f,
+    const struct fstat *fs, const struct ist_event *ev, int64_t dur)
 {
 	/* calls start in order: one that starts before the current
 	 * outermost one ends is nested in it */
 	if (fs->role == FN_IMPORT && ev->start_ns >= t->imp_end) {
+		if (proc_import(a, t, ev) != 0)
+			return -1;
 		if (t->imp_n++ == 0)
 			t->imp_first = ev->start_ns;
 		t->imp_ns += dur;
@@ -288,6 +314,7 @@ call_roles(struct thr *t, const struct frame *f, const struct fstat *fs,
 			}
 		}
 	}
+	return 0;
 }
 
 /* A Python function's call: the thread's Python window and the CPU
@@ -314,29 +341,6 @@ python_call(struct ist_analyzer *a, struct thr *t,
 		t->cpu_py_end_ts = t->cpu1_ts;
 	}
 	t->py_self += dur;
-	return 0;
-}
-
-/* An outermost import of thread t, in its process's start-up spans: calls
- * come by start, so one that starts before the last span ends joins it. */
-static int
-proc_import(struct ist_analyzer *a, struct thr *t, const struct ist_event *ev)
-{
-	struct proc *p = an_thr_proc(a, t);
-	struct ispan *l;
-
-	if (p == NULL)
-		return -1;
-	l = p->nimps ? &p->imps[p->nimps - 1] : NULL;
-	if (l && ev->start_ns <= l->e) {
-		if (ev->end_ns > l->e)
-			l->e = ev->end_ns;
-		return 0;
-	}
-	if ((l = an_push((void **)&p->imps, &p->nimps, &p->capimps,
-	    sizeof(*l))) == NULL)
-		return -1;
-	*l = (struct ispan){ ev->start_ns, ev->end_ns };
 	return 0;
 }
 
@@ -375,10 +379,8 @@ cpu_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
 	fs->count++;
 	if (fs->role == FN_IMPORT || fs->role == FN_MODULE)
 		import_frame(t, f, fs->role, (uint32_t)k);
-	if (fs->role == FN_IMPORT && ev->start_ns >= t->imp_end &&
-	    proc_import(a, t, ev) != 0)
+	if (call_roles(a, t, f, fs, ev, dur) != 0)
 		return -1;
-	call_roles(t, f, fs, ev, dur);
 	fs->self += dur;
 	if (dur > fs->max)
 		fs->max = dur;

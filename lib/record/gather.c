@@ -103,6 +103,7 @@ squeeze_free(struct squeeze *z)
 #define AHEAD_STREAMS 4096
 #define AHEAD_ROOM (256u << 20)
 #define AHEAD_CHUNK (8u << 20)  /* read at a time */
+#define GATHER_WINDOW (2u << 20) /* read at a time after the run */
 
 struct mark {                   /* a frame squeezed ahead */
 	uint64_t end;           /* its end in the stream */
@@ -231,6 +232,17 @@ ahead_put(struct rec_ahead *a, struct early *e, int fd, const uint8_t *f,
 	return kept;
 }
 
+/* The length of the zstd frame at p (n bytes there) in *k: 1 when it is
+ * whole, 0 when it runs past them, -1 when p holds no frame. */
+static int
+frame_len(const void *p, size_t n, size_t *k)
+{
+	*k = ZSTD_findFrameCompressedSize(p, n);
+	if (!ZSTD_isError(*k))
+		return 1;
+	return ZSTD_getErrorCode(*k) == ZSTD_error_srcSize_wrong ? 0 : -1;
+}
+
 /* Up to want bytes of fd from at into b (b->n: how many), read rather
  * than mapped: a stream cut under a mapping would kill us (SIGBUS).
  * 0 or an errno value. */
@@ -304,14 +316,13 @@ ahead_stream(struct rec_ahead *a, struct early *e)
 			break;
 		while (off < a->buf.n && !stop_asked(a)) {
 			const uint8_t *f = (const uint8_t *)a->buf.p + off;
-			size_t k = ZSTD_findFrameCompressedSize(f,
-			    a->buf.n - off);
-			if (ZSTD_isError(k) && ZSTD_getErrorCode(k) !=
-			    ZSTD_error_srcSize_wrong) {
+			size_t k;
+			int whole = frame_len(f, a->buf.n - off, &k);
+			if (whole < 0) {
 				give_up(a, e);  /* not a frame: after */
 				break;
 			}
-			if (ZSTD_isError(k) || k < 4)
+			if (whole == 0 || k < 4)
 				break;          /* not whole yet */
 			if (!ahead_put(a, e, sq, f, k))
 				break;
@@ -644,7 +655,7 @@ rec_gather(const char *path, int out, struct sampler *s, struct rec_ahead *a,
 	int nz = cpus < 1 ? 1 : cpus > SQUEEZERS ? SQUEEZERS : (int)cpus;
 	const char *base = strrchr(path, '/');
 	struct ist_buf w = { 0 };          /* a window on the stream */
-	size_t wsize = 2u << 20, wbase = 0;
+	size_t wsize = GATHER_WINDOW, wbase = 0;
 	struct stat st;
 	size_t off = 0, n;
 	int e = 0;
@@ -664,9 +675,8 @@ rec_gather(const char *path, int out, struct sampler *s, struct rec_ahead *a,
 		    "while the program ran", base, off, n);
 	/* the window holds the stream's bytes from wbase; off is in it */
 	while (off < n && e == 0) {
-		size_t at = off - wbase, from = at;
-		bool whole = false;     /* what stopped it is no frame */
-		int k = 0, i;
+		size_t at = off - wbase, from = at, fk;
+		int whole = 1, k = 0, i;
 
 		if (at >= w.n) {
 			size_t want = n - off < wsize ? n - off : wsize;
@@ -682,13 +692,8 @@ rec_gather(const char *path, int out, struct sampler *s, struct rec_ahead *a,
 				break;  /* cut since */
 		}
 		for (; k < nz && at < w.n; k++) {
-			size_t fk = ZSTD_findFrameCompressedSize(w.p + at,
-			    w.n - at);
-			if (ZSTD_isError(fk)) {
-				whole = ZSTD_getErrorCode(fk) !=
-				    ZSTD_error_srcSize_wrong;
+			if ((whole = frame_len(w.p + at, w.n - at, &fk)) < 1)
 				break;
-			}
 			z[k].f = (const uint8_t *)w.p + at;
 			z[k].k = fk;
 			at += fk;
@@ -700,7 +705,7 @@ rec_gather(const char *path, int out, struct sampler *s, struct rec_ahead *a,
 			 * it, the window twice as big if it started there;
 			 * else one cut short (the stream was cut, or ended
 			 * abruptly) */
-			if (whole || wbase + w.n >= n)
+			if (whole < 0 || wbase + w.n >= n)
 				break;
 			if (from == 0 && (wsize >= 2 * (size_t)IST_MAX_FRAME ||
 			    w.n < wsize))
