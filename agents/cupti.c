@@ -71,6 +71,11 @@ static struct {
 	uint64_t dumps0;             /* dumps asked for before the flusher:
 	                              * those after are its own to write */
 	uint64_t bad_times_said;     /* conv.bad_times already in a loss */
+	/* correlation ids of the stream and event queries, written by
+	 * CUPTI's callback on the calling thread, read by the converter
+	 * (S.conv.queries): a query that found the work done comes back as
+	 * a sync record */
+	_Atomic uint32_t queries[IST_CUPTI_QUERIES];
 	uint64_t unwritten;          /* events after the writer failed */
 	char werr[IST_ERROR_MAX];    /* why it failed */
 } S = { .lock = PTHREAD_MUTEX_INITIALIZER, .blk = PTHREAD_MUTEX_INITIALIZER,
@@ -348,6 +353,11 @@ buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
 		for (int i = 0; i < n; i++)
 			put(&ev[i]);
 	}
+	for (int n = 8; n == 8; ) {
+		n = ist_cupti_flush_held(&S.conv, ev, 8);
+		for (int i = 0; i < n; i++)
+			put(&ev[i]);
+	}
 	bad_times_loss();
 	if (S.w) {
 		struct ist_error e;
@@ -407,31 +417,40 @@ flusher(void *arg)
 	return NULL;
 }
 
+/* A counter of the CUDA stream's own, at CUPTI's time g. */
+static void
+counter(const char *name, uint64_t v, uint64_t g)
+{
+	struct ist_event c;
+
+	ist_event_init(&c, IST_COUNTER);
+	c.pid = S.pid;
+	c.name = (struct ist_str){ name, strlen(name) };
+	c.ts_ns = (int64_t)g;
+	c.value_is_int = true;
+	c.ivalue = (int64_t)v;
+	IST_SET(&c, IST_F_PID);
+	IST_SET(&c, IST_F_NAME);
+	IST_SET(&c, IST_F_TS);
+	IST_SET(&c, IST_F_VALUE);
+	put(&c);
+}
+
 /* Overhead by kind, as counters: CUPTI's own cost for the data-quality
- * section, the driver's (JIT, lazy loading) as what it is. */
+ * section, the driver's (JIT, lazy loading) as what it is; and the
+ * operations whose end was mended (cupti_convert.h, hold_ops). */
 static void
 overhead_counters(void)
 {
 	uint64_t g = 0;
 
 	K.cuptiGetTimestamp(&g);
-	for (int k = 0; k < IST_CUPTI_OVH_N; k++) {
-		struct ist_event c;
-		if (S.conv.overhead_ns[k] == 0)
-			continue;
-		ist_event_init(&c, IST_COUNTER);
-		c.pid = S.pid;
-		c.name = (struct ist_str){ ist_cupti_overhead_names[k],
-		    strlen(ist_cupti_overhead_names[k]) };
-		c.ts_ns = (int64_t)g;
-		c.value_is_int = true;
-		c.ivalue = (int64_t)S.conv.overhead_ns[k];
-		IST_SET(&c, IST_F_PID);
-		IST_SET(&c, IST_F_NAME);
-		IST_SET(&c, IST_F_TS);
-		IST_SET(&c, IST_F_VALUE);
-		put(&c);
-	}
+	for (int k = 0; k < IST_CUPTI_OVH_N; k++)
+		if (S.conv.overhead_ns[k] != 0)
+			counter(ist_cupti_overhead_names[k],
+			    S.conv.overhead_ns[k], g);
+	if (S.conv.clipped)
+		counter("cupti.ops_clipped", S.conv.clipped, g);
 }
 
 /* Buffers handed to CUPTI that never came back, after the forced flush:
@@ -547,9 +566,11 @@ finish_from(bool flusher_thread)
 	/* the program may run on after exit handlers: tracing stops here */
 	stop_cupti();
 	pthread_mutex_lock(&S.lock);
-	n = ist_cupti_flush_pending(&S.conv, ev, IST_CUPTI_PENDING);
-	for (int i = 0; i < n; i++)
-		put(&ev[i]);
+	do {
+		n = ist_cupti_flush_pending(&S.conv, ev, IST_CUPTI_PENDING);
+		for (int i = 0; i < n; i++)
+			put(&ev[i]);
+	} while (n == IST_CUPTI_PENDING);
 	bad_times_loss();
 	taken_over_loss();
 	overhead_counters();
@@ -662,6 +683,23 @@ open_stream(bool ring, uint64_t budget)
  * runtime's call): with --capture-range api or cudaProfilerApi, they switch
  * recording in every recorded process, on as the start returns, off as
  * the stop is entered. */
+static bool
+is_query(CUpti_CallbackDomain d, CUpti_CallbackId id)
+{
+	if (d == CUPTI_CB_DOMAIN_RUNTIME_API)
+		return id == CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020 ||
+		    id == CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020 ||
+		    id == CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000;
+	return id == CUPTI_DRIVER_TRACE_CBID_cuEventQuery ||
+	    id == CUPTI_DRIVER_TRACE_CBID_cuStreamQuery ||
+	    id == CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz;
+}
+
+/* cudaProfilerStart/Stop (and the driver's cuProfilerStart/Stop, which the
+ * runtime's call): with --capture-range api or cudaProfilerApi, they switch
+ * recording in every recorded process, on as the start returns, off as
+ * the stop is entered.  Stream and event queries: their correlation ids,
+ * one store each, no lock. */
 static void CUPTIAPI
 on_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
     const void *data)
@@ -670,14 +708,52 @@ on_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
 	bool start;
 
 	(void)u;
+	if (d != CUPTI_CB_DOMAIN_RUNTIME_API && d != CUPTI_CB_DOMAIN_DRIVER_API)
+		return;
+	if (is_query(d, id)) {
+		if (cd->callbackSite == CUPTI_API_EXIT)
+			atomic_store_explicit(&S.queries[cd->correlationId %
+			    IST_CUPTI_QUERIES], cd->correlationId,
+			    memory_order_relaxed);
+		return;
+	}
 	if (d == CUPTI_CB_DOMAIN_RUNTIME_API)
 		start = id == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000;
-	else if (d == CUPTI_CB_DOMAIN_DRIVER_API)
-		start = id == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
 	else
-		return;
+		start = id == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
 	if (cd->callbackSite == (start ? CUPTI_API_EXIT : CUPTI_API_ENTER))
 		(void)ist_capture_switch(start, IST_CW_CUDA, 0, false);
+}
+
+/* The queries' callbacks: without them, their sync records stay (and
+ * count as syncs of no length). */
+static void
+queries(void)
+{
+	static const struct { CUpti_CallbackDomain d; CUpti_CallbackId id; }
+	    cb[] = {
+		{ CUPTI_CB_DOMAIN_RUNTIME_API,
+		  CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020 },
+		{ CUPTI_CB_DOMAIN_RUNTIME_API,
+		  CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020 },
+		{ CUPTI_CB_DOMAIN_RUNTIME_API,
+		  CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000 },
+		{ CUPTI_CB_DOMAIN_DRIVER_API,
+		  CUPTI_DRIVER_TRACE_CBID_cuEventQuery },
+		{ CUPTI_CB_DOMAIN_DRIVER_API,
+		  CUPTI_DRIVER_TRACE_CBID_cuStreamQuery },
+		{ CUPTI_CB_DOMAIN_DRIVER_API,
+		  CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz },
+	};
+	bool all = true;
+
+	if (!S.subscribed || K.cuptiEnableCallback == NULL)
+		return;
+	for (size_t i = 0; i < sizeof(cb) / sizeof(*cb); i++)
+		all = K.cuptiEnableCallback(1, S.sub, cb[i].d, cb[i].id) ==
+		    CUPTI_SUCCESS && all;
+	if (all)
+		S.conv.queries = S.queries;
 }
 
 static void
@@ -722,6 +798,7 @@ subscribe(void)
 	if (r == CUPTI_SUCCESS) {
 		S.subscribed = true;
 		profiler_api();
+		queries();
 		return 0;
 	}
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
@@ -817,6 +894,7 @@ InitializeInjection(void)
 	ist_cupti_conv_init(&S.conv, S.pid);
 	S.conv.api_version = K.version;
 	S.conv.api_name = api_name;
+	S.conv.hold_ops = true;
 	S.conv.pcie_gbps = pcie_gbps;
 	if (start_cupti(budget) != 0) {
 		stop_cupti();

@@ -1,5 +1,6 @@
 /* cupti_convert.c - CUPTI activity records to trace events (see .h). */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,17 @@
 void
 ist_cupti_conv_init(struct ist_cupti_conv *c, int64_t pid)
 {
+	void *so;
+
 	memset(c, 0, sizeof(*c));
 	c->pid = pid;
+	/* the program's libstdc++ (a CUDA program has it, loaded local to
+	 * the library that needed it, out of a weak symbol's reach), else
+	 * one of the system's */
+	if ((so = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD)) == NULL)
+		so = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+	if (so != NULL)
+		*(void **)&c->demangle = dlsym(so, "__cxa_demangle");
 }
 
 /*
@@ -158,10 +168,6 @@ memcpy_event(struct ist_cupti_conv *c, const ist_memcpy_rec *m,
 
 /* ---- one function per kind of record ---- */
 
-/* libstdc++'s, which every CUDA program loads; absent, names stay mangled */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *n,
-    int *status) __attribute__((weak));
-
 /* A kernel's name as its source spells it ("void gemm<float>(...)"). */
 static const char *
 kernel_name(struct ist_cupti_conv *c, const char *name)
@@ -171,9 +177,9 @@ kernel_name(struct ist_cupti_conv *c, const char *name)
 
 	if (name == NULL)
 		return "(unnamed kernel)";
-	if (name[0] != '_' || name[1] != 'Z' || __cxa_demangle == NULL)
+	if (name[0] != '_' || name[1] != 'Z' || c->demangle == NULL)
 		return name;
-	d = __cxa_demangle(name, c->demangled, &c->demangled_cap, &st);
+	d = c->demangle(name, c->demangled, &c->demangled_cap, &st);
 	if (d == NULL || st != 0)
 		return name;
 	c->demangled = d;
@@ -302,6 +308,12 @@ sync_record(struct ist_cupti_conv *c, const ist_sync_rec *s,
 		return 0;
 	}
 #endif
+	if (c->queries != NULL && s->correlationId != 0 &&
+	    atomic_load_explicit(&c->queries[s->correlationId %
+	    IST_CUPTI_QUERIES], memory_order_relaxed) == s->correlationId) {
+		c->query_syncs++;
+		return 0;
+	}
 	if (c->recent[slot].corr == s->correlationId && s->correlationId != 0)
 		return sync_event(c, s, c->recent[slot].tid, out);
 	if (c->npending == IST_CUPTI_PENDING) {
@@ -421,6 +433,85 @@ overhead(struct ist_cupti_conv *c, const CUpti_ActivityOverhead3 *o)
 	c->overhead_ns[k] += o->end - o->start;
 }
 
+/* ---- each stream's last operation, held (hold_ops) ---- */
+
+/* Keeps a copy of name in *buf (grown as needed); false without memory. */
+static bool
+keep_name(char **buf, size_t *cap, struct ist_str *name)
+{
+	if (name->n + 1 > *cap) {
+		size_t want = name->n + 1 < 256 ? 256 : 2 * (name->n + 1);
+		char *p = realloc(*buf, want);
+		if (p == NULL)
+			return false;
+		*buf = p;
+		*cap = want;
+	}
+	if (name->n)
+		memcpy(*buf, name->p, name->n);
+	(*buf)[name->n] = '\0';
+	name->p = *buf;
+	return true;
+}
+
+/*
+ * The n (0 or 1) operations in out[0] go through the stream's slot: the
+ * one held before comes out, mended if the new one shows its end lies,
+ * and the new one is held, unless a CUDA graph ran it (a graph's nodes
+ * may overlap: only what comes before one is checked against it).
+ */
+static int
+held_op(struct ist_cupti_conv *c, int n, struct ist_event *out, int max)
+{
+	struct ist_cupti_held *h = NULL, *fr = NULL;
+	struct ist_event e;
+	bool graph;
+	int k = 0;
+
+	if (!c->hold_ops || n != 1 || max < 2)
+		return n;
+	e = out[0];
+	graph = IST_HAS(&e, IST_F_GRAPH_ID);
+	for (int i = 0; i < IST_CUPTI_HELD; i++) {
+		if (!c->held[i].used) {
+			if (fr == NULL)
+				fr = &c->held[i];
+		} else if (c->held[i].ev.device == e.device &&
+		    c->held[i].ev.stream == e.stream) {
+			h = &c->held[i];
+			break;
+		}
+	}
+	if (h != NULL) {
+		struct ist_event *p = &h->ev;
+		/* a stream runs in order: what outlasts all of the next
+		 * operation did not run that long */
+		if (p->end_ns > e.start_ns && p->end_ns > e.end_ns &&
+		    e.start_ns >= p->start_ns) {
+			p->end_ns = e.start_ns;
+			c->clipped++;
+		}
+		out[k] = *p;
+		if (p->name.n && !keep_name(&c->out_name, &c->out_cap,
+		    &out[k].name))
+			out[k].name.n = 0;
+		k++;
+		h->used = false;
+		fr = h;
+	}
+	if (graph || fr == NULL) {
+		out[k++] = e;
+		return k;
+	}
+	fr->ev = e;
+	if (e.name.n && !keep_name(&fr->name, &fr->cap, &fr->ev.name)) {
+		out[k++] = e;          /* no memory: it passes unchecked */
+		return k;
+	}
+	fr->used = true;
+	return k;
+}
+
 int
 ist_cupti_convert(struct ist_cupti_conv *c, const CUpti_Activity *rec,
     struct ist_event *out, int max)
@@ -432,15 +523,15 @@ ist_cupti_convert(struct ist_cupti_conv *c, const CUpti_Activity *rec,
 	switch (rec->kind) {
 	case CUPTI_ACTIVITY_KIND_KERNEL:
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-		return kernel(c, r, out);
+		return held_op(c, kernel(c, r, out), out, max);
 	case CUPTI_ACTIVITY_KIND_MEMCPY:
-		return memcpy_event(c, r, out);
+		return held_op(c, memcpy_event(c, r, out), out, max);
 	case CUPTI_ACTIVITY_KIND_MEMCPY2:
-		return GPU_BYTES(c, IST_D2D_COPY,
-		    (const CUpti_ActivityMemcpyPtoP4 *)r, out);
+		return held_op(c, GPU_BYTES(c, IST_D2D_COPY,
+		    (const CUpti_ActivityMemcpyPtoP4 *)r, out), out, max);
 	case CUPTI_ACTIVITY_KIND_MEMSET:
-		return GPU_BYTES(c, IST_MEMSET, (const CUpti_ActivityMemset4 *)r,
-		    out);
+		return held_op(c, GPU_BYTES(c, IST_MEMSET,
+		    (const CUpti_ActivityMemset4 *)r, out), out, max);
 	case CUPTI_ACTIVITY_KIND_RUNTIME:
 	case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API:
 		/* internal launches (cuBLAS, cuDNN) are runtime calls too:
@@ -474,6 +565,21 @@ ist_cupti_flush_pending(struct ist_cupti_conv *c, struct ist_event *out,
 		c->phead = (c->phead + 1) % IST_CUPTI_PENDING;
 		c->npending--;
 	}
+	return n + ist_cupti_flush_held(c, out + n, max - n);
+}
+
+int
+ist_cupti_flush_held(struct ist_cupti_conv *c, struct ist_event *out,
+    int max)
+{
+	int n = 0;
+
+	/* each held name stays in its slot, valid until the next call */
+	for (int i = 0; i < IST_CUPTI_HELD && n < max; i++)
+		if (c->held[i].used) {
+			out[n++] = c->held[i].ev;
+			c->held[i].used = false;
+		}
 	return n;
 }
 
@@ -483,6 +589,13 @@ ist_cupti_conv_release(struct ist_cupti_conv *c)
 	free(c->demangled);
 	c->demangled = NULL;
 	c->demangled_cap = 0;
+	for (int i = 0; i < IST_CUPTI_HELD; i++) {
+		free(c->held[i].name);
+		c->held[i] = (struct ist_cupti_held){ 0 };
+	}
+	free(c->out_name);
+	c->out_name = NULL;
+	c->out_cap = 0;
 }
 
 double

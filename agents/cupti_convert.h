@@ -7,6 +7,8 @@
 #ifndef IST_CUPTI_CONVERT_H
 #define IST_CUPTI_CONVERT_H
 
+#include <stdatomic.h>
+
 #include <cupti_activity.h>
 #include <cupti_version.h>
 
@@ -58,6 +60,11 @@ extern const char *const ist_cupti_overhead_names[IST_CUPTI_OVH_N];
 #define IST_GPU_UUID_LEN 41
 void ist_gpu_uuid(char out[IST_GPU_UUID_LEN], const uint8_t u[16]);
 
+/* The size of the queries table (a power of two). */
+#define IST_CUPTI_QUERIES 4096
+/* Streams whose last operation is held (hold_ops); others pass at once. */
+#define IST_CUPTI_HELD 64
+
 struct ist_cupti_conv {
 	int64_t pid;
 	/* the loaded CUPTI's cuptiGetVersion(): what its records hold */
@@ -84,7 +91,30 @@ struct ist_cupti_conv {
 	char uuid_buf[IST_GPU_UUID_LEN];
 	char *demangled;         /* the last kernel name demangled */
 	size_t demangled_cap;
+	/* libstdc++'s __cxa_demangle, found at init (NULL: names stay
+	 * mangled) */
+	char *(*demangle)(const char *, char *, size_t *, int *);
+	/* correlation ids of cudaEventQuery/cudaStreamQuery calls (and the
+	 * driver's), by id modulo IST_CUPTI_QUERIES, or NULL: CUDA 13
+	 * reports a query that found the work done as a sync record, which
+	 * waited for nothing */
+	const _Atomic uint32_t *queries;
+	uint64_t query_syncs;    /* sync records of queries, left out */
+	/* hold_ops: each stream's last operation is held back until the
+	 * next on that stream comes (ist_cupti_flush_pending gives the
+	 * rest), so that an end that lies can be seen and mended */
+	bool hold_ops;
+	struct ist_cupti_held {
+		bool used;
+		struct ist_event ev;
+		char *name;
+		size_t cap;
+	} held[IST_CUPTI_HELD];
+	char *out_name;          /* the name of the event given out */
+	size_t out_cap;
+	uint64_t clipped;        /* operations whose end was mended */
 };
+
 
 void ist_cupti_conv_init(struct ist_cupti_conv *c, int64_t pid);
 void ist_cupti_conv_release(struct ist_cupti_conv *c);
@@ -99,8 +129,24 @@ void ist_cupti_conv_release(struct ist_cupti_conv *c);
 int ist_cupti_convert(struct ist_cupti_conv *c, const CUpti_Activity *rec,
     struct ist_event *out, int max);
 
-/* Sync records still waiting, with the thread unknown (the process's). */
+/*
+ * With hold_ops, a stream's operations come out one behind, within one
+ * buffer of records (CUPTI delivers a stream's in order): an operation
+ * (not a CUDA graph's) that outlasts the whole of the next one on its
+ * stream, which a stream runs in order, has an end that lies (CUPTI 13.0
+ * gave a process's first device-to-device copy, 8 bytes, 225-415 ms on an
+ * H200): it ends where the next one starts, counted in clipped.
+ *
+ * Sync records still waiting, with the thread unknown (the process's), and
+ * with hold_ops the operations held: call it at the end until it gives
+ * fewer than max.
+ */
 int ist_cupti_flush_pending(struct ist_cupti_conv *c, struct ist_event *out,
+    int max);
+
+/* The operations held (hold_ops) alone, at the end of a buffer: none is
+ * held across buffers, so an exec or a kill loses none. */
+int ist_cupti_flush_held(struct ist_cupti_conv *c, struct ist_event *out,
     int max);
 
 /* The length of an API call's name without the entry point's version that

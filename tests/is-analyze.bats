@@ -58,6 +58,18 @@ fired() {
 	assert_equal "$(q '.verdict.classification')" GPU-bound
 }
 
+@test "a GPU-bound loop after a slow model load is GPU-bound: the verdict weighs the median step, not the load's idle GPU" {
+	# seen on an H200: 20 steps 95% busy after 0.7 s of loading read as
+	# CPU-bound (the active window 82.6% busy)
+	an gpu_bound_after_load
+	assert_equal "$(q '.devices[0].busy_pct')" 32.83
+	assert_equal "$(fired gpu_idle)" 1
+	assert_equal "$(q '.verdict.classification')" GPU-bound
+	assert_equal "$(q '.verdict.confidence')" 0.77
+	run q .verdict.reason
+	assert_output --partial "the GPU is busy 95.0% of the median step (10 steps; 32.8% of the active window, with what came before the first)"
+}
+
 @test "transfer fires on copy time, link saturation and pageable memory" {
 	an transfer
 	assert_equal "$(fired transfer time)" 1

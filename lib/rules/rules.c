@@ -410,9 +410,16 @@ by_severity(const void *x, const void *y)
 	return strcmp(ist_jstr(a, "rule"), ist_jstr(b, "rule"));
 }
 
+/* The steps the verdict needs to judge by the median step */
+#define STEPS_MIN 3
+
 /* What the verdict weighs, gathered from the analysis and the findings. */
 struct facts {
 	double busy, active, copy, kern, best_util, imp, wall;
+	/* the steps' median GPU busy time and wall time: the steady state,
+	 * without the loading before the first step (0: no steps) */
+	double step_busy, step_wall;
+	json_int_t steps;
 	double best_run, run_wait, cpu_all;
 	const json_t *gil, *rq;
 	bool idle, xfer, gpu;
@@ -433,6 +440,14 @@ gather(const json_t *an, const json_t *findings, struct facts *x)
 
 	memset(x, 0, sizeof(*x));
 	x->wall = ist_jnum(json_object_get(an, "run"), "wall_ns");
+	t = json_object_get(an, "steps");
+	if (json_is_object(t) && ist_jnum(t, "measured") >= STEPS_MIN &&
+	    json_is_object(json_object_get(t, "gpu_busy"))) {
+		x->steps = (json_int_t)ist_jnum(t, "measured");
+		x->step_busy = ist_jnum(json_object_get(t, "gpu_busy"),
+		    "p50_ns");
+		x->step_wall = ist_jnum(json_object_get(t, "wall"), "p50_ns");
+	}
 	json_array_foreach(json_object_get(an, "devices"), i, d) {
 		if (ist_jnum(d, "ops") == 0)
 			continue;
@@ -471,11 +486,14 @@ gather(const json_t *an, const json_t *findings, struct facts *x)
 	}
 }
 
-/* A run with GPU activity: which side held the other up. */
+/* A run with GPU activity: which side held the other up.  Busy is the
+ * median step's where the run has steps (loading a model keeps the GPU
+ * idle for seconds before the first), else the active window's. */
 static const char *
 gpu_class(const struct facts *x, double *conf, char *reason, size_t rn)
 {
 	double b = x->active > 0 ? x->busy / x->active : 0;
+	double sb = x->step_wall > 0 ? x->step_busy / x->step_wall : -1;
 
 	if (x->xfer && x->copy >= x->kern) {
 		*conf = 0.6 + 0.3 * (x->copy / (x->copy + x->kern + 1));
@@ -483,7 +501,15 @@ gpu_class(const struct facts *x, double *conf, char *reason, size_t rn)
 		    "busy time", 100 * x->copy / (x->busy > 0 ? x->busy : 1));
 		return "transfer-bound";
 	}
-	if (b >= 0.9) {
+	if (sb >= 0.9) {
+		*conf = 0.6 + 3.5 * (sb > 1 ? 0.1 : sb - 0.9);
+		snprintf(reason, rn, "the GPU is busy %.1f%% of the median "
+		    "step (%lld steps; %.1f%% of the active window, with what "
+		    "came before the first)", 100 * sb, (long long)x->steps,
+		    100 * b);
+		return "GPU-bound";
+	}
+	if (b >= 0.9 && sb < 0) {
 		*conf = 0.6 + 3.5 * (b - 0.9);
 		snprintf(reason, rn, "the GPU is busy %.1f%% of the active "
 		    "window", 100 * b);

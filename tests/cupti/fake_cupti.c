@@ -68,6 +68,7 @@ static const struct { int driver; uint32_t id; const char *name; } names[] = {
 	RT(cudaLaunchKernel_v7000), RT(cudaGetDevice_v3020),
 	RT(cudaMemcpyAsync_v3020), RT(cudaStreamSynchronize_v3020),
 	RT(cudaEventQuery_v3020), RT(cudaGraphLaunch_v10000),
+	RT(cudaStreamQuery_v3020),
 	DR(cuLaunchKernel), DR(cuCtxGetCurrent), DR(cuMemcpyHtoD_v2),
 	DR(cuStreamSynchronize), RT(cudaProfilerStart_v4000),
 	RT(cudaProfilerStop_v4000), DR(cuProfilerStart), DR(cuProfilerStop),

@@ -106,6 +106,11 @@ basic(void)
 	t = now();
 	api("cudaEventQuery_v3020", t, t + 50, 7);
 	sync_(1 /* EVENT_SYNCHRONIZE */, t + 5, t + 40, 7, 600);
+	/* CUDA 13 (seen on an H200): a query that finds the work done is
+	 * a sync record that returned success */
+	t = now();
+	api("cudaStreamQuery_v3020", t, t + 50, 8);
+	sync_(3 /* STREAM_SYNCHRONIZE */, t + 5, t + 40, 8, 0);
 }
 
 static void *

@@ -14,12 +14,6 @@
 
 #define PID 4242
 
-/* libstdc++'s, which the converter takes weakly (as a CUDA program has it
- * loaded): a strong reference here links it in */
-extern char *__cxa_demangle(const char *, char *, size_t *, int *);
-char *(*volatile keep_demangle)(const char *, char *, size_t *, int *) =
-    __cxa_demangle;
-
 static const char *
 names(void *ctx, bool driver, uint32_t cbid)
 {
@@ -618,6 +612,100 @@ pcie_by_uuid(void)
 	ok(system(p) == 0, "tree removed");
 }
 
+static void
+kernel_rec(ist_kernel_rec *k, uint32_t stream, uint64_t s, uint64_t e,
+    const char *name)
+{
+	memset(k, 0, sizeof(*k));
+	k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k->start = s;
+	k->end = e;
+	k->streamId = stream;
+	k->correlationId = (uint32_t)s;
+	k->name = name;
+}
+
+/* Seen on an H200 (CUDA 13.0, torch 2.11): a process's first 8-byte
+ * device-to-device copy reported as 225-415 ms long, outlasting the
+ * kernels after it on its stream, and CUDA 13's successful queries as
+ * syncs. */
+static void
+held_and_queries(void)
+{
+	static _Atomic uint32_t q[IST_CUPTI_QUERIES];
+	struct ist_cupti_conv c;
+	struct ist_event ev[8];
+	ist_kernel_rec k;
+	ist_memcpy_rec m;
+	ist_sync_rec s;
+	int n;
+
+	ist_cupti_conv_init(&c, PID);
+	c.api_version = 130001;
+	c.hold_ops = true;
+	kernel_rec(&k, 7, 1000, 2000, "k1");
+	ok(ist_cupti_convert(&c, (CUpti_Activity *)&k, ev, 8) == 0,
+	    "held: a stream's operation waits for the next");
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+	m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+	m.bytes = 8;
+	m.start = 3000;
+	m.end = 275563000;
+	m.streamId = 7;
+	m.correlationId = 3552;
+	n = ist_cupti_convert(&c, (CUpti_Activity *)&m, ev, 8);
+	ok(n == 1 && str_is(ev[0].name, "k1") && ev[0].end_ns == 2000,
+	    "held: the one before comes out as it was");
+	kernel_rec(&k, 7, 3100, 3200, "k2");
+	n = ist_cupti_convert(&c, (CUpti_Activity *)&k, ev, 8);
+	ok(n == 1 && ev[0].type == IST_D2D_COPY && ev[0].start_ns == 3000 &&
+	    ev[0].end_ns == 3100 && c.clipped == 1, "held: a copy that "
+	    "outlasts the next kernel on its stream ends where it starts");
+	kernel_rec(&k, 9, 3150, 3300, "k3");
+	ok(ist_cupti_convert(&c, (CUpti_Activity *)&k, ev, 8) == 0,
+	    "held: another stream has its own");
+	kernel_rec(&k, 7, 3300, 3400, "graph node");
+	k.graphId = 5;
+	n = ist_cupti_convert(&c, (CUpti_Activity *)&k, ev, 8);
+	ok(n == 2 && str_is(ev[0].name, "k2") && ev[0].end_ns == 3200 &&
+	    str_is(ev[1].name, "graph node"), "held: a graph's kernel checks "
+	    "what came before it and passes at once");
+	/* overlapping, not containing (programmatic dependent launch):
+	 * no lie shown */
+	kernel_rec(&k, 7, 4000, 5000, "primary");
+	(void)ist_cupti_convert(&c, (CUpti_Activity *)&k, ev, 8);
+	kernel_rec(&k, 7, 4500, 6000, "secondary");
+	n = ist_cupti_convert(&c, (CUpti_Activity *)&k, ev, 8);
+	ok(n == 1 && ev[0].end_ns == 5000 && c.clipped == 1,
+	    "held: an overlap that does not contain the next stays");
+	n = ist_cupti_flush_held(&c, ev, 8);
+	ok(n == 2 && ((str_is(ev[0].name, "k3") &&
+	    str_is(ev[1].name, "secondary")) || (str_is(ev[1].name, "k3") &&
+	    str_is(ev[0].name, "secondary"))), "held: the end of a buffer "
+	    "gives out every stream's last");
+	ok(ist_cupti_flush_held(&c, ev, 8) == 0, "held: then none");
+
+	/* a query that found the work done: a sync record that returned
+	 * success, known by its correlation id */
+	c.queries = q;
+	q[901 % IST_CUPTI_QUERIES] = 901;
+	memset(&s, 0, sizeof(s));
+	s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+	s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+	s.start = 100;
+	s.end = 200;
+	s.correlationId = 901;
+	ok(ist_cupti_convert(&c, (CUpti_Activity *)&s, ev, 8) == 0 &&
+	    c.query_syncs == 1 && c.npending == 0, "a query's sync record "
+	    "is no sync");
+	s.correlationId = 901 + IST_CUPTI_QUERIES;
+	(void)ist_cupti_convert(&c, (CUpti_Activity *)&s, ev, 8);
+	ok(c.query_syncs == 1 && c.npending == 1, "a sync in a query's "
+	    "slot, not a query's, is kept");
+	ist_cupti_conv_release(&c);
+}
+
 int
 main(void)
 {
@@ -645,5 +733,6 @@ main(void)
 	ist_cupti_conv_release(&c);
 	cupti12_sync();
 	pcie_by_uuid();
+	held_and_queries();
 	return done();
 }

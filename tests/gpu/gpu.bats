@@ -3,6 +3,9 @@
 # with a CUDA device and PyTorch built for it.
 
 load ../helpers
+# helpers.bash takes the folder above the test file for the root
+ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+cd "$ROOT"
 
 @test "the GPU example runs and its report names the GPU scopes" {
 	python3 -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' ||
@@ -81,4 +84,67 @@ PY
 	run jq -r '[.kernels[] | select(.name | test("mul|Mul")) |
 	    select(.name | test("gemm|sgemm|cutlass") | not) | .count] | add // 0' a.json
 	[ "$output" -le 7 ] || fail "$output elementwise multiplies analysed"
+}
+
+# gpu_ready: a CUDA device that python3's torch sees, or the test fails
+gpu_ready() {
+	python3 -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' ||
+	    fail "no CUDA device visible to python3's torch"
+}
+
+# probe NAME: one of tests/gpu/cuda_probes.py's probes
+probe() {
+	gpu_ready
+	run python3 "$ROOT/tests/gpu/cuda_probes.py" "$BATS_TEST_TMPDIR" "$1" \
+	    "${IST_GPU_FIGURES:+$IST_GPU_FIGURES/probes.json}"
+	echo "$output"
+	assert_success
+}
+
+@test "the CUDA stream names its CUPTI, and each device its UUID as nvidia-smi does" {
+	probe version
+}
+
+@test "a program that exits with work queued: no zero or backwards times, every kernel recorded or counted lost" {
+	probe exit_unsynced
+}
+
+@test "Event.query() and Stream.query() polls are no synchronisations" {
+	probe query_loop
+}
+
+@test "a synchronous cudaMemcpy: its pageable D2H copy, and a memcpy sync" {
+	probe memcpy
+}
+
+@test "torch.profiler started and stopped inside a recorded run: kernels before and after it, or a loss that says so" {
+	probe profiler_inside
+}
+
+@test "pinned host memory is no GPU memory" {
+	probe pinned
+}
+
+@test "a CUDA graph replayed 50 times: its kernels, each linked to cudaGraphLaunch" {
+	probe graph
+}
+
+@test "a CUDA parent forks a child that exits: the parent's kernels go on being recorded" {
+	probe fork
+}
+
+@test "a spawned child using the GPU lands in the same trace, on the same GPU and clock" {
+	probe spawn
+}
+
+@test "a CUDA collector that cannot load leaves the program running" {
+	probe bad_injection
+}
+
+@test "a small transformer served step by step: kernels, copies, syncs and NVTX against Kineto and the program's clock; overhead against torch.profiler; host- and GPU-bound verdicts" {
+	gpu_ready
+	run python3 "$ROOT/tests/gpu/serve_check.py" "$BATS_TEST_TMPDIR" \
+	    "${IST_GPU_FIGURES:+$IST_GPU_FIGURES/serve.json}"
+	echo "$output"
+	assert_success
 }

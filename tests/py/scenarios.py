@@ -285,6 +285,24 @@ def scenario(name):
             ev.append(copy("d2h_copy", t + 150_000, t + 290_000, 4096, True,
                            1000 + i))
         ev.sort(key=tkey)
+    elif name == "gpu_bound_after_load":
+        # a model loaded for 20 ms (one 10 us copy at 1 ms, the GPU idle
+        # after it), then 10 steps of 1 ms each busy 950 us: the median
+        # step 95% busy; the active window 1 ms .. 29.97 ms, 9.51 ms
+        # busy of 28.97 ms: 32.83%
+        ev = meta()
+        ev.append(call("app.load_model", T0, T0 + 20 * STEP,
+                       file="/app/app.py", line=5))
+        ev.append(api("cudaMemcpyAsync", T0 + STEP - 10_000, T0 + STEP, 1))
+        ev.append(copy("h2d_copy", T0 + STEP, T0 + STEP + 10_000, 4096,
+                       False, 1))
+        for i in range(10):
+            t = T0 + 20 * STEP + i * STEP
+            ev.append({"type": "scope", "pid": PID, "tid": MAIN,
+                       "name": "step", "start_ns": t, "end_ns": t + STEP})
+            ev.append(api("cudaLaunchKernel", t + 10_000, t + 15_000, i + 2))
+            ev.append(kern("gemm", t + 20_000, t + 970_000, i + 2))
+        ev.sort(key=tkey)
     elif name in ("steps", "steps_slow"):
         # scopes for the regression gate: 'step' 10 x 1 ms or 1.1 ms
         ev = meta(device=False)
