@@ -334,7 +334,8 @@ demo: all
 	@echo "== the verdict (report.md)"
 	@sed -n 3p report.md
 
-# Needs a CUDA GPU: the GPU example through the whole pipeline.
+# Needs a CUDA GPU and torch: the GPU examples through the whole pipeline,
+# held to Kineto, and the CUDA collector's probes (tests/gpu/).
 check-gpu: all $(B)/.deps-check
 	LC_ALL=C TZ=UTC IST_BUILD=$(abspath $(B)) \
 	    PATH="$(abspath $(B))/bin:$$PATH" bats tests/gpu/

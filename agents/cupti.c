@@ -698,8 +698,8 @@ is_query(CUpti_CallbackDomain d, CUpti_CallbackId id)
 /* cudaProfilerStart/Stop (and the driver's cuProfilerStart/Stop, which the
  * runtime's call): with --capture-range api or cudaProfilerApi, they switch
  * recording in every recorded process, on as the start returns, off as
- * the stop is entered.  Stream and event queries: their correlation ids,
- * one store each, no lock. */
+ * the stop is entered.  Stream and event queries that found the work done:
+ * their correlation ids, one store each, no lock. */
 static void CUPTIAPI
 on_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
     const void *data)
@@ -711,7 +711,13 @@ on_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
 	if (d != CUPTI_CB_DOMAIN_RUNTIME_API && d != CUPTI_CB_DOMAIN_DRIVER_API)
 		return;
 	if (is_query(d, id)) {
-		if (cd->callbackSite == CUPTI_API_EXIT)
+		/* only those that found the work done (cudaSuccess and
+		 * CUDA_SUCCESS are 0): a polling loop makes thousands that
+		 * did not, which would push the one that did out of its slot
+		 * before its record comes */
+		if (cd->callbackSite == CUPTI_API_EXIT &&
+		    (cd->functionReturnValue == NULL ||
+		    *(const int *)cd->functionReturnValue == 0))
 			atomic_store_explicit(&S.queries[cd->correlationId %
 			    IST_CUPTI_QUERIES], cd->correlationId,
 			    memory_order_relaxed);

@@ -613,3 +613,29 @@ PY
 	is-cat wrap.ist | jq -se --argjson p "$pid" --argjson pp "$ppid" 'map(select(.type == "counter" and .name == "process.ppid" and .pid == $p) | .value) == [$pp]' > /dev/null
 	is-cat wrap.ist | jq -se --argjson pp "$ppid" 'map(select(.type == "process" and .pid == $pp) | .name) == ["sh"]' > /dev/null
 }
+
+@test "a real H200 recording of a host-bound loop: CPU-bound, the GPU idle through each step, the idle time and the critical path given to the Python tokenizer" {
+	# tests/reference/README.md: 16 steps of a served transformer whose
+	# tokenizer takes ~5 ms a step in Python, the GPU's work ~0.1 ms
+	is-analyze --json "$ROOT/tests/reference/h200-host-bound.ist" > a.json
+	assert_equal "$(jq -r .verdict.classification a.json)" CPU-bound
+	assert_equal "$(jq -r '.devices[0] | [.name, .kernels, .uuid] | @tsv' a.json)" \
+	    "$(printf 'NVIDIA H200\t551\tGPU-ad321ce1-e015-ae6b-fee4-42be30635d3a')"
+	run jq -r '.devices[0].busy_pct < 5' a.json
+	assert_output true
+	assert_equal "$(jq -r '.devices[0].idle_attribution.top[0].what' a.json)" \
+	    __main__.tokenize
+	assert_equal "$(jq -r '.steps | [.name, .record, .count] | @tsv' a.json)" \
+	    "$(printf 'step\tnvtx_range\t16')"
+	# the GPU idles over 90% of the median step
+	run jq -r '.steps.gpu_idle.p50_ns > 0.9 * .steps.wall.p50_ns' a.json
+	assert_output true
+	assert_equal "$(jq -r '.steps.critical_path.host_by[0].call' a.json)" \
+	    __main__.tokenize
+	# short kernels with launch gaps, pageable copies; no sync finding:
+	# .item() waits for almost nothing on an idle GPU
+	assert_equal "$(jq -r '[.findings[].rule] | sort | join(" ")' a.json)" \
+	    "gpu_idle launch_bound transfer"
+	run jq -r '.data_quality.clock_uncertainty_ns < 1000' a.json
+	assert_output true
+}

@@ -43,6 +43,7 @@ API void fake_cupti_sync(int type, uint64_t s, uint64_t e, uint32_t corr,
 API void fake_cupti_device(uint32_t id, const char *name,
     const uint8_t uuid[16]);
 API void fake_cupti_take_over(void);
+API void fake_cupti_return(int rv);
 API void fake_cupti_clock_step(int64_t ns);
 #define NTHREADS 256
 #define NCBID 2048
@@ -389,6 +390,16 @@ fake_cupti_kernel(const char *name, uint64_t s, uint64_t e, uint32_t corr,
 	emit(&k, sizeof(k));
 }
 
+/* What the API calls after it return, as their exit callbacks see it
+ * (0, success, until told otherwise). */
+static int call_rv;
+
+API void
+fake_cupti_return(int rv)
+{
+	call_rv = rv;
+}
+
 /* An API call by its callback name ("cudaLaunchKernel_v7000"). */
 API void
 fake_cupti_api(const char *name, uint64_t s, uint64_t e, uint32_t corr)
@@ -410,6 +421,7 @@ fake_cupti_api(const char *name, uint64_t s, uint64_t e, uint32_t corr)
 		sub_fn(sub_arg, names[i].driver ? CUPTI_CB_DOMAIN_DRIVER_API :
 		    CUPTI_CB_DOMAIN_RUNTIME_API, names[i].id, &cd);
 		cd.callbackSite = CUPTI_API_EXIT;
+		cd.functionReturnValue = &call_rv;
 		sub_fn(sub_arg, names[i].driver ? CUPTI_CB_DOMAIN_DRIVER_API :
 		    CUPTI_CB_DOMAIN_RUNTIME_API, names[i].id, &cd);
 	}

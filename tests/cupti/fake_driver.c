@@ -53,6 +53,7 @@ static void (*copy)(int, int, uint64_t, uint64_t, uint64_t, uint32_t);
 static void (*sync_)(int, uint64_t, uint64_t, uint32_t, int);
 static void (*device)(uint32_t, const char *, const uint8_t *);
 static void (*take_over)(void);
+static void (*set_return)(int);
 static void (*flush)(uint32_t);
 
 static int
@@ -69,6 +70,7 @@ find_fake(void)
 	*(void **)&sync_ = dlsym(so, "fake_cupti_sync");
 	*(void **)&device = dlsym(so, "fake_cupti_device");
 	*(void **)&take_over = dlsym(so, "fake_cupti_take_over");
+	*(void **)&set_return = dlsym(so, "fake_cupti_return");
 	*(void **)&flush = dlsym(so, "cuptiActivityFlushAll");
 	return 0;
 }
@@ -110,6 +112,12 @@ basic(void)
 	 * a sync record that returned success */
 	t = now();
 	api("cudaStreamQuery_v3020", t, t + 50, 8);
+	/* and polls that find the next work not done, thousands of them
+	 * before the record comes (120,000 in one second on the H200) */
+	set_return(600 /* cudaErrorNotReady */);
+	for (uint32_t i = 0; i < 5000; i++)
+		api("cudaEventQuery_v3020", t + 60, t + 61, 9 + i);
+	set_return(0);
 	sync_(3 /* STREAM_SYNCHRONIZE */, t + 5, t + 40, 8, 0);
 }
 
