@@ -586,8 +586,11 @@ print(os.getpid(), os.getppid())
 if len(sys.argv) > 1:       # a child of its own, after its first call,
     subprocess.run(["sleep", "0.3"])    # sampled on a loaded machine too
 PY
-	# the shim: bash scripts and readlink before it execs into Python
-	is-record -o shim.ist -- "$shim" app.py > ids.txt
+	# the shim: bash scripts and readlink before it execs into Python.
+	# The sampler looks for new processes at a tenth of its rate: at
+	# 100 Hz, pyenv's helpers (90 ms in all on an idle machine) could
+	# all pass between two looks; at 1000 Hz they are seen (4 to 10)
+	is-record --sample-hz 1000 -o shim.ist -- "$shim" app.py > ids.txt
 	is-merge shim.ist | is-analyze --json > a.json
 	read -r pid ppid < ids.txt
 	run jq -c '[.processes[] | .pid]' a.json
