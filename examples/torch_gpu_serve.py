@@ -78,6 +78,8 @@ def main(argv=None):
     ap.add_argument("--tokenize-reps", type=int, default=2)
     ap.add_argument("--profile", metavar="JSON",
                     help="run the steps under torch.profiler, export here")
+    ap.add_argument("--profile-cuda-only", action="store_true",
+                    help="with --profile: CUDA activity alone, no CPU ops")
     ap.add_argument("--out", metavar="JSON",
                     help="write the program's own step times here")
     args = ap.parse_args(argv)
@@ -112,8 +114,10 @@ def main(argv=None):
     with torch.no_grad():
         if args.profile:
             from torch.profiler import ProfilerActivity, profile
-            with profile(activities=[ProfilerActivity.CPU,
-                                     ProfilerActivity.CUDA]) as prof:
+            acts = [ProfilerActivity.CUDA]
+            if not args.profile_cuda_only:
+                acts.insert(0, ProfilerActivity.CPU)
+            with profile(activities=acts) as prof:
                 for _ in range(args.steps):
                     with torch.profiler.record_function("step"):
                         one_step()
