@@ -731,13 +731,32 @@ on_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
 		(void)ist_capture_switch(start, IST_CW_CUDA, 0, false);
 }
 
+/* A callback of the subscriber's, by domain and id. */
+struct cbid {
+	CUpti_CallbackDomain d;
+	CUpti_CallbackId id;
+};
+
+/* Turns the subscriber's callbacks on: false when CUPTI refused one. */
+static bool
+enable_callbacks(const struct cbid *cb, size_t n)
+{
+	bool all = true;
+
+	if (!S.subscribed || K.cuptiEnableCallback == NULL)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		all = K.cuptiEnableCallback(1, S.sub, cb[i].d, cb[i].id) ==
+		    CUPTI_SUCCESS && all;
+	return all;
+}
+
 /* The queries' callbacks: without them, their sync records stay (and
  * count as syncs of no length). */
 static void
 queries(void)
 {
-	static const struct { CUpti_CallbackDomain d; CUpti_CallbackId id; }
-	    cb[] = {
+	static const struct cbid cb[] = {
 		{ CUPTI_CB_DOMAIN_RUNTIME_API,
 		  CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020 },
 		{ CUPTI_CB_DOMAIN_RUNTIME_API,
@@ -751,22 +770,15 @@ queries(void)
 		{ CUPTI_CB_DOMAIN_DRIVER_API,
 		  CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz },
 	};
-	bool all = true;
 
-	if (!S.subscribed || K.cuptiEnableCallback == NULL)
-		return;
-	for (size_t i = 0; i < sizeof(cb) / sizeof(*cb); i++)
-		all = K.cuptiEnableCallback(1, S.sub, cb[i].d, cb[i].id) ==
-		    CUPTI_SUCCESS && all;
-	if (all)
+	if (enable_callbacks(cb, sizeof(cb) / sizeof(*cb)))
 		S.conv.queries = S.queries;
 }
 
 static void
 profiler_api(void)
 {
-	static const struct { CUpti_CallbackDomain d; CUpti_CallbackId id; }
-	    cb[] = {
+	static const struct cbid cb[] = {
 		{ CUPTI_CB_DOMAIN_RUNTIME_API,
 		  CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 },
 		{ CUPTI_CB_DOMAIN_RUNTIME_API,
@@ -780,14 +792,9 @@ profiler_api(void)
 	if (!S.subscribed || K.cuptiEnableCallback == NULL ||
 	    !ist_capture_attach() || !ist_cap->api)
 		return;
-	for (size_t i = 0; i < sizeof(cb) / sizeof(*cb); i++)
-		if (K.cuptiEnableCallback(1, S.sub, cb[i].d, cb[i].id) !=
-		    CUPTI_SUCCESS) {
-			fprintf(stderr, "inferscope: warning: cudaProfilerStart "
-			    "and Stop cannot be followed: CUPTI refused their "
-			    "callbacks\n");
-			return;
-		}
+	if (!enable_callbacks(cb, sizeof(cb) / sizeof(*cb)))
+		fprintf(stderr, "inferscope: warning: cudaProfilerStart and "
+		    "Stop cannot be followed: CUPTI refused their callbacks\n");
 }
 
 /* CUPTI takes one subscriber (before 13.2): taken first, another tool

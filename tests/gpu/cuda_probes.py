@@ -15,17 +15,7 @@ import subprocess
 import sys
 import textwrap
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-PY = os.environ.get("IST_GPU_PYTHON", "python3")
-failed = []
-fig = collections.OrderedDict()
-
-
-def check(ok, what):
-    print("%s: %s" % ("ok" if ok else "FAILED", what), flush=True)
-    if not ok:
-        failed.append(what)
+from gpucheck import PY, check, corr, failed, fig
 
 
 def record(name, src, rec_args="", expect_rc=0):
@@ -58,11 +48,6 @@ def losses(ev):
     for e in of(ev, "loss"):
         c[e.get("reason", "")] += e["events"]
     return dict(c)
-
-
-def corr(e):
-    """Correlation ids are a process's own."""
-    return (e["pid"], e.get("correlation"))
 
 
 def linked(ev):

@@ -16,24 +16,13 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+from gpucheck import PY, ROOT, check, corr, failed, fig
+
 SERVE = os.path.join(ROOT, "examples", "torch_gpu_serve.py")
-PY = os.environ.get("IST_GPU_PYTHON", "python3")
 ROUNDS = int(os.environ.get("IST_GPU_ROUNDS", "3"))
 STEPS = int(os.environ.get("IST_GPU_STEPS", "100"))
 WARMUP = 10
 OPS = ("gpu_kernel", "h2d_copy", "d2h_copy", "d2d_copy", "memset")
-
-failed = []
-fig = collections.OrderedDict()
-
-
-def check(ok, what):
-    print("%s: %s" % ("ok" if ok else "FAILED", what), flush=True)
-    if not ok:
-        failed.append(what)
-
 
 def sh(cmd, **kw):
     t = time.time()
@@ -115,11 +104,6 @@ def load_trace(ist):
 
 def within(a, lo, hi):
     return lo <= a < hi
-
-
-def corr(e):
-    """Correlation ids are a process's own."""
-    return (e["pid"], e.get("correlation"))
 
 
 def ours_by_step(ev, steps):
@@ -340,17 +324,21 @@ def keep(names):
 def main():
     os.chdir(sys.argv[1])
     out = sys.argv[2] if len(sys.argv) > 2 else None
+
+    def attempt(part, *args):
+        """A part that breaks is a failed check; the others still run."""
+        try:
+            return part(*args)
+        except Exception as e:
+            import traceback
+            traceback.print_exc()
+            check(False, "%s: %r" % (part.__name__, e))
+            return None
+
     try:
-        for part in (overhead, compare, verdicts):
-            try:
-                last = part() if part is overhead else (
-                    part(last) if part is compare else part())
-            except Exception as e:          # the others still run
-                import traceback
-                traceback.print_exc()
-                check(False, "%s: %r" % (part.__name__, e))
-                if part is overhead:
-                    last = 0
+        last = attempt(overhead)
+        attempt(compare, last if last is not None else 0)
+        attempt(verdicts)
     finally:
         if out:
             with open(out, "w") as f:
