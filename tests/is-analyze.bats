@@ -58,7 +58,7 @@ fired() {
 	assert_equal "$(q '.verdict.classification')" GPU-bound
 }
 
-@test "a GPU-bound loop after a slow model load is GPU-bound: the verdict weighs the median step, not the load's idle GPU" {
+@test "a GPU-bound loop after a slow model load is GPU-bound: the verdict and gpu_bound weigh the median step, not the load's idle GPU" {
 	# seen on an H200: 20 steps 95% busy after 0.7 s of loading read as
 	# CPU-bound (the active window 82.6% busy)
 	an gpu_bound_after_load
@@ -68,6 +68,12 @@ fired() {
 	assert_equal "$(q '.verdict.confidence')" 0.77
 	run q .verdict.reason
 	assert_output --partial "the GPU is busy 95.0% of the median step (10 steps; 32.8% of the active window, with what came before the first)"
+	# and gpu_bound names the kernels, by the same measure
+	assert_equal "$(fired gpu_bound)" 1
+	run q '.findings[] | select(.rule == "gpu_bound") | [.title,
+	    .evidence.busy_pct, .evidence.step_busy_pct,
+	    .evidence.top_kernels[0].name] | @tsv'
+	assert_output "$(printf 'GPU 0 is busy 95.0%% of the median step (32.8%% of its active window, with what came before the first)\t32.83\t95\tgemm')"
 }
 
 @test "transfer fires on copy time, link saturation and pageable memory" {

@@ -265,6 +265,9 @@ get(const json_t *o, const char *key)
 	return v;
 }
 
+/* The steps ist_step_busy needs to judge by the median step */
+#define STEPS_MIN 3
+
 double
 ist_jnum(const json_t *o, const char *key)
 {
@@ -311,6 +314,25 @@ ist_dev_label(const json_t *d, char *buf, size_t n)
 	else
 		snprintf(buf, n, "%lld", ist_jint(d, "device"));
 	return buf;
+}
+
+double
+ist_step_busy(const json_t *an, long long *n)
+{
+	const json_t *t = json_object_get(an, "steps"), *b, *w;
+
+	if (n)
+		*n = 0;
+	if (!json_is_object(t) || ist_jnum(t, "measured") < STEPS_MIN)
+		return -1;
+	b = json_object_get(t, "gpu_busy");
+	w = json_object_get(t, "wall");
+	if (!json_is_object(b) || !json_is_object(w) ||
+	    ist_jnum(w, "p50_ns") <= 0)
+		return -1;
+	if (n)
+		*n = ist_jint(t, "measured");
+	return ist_jnum(b, "p50_ns") / ist_jnum(w, "p50_ns");
 }
 
 double
@@ -410,16 +432,12 @@ by_severity(const void *x, const void *y)
 	return strcmp(ist_jstr(a, "rule"), ist_jstr(b, "rule"));
 }
 
-/* The steps the verdict needs to judge by the median step */
-#define STEPS_MIN 3
-
 /* What the verdict weighs, gathered from the analysis and the findings. */
 struct facts {
 	double busy, active, copy, kern, best_util, imp, wall;
-	/* the steps' median GPU busy time and wall time: the steady state,
-	 * without the loading before the first step (0: no steps) */
-	double step_busy, step_wall;
-	json_int_t steps;
+	/* the median step's GPU busy share, -1 without steps */
+	double step_busy;
+	long long steps;
 	double best_run, run_wait, cpu_all;
 	const json_t *gil, *rq;
 	bool idle, xfer, gpu;
@@ -440,14 +458,7 @@ gather(const json_t *an, const json_t *findings, struct facts *x)
 
 	memset(x, 0, sizeof(*x));
 	x->wall = ist_jnum(json_object_get(an, "run"), "wall_ns");
-	t = json_object_get(an, "steps");
-	if (json_is_object(t) && ist_jnum(t, "measured") >= STEPS_MIN &&
-	    json_is_object(json_object_get(t, "gpu_busy"))) {
-		x->steps = (json_int_t)ist_jnum(t, "measured");
-		x->step_busy = ist_jnum(json_object_get(t, "gpu_busy"),
-		    "p50_ns");
-		x->step_wall = ist_jnum(json_object_get(t, "wall"), "p50_ns");
-	}
+	x->step_busy = ist_step_busy(an, &x->steps);
 	json_array_foreach(json_object_get(an, "devices"), i, d) {
 		if (ist_jnum(d, "ops") == 0)
 			continue;
@@ -493,7 +504,7 @@ static const char *
 gpu_class(const struct facts *x, double *conf, char *reason, size_t rn)
 {
 	double b = x->active > 0 ? x->busy / x->active : 0;
-	double sb = x->step_wall > 0 ? x->step_busy / x->step_wall : -1;
+	double sb = x->step_busy;
 
 	if (x->xfer && x->copy >= x->kern) {
 		*conf = 0.6 + 0.3 * (x->copy / (x->copy + x->kern + 1));

@@ -155,6 +155,11 @@ json_t *ist_finding(json_t *findings, const char *rule, const char *kind,
 const char *ist_severity(double value, double threshold);
 /* confidence from how far value is past threshold: 0.6 at it, 0.95 far */
 double ist_margin_confidence(double value, double threshold);
+/* The median step's GPU busy share (0-1) where steps repeat, three or more
+ * measured with GPU work, and *n how many; else -1.  A model's loading
+ * keeps the GPU idle before the first step: the steady state is the
+ * steps'. */
+double ist_step_busy(const json_t *an, long long *n);
 /* The thread with Python calls whose `python` map has the largest key (the
  * first of equals); NULL when no thread has Python calls. */
 const json_t *ist_python_thread_max(const json_t *an, const char *key);
