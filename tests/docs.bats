@@ -241,3 +241,18 @@ readme_block_in() {
 	assert_equal "$(sed -n '/^It ends, as pytest does/,/report in/p' README.md |
 	    sed -n 's/^    //p' | sed '$d')" "$(cat "$BATS_TEST_TMPDIR/s")"
 }
+
+@test "the GPU examples and checks without a GPU: the served transformer's help, one line saying there is no device, make check-gpu's scripts and tests parse" {
+	/usr/bin/python3 -c 'import torch, sys; sys.exit(torch.cuda.is_available())' ||
+	    skip "a CUDA device is here: make check-gpu runs these"
+	run -0 /usr/bin/python3 examples/torch_gpu_serve.py --help
+	assert_line --partial "[--tokenize-reps TOKENIZE_REPS] [--profile JSON]"
+	run -1 --separate-stderr /usr/bin/python3 examples/torch_gpu_serve.py --steps 1
+	assert_equal "$stderr" "torch_gpu_serve.py: no CUDA device"
+	run -0 /usr/bin/python3 -c 'import ast, sys
+for f in sys.argv[1:]:
+    ast.parse(open(f).read(), f)' tests/gpu/gpucheck.py \
+	    tests/gpu/serve_check.py tests/gpu/cuda_probes.py
+	run -0 bats --count tests/gpu/
+	assert_output 14
+}
