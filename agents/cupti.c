@@ -679,20 +679,35 @@ open_stream(bool ring, uint64_t budget)
 	return 0;
 }
 
-/* cudaProfilerStart/Stop (and the driver's cuProfilerStart/Stop, which the
- * runtime's call): with --capture-range api or cudaProfilerApi, they switch
- * recording in every recorded process, on as the start returns, off as
- * the stop is entered. */
+/* A callback of the subscriber's, by domain and id. */
+struct cbid {
+	CUpti_CallbackDomain d;
+	CUpti_CallbackId id;
+};
+
+/* The stream and event queries, the runtime's and the driver's: CUDA 13
+ * makes a sync record of one that found the work done. */
+static const struct cbid query_cbs[] = {
+	{ CUPTI_CB_DOMAIN_RUNTIME_API,
+	  CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API,
+	  CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020 },
+	{ CUPTI_CB_DOMAIN_RUNTIME_API,
+	  CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000 },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuEventQuery },
+	{ CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamQuery },
+	{ CUPTI_CB_DOMAIN_DRIVER_API,
+	  CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz },
+};
+#define NQUERY_CBS (sizeof(query_cbs) / sizeof(*query_cbs))
+
 static bool
 is_query(CUpti_CallbackDomain d, CUpti_CallbackId id)
 {
-	if (d == CUPTI_CB_DOMAIN_RUNTIME_API)
-		return id == CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020 ||
-		    id == CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020 ||
-		    id == CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000;
-	return id == CUPTI_DRIVER_TRACE_CBID_cuEventQuery ||
-	    id == CUPTI_DRIVER_TRACE_CBID_cuStreamQuery ||
-	    id == CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz;
+	for (size_t i = 0; i < NQUERY_CBS; i++)
+		if (query_cbs[i].d == d && query_cbs[i].id == id)
+			return true;
+	return false;
 }
 
 /* cudaProfilerStart/Stop (and the driver's cuProfilerStart/Stop, which the
@@ -731,12 +746,6 @@ on_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
 		(void)ist_capture_switch(start, IST_CW_CUDA, 0, false);
 }
 
-/* A callback of the subscriber's, by domain and id. */
-struct cbid {
-	CUpti_CallbackDomain d;
-	CUpti_CallbackId id;
-};
-
 /* Turns the subscriber's callbacks on: false when CUPTI refused one. */
 static bool
 enable_callbacks(const struct cbid *cb, size_t n)
@@ -756,22 +765,7 @@ enable_callbacks(const struct cbid *cb, size_t n)
 static void
 queries(void)
 {
-	static const struct cbid cb[] = {
-		{ CUPTI_CB_DOMAIN_RUNTIME_API,
-		  CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020 },
-		{ CUPTI_CB_DOMAIN_RUNTIME_API,
-		  CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020 },
-		{ CUPTI_CB_DOMAIN_RUNTIME_API,
-		  CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000 },
-		{ CUPTI_CB_DOMAIN_DRIVER_API,
-		  CUPTI_DRIVER_TRACE_CBID_cuEventQuery },
-		{ CUPTI_CB_DOMAIN_DRIVER_API,
-		  CUPTI_DRIVER_TRACE_CBID_cuStreamQuery },
-		{ CUPTI_CB_DOMAIN_DRIVER_API,
-		  CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz },
-	};
-
-	if (enable_callbacks(cb, sizeof(cb) / sizeof(*cb)))
+	if (enable_callbacks(query_cbs, NQUERY_CBS))
 		S.conv.queries = S.queries;
 }
 

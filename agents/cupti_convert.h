@@ -115,7 +115,6 @@ struct ist_cupti_conv {
 	uint64_t clipped;        /* operations whose end was mended */
 };
 
-
 void ist_cupti_conv_init(struct ist_cupti_conv *c, int64_t pid);
 void ist_cupti_conv_release(struct ist_cupti_conv *c);
 
