@@ -158,3 +158,28 @@ is-cat: '$BATS_TEST_TMPDIR/big.jsonl':2: the line is over the 64 MiB a line may 
 	run -0 is-cat "$BATS_TEST_TMPDIR/big.ist"
 	assert_line '{"type":"thread","pid":1,"tid":1,"name":"ok"}'
 }
+
+@test "a file, read ahead on a second thread, says what a pipe read on one does: whole, cut, damaged" {
+	"$IST_BUILD/bench/bench" -n 300000 -o "$T/b.ist" > /dev/null
+	n=$(stat -c %s "$T/b.ist")
+	for cut in $n $((n / 3)) $((n / 2 + 17)) $((n - 1)) damaged; do
+		if [ $cut = damaged ]; then
+			cp "$T/b.ist" "$T/c.ist"
+			printf '\377' | dd of="$T/c.ist" bs=1 seek=$((n - 5000)) \
+			    conv=notrunc status=none
+		else
+			head -c $cut "$T/b.ist" > "$T/c.ist"
+		fi
+		run --separate-stderr is-cat "$T/c.ist"
+		file_status=$status file_out=$(printf '%s' "$output" | md5sum)
+		file_err=${stderr//c.ist/X}
+		run --separate-stderr bash -c "is-cat < '$T/c.ist'"
+		assert_equal "$status" "$file_status"
+		assert_equal "$(printf '%s' "$output" | md5sum)" "$file_out"
+		assert_equal "${stderr//<stdin>/X}" "${file_err//$T\//}"
+	done
+	# the whole trace: 300000 events and its header
+	run is-cat "$T/b.ist"
+	assert_success
+	assert_equal "${#lines[@]}" 300001
+}

@@ -140,6 +140,7 @@ decode(char **files, int nfiles, const char *outpath)
 		if (ist_reader_new(&r, ist_fd_source, &fd, files[i], &e) !=
 		    IST_OK)
 			errx(1, "%s", e.msg);
+		ist_reader_ahead_fd(r, fd);
 		st = ist_cat_decode(r, out, &e);
 		ist_reader_free(r);
 		if (!is_stdin)

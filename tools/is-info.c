@@ -52,6 +52,7 @@ info(const char *path, bool json, bool first)
 	if (ist_reader_new(&r, ist_fd_source, &fd, path, &e) != IST_OK ||
 	    (in = ist_info_new()) == NULL)
 		errx(1, "out of memory");
+	ist_reader_ahead_fd(r, fd);
 	while ((s = ist_reader_next(r, &ev, &e)) == IST_OK)
 		ist_info_add(in, ev);
 	if (s == IST_TRUNCATED) {

@@ -789,6 +789,8 @@ columns(PyObject *mod, PyObject *args)
 	}
 	if (open_trace(path, &fd, &r) != 0)
 		goto done;
+	/* the whole file within this call: no fork can find the thread */
+	ist_reader_ahead_fd(r, fd);
 	while (st == IST_OK && rc == 0) {
 		PyThreadState *ts_save = objs ? NULL : PyEval_SaveThread();
 		for (unsigned k = 0; k < CHUNK; k++) {

@@ -400,6 +400,8 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 		close(fd);
 		return IST_ENOMEM;
 	}
+	if (m->ahead)
+		ist_reader_ahead_fd(r, fd);
 	while ((st = ist_reader_next(r, &ev, &e)) == IST_OK) {
 		if (m->o->progress && (++m->nread & 0xffff) == 0) {
 			struct ist_reader_stats rs;
@@ -657,7 +659,8 @@ spool_stdin(struct input *in, const char *tmpdir, struct ist_error *err)
  * The two sort buffers take 10% of the budget each and their indexes 10%
  * each, with a third 10% for the radix sort's other half: about as many
  * events each; the merge of the spilled runs a third (fan_in), the
- * inputs' readers, the strings and the writer the rest.  -1 when out of
+ * inputs' readers, the strings and the writer the rest (of a budget less
+ * what reading ahead takes).  -1 when out of
  * memory.
  */
 static int
@@ -792,7 +795,13 @@ ist_merge(char *const *paths, int n, int out_fd,
 	size_t segi = 0;
 
 	ist_plans_init();
-	if (in == NULL || budget(&m, o->memory_bytes) != 0) {
+	/* an input read ahead holds a second frame and its tokens, 5 to 8
+	 * MiB more while the sort buffers (half the budget) fill: the budget
+	 * they are cut from is 16 MiB less, so that the peak stays where
+	 * reading on one core had it */
+	m.ahead = o->memory_bytes >= (64u << 20);
+	if (in == NULL || budget(&m, o->memory_bytes - (m.ahead ? 16u << 20 :
+	    0)) != 0) {
 		ist_seterr(err, IST_ENOMEM, "out of memory");
 		st = IST_ENOMEM;
 		goto out;

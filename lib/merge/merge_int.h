@@ -134,6 +134,7 @@ struct merger {
 	bool damaged;            /* some input was not read whole */
 	struct damage *dmg;
 	size_t ndmg;
+	bool ahead;              /* inputs read ahead (ist_reader_ahead) */
 	bool moving;             /* pass 1 met a clock record: pass 2 will
 	                          * sort, pass 1 need not */
 	/* strings and tracks of all inputs, numbered 1, 2, ... */

@@ -61,8 +61,8 @@ const char ist_past_end[] =
  * Inlined twice, so that each copy knows whether it stores.
  */
 static inline __attribute__((always_inline)) enum ist_status
-tokenize(struct tokenizer *tz, const bool store, const uint8_t *p, size_t n,
-    size_t *used, const char **why)
+tokenize(struct tokenizer *tz, const bool store, size_t base,
+    const uint8_t *p, size_t n, size_t *used, const char **why)
 {
 	/* the open levels outside the innermost, which lives in left/idx */
 	struct { uint64_t left; uint32_t idx; } stack[IST_MAX_DEPTH];
@@ -70,7 +70,10 @@ tokenize(struct tokenizer *tz, const bool store, const uint8_t *p, size_t n,
 	uint32_t idx = 0;       /* the token that opened it */
 	int depth = 0;
 	size_t pos = 0, ntok = 0;
-	struct tok *toks = tz->toks;
+	struct tok *toks = tz->toks + base;
+
+	if (n > UINT32_MAX)      /* spans are 32-bit (struct tok) */
+		n = UINT32_MAX;
 
 	/* ntok and pos live in registers: the callbacks see only tz->slot */
 	for (;;) {
@@ -84,15 +87,17 @@ tokenize(struct tokenizer *tz, const bool store, const uint8_t *p, size_t n,
 		if (!store) {
 			t = &tz->cur;
 		} else {
-			if (ntok == tz->cap) {
+			if (base + ntok == tz->cap) {
 				size_t cap = tz->cap ? tz->cap * 2 : 64;
-				struct tok *nt = realloc(toks, cap * sizeof(*nt));
+				struct tok *nt = realloc(tz->toks, cap *
+				    sizeof(*nt));
 				if (nt == NULL) {
 					*why = "out of memory";
 					tz->ntok = ntok;
 					return IST_ENOMEM;
 				}
-				tz->toks = toks = nt;
+				tz->toks = nt;
+				toks = nt + base;
 				tz->cap = cap;
 			}
 			t = &toks[ntok];
@@ -104,7 +109,7 @@ tokenize(struct tokenizer *tz, const bool store, const uint8_t *p, size_t n,
 			    "malformed CBOR";
 			goto fail;
 		}
-		t->off = pos;
+		t->off = (uint32_t)pos;
 		pos += r.read;
 		ntok++;
 		if (t->t >= TK_ARRAY) {
@@ -134,14 +139,14 @@ tokenize(struct tokenizer *tz, const bool store, const uint8_t *p, size_t n,
 			}
 		}
 		t->next = (uint32_t)ntok;
-		t->end = pos;
+		t->end = (uint32_t)pos;
 		/* the levels this item completes close */
 		while (--left == 0) {
 			if (depth == 0)
 				goto done;
 			if (store) {
 				toks[idx].next = (uint32_t)ntok;
-				toks[idx].end = pos;
+				toks[idx].end = (uint32_t)pos;
 			}
 			depth--;
 			left = stack[depth].left;
@@ -161,8 +166,15 @@ enum ist_status
 ist_tokenize(struct tokenizer *tz, bool store, const uint8_t *p, size_t n,
     size_t *used, const char **why)
 {
-	return store ? tokenize(tz, true, p, n, used, why) :
-	    tokenize(tz, false, p, n, used, why);
+	return store ? tokenize(tz, true, 0, p, n, used, why) :
+	    tokenize(tz, false, 0, p, n, used, why);
+}
+
+enum ist_status
+ist_tokenize_at(struct tokenizer *tz, size_t base, const uint8_t *p,
+    size_t n, size_t *used, const char **why)
+{
+	return tokenize(tz, true, base, p, n, used, why);
 }
 
 enum ist_status

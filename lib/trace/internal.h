@@ -315,14 +315,17 @@ enum tk {
 	TK_FLOAT, TK_BOOL, TK_NULL, TK_UNDEF, TK_INDEF
 };
 
-struct tok {
+struct tok {              /* 32 bytes: a record is about nine */
 	uint8_t t;
 	bool b;
 	uint32_t next;          /* index of the token after this subtree */
-	uint64_t v;             /* int value, length or count */
-	double d;
+	union {
+		uint64_t v;     /* int value, length or count */
+		double d;       /* TK_FLOAT's value */
+	};
 	const uint8_t *p;       /* string data */
-	size_t off, end;        /* byte span of the subtree */
+	uint32_t off, end;      /* byte span of the subtree (an item is
+	                         * at most IST_MAX_FRAME bytes) */
 };
 
 struct tokenizer {
@@ -341,6 +344,10 @@ const char *ist_tok_json_shaped(const struct tok *tk, uint32_t i);
  * libcbor's streaming decoder; *used is its length.  On error, *why says.
  */
 enum ist_status ist_tokenize(struct tokenizer *tz, bool store,
+    const uint8_t *p, size_t n, size_t *used, const char **why);
+/* The same, stored after the first base tokens (tz->toks + base, which
+ * may move): tz->ntok counts the item's, whose indices start at 0 there */
+enum ist_status ist_tokenize_at(struct tokenizer *tz, size_t base,
     const uint8_t *p, size_t n, size_t *used, const char **why);
 /* the *why of an item that runs past n: a frame cut short may hold it */
 extern const char ist_past_end[];

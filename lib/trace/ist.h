@@ -276,6 +276,21 @@ void ist_reader_free(struct ist_reader *r);
  */
 void ist_reader_skim(struct ist_reader *r, bool on);
 /*
+ * Reads ahead on a thread of its own: the next frame decompressed and its
+ * records split into CBOR tokens (libcbor's decoder, two thirds of a
+ * reading) while this thread decodes the ones before, on a second core.
+ * The same records, errors and stats (in_bytes runs up to two frames
+ * ahead), for a few MiB more: two frames held rather than one.  Call it
+ * before the first record, only where the source may be read from
+ * another thread at any time until ist_reader_free (a regular file: a pipe
+ * could keep ist_reader_free waiting for its writer).  False: the reader
+ * stays on this thread (no thread could be made, or records were read).
+ */
+bool ist_reader_ahead(struct ist_reader *r);
+/* The same for a reader of ist_fd_source on fd, when fd is a regular
+ * file; false otherwise. */
+bool ist_reader_ahead_fd(struct ist_reader *r, int fd);
+/*
  * For a reader that copies a trace through (is-analyze's trace out,
  * ist_writer_raw_frame): fn gets each frame's decompressed bytes as the
  * reader leaves it, p[0..n) the whole records read from it (up to the

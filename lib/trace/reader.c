@@ -1,8 +1,11 @@
 /* reader.c - a source -> zstd frames -> CBOR records -> events. */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cbor.h>
@@ -15,6 +18,55 @@ struct rtrack {
 	uint32_t mask;
 	uint64_t gen;
 	int64_t last;
+};
+
+/*
+ * Reading ahead (ist_reader_ahead): a second reader, the producer, reads
+ * and decompresses frames into one of two frame buffers and splits their
+ * records into tokens, chunk by chunk; the reader decodes them in order.
+ * A frame's buffer goes back to the producer when the reader leaves it.
+ */
+#define AH_RECS 512             /* records in a chunk, at most */
+#define AH_CHUNKS 8
+#define AH_FRAMES 2
+
+struct ah_chunk {
+	struct tokenizer tz;     /* its records' tokens, one after another */
+	uint32_t tok[AH_RECS];   /* where each record's start */
+	uint32_t used[AH_RECS];  /* each record's bytes */
+	size_t nrec, ntok;       /* records, and their tokens */
+	/* the record after the last could not be split: why */
+	enum ist_status tst;
+	const char *why;
+	int frame;               /* its frame's buffer */
+	bool enter, leave;       /* the first chunk of its frame, the last */
+	/* no frame (enter false): what reading one said, and its error */
+	enum ist_status est;
+	struct ist_error eerr;
+	/* the producer's, as it read the frame */
+	struct ist_reader_stats st;
+	size_t fn;
+	bool cut;
+	uint64_t cut_in, cut_off, fr_in0, fr_in1;
+};
+
+struct ahead {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct ist_reader *p;    /* the producer */
+	struct {
+		uint8_t *buf;
+		size_t cap;
+		bool busy;       /* the producer's, or the reader's */
+	} fr[AH_FRAMES];
+	struct ah_chunk ch[AH_CHUNKS];
+	uint64_t made, taken;    /* chunks handed over, and given back */
+	bool stop;
+	/* the reader's: its chunk (taken - 1's), the next record in it */
+	struct ah_chunk *cur;
+	size_t ci;
+	int frame;               /* the frame it is in, -1 none */
 };
 
 struct ist_reader {
@@ -56,7 +108,10 @@ struct ist_reader {
 	uint32_t ev_track;           /* the current event's ids, for is-merge */
 	uint32_t ev_sid[IST_NFIELDS];
 	struct ist_reader_stats st;
+	struct ahead *ah;       /* reading ahead, or NULL */
 };
+
+static void ah_stop(struct ist_reader *r);
 
 long
 ist_fd_source(void *ctx, void *buf, size_t n)
@@ -105,6 +160,7 @@ ist_reader_free(struct ist_reader *r)
 {
 	if (r == NULL)
 		return;
+	ah_stop(r);
 	free(r->name);
 	ZSTD_freeDCtx(r->dctx);
 	free(r->in);
@@ -130,7 +186,9 @@ stick(struct ist_reader *r, struct ist_error *err, enum ist_status st)
 {
 	r->sticky = st;
 	if (err) {
-		err->offset = r->in_off + r->in_pos;
+		/* reading ahead, the input is read to the current frame's
+		 * end as it would be here */
+		err->offset = r->ah ? r->fr_in1 : r->in_off + r->in_pos;
 		r->sticky_err = *err;
 	}
 	return st;
@@ -249,6 +307,30 @@ leave_frame(struct ist_reader *r, size_t n)
 }
 
 /*
+ * The frame buffer made as big as the frame at in_pos says its content is
+ * (and the room decompressing wants beside it), where its header says:
+ * frames of 4 MiB needed 8 MiB, doubling from 1.  Larger frames than the
+ * limit are left to the doubling, which says so.
+ */
+static void
+fit_frame(struct ist_reader *r)
+{
+	unsigned long long n = ZSTD_getFrameContentSize(r->in + r->in_pos,
+	    r->in_end - r->in_pos);
+	size_t cap;
+	uint8_t *p;
+
+	if (n == ZSTD_CONTENTSIZE_UNKNOWN || n == ZSTD_CONTENTSIZE_ERROR ||
+	    n > IST_MAX_FRAME - (64u << 10) - 1)
+		return;
+	cap = ((size_t)n + (128u << 10)) & ~(size_t)0xffff;
+	if (cap > r->fcap && (p = realloc(r->fbuf, cap)) != NULL) {
+		r->fbuf = p;
+		r->fcap = cap;
+	}
+}
+
+/*
  * Decompresses the next frame into fbuf.  IST_OK, IST_END at a clean end,
  * IST_TRUNCATED when the input stops inside a frame.
  */
@@ -291,6 +373,8 @@ read_frame(struct ist_reader *r, struct ist_error *err)
 				r->sticky = IST_END;
 				return IST_TRUNCATED;
 			}
+			if (r->fn == 0 && frame_in == 0)
+				fit_frame(r);
 			if (r->fcap - r->fn < (64u << 10)) {
 				size_t cap = r->fcap ? r->fcap * 2 : 1u << 20;
 				uint8_t *p;
@@ -363,6 +447,315 @@ cut_frame(struct ist_reader *r, struct ist_error *err)
 	r->fn = r->fpos = 0;
 	r->sticky = IST_END;
 	return IST_TRUNCATED;
+}
+
+/* ---- reading ahead ---- */
+
+/* The producer's next chunk to fill, once the reader has given it back;
+ * NULL when told to stop. */
+static struct ah_chunk *
+ah_chunk_get(struct ahead *a)
+{
+	struct ah_chunk *c;
+	bool stop;
+
+	pthread_mutex_lock(&a->mu);
+	while (!a->stop && a->made - a->taken >= AH_CHUNKS)
+		pthread_cond_wait(&a->cv, &a->mu);
+	stop = a->stop;
+	pthread_mutex_unlock(&a->mu);
+	if (stop)
+		return NULL;
+	c = &a->ch[a->made % AH_CHUNKS];
+	c->nrec = c->ntok = 0;
+	c->tz.ntok = 0;
+	c->tst = IST_OK;
+	c->why = NULL;
+	c->enter = c->leave = false;
+	c->est = IST_OK;
+	return c;
+}
+
+static void
+ah_chunk_put(struct ahead *a)
+{
+	pthread_mutex_lock(&a->mu);
+	a->made++;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+}
+
+/* The producer's facts, as the reader takes them with the chunk. */
+static void
+ah_facts(struct ah_chunk *c, const struct ist_reader *p)
+{
+	c->st = p->st;
+	c->fn = p->fn;
+	c->cut = p->cut;
+	c->cut_in = p->cut_in;
+	c->cut_off = p->cut_off;
+	c->fr_in0 = p->fr_in0;
+	c->fr_in1 = p->fr_in1;
+}
+
+/* Splits frame f's records into chunks; false when told to stop. */
+static bool
+ah_split(struct ahead *a, struct ah_chunk *c, int f)
+{
+	const struct ist_reader *p = a->p;
+	size_t pos = 0, ntok = 0, used;
+
+	c->enter = true;
+	for (;;) {
+		c->frame = f;
+		ah_facts(c, p);
+		while (c->nrec < AH_RECS && pos < p->fn) {
+			const char *why = NULL;
+			enum ist_status st = ist_tokenize_at(&c->tz, ntok,
+			    p->fbuf + pos, p->fn - pos, &used, &why);
+			if (st != IST_OK) {
+				c->tst = st;
+				c->why = why;
+				break;
+			}
+			c->tok[c->nrec] = (uint32_t)ntok;
+			c->used[c->nrec++] = (uint32_t)used;
+			ntok += c->tz.ntok;
+			pos += used;
+		}
+		c->ntok = ntok;
+		c->leave = pos >= p->fn || c->tst != IST_OK;
+		ah_chunk_put(a);
+		if (c->leave)
+			return true;
+		if ((c = ah_chunk_get(a)) == NULL)
+			return false;
+		ntok = 0;
+	}
+}
+
+static void *
+ah_main(void *arg)
+{
+	struct ahead *a = arg;
+	struct ist_reader *p = a->p;
+
+	for (;;) {
+		struct ist_error e = { 0 };
+		enum ist_status st = IST_OK;
+		struct ah_chunk *c;
+		bool stop;
+		int f = -1;
+
+		pthread_mutex_lock(&a->mu);
+		while (!a->stop) {
+			for (int i = 0; i < AH_FRAMES && f < 0; i++)
+				if (!a->fr[i].busy)
+					f = i;
+			if (f >= 0)
+				break;
+			pthread_cond_wait(&a->cv, &a->mu);
+		}
+		if (!(stop = a->stop))
+			a->fr[f].busy = true;
+		pthread_mutex_unlock(&a->mu);
+		if (stop || (c = ah_chunk_get(a)) == NULL)
+			break;
+		p->fbuf = a->fr[f].buf;
+		p->fcap = a->fr[f].cap;
+		if (p->st.frames == 0 && p->st.in_bytes == 0)
+			st = sniff(p, &e);
+		if (st == IST_OK && p->sticky == IST_OK)
+			st = read_frame(p, &e);
+		else if (st == IST_OK)
+			st = p->sticky;
+		a->fr[f].buf = p->fbuf;
+		a->fr[f].cap = p->fcap;
+		p->fbuf = NULL;
+		if (st != IST_OK) {
+			/* what reading said, once: it sticks there */
+			c->est = st;
+			c->eerr = e;
+			c->frame = -1;
+			ah_facts(c, p);
+			pthread_mutex_lock(&a->mu);
+			a->fr[f].busy = false;
+			pthread_mutex_unlock(&a->mu);
+			ah_chunk_put(a);
+			break;
+		}
+		p->fbuf = a->fr[f].buf;
+		if (!ah_split(a, c, f))
+			break;
+		p->fbuf = NULL;
+	}
+	p->fbuf = NULL;
+	return NULL;
+}
+
+bool
+ist_reader_ahead(struct ist_reader *r)
+{
+	struct ahead *a;
+	sigset_t all, old;
+	int e;
+
+	if (r->ah || r->st.in_bytes || r->st.frames || r->sticky != IST_OK)
+		return r->ah != NULL;
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return false;
+	if (ist_reader_new(&a->p, r->src, r->ctx, r->name, NULL) != IST_OK) {
+		free(a);
+		return false;
+	}
+	a->frame = -1;
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cv, NULL);
+	/* signals stay the program's thread's */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	e = pthread_create(&a->th, NULL, ah_main, a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e != 0) {
+		pthread_cond_destroy(&a->cv);
+		pthread_mutex_destroy(&a->mu);
+		ist_reader_free(a->p);
+		free(a);
+		return false;
+	}
+	free(r->fbuf);
+	r->fbuf = NULL;
+	r->fcap = 0;
+	r->ah = a;
+	return true;
+}
+
+bool
+ist_reader_ahead_fd(struct ist_reader *r, int fd)
+{
+	struct stat sb;
+
+	return fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+	    ist_reader_ahead(r);
+}
+
+static void
+ah_stop(struct ist_reader *r)
+{
+	struct ahead *a = r->ah;
+
+	if (a == NULL)
+		return;
+	pthread_mutex_lock(&a->mu);
+	a->stop = true;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	pthread_join(a->th, NULL);
+	pthread_cond_destroy(&a->cv);
+	pthread_mutex_destroy(&a->mu);
+	ist_reader_free(a->p);
+	for (int i = 0; i < AH_FRAMES; i++)
+		free(a->fr[i].buf);
+	for (int i = 0; i < AH_CHUNKS; i++)
+		free(a->ch[i].tz.toks);
+	free(a);
+	r->ah = NULL;
+	r->fbuf = NULL;      /* one of the frames */
+	r->fn = r->fpos = 0;
+}
+
+/* The chunk the reader has done with goes back; the next, when it comes. */
+static struct ah_chunk *
+ah_next_chunk(struct ahead *a)
+{
+	pthread_mutex_lock(&a->mu);
+	if (a->cur) {
+		a->cur = NULL;
+		a->taken++;
+		pthread_cond_broadcast(&a->cv);
+	}
+	while (a->made == a->taken)
+		pthread_cond_wait(&a->cv, &a->mu);
+	pthread_mutex_unlock(&a->mu);
+	a->cur = &a->ch[a->taken % AH_CHUNKS];
+	a->ci = 0;
+	return a->cur;
+}
+
+/*
+ * read_frame, reading ahead: the frame left (the rest of its chunks passed
+ * over) goes back to the producer, and the next one is entered, or what
+ * reading said instead is said here.
+ */
+static enum ist_status
+ah_frame(struct ist_reader *r, struct ist_error *err)
+{
+	struct ahead *a = r->ah;
+	struct ah_chunk *c;
+
+	while (a->frame >= 0 && !a->cur->leave)
+		ah_next_chunk(a);
+	if (a->frame >= 0) {
+		pthread_mutex_lock(&a->mu);
+		a->fr[a->frame].busy = false;
+		pthread_cond_broadcast(&a->cv);
+		pthread_mutex_unlock(&a->mu);
+		a->frame = -1;
+	}
+	r->fbuf = NULL;
+	r->fn = r->fpos = 0;
+	c = ah_next_chunk(a);
+	r->st.in_bytes = c->st.in_bytes;
+	r->st.frames = c->st.frames;
+	r->st.raw_bytes = c->st.raw_bytes;
+	if (!c->enter) {
+		if (c->est == IST_TRUNCATED)
+			r->st.truncated_bytes = c->st.truncated_bytes;
+		if (err)
+			*err = c->eerr;
+		if (c->est == IST_END || c->est == IST_TRUNCATED) {
+			r->sticky = IST_END;
+		} else {
+			r->sticky = c->est;
+			r->sticky_err = c->eerr;
+		}
+		/* the producer stopped there: this chunk is the last */
+		return c->est;
+	}
+	a->frame = c->frame;
+	r->fbuf = a->fr[c->frame].buf;
+	r->fn = c->fn;
+	r->cut = c->cut;
+	r->cut_in = c->cut_in;
+	r->cut_off = c->cut_off;
+	r->fr_in0 = c->fr_in0;
+	r->fr_in1 = c->fr_in1;
+	r->gen++;
+	r->frame_start = true;
+	r->frame_left = false;
+	r->frame_records = 0;
+	return IST_OK;
+}
+
+/* ist_tokenize, reading ahead: the record at r->fpos, split already. */
+static enum ist_status
+ah_record(struct ist_reader *r, struct tok **tk, size_t *nt, size_t *used,
+    const char **why)
+{
+	struct ahead *a = r->ah;
+	struct ah_chunk *c = a->cur;
+
+	if (a->ci == c->nrec && c->tst == IST_OK && !c->leave)
+		c = ah_next_chunk(a);
+	if (a->ci == c->nrec) {
+		*why = c->why ? c->why : ist_past_end;
+		return c->tst != IST_OK ? c->tst : IST_ECORRUPT;
+	}
+	*tk = c->tz.toks + c->tok[a->ci];
+	*nt = (a->ci + 1 < c->nrec ? c->tok[a->ci + 1] : c->ntok) -
+	    c->tok[a->ci];
+	*used = c->used[a->ci++];
+	return IST_OK;
 }
 
 /* ---- record decoding ---- */
@@ -839,11 +1232,11 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 		if (r->fpos >= r->fn && r->cut)
 			return cut_frame(r, err);
 		if (r->fpos >= r->fn) {
-			if (r->st.frames == 0 && r->st.in_bytes == 0 &&
-			    (st = sniff(r, err)) != IST_OK)
+			if (r->ah == NULL && r->st.frames == 0 &&
+			    r->st.in_bytes == 0 && (st = sniff(r, err)) != IST_OK)
 				return st;
 			leave_frame(r, r->fn);
-			st = read_frame(r, err);
+			st = r->ah ? ah_frame(r, err) : read_frame(r, err);
 			if (st == IST_END && r->st.frames == 0) {
 				ist_seterr(err, IST_ENOTTRACE, "'%s' is not an "
 				    "InferScope trace (no data)", r->name);
@@ -863,8 +1256,14 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 		}
 		r->st.records++;
 		r->frame_start = false;
-		st = ist_tokenize(&r->tz, true, r->fbuf + r->fpos, r->fn - r->fpos,
-		    &used, &why);
+		if (r->ah) {
+			st = ah_record(r, &tk, &nt, &used, &why);
+		} else {
+			st = ist_tokenize(&r->tz, true, r->fbuf + r->fpos,
+			    r->fn - r->fpos, &used, &why);
+			tk = r->tz.toks;
+			nt = r->tz.ntok;
+		}
 		if (st != IST_OK && r->cut && why == ist_past_end) {
 			r->st.records--;     /* the record the cut split */
 			return cut_frame(r, err);
@@ -878,8 +1277,6 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 			return bad_record(r, err, st, why);
 		}
 		r->frame_records++;
-		tk = r->tz.toks;
-		nt = r->tz.ntok;
 		if (tk[0].t == TK_TAG && tk[0].v == IST_SELF_DESCRIBE_TAG) {
 			if (!first)
 				return bad_record(r, err, IST_ECORRUPT,

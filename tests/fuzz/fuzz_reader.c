@@ -6,9 +6,14 @@
  * up to three zstd frames here, so that mutations reach the record decoder
  * instead of dying on a frame checksum.  The input is read in chunks of
  * 1 to 97 bytes, as a pipe would hand it over.
+ *
+ * Every input is read twice, on this thread and reading ahead
+ * (ist_reader_ahead): the records' JSON, the status, the message and the
+ * stats must be the same, or it aborts.
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <zstd.h>
 
@@ -16,13 +21,44 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* One reading: every record's JSON into out, then the status, message
+ * and stats. */
+static void
+read_all(struct memsrc m, bool ahead, struct ist_buf *out)
+{
+	struct ist_reader *r;
+	struct ist_reader_stats st;
+	struct ist_error e = { 0 };
+	const struct ist_event *ev;
+	enum ist_status s;
+
+	if (ist_reader_new(&r, mem_source, &m, "fuzz", &e) != IST_OK)
+		abort();
+	if (ahead && !ist_reader_ahead(r))
+		abort();
+	while ((s = ist_reader_next(r, &ev, &e)) == IST_OK)
+		(void)ist_event_to_json(ev, out, &e);
+	ist_reader_stats(r, &st);
+	ist_buf_printf(out, "status %d where %d record %llu: %s\n"
+	    "records %llu events %llu frames %llu segments %llu raw %llu "
+	    "skipped %llu truncated %llu kept %llu\n", (int)s, (int)e.where,
+	    (unsigned long long)e.record, e.msg,
+	    (unsigned long long)st.records, (unsigned long long)st.events,
+	    (unsigned long long)st.frames, (unsigned long long)st.segments,
+	    (unsigned long long)st.raw_bytes, (unsigned long long)st.skipped,
+	    (unsigned long long)st.truncated_bytes,
+	    (unsigned long long)st.truncated_kept);
+	/* the input read whole, both ways */
+	if (s == IST_END)
+		ist_buf_printf(out, "in %llu\n",
+		    (unsigned long long)st.in_bytes);
+	ist_reader_free(r);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct ist_reader *r;
-	struct ist_error e;
-	struct ist_buf json = { 0 }, framed = { 0 };
-	const struct ist_event *ev;
+	struct ist_buf framed = { 0 }, here = { 0 }, ahead = { 0 };
 	struct memsrc m;
 
 	if (size < 2)
@@ -45,14 +81,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else {
 		m = (struct memsrc){ data + 1, size - 1, 0, 1 + data[0] % 97 };
 	}
-	if (ist_reader_new(&r, mem_source, &m, "fuzz", &e) != IST_OK)
+	read_all(m, false, &here);
+	read_all(m, true, &ahead);
+	if (here.n != ahead.n || memcmp(here.p, ahead.p, here.n) != 0)
 		abort();
-	while (ist_reader_next(r, &ev, &e) == IST_OK) {
-		json.n = 0;
-		(void)ist_event_to_json(ev, &json, &e);
-	}
-	ist_reader_free(r);
-	ist_buf_release(&json);
+	ist_buf_release(&here);
+	ist_buf_release(&ahead);
 	ist_buf_release(&framed);
 	return 0;
 }

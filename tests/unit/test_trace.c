@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include <jansson.h>
+#include <zstd.h>
 
 #include "internal.h"
 #include "ist.h"
@@ -1071,6 +1072,179 @@ test_skim(void)
 	ist_buf_release(&m.b);
 }
 
+/* ---- reading ahead ---- */
+
+static void
+count_frame(void *ctx, const uint8_t *p, size_t n)
+{
+	struct ist_buf *b = ctx;
+
+	ist_buf_printf(b, "frame %zu %02x%02x\n", n, p[0], p[n - 1]);
+}
+
+/* One reading of p[0..n) in chunks of chunk bytes, here or ahead: every
+ * record's JSON and span, each frame left, the status, message and stats,
+ * into out.  Stops after stop records when stop > 0 (then freed early). */
+static void
+read_way(const char *p, size_t n, size_t chunk, bool ahead, bool sk,
+    long stop, struct ist_buf *out)
+{
+	struct src s = { p, n, 0, chunk };
+	struct ist_reader *r;
+	struct ist_reader_stats st;
+	struct ist_error e = { 0 };
+	const struct ist_event *ev;
+	enum ist_status rs;
+	long k = 0;
+
+	if (ist_reader_new(&r, source, &s, "mem", &e) != IST_OK)
+		abort();
+	if (ahead && !ist_reader_ahead(r))
+		abort();
+	ist_reader_skim(r, sk);
+	ist_reader_on_frame(r, count_frame, out);
+	while ((rs = ist_reader_next(r, &ev, &e)) == IST_OK) {
+		size_t off, len;
+		ist_event_to_json(ev, out, &e);
+		ist_reader_span(r, &off, &len);
+		ist_buf_printf(out, "at %zu %zu\n", off, len);
+		if (stop > 0 && ++k == stop)
+			break;
+	}
+	ist_reader_stats(r, &st);
+	ist_buf_printf(out, "status %d where %d record %llu: %s\n"
+	    "records %llu events %llu frames %llu segments %llu raw %llu "
+	    "skipped %llu truncated %llu kept %llu\n", (int)rs, (int)e.where,
+	    (unsigned long long)e.record, e.msg,
+	    (unsigned long long)st.records, (unsigned long long)st.events,
+	    (unsigned long long)st.frames, (unsigned long long)st.segments,
+	    (unsigned long long)st.raw_bytes, (unsigned long long)st.skipped,
+	    (unsigned long long)st.truncated_bytes,
+	    (unsigned long long)st.truncated_kept);
+	if (rs == IST_END)
+		ist_buf_printf(out, "in %llu\n", (unsigned long long)st.in_bytes);
+	ist_reader_free(r);
+}
+
+/* Whether both ways read p[0..n) alike; the first difference said once. */
+static bool
+alike(const char *what, const char *p, size_t n, size_t chunk, bool sk,
+    long stop, int *bad)
+{
+	struct ist_buf a = { 0 }, b = { 0 };
+	bool same;
+
+	read_way(p, n, chunk, false, sk, stop, &a);
+	read_way(p, n, chunk, true, sk, stop, &b);
+	same = a.n == b.n && memcmp(a.p, b.p, a.n) == 0;
+	if (!same && (*bad)++ == 0) {
+		size_t i = 0;
+		while (i < a.n && i < b.n && a.p[i] == b.p[i])
+			i++;
+		printf("# %s: differ at byte %zu of %zu/%zu: '%.60s' here, "
+		    "'%.60s' ahead\n", what, i, a.n, b.n, a.p + i, b.p + i);
+	}
+	ist_buf_release(&a);
+	ist_buf_release(&b);
+	return same;
+}
+
+/*
+ * Reading ahead reads what reading here does: frames of a few thousand
+ * records (several chunks each), two segments; cut anywhere; a record
+ * broken in any frame's middle; skimming; freed half-way.
+ */
+static void
+test_ahead(void)
+{
+	struct mem m = { 0 };
+	struct ist_writer *w;
+	/* frames of more than one zstd block (128 KiB), so that a cut may
+	 * leave whole blocks of one */
+	struct ist_writer_opts o = { .frame_bytes = 200000 };
+	struct ist_error e;
+	struct ist_event h, an;
+	struct ist_buf x = { 0 };
+	int bad = 0, cuts = 0, broken = 0, kept = 0;
+
+	ist_writer_new(&w, sink, &m, &o, &e);
+	ist_event_init(&h, IST_HEADER);
+	ist_event_init(&an, IST_ANALYSIS);
+	an.data = (struct ist_blob){ (const uint8_t *)"\xa0", 1 };
+	IST_SET(&an, IST_F_DATA);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 30000);
+	ist_writer_flush(w, &e);
+	ist_writer_write(w, &an, &e);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 12000);
+	ist_writer_close(w, &e);
+	read_way(m.b.p, m.b.n, 0, true, false, 0, &x);
+	ok(m.nframes >= 4 && strstr(x.p, "status 1 ") != NULL &&
+	    strstr(x.p, "events 42001 ") != NULL,
+	    "a trace of %d frames, 42001 events, read ahead", m.nframes);
+	ok(alike("whole", m.b.p, m.b.n, 0, false, 0, &bad) &&
+	    alike("by 777 bytes", m.b.p, m.b.n, 777, false, 0, &bad) &&
+	    alike("skimming", m.b.p, m.b.n, 0, true, 0, &bad),
+	    "read ahead: the same records, spans, frames, status and stats, "
+	    "skimming too");
+	for (size_t cut = 1; cut < m.b.n; cut += 1 + cut / 7, cuts++) {
+		alike("cut", m.b.p, cut, 4096, cut % 2, 0, &bad);
+		x.n = 0;
+		read_way(m.b.p, cut, 0, true, false, 0, &x);
+		kept += strstr(x.p, "records are kept") != NULL;
+	}
+	for (int f = 1; f < m.nframes; f++)
+		for (int i = 1; i < 8; i++, cuts++) {
+			size_t cut = m.frames[f - 1] + (m.frames[f] -
+			    m.frames[f - 1]) * i / 8;
+			alike("cut in a frame", m.b.p, cut, 0, i == 7, 0, &bad);
+			x.n = 0;
+			read_way(m.b.p, cut, 0, true, false, 0, &x);
+			kept += strstr(x.p, "records are kept") != NULL;
+		}
+	for (int f = 0; f < m.nframes; f++, cuts += 2) {
+		alike("cut at a frame's end", m.b.p, m.frames[f], 0, false, 0,
+		    &bad);
+		alike("cut after a frame's end", m.b.p, m.frames[f] + 1, 0,
+		    false, 0, &bad);
+	}
+	ok(bad == 0 && kept > 0, "cut at %d places (%d inside a frame's "
+	    "whole blocks): the same as reading here", cuts, kept);
+	/* a byte of a frame's CBOR changed: the frame compressed again */
+	for (int f = 1; f < m.nframes; f++) {
+		size_t a = m.frames[f - 1], z = m.frames[f];
+		unsigned long long raw = ZSTD_getFrameContentSize(m.b.p + a,
+		    z - a);
+		uint8_t *cb = malloc(raw), *zb = malloc(ZSTD_compressBound(raw));
+		struct ist_buf t = { 0 };
+		for (size_t at = raw / 9; at < raw; at += raw / 9 + 1) {
+			size_t k;
+			if (ZSTD_decompress(cb, raw, m.b.p + a, z - a) != raw)
+				abort();
+			cb[at] = (uint8_t)(at % 3 == 0 ? 0xff : at % 3 == 1 ?
+			    0x9f : cb[at] ^ 0x40);
+			k = ZSTD_compress(zb, ZSTD_compressBound(raw), cb, raw,
+			    1);
+			t.n = 0;
+			ist_buf_append(&t, m.b.p, a);
+			ist_buf_append(&t, zb, k);
+			ist_buf_append(&t, m.b.p + z, m.b.n - z);
+			alike("a byte changed", t.p, t.n, 0, false, 0, &bad);
+			broken++;
+		}
+		free(cb);
+		free(zb);
+		ist_buf_release(&t);
+	}
+	ok(bad == 0, "a byte changed in %d places: the same errors", broken);
+	for (long stop = 1; stop < 42000; stop *= 3)
+		alike("freed early", m.b.p, m.b.n, 0, false, stop, &bad);
+	ok(bad == 0, "a reader freed half-way, ahead: no wait, no leak");
+	ist_buf_release(&x);
+	ist_buf_release(&m.b);
+}
+
 struct copy {
 	struct ist_writer *w;
 	int frames;
@@ -1177,6 +1351,7 @@ main(void)
 	test_chunks_and_truncation();
 	test_concat();
 	test_skim();
+	test_ahead();
 	test_raw_frames();
 	test_writer_errors();
 	test_writer_background();
