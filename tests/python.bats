@@ -55,6 +55,27 @@ print(len(recs))' "$T/cut.ist" "$T/cut.jsonl"
 	assert_output --partial "OSError: cannot open '/nonexistent.ist': No such file or directory"
 }
 
+@test "read(): a file is read ahead on a second thread; a child forked while it is open raises, and the parent reads on" {
+	"$IST_BUILD/bench/bench" -n 20000 -o "$T/b.ist" > /dev/null
+	run /usr/bin/python3 -c 'import os, sys, inferscope
+it = inferscope.read(sys.argv[1])
+next(it)
+pid = os.fork()
+if pid == 0:
+    try:
+        sum(1 for _ in it)
+        print("child read on", flush=True)
+    except ValueError as e:
+        print("child:", e, flush=True)
+    os._exit(0)
+print("child exit", os.waitpid(pid, 0)[1], flush=True)
+print("parent", sum(1 for _ in it) + 1)' "$T/b.ist"
+	assert_success
+	assert_line --index 0 "child: cannot read '$T/b.ist': it was opened before a fork, in the parent process, whose thread read it ahead"
+	assert_line --index 1 "child exit 0"
+	assert_line --index 2 "parent $(is-cat "$T/b.ist" | wc -l)"
+}
+
 @test "analysis(): the analysis is-analyze makes of the same trace, shown as its reports" {
 	rec_py="is-record -o $T/r.ist -- /usr/bin/python3 tests/py/steps_app.py scope"
 	$rec_py 2> /dev/null

@@ -137,6 +137,9 @@ Reader_init(Reader *self, PyObject *args, PyObject *kw)
 		reader_close(self);
 		return -1;
 	}
+	/* read ahead on a thread of its own; in a child forked while it is
+	 * open, reading on raises (the thread stayed in the parent) */
+	ist_reader_ahead_fd(self->r, self->fd);
 	return 0;
 }
 

@@ -63,6 +63,7 @@ struct ahead {
 	struct ah_chunk ch[AH_CHUNKS];
 	uint64_t made, taken;    /* chunks handed over, and given back */
 	bool stop;
+	pid_t pid;               /* the process whose thread the producer is */
 	/* the reader's: its chunk (taken - 1's), the next record in it */
 	struct ah_chunk *cur;
 	size_t ci;
@@ -609,6 +610,7 @@ ist_reader_ahead(struct ist_reader *r)
 		return false;
 	}
 	a->frame = -1;
+	a->pid = getpid();
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->cv, NULL);
 	/* signals stay the program's thread's */
@@ -646,13 +648,18 @@ ah_stop(struct ist_reader *r)
 
 	if (a == NULL)
 		return;
-	pthread_mutex_lock(&a->mu);
-	a->stop = true;
-	pthread_cond_broadcast(&a->cv);
-	pthread_mutex_unlock(&a->mu);
-	pthread_join(a->th, NULL);
-	pthread_cond_destroy(&a->cv);
-	pthread_mutex_destroy(&a->mu);
+	/* in a child forked since, no producer runs, and its lock may be
+	 * held for ever: only the memory is freed */
+	if (getpid() == a->pid) {
+		pthread_mutex_lock(&a->mu);
+		a->stop = true;
+		pthread_cond_broadcast(&a->cv);
+		pthread_mutex_unlock(&a->mu);
+		pthread_join(a->th, NULL);
+		pthread_cond_destroy(&a->cv);
+		pthread_mutex_destroy(&a->mu);
+	}
+	a->p->fbuf = NULL;   /* one of the frames, or none */
 	ist_reader_free(a->p);
 	for (int i = 0; i < AH_FRAMES; i++)
 		free(a->fr[i].buf);
@@ -664,10 +671,16 @@ ah_stop(struct ist_reader *r)
 	r->fn = r->fpos = 0;
 }
 
-/* The chunk the reader has done with goes back; the next, when it comes. */
+static const char ist_ahead_forked[] = "it was opened before a fork, in the "
+    "parent process, whose thread read it ahead";
+
+/* The chunk the reader has done with goes back; the next, when it comes.
+ * NULL in a child forked since: nothing comes. */
 static struct ah_chunk *
 ah_next_chunk(struct ahead *a)
 {
+	if (getpid() != a->pid)
+		return NULL;
 	pthread_mutex_lock(&a->mu);
 	if (a->cur) {
 		a->cur = NULL;
@@ -694,7 +707,8 @@ ah_frame(struct ist_reader *r, struct ist_error *err)
 	struct ah_chunk *c;
 
 	while (a->frame >= 0 && !a->cur->leave)
-		ah_next_chunk(a);
+		if (ah_next_chunk(a) == NULL)
+			goto forked;
 	if (a->frame >= 0) {
 		pthread_mutex_lock(&a->mu);
 		a->fr[a->frame].busy = false;
@@ -704,7 +718,8 @@ ah_frame(struct ist_reader *r, struct ist_error *err)
 	}
 	r->fbuf = NULL;
 	r->fn = r->fpos = 0;
-	c = ah_next_chunk(a);
+	if ((c = ah_next_chunk(a)) == NULL)
+		goto forked;
 	r->st.in_bytes = c->st.in_bytes;
 	r->st.frames = c->st.frames;
 	r->st.raw_bytes = c->st.raw_bytes;
@@ -735,6 +750,12 @@ ah_frame(struct ist_reader *r, struct ist_error *err)
 	r->frame_left = false;
 	r->frame_records = 0;
 	return IST_OK;
+forked:
+	r->fbuf = NULL;
+	r->fn = r->fpos = 0;
+	ist_seterr(err, IST_EIO, "cannot read '%s': %s", r->name,
+	    ist_ahead_forked);
+	return stick(r, err, IST_EIO);
 }
 
 /* ist_tokenize, reading ahead: the record at r->fpos, split already. */
@@ -745,8 +766,11 @@ ah_record(struct ist_reader *r, struct tok **tk, size_t *nt, size_t *used,
 	struct ahead *a = r->ah;
 	struct ah_chunk *c = a->cur;
 
-	if (a->ci == c->nrec && c->tst == IST_OK && !c->leave)
-		c = ah_next_chunk(a);
+	if (a->ci == c->nrec && c->tst == IST_OK && !c->leave &&
+	    (c = ah_next_chunk(a)) == NULL) {
+		*why = ist_ahead_forked;
+		return IST_EIO;
+	}
 	if (a->ci == c->nrec) {
 		*why = c->why ? c->why : ist_past_end;
 		return c->tst != IST_OK ? c->tst : IST_ECORRUPT;
@@ -1263,6 +1287,12 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 			    r->fn - r->fpos, &used, &why);
 			tk = r->tz.toks;
 			nt = r->tz.ntok;
+		}
+		if (st == IST_EIO && why == ist_ahead_forked) {
+			r->st.records--;
+			ist_seterr(err, st, "cannot read '%s': %s", r->name,
+			    why);
+			return stick(r, err, st);
 		}
 		if (st != IST_OK && r->cut && why == ist_past_end) {
 			r->st.records--;     /* the record the cut split */
