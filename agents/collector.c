@@ -236,6 +236,21 @@ to_ns(int64_t t)
 	return to_ns_far(t);
 }
 
+/* Both ends of a range, as to_ns gives them: most ranges lie in the
+ * interval the record before used, which one test then says of both */
+static inline void
+to_ns2(int64_t t0, int64_t t1, int64_t *n0, int64_t *n1)
+{
+	if (ist_coll_use_tsc && near.count == cal.count && t0 >= near.ta &&
+	    t1 >= t0 && (t1 < near.tb || near.i == cal.count - 2)) {
+		*n0 = near_ns(t0);
+		*n1 = near_ns(t1);
+	} else {
+		*n0 = to_ns(t0);
+		*n1 = to_ns(t1);
+	}
+}
+
 static bool
 tsc_invariant(void)
 {
@@ -573,6 +588,22 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 		struct def *d;
 
 		memcpy(&h, p, sizeof(h));
+		/* nearly every record: a call or scope of this thread, not
+		 * cut, defined; the same as the switch below makes of it */
+		if (h.kind - (unsigned)IST_REC_CALL < 2 && h.flags == 0 &&
+		    h.len == 24 && h.id - 1u < ndefs) {
+			if (nrun == RUN || (nrun && r->tid != run_tid))
+				nrun = write_run(nrun, run_tid);
+			run_tid = r->tid;
+			memcpy(t, p + 8, 16);
+			run[nrun].d = &defs[h.id - 1].wd;
+			run[nrun].type = timed[h.kind];
+			to_ns2(t[0], t[1], &run[nrun].start_ns,
+			    &run[nrun].end_ns);
+			nrun++;
+			tail += 24;
+			continue;
+		}
 		if (h.kind == IST_REC_PAD) {
 			tail += h.id;
 			continue;
@@ -615,8 +646,11 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 			if (nrun == RUN || (nrun && tid != run_tid))
 				nrun = write_run(nrun, run_tid);
 			run_tid = tid;
-			run[nrun++] = (struct ist_timed){ &d->wd, to_ns(t[0]),
-			    to_ns(t[1]), timed[h.kind] };
+			run[nrun].d = &d->wd;
+			run[nrun].type = timed[h.kind];
+			to_ns2(t[0], t[1], &run[nrun].start_ns,
+			    &run[nrun].end_ns);
+			nrun++;
 			break;
 		case IST_REC_MARK:
 		case IST_REC_NVTX_MARK:

@@ -79,6 +79,34 @@ _PyEval_SetProfile(PyThreadState *ts, Py_tracefunc func, PyObject *arg)
 #define request_extra_index _PyEval_RequestCodeExtraIndex
 #endif
 
+/*
+ * The function id a code object keeps in its extra slot, 0 for none, as
+ * code_get_extra reads it (Objects/codeobject.c: co_extra points to a
+ * size and the slots, 3.8 to 3.13), without the call and its type check:
+ * once for every Python call recorded.  Later Pythons go through the API.
+ */
+struct code_extra {
+	Py_ssize_t ce_size;
+	void *ce_extras[1];
+};
+
+static inline uint32_t
+code_extra_id(PyObject *code, Py_ssize_t index)
+{
+	void *extra = NULL;
+
+#if PY_VERSION_HEX < 0x030E0000
+	const struct code_extra *ce = ((PyCodeObject *)code)->co_extra;
+
+	if (ce != NULL && index >= 0 && index < ce->ce_size)
+		extra = ce->ce_extras[index];
+#else
+	if (code_get_extra(code, index, &extra) != 0)
+		PyErr_Clear();
+#endif
+	return (uint32_t)(uintptr_t)extra;
+}
+
 struct frame {
 	int64_t t0;
 	uint32_t id;
@@ -221,15 +249,13 @@ pop_c(struct pstate *p, int64_t t)
 static uint32_t
 code_id(PyCodeObject *code, PyFrameObject *frame)
 {
-	void *extra = NULL;
 	PyObject *qual, *globals, *mod = NULL;
 	const char *q, *file, *m = NULL;
 	char buf[1024];
 	uint32_t id;
 
-	if (code_get_extra((PyObject *)code, extra_index, &extra) == 0 &&
-	    extra != NULL)
-		return (uint32_t)(uintptr_t)extra;
+	if ((id = code_extra_id((PyObject *)code, extra_index)) != 0)
+		return id;
 #if PY_VERSION_HEX >= 0x030B0000
 	qual = code->co_qualname;
 	globals = PyFrame_GetGlobals(frame);
@@ -569,7 +595,6 @@ mon_enter(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 	Py_ssize_t n = PyVectorcall_NARGS(nargsf);
 	int64_t t = ist_ticks();
 	struct pstate *p = me;
-	void *extra = NULL;
 	uint32_t id;
 
 	(void)self;
@@ -578,9 +603,7 @@ mon_enter(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 		Py_RETURN_NONE;
 	if (n < 1 || !PyCode_Check(args[0]) || !RECORDING(p, NULL, AT_ENTER))
 		Py_RETURN_NONE;
-	if (code_get_extra(args[0], extra_index, &extra) == 0 && extra)
-		id = (uint32_t)(uintptr_t)extra;
-	else {
+	if ((id = code_extra_id(args[0], extra_index)) == 0) {
 		PyFrameObject *f = PyEval_GetFrame();
 		id = f ? code_id((PyCodeObject *)args[0], f) : 0;
 	}

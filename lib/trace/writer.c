@@ -1069,10 +1069,14 @@ ist_writer_timed_run(struct ist_writer *w, int64_t pid, int64_t tid,
 {
 	const int64_t key[4] = { pid, tid, 0, 0 };
 	const uint64_t gen = w->gen;
+	const size_t frame_bytes = w->opts.frame_bytes;
+	const bool clocked = w->opts.flush_interval_ms != 0;
 	struct wtrack *tr;
 	enum ist_status st = IST_OK;
 	int64_t last;
-	size_t i;
+	uint8_t *buf;
+	size_t i, at, k = 0;
+	uint32_t since;
 
 	*done = 0;
 	if ((st = usable(w, err)) != IST_OK)
@@ -1089,24 +1093,35 @@ ist_writer_timed_run(struct ist_writer *w, int64_t pid, int64_t tid,
 	 * takes room of its own: a record takes at most 64 bytes */
 	if (reserve(w, 64 * n))
 		return fail(w, err);
-	/* the track's last start, in a register for the run */
+	/* the track's last start, the frame's end, its clock count and the
+	 * records written in locals for the run: a byte stored through
+	 * w->buf could be any of w's members, to the compiler, which then
+	 * loads and stores them all for every record.  w's own are made
+	 * whole again (sync) before anything of w's runs, and at the end */
 	last = tr->gen == gen ? tr->last : 0;
-	for (i = 0; i < n && w->gen == gen; ) {
+	buf = w->buf;
+	at = w->n;
+	since = w->since_clock;
+#define SYNC() do { w->n = at; w->since_clock = since; if (k) { \
+	w->st.records += k; w->st.events += k; tr->gen = gen; \
+	tr->last = last; k = 0; } } while (0)
+	for (i = 0; i < n; ) {
 		const struct ist_timed *e = &ev[i];
 		struct ist_wdef *d = e->d;
 		uint8_t *o;
 
-		if (timed_stale(w, e) &&
-		    ((st = timed_def(w, e->type, d, err)) != IST_OK ||
-		    reserve(w, 64 * (n - i)))) {
-			if (st == IST_OK)
+		if (timed_stale(w, e)) {
+			SYNC();
+			if ((st = timed_def(w, e->type, d, err)) == IST_OK &&
+			    reserve(w, 64 * (n - i)))
 				st = fail(w, err);
-			break;
+			buf = w->buf;
+			at = w->n;
+			if (st != IST_OK)
+				break;
 		}
-		/* through a local pointer: a byte stored through w->buf
-		 * could be any of w's members, to the compiler; the
-		 * constant bytes copied whole (the room is reserved) */
-		o = w->buf + w->n;
+		/* the constant bytes copied whole (the room is reserved) */
+		o = buf + at;
 		memcpy(o, d->head, sizeof(d->head));
 		o += d->nhead;
 		memcpy(o, tr->enc, sizeof(tr->enc));
@@ -1117,14 +1132,23 @@ ist_writer_timed_run(struct ist_writer *w, int64_t pid, int64_t tid,
 		    (uint64_t)e->start_ns), o);
 		memcpy(o, d->tail, sizeof(d->tail));
 		o += d->ntail;
-		w->n = (size_t)(o - w->buf);
+		at = (size_t)(o - buf);
 		last = e->start_ns;
-		tr->gen = gen;
-		tr->last = last;
 		i++;
-		if ((st = written(w, err)) != IST_OK)
-			break;
+		k++;
+		/* written(): the frame closed when full or due */
+		if (at >= frame_bytes || (clocked && ++since >= 64)) {
+			SYNC();
+			st = written_slow(w, err);
+			buf = w->buf;
+			at = w->n;
+			since = w->since_clock;
+			if (st != IST_OK || w->gen != gen)
+				break;
+		}
 	}
+	SYNC();
+#undef SYNC
 	*done = i;
 	return st;
 }
