@@ -789,3 +789,14 @@ PY
 	    assert len(png) > 40000, (x, len(png))
 	PY
 }
+
+@test "a file's Perfetto export and HTML, read ahead on a second core, are those of the same trace through a pipe" {
+	"$IST_BUILD/bench/bench" -J -m realistic -n 200000 -o "$T/in.ist" > /dev/null
+	is-merge "$T/in.ist" | is-analyze -o "$T/a.ist"
+	for f in perfetto html; do
+		is-report -f $f -o "$T/file.$f" "$T/a.ist" 2> /dev/null
+		cat "$T/a.ist" | is-report -f $f -o "$T/pipe.$f" 2> /dev/null
+		[ -s "$T/file.$f" ] || fail "no $f written"
+		cmp "$T/file.$f" "$T/pipe.$f"
+	done
+}

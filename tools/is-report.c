@@ -316,6 +316,12 @@ main(int argc, char **argv)
 	tool_spool_init(&sp, fd, a.fmt != IST_REPORT_PERFETTO);
 	if (ist_reader_new(&r, tool_spool_source, &sp, a.path, &e) != IST_OK)
 		errx(1, "%s", e.msg);
+	/* the reports that read every event (a timeline, the export), from
+	 * a file, read it ahead on a second core; md and json may skim to
+	 * the analysis, which reading ahead would not */
+	if (a.fmt == IST_REPORT_PERFETTO || a.fmt == IST_REPORT_HTML ||
+	    a.fmt == IST_REPORT_TEXT)
+		ist_reader_ahead_fd(r, fd);
 	/* skimming for the analysis only where the input can be read again
 	 * should it be elsewhere */
 	ro = (struct ist_report_opts){ .format = a.fmt, .rules = rules,
@@ -334,11 +340,14 @@ main(int argc, char **argv)
 	while (!res.wrote && res.analysis_missing && !ro.analyse) {
 		/* not at a frame's start: read it whole; not there either
 		 * (is-analyze's analysis was cut off): make one here */
+		/* the reader first: reading ahead, its thread may still
+		 * read the file whose offset the second reading sets */
+		ist_reader_free(r);
+		r = NULL;
 		if (sp2.in >= 0)
 			close(sp2.in);
 		if ((sp2.in = tool_spool_again(&sp)) < 0)
 			break;
-		ist_reader_free(r);
 		sp2.keep = -1;
 		sp2.start = -1;
 		if (ist_reader_new(&r, tool_spool_source, &sp2, a.path, &e) !=
