@@ -308,27 +308,18 @@ leave_frame(struct ist_reader *r, size_t n)
 }
 
 /*
- * The frame buffer made as big as the frame at in_pos says its content is
- * (and the room decompressing wants beside it), where its header says:
- * frames of 4 MiB needed 8 MiB, doubling from 1.  Larger frames than the
- * limit are left to the doubling, which says so.
+ * What the frame at in_pos says its content is, 0 when it does not say:
+ * it only ever makes a buffer smaller than doubling would (frames of
+ * 4 MiB and a record had taken 8), never bigger.
  */
-static void
-fit_frame(struct ist_reader *r)
+static size_t
+declared_size(const struct ist_reader *r)
 {
 	unsigned long long n = ZSTD_getFrameContentSize(r->in + r->in_pos,
 	    r->in_end - r->in_pos);
-	size_t cap;
-	uint8_t *p;
 
-	if (n == ZSTD_CONTENTSIZE_UNKNOWN || n == ZSTD_CONTENTSIZE_ERROR ||
-	    n > IST_MAX_FRAME - (64u << 10) - 1)
-		return;
-	cap = ((size_t)n + (128u << 10)) & ~(size_t)0xffff;
-	if (cap > r->fcap && (p = realloc(r->fbuf, cap)) != NULL) {
-		r->fbuf = p;
-		r->fcap = cap;
-	}
+	return n == ZSTD_CONTENTSIZE_UNKNOWN || n == ZSTD_CONTENTSIZE_ERROR ||
+	    n > IST_MAX_FRAME ? 0 : (size_t)n;
 }
 
 /*
@@ -339,6 +330,7 @@ static enum ist_status
 read_frame(struct ist_reader *r, struct ist_error *err)
 {
 	uint64_t frame_in = 0, frame_off;
+	size_t decl = 0;        /* the frame's declared content */
 	long k;
 
 	for (;;) { /* skippable frames decode to nothing: loop past them */
@@ -375,9 +367,14 @@ read_frame(struct ist_reader *r, struct ist_error *err)
 				return IST_TRUNCATED;
 			}
 			if (r->fn == 0 && frame_in == 0)
-				fit_frame(r);
+				decl = declared_size(r);
 			if (r->fcap - r->fn < (64u << 10)) {
 				size_t cap = r->fcap ? r->fcap * 2 : 1u << 20;
+				size_t fit = (decl + (128u << 10)) &
+				    ~(size_t)0xffff;
+				if (decl && fit < cap && fit > r->fcap &&
+				    fit - r->fn >= (64u << 10))
+					cap = fit;
 				uint8_t *p;
 				if (r->fcap >= IST_MAX_FRAME) {
 					ist_seterr(err, IST_ELIMIT, "'%s': frame "
