@@ -372,10 +372,10 @@ read_frame(struct ist_reader *r, struct ist_error *err)
 				size_t cap = r->fcap ? r->fcap * 2 : 1u << 20;
 				size_t fit = (decl + (128u << 10)) &
 				    ~(size_t)0xffff;
+				uint8_t *p;
 				if (decl && fit < cap && fit > r->fcap &&
 				    fit - r->fn >= (64u << 10))
 					cap = fit;
-				uint8_t *p;
 				if (r->fcap >= IST_MAX_FRAME) {
 					ist_seterr(err, IST_ELIMIT, "'%s': frame "
 					    "at byte %llu is larger than %u MiB",
@@ -503,10 +503,11 @@ ah_split(struct ahead *a, struct ah_chunk *c, int f)
 	const struct ist_reader *p = a->p;
 	size_t pos = 0, ntok = 0, used;
 
+	/* the reader takes the frame's facts from its first chunk */
 	c->enter = true;
+	c->frame = f;
+	ah_facts(c, p);
 	for (;;) {
-		c->frame = f;
-		ah_facts(c, p);
 		while (c->nrec < AH_RECS && pos < p->fn) {
 			const char *why = NULL;
 			enum ist_status st = ist_tokenize_at(&c->tz, ntok,
@@ -569,7 +570,6 @@ ah_main(void *arg)
 			st = p->sticky;
 		a->fr[f].buf = p->fbuf;
 		a->fr[f].cap = p->fcap;
-		p->fbuf = NULL;
 		if (st != IST_OK) {
 			/* what reading said, once: it sticks there */
 			c->est = st;
@@ -582,12 +582,10 @@ ah_main(void *arg)
 			ah_chunk_put(a);
 			break;
 		}
-		p->fbuf = a->fr[f].buf;
 		if (!ah_split(a, c, f))
 			break;
-		p->fbuf = NULL;
 	}
-	p->fbuf = NULL;
+	/* p->fbuf is one of the frames, which ah_stop frees */
 	return NULL;
 }
 
