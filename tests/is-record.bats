@@ -1110,6 +1110,8 @@ f(27)'
 	read -r bytes raw frames < <(sizes "$live")
 	(( bytes >= raw )) || fail "live stream compressed: $bytes bytes of $raw"
 	(( frames >= 2 )) || fail "the live stream has $frames frame(s)"
+	# the reference for the gathered file below: zstd's own command
+	ref=$(zstd -dc "$live" | zstd -1 -c | wc -c)
 	# gathered as at the end of a run, by an is-record that is gone
 	sleep 0 & local dead=$!
 	wait $dead
@@ -1117,9 +1119,13 @@ f(27)'
 	is-record --recover "$T/live" -o out.ist
 	is-cat out.ist > out.jsonl
 	cmp live.jsonl out.jsonl
-	# fib's calls compress sevenfold at level 1: a third is a loose bound
+	# compressed as zstd's own command compresses the same CBOR at the
+	# same level, within a tenth (frame by frame, it as one stream); how
+	# far fib's calls compress depends on the machine's timing (their
+	# deltas), so the reference is the same bytes in the same run
 	read -r bytes raw2 frames2 < <(sizes out.ist)
-	(( bytes * 3 <= raw2 )) || fail "gathered, not compressed: $bytes bytes of $raw2"
+	(( bytes * 10 <= ref * 11 )) ||
+	    fail "gathered, not compressed as zstd -1: $bytes bytes, zstd $ref of $raw2"
 	assert_equal "$raw2 $frames2" "$raw $frames"
 	# a stored frame that does not decompress (a byte flipped in it)
 	# goes out as it came, for the readers to tell what is wrong
