@@ -10,7 +10,8 @@
 
 #include "internal.h"
 
-#define TZ(ctx) (((struct tokenizer *)(ctx))->slot)
+/* the callbacks' context is the token they fill */
+#define TZ(ctx) ((struct tok *)(ctx))
 static void cb_u8(void *c, uint8_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
 static void cb_u16(void *c, uint16_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
 static void cb_u32(void *c, uint32_t v) { TZ(c)->t = TK_UINT; TZ(c)->v = v; }
@@ -71,23 +72,23 @@ tokenize(struct tokenizer *tz, const bool store, size_t base,
 	int depth = 0;
 	size_t pos = 0, ntok = 0;
 	struct tok *toks = tz->toks + base;
+	/* the stored tokens' room: a token past it grows tz->toks */
+	size_t room = store ? tz->cap - base : SIZE_MAX;
 
 	if (n > UINT32_MAX)      /* spans are 32-bit (struct tok) */
 		n = UINT32_MAX;
 
-	/* ntok and pos live in registers: the callbacks see only tz->slot */
+	/* what lives across the decoder's call is kept few, for registers:
+	 * the byte and token counts, the level, and the token being filled
+	 * (libcbor answers an item past n, pos == n included, with NEDATA) */
 	for (;;) {
 		struct cbor_decoder_result r;
 		struct tok *t;
 
-		if (pos >= n) {
-			*why = ist_past_end;
-			goto fail;
-		}
 		if (!store) {
 			t = &tz->cur;
 		} else {
-			if (base + ntok == tz->cap) {
+			if (ntok == room) {
 				size_t cap = tz->cap ? tz->cap * 2 : 64;
 				struct tok *nt = realloc(tz->toks, cap *
 				    sizeof(*nt));
@@ -99,11 +100,11 @@ tokenize(struct tokenizer *tz, const bool store, size_t base,
 				tz->toks = nt;
 				toks = nt + base;
 				tz->cap = cap;
+				room = cap - base;
 			}
 			t = &toks[ntok];
 		}
-		tz->slot = t;
-		r = cbor_stream_decode(p + pos, n - pos, &callbacks, tz);
+		r = cbor_stream_decode(p + pos, n - pos, &callbacks, t);
 		if (r.status != CBOR_DECODER_FINISHED) {
 			*why = r.status == CBOR_DECODER_NEDATA ? ist_past_end :
 			    "malformed CBOR";
@@ -112,7 +113,7 @@ tokenize(struct tokenizer *tz, const bool store, size_t base,
 		t->off = (uint32_t)pos;
 		pos += r.read;
 		ntok++;
-		if (t->t >= TK_ARRAY) {
+		if (__builtin_expect(t->t >= TK_ARRAY, 0)) {
 			if (t->t == TK_INDEF) {
 				*why = "indefinite-length item";
 				goto fail;
