@@ -170,26 +170,37 @@ left_out(struct ist_perfetto *p, const struct ist_event *ev)
 	return false;
 }
 
-/* Microseconds with nanosecond digits, exactly. */
+/* Microseconds with nanosecond digits, exactly, at o (at most 25 bytes);
+ * the end */
+static char *
+put_us(char *o, int64_t ns)
+{
+	uint64_t u = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
+	uint64_t whole = u / 1000;       /* under 2^54: 17 digits */
+	unsigned frac = (unsigned)(u - whole * 1000);
+	int n = ist_digits(whole);
+
+	if (ns < 0)
+		*o++ = '-';
+	ist_put_digits(o, whole, n);
+	o += n;
+	*o++ = '.';
+	*o++ = (char)('0' + frac / 100);
+	memcpy(o, ist_digit_pairs + frac % 100 * 2, 2);
+	return o + 2;
+}
+
 static void
 us(struct ist_buf *b, int64_t ns)
 {
-	uint64_t u = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
-	char *o;
-
-	if (ist_buf_reserve(b, 26))      /* "-" 17 digits "." 3 digits NUL */
+	if (ist_buf_reserve(b, 26))      /* and the NUL */
 		return;
-	o = b->p + b->n;
-	if (ns < 0)
-		*o++ = '-';
-	o = ist_put_int(o, (int64_t)(u / 1000));    /* under 2^54 */
-	*o++ = '.';
-	*o++ = (char)('0' + u / 100 % 10);
-	*o++ = (char)('0' + u / 10 % 10);
-	*o++ = (char)('0' + u % 10);
-	*o = '\0';
-	b->n = (size_t)(o - b->p);
+	b->n = (size_t)(put_us(b->p + b->n, ns) - b->p);
+	b->p[b->n] = '\0';
 }
+
+/* a string literal at o; the end */
+#define PUT_LIT(o, s) (memcpy((o), "" s, sizeof(s) - 1), (o) + sizeof(s) - 1)
 
 /* a kernel's grid or block, [x,y,z], */
 static void
@@ -218,11 +229,9 @@ begin(struct ist_perfetto *p)
 	p->first = false;
 }
 
-static void
-str(struct ist_buf *b, struct ist_str s)
-{
-	ist_buf_json_string(b, s.p, s.n);
-}
+/* string field f of ev, copied as it is when the reader found it plain */
+#define STR(b, ev, field, f) \
+	ist_buf_json_text(b, (ev)->field, IST_PLAIN(ev, f))
 
 static void
 meta_name(struct ist_perfetto *p, const char *what, int64_t pid, int64_t tid,
@@ -288,28 +297,35 @@ complete(struct ist_perfetto *p, const struct ist_event *ev, int64_t pid,
 		    (int)(ev->kind.n < 100 ? ev->kind.n : 100), ev->kind.p);
 		ist_buf_json_string(&p->b, nm, (size_t)n);
 	} else if (IST_HAS(ev, IST_F_NAME)) {
-		str(&p->b, ev->name);
+		STR(&p->b, ev, name, IST_F_NAME);
 	} else {
 		ist_buf_printf(&p->b, "\"%s\"", ist_type_name(ev->type));
 	}
-	IST_BUF_LIT(&p->b, ",\"pid\":");
-	ist_buf_int(&p->b, pid);
-	IST_BUF_LIT(&p->b, ",\"tid\":");
-	ist_buf_int(&p->b, tid);
-	IST_BUF_LIT(&p->b, ",\"ts\":");
-	us(&p->b, ev->start_ns);
-	IST_BUF_LIT(&p->b, ",\"dur\":");
-	us(&p->b, (int64_t)((uint64_t)ev->end_ns - (uint64_t)ev->start_ns));
-	IST_BUF_LIT(&p->b, ",\"args\":{");
+	/* the numbers every slice has, in room made once */
+	if (ist_buf_reserve(&p->b, 2 * 21 + 2 * 25 + 40) == 0) {
+		char *o = p->b.p + p->b.n;
+		o = PUT_LIT(o, ",\"pid\":");
+		o = ist_put_int(o, pid);
+		o = PUT_LIT(o, ",\"tid\":");
+		o = ist_put_int(o, tid);
+		o = PUT_LIT(o, ",\"ts\":");
+		o = put_us(o, ev->start_ns);
+		o = PUT_LIT(o, ",\"dur\":");
+		o = put_us(o, (int64_t)((uint64_t)ev->end_ns -
+		    (uint64_t)ev->start_ns));
+		o = PUT_LIT(o, ",\"args\":{");
+		*o = '\0';
+		p->b.n = (size_t)(o - p->b.p);
+	}
 	if (IST_HAS(ev, IST_F_FILE)) {
 		IST_BUF_LIT(&p->b, "\"file\":");
-		str(&p->b, ev->file);
+		STR(&p->b, ev, file, IST_F_FILE);
 		IST_BUF_LIT(&p->b, ",");
 		ARG_INT(&p->b, "\"line\":", ev->line);
 	}
 	if (IST_HAS(ev, IST_F_DOMAIN)) {
 		IST_BUF_LIT(&p->b, "\"domain\":");
-		str(&p->b, ev->domain);
+		STR(&p->b, ev, domain, IST_F_DOMAIN);
 		IST_BUF_LIT(&p->b, ",");
 	}
 	if (IST_HAS(ev, IST_F_BYTES))
@@ -456,7 +472,7 @@ ist_perfetto_add(struct ist_perfetto *p, const struct ist_event *ev,
 		begin(p);
 		ist_buf_printf(&p->b, "\"ph\":\"i\",\"s\":\"t\",\"cat\":\"%s\","
 		    "\"name\":", ev->type == IST_INSTANT ? "mark" : "nvtx");
-		str(&p->b, ev->name);
+		STR(&p->b, ev, name, IST_F_NAME);
 		ist_buf_printf(&p->b, ",\"pid\":%lld,\"tid\":%lld,\"ts\":",
 		    (long long)ev->pid, (long long)tid);
 		us(&p->b, ev->ts_ns);
@@ -489,7 +505,7 @@ ist_perfetto_add(struct ist_perfetto *p, const struct ist_event *ev,
 		    (long long)ev->pid);
 		if (IST_HAS(ev, IST_F_REASON)) {
 			ist_buf_printf(&p->b, ",\"args\":{\"reason\":");
-			str(&p->b, ev->reason);
+			STR(&p->b, ev, reason, IST_F_REASON);
 			ist_buf_printf(&p->b, "}");
 		}
 		ist_buf_printf(&p->b, "}");

@@ -279,20 +279,52 @@ ist_buf_add(struct ist_buf *b, const void *p, size_t n)
 /* a string literal, its length known at compile time */
 #define IST_BUF_LIT(b, s) ist_buf_add((b), "" s, sizeof(s) - 1)
 
+/* the decimal digits of u: from its bits (1233/4096 ~ log10 2), then
+ * one look at a power of ten */
+static inline int
+ist_digits(uint64_t u)
+{
+	static const uint64_t p10[20] = { 1, 10, 100, 1000, 10000, 100000,
+	    1000000, 10000000, 100000000, 1000000000, 10000000000ull,
+	    100000000000ull, 1000000000000ull, 10000000000000ull,
+	    100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+	    100000000000000000ull, 1000000000000000000ull,
+	    10000000000000000000ull };
+	int t = ((64 - __builtin_clzll(u | 1)) * 1233) >> 12;
+
+	return u == 0 ? 1 : t + (u >= p10[t]);
+}
+
+/* "00" to "99", for two digits a division */
+extern const char ist_digit_pairs[200];
+
+/* u's n digits (ist_digits) at o, written back from o + n */
+static inline void
+ist_put_digits(char *o, uint64_t u, int n)
+{
+	o += n;
+	while (u >= 100) {
+		o -= 2;
+		memcpy(o, ist_digit_pairs + u % 100 * 2, 2);
+		u /= 100;
+	}
+	if (u >= 10)
+		memcpy(o - 2, ist_digit_pairs + u * 2, 2);
+	else
+		o[-1] = (char)('0' + u);
+}
+
 /* v in decimal at o (at most 20 bytes); the end */
 static inline char *
 ist_put_int(char *o, int64_t v)
 {
-	char d[20], *q = d + sizeof(d);
 	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	int n = ist_digits(u);
 
-	do
-		*--q = (char)('0' + u % 10);
-	while ((u /= 10) != 0);
 	if (v < 0)
 		*o++ = '-';
-	memcpy(o, q, (size_t)(d + sizeof(d) - q));
-	return o + (d + sizeof(d) - q);
+	ist_put_digits(o, u, n);
+	return o + n;
 }
 
 /* CBOR arrays for headers and process records, appended to out (0 or
@@ -331,8 +363,7 @@ struct tok {              /* 32 bytes: a record is about nine */
 struct tokenizer {
 	struct tok *toks;
 	size_t ntok, cap;
-	struct tok cur;
-	struct tok *slot;       /* where the callbacks write: toks[ntok] or cur */
+	struct tok cur;         /* the one token, when not stored */
 };
 
 /* NULL when the value at tk[i] is one JSON can say (text map keys, no

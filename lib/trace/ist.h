@@ -137,6 +137,7 @@ int ist_gc_generation(const char *s, size_t n);
 
 #define IST_HAS(ev, f) (((ev)->has >> (f)) & 1u)
 #define IST_SET(ev, f) ((ev)->has |= (uint64_t)1 << (f))
+#define IST_PLAIN(ev, f) (((ev)->plain >> (f)) & 1u)
 
 /*
  * One record, decoded.  Which members are meaningful depends on the type
@@ -147,6 +148,11 @@ int ist_gc_generation(const char *s, size_t n);
 struct ist_event {
 	enum ist_type type;
 	uint64_t has;
+	/* a bit per string field, as `has`: its text needs no escaping in
+	 * JSON (bytes 0x20-0x7f but the quote and the backslash).  The reader
+	 * sets it, from a test made once per string it defines; clear, the
+	 * text is escaped as ever, so an event made elsewhere needs none. */
+	uint64_t plain;
 	int64_t pid, tid, device, stream;
 	int64_t start_ns, end_ns, ts_ns;
 	struct ist_str name, file, host, kind, reason, domain, uuid;
@@ -351,6 +357,11 @@ enum ist_status ist_event_from_json(const char *line, size_t n,
 
 /* Appends s as a JSON string (escaped; invalid UTF-8 becomes U+FFFD). */
 int ist_buf_json_string(struct ist_buf *b, const char *s, size_t n);
+/* The same for a string field of an event, given its IST_PLAIN bit: a
+ * plain text is copied as it is, without looking at its bytes again. */
+int ist_buf_json_text(struct ist_buf *b, struct ist_str s, bool plain);
+/* true when s needs no escaping in a JSON string (what IST_PLAIN says) */
+bool ist_json_plain(const char *s, size_t n);
 /* JSON text -> one CBOR data item (appended to out). */
 enum ist_status ist_json_text_to_cbor(const char *json, size_t n,
     struct ist_buf *out, struct ist_error *err);

@@ -272,7 +272,7 @@ ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
 			break;
 		case FT_STR:
 			s = *ist_field_str(ev, fs->id);
-			e = ist_json_str(b, s.p, s.n, false);
+			e = ist_buf_json_text(b, s, IST_PLAIN(ev, fs->id));
 			break;
 		case FT_BOOL:
 			e = ist_buf_printf(b, *ist_field_bool(ev, fs->id) ? "true" :
@@ -318,6 +318,36 @@ int
 ist_buf_json_string(struct ist_buf *b, const char *s, size_t n)
 {
 	return ist_json_str(b, s, n, false);
+}
+
+bool
+ist_json_plain(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!plain_byte((uint8_t)s[i], false))
+			return false;
+	return true;
+}
+
+/* Names and paths repeat in every event: the reader tests each text once,
+ * when it is defined, and a plain one is copied here in one go. */
+int
+ist_buf_json_text(struct ist_buf *b, struct ist_str s, bool plain)
+{
+	char *o;
+
+	if (!plain)
+		return ist_json_str(b, s.p, s.n, false);
+	if (s.n > SIZE_MAX - 3 || ist_buf_reserve(b, s.n + 3))
+		return ENOMEM;
+	o = b->p + b->n;
+	*o++ = '"';
+	memcpy(o, s.p, s.n);
+	o += s.n;
+	*o++ = '"';
+	*o = '\0';
+	b->n = (size_t)(o - b->p);
+	return 0;
 }
 
 /* ---- input ---- */

@@ -26,6 +26,9 @@ struct rtrack {
  * records into tokens, chunk by chunk; the reader decodes them in order.
  * A frame's buffer goes back to the producer when the reader leaves it.
  */
+/* a string's length with this bit: its text needs no escaping in JSON
+ * (strings are at most IST_MAX_STRING bytes, so the bit is free) */
+#define SPLAIN 0x80000000u
 #define AH_RECS 512             /* records in a chunk, at most */
 #define AH_CHUNKS 8
 #define AH_FRAMES 2
@@ -100,7 +103,7 @@ struct ist_reader {
 	struct tokenizer tz;
 	/* segment */
 	size_t *soff;
-	uint32_t *slen;
+	uint32_t *slen;         /* | SPLAIN: the text needs no JSON escape */
 	size_t nstr, scap;
 	struct ist_buf sdata;
 	struct rtrack *tracks;
@@ -936,7 +939,8 @@ def_string(struct ist_reader *r, struct tok *tk, size_t nt,
 		r->scap = cap;
 	}
 	r->soff[r->nstr] = r->sdata.n;
-	r->slen[r->nstr] = (uint32_t)t->v;
+	r->slen[r->nstr] = (uint32_t)t->v | (ist_json_plain((const char *)t->p,
+	    t->v) ? SPLAIN : 0);
 	if (ist_buf_append(&r->sdata, t->p, t->v))
 		return bad_record(r, err, IST_ENOMEM, "out of memory");
 	r->nstr++;
@@ -1058,7 +1062,8 @@ decode_field(struct ist_reader *r, const struct ist_fieldspec *fs,
 		if (!tok_int(t, &v) || v < 1 || (uint64_t)v > r->nstr)
 			return false;
 		*ist_field_str(ev, fs->id) = (struct ist_str){
-		    r->sdata.p + r->soff[v - 1], r->slen[v - 1] };
+		    r->sdata.p + r->soff[v - 1], r->slen[v - 1] & ~SPLAIN };
+		ev->plain |= (uint64_t)(r->slen[v - 1] >> 31) << fs->id;
 		r->ev_sid[fs->id] = (uint32_t)v;
 		return true;
 	case FT_INT:
@@ -1125,6 +1130,7 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
 	 * the whole event costs more than decoding it */
 	ev->type = (enum ist_type)type;
 	ev->has = 0;
+	ev->plain = 0;
 	ev->value_is_int = false;
 	if (ts->has_track &&
 	    (st = decode_track(r, ts, type, tk, &i, &left, err)) != IST_OK)

@@ -852,7 +852,8 @@ test_json_str(void)
 		{ "\0\x1b", 2, "\"\\u0000\\u001b\"" },
 	};
 	uint64_t seed = 42;
-	int same = 0, safe = 0, runs = 3000;
+	int same = 0, safe = 0, runs = 3000, plain = 0, nplain = 0;
+	struct ist_buf t = { 0 };
 	struct ist_buf b = { 0 };
 	char in[400];
 
@@ -873,6 +874,17 @@ test_json_str(void)
 				n += strlen(piece[j]);
 			}
 		}
+		/* plain: JSON copies it as it is (so may valid UTF-8, which
+		 * is not plain); a plain text is copied without a look, any
+		 * other escaped as ist_json_str does */
+		b.n = t.n = 0;
+		if (ist_json_str(&b, in, n, false) == 0 &&
+		    ist_buf_json_text(&t, (struct ist_str){ in, n },
+		    ist_json_plain(in, n)) == 0 && t.n == b.n &&
+		    memcmp(t.p, b.p, b.n + 1) == 0 && (!ist_json_plain(in, n) ||
+		    (b.n == n + 2 && memcmp(b.p + 1, in, n) == 0)))
+			plain++;
+		nplain += ist_json_plain(in, n);
 		for (int script = 0; script < 2; script++) {
 			json_error_t je;
 			json_t *j;
@@ -898,6 +910,11 @@ test_json_str(void)
 	    "back by jansson byte for byte", same, 2 * runs);
 	ok(safe == runs, "ist_json_str in a script: %d of %d with no raw < > "
 	    "& U+2028 U+2029", safe, runs);
+	ok(plain == runs && nplain > 10 && nplain < runs / 2, "ist_json_plain "
+	    "is true of %d of %d strings, each copied as it is, and "
+	    "ist_buf_json_text writes what ist_json_str does (%d of %d)",
+	    nplain, runs, plain, runs);
+	ist_buf_release(&t);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		b.n = 0;
 		ok(ist_json_str(&b, bad[i].in, bad[i].n, false) == 0 &&
@@ -907,6 +924,60 @@ test_json_str(void)
 	ist_buf_release(&b);
 #undef R
 #undef R3
+}
+
+/* The reader marks a string field plain exactly when its text needs no
+ * escaping in JSON: tested once, when the string is defined */
+static void
+test_plain(void)
+{
+	static const char *const name[] = { "mod.f", "<module>", "a\"b",
+	    "back\\slash", "tab\t", "caf\xc3\xa9", "", "del\x7f" };
+	struct mem m = { 0 };
+	struct ist_writer *w;
+	struct ist_reader *r;
+	struct ist_error e;
+	struct ist_event h, ev;
+	const struct ist_event *got;
+	struct src s;
+	int right = 0, n = (int)(sizeof(name) / sizeof(*name));
+
+	ist_writer_new(&w, sink, &m, NULL, &e);
+	ist_event_init(&h, IST_HEADER);
+	ist_writer_header(w, &h, &e);
+	for (int i = 0; i < 2 * n; i++) {       /* each name twice */
+		ist_event_init(&ev, IST_CPU_CALL);
+		ev.pid = ev.tid = 1;
+		ev.name = S(name[i % n]);
+		ev.file = S(name[(i + 1) % n]);
+		ev.start_ns = i;
+		ev.end_ns = i + 1;
+		SET(&ev, PID); SET(&ev, TID); SET(&ev, NAME); SET(&ev, FILE);
+		SET(&ev, START); SET(&ev, END);
+		if (ist_writer_write(w, &ev, &e) != IST_OK)
+			abort();
+	}
+	ist_writer_close(w, &e);
+	s = (struct src){ m.b.p, m.b.n, 0, 0 };
+	ist_reader_new(&r, source, &s, "mem", &e);
+	while (ist_reader_next(r, &got, &e) == IST_OK) {
+		bool pn = ist_json_plain(got->name.p, got->name.n),
+		    pf = ist_json_plain(got->file.p, got->file.n);
+		if (got->type == IST_CPU_CALL &&
+		    IST_PLAIN(got, IST_F_NAME) == pn &&
+		    IST_PLAIN(got, IST_F_FILE) == pf &&
+		    !IST_PLAIN(got, IST_F_HOST) && !IST_PLAIN(got, IST_F_PID))
+			right++;
+	}
+	ok(right == 2 * n, "the reader marks name and file plain exactly "
+	    "when ist_json_plain is true of them (%d of %d events)", right,
+	    2 * n);
+	ok(ist_json_plain("<module>", 8) && !ist_json_plain("a\"", 2) &&
+	    !ist_json_plain("\xc3\xa9", 2) && ist_json_plain("\x7f", 1) &&
+	    !ist_json_plain("\x1f", 1), "plain: bytes 0x20 to 0x7f but the "
+	    "quote and the backslash (JSON copies DEL, escapes controls)");
+	ist_reader_free(r);
+	ist_buf_release(&m.b);
 }
 
 /* The text buffer: integers in decimal at both ends of the range, and
@@ -920,14 +991,28 @@ test_buf(void)
 	char want[64], big[300];
 	bool good = true;
 
+	int64_t p10 = 1;
+
 	for (size_t i = 0; i < sizeof(v) / sizeof(*v); i++) {
 		b.n = 0;
 		snprintf(want, sizeof(want), "%" PRId64, v[i]);
 		good = good && ist_buf_int(&b, v[i]) == 0 &&
 		    strcmp(b.p, want) == 0 && b.n == strlen(want);
 	}
+	/* where the count of digits changes: each power of ten, either side */
+	for (int k = 0; k < 19; k++, p10 *= 10)
+		for (int64_t d = -1; d <= 1; d++)
+			for (int sign = -1; sign <= 1; sign += 2) {
+				int64_t x = sign * (p10 + d);
+				b.n = 0;
+				snprintf(want, sizeof(want), "%" PRId64, x);
+				good = good && ist_buf_int(&b, x) == 0 &&
+				    strcmp(b.p, want) == 0 &&
+				    b.n == strlen(want);
+			}
 	ok(good, "ist_buf_int writes what printf %%" PRId64 " does, "
-	    "INT64_MIN and INT64_MAX included");
+	    "INT64_MIN and INT64_MAX included, and either side of every "
+	    "power of ten");
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	b.n = 0;
@@ -1364,5 +1449,6 @@ main(void)
 	test_flush_interval();
 	test_json();
 	test_json_str();
+	test_plain();
 	return done();
 }
