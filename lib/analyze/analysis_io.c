@@ -155,6 +155,7 @@ kept_in_summary(enum ist_type t)
  */
 struct through {
 	struct ist_writer *w;
+	struct ist_reader *r;
 	struct ist_event h;     /* the frame's header, with the promise */
 	size_t hdr_len;         /* its bytes at the frame's start; 0: none */
 	struct span { size_t off, len; } *drop;  /* earlier analyses */
@@ -169,7 +170,8 @@ through_frame(void *ctx, const uint8_t *p, size_t n)
 {
 	struct through *t = ctx;
 	const uint8_t *q = p + t->hdr_len;
-	size_t len = n - t->hdr_len, at = t->hdr_len;
+	size_t len = n - t->hdr_len, at = t->hdr_len, zn;
+	const void *z;
 
 	if (t->st != IST_OK)
 		goto out;
@@ -188,7 +190,11 @@ through_frame(void *ctx, const uint8_t *p, size_t n)
 		q = (const uint8_t *)t->keep.p;
 		len = t->keep.n;
 	}
-	if (len > 0)
+	if (len > 0 && !t->hdr_len && !t->ndrop &&
+	    ist_reader_frame_z(t->r, &z, &zn))
+		/* unchanged: its compressed bytes as they came */
+		t->st = ist_writer_raw_frame_z(t->w, q, len, z, zn, &t->err);
+	else if (len > 0)
 		t->st = ist_writer_raw_frame(t->w, q, len, &t->err);
 	goto out;
 nomem:
@@ -245,6 +251,7 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 		goto fail;
 	if (w && !summary) {
 		t.w = w;
+		t.r = r;
 		ist_reader_on_frame(r, through_frame, &t);
 	}
 	if (window && window->at)

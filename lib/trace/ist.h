@@ -237,6 +237,12 @@ enum ist_status ist_writer_write(struct ist_writer *w,
  */
 enum ist_status ist_writer_raw_frame(struct ist_writer *w, const void *p,
     size_t n, struct ist_error *err);
+/* The same, with z[0..zn) the frame as it came (ist_reader_frame_z): it
+ * goes out as it is when it compresses, its header says its content size
+ * (n) and the writer holds nothing before it; else as ist_writer_raw_frame
+ * (z NULL: always). */
+enum ist_status ist_writer_raw_frame_z(struct ist_writer *w, const void *p,
+    size_t n, const void *z, size_t zn, struct ist_error *err);
 /* Closes the current frame (if it holds anything) and hands it to the sink. */
 enum ist_status ist_writer_flush(struct ist_writer *w, struct ist_error *err);
 /* Closes the frame if flush_interval_ms has passed since the last one:
@@ -306,6 +312,12 @@ bool ist_reader_ahead_fd(struct ist_reader *r, int fd);
  */
 typedef void (*ist_frame_fn)(void *ctx, const uint8_t *p, size_t n);
 void ist_reader_on_frame(struct ist_reader *r, ist_frame_fn fn, void *ctx);
+/* Inside fn: the frame as it came, compressed, when the reader has all of
+ * it and fn's bytes are all its records (not a frame cut short, or one an
+ * error stopped in, or one read ahead); false otherwise.  Kept only while
+ * an on_frame is set: ist_writer_raw_frame_z may copy it as it is. */
+bool ist_reader_frame_z(const struct ist_reader *r, const void **p,
+    size_t *n);
 void ist_reader_span(const struct ist_reader *r, size_t *off, size_t *len);
 
 struct ist_reader_stats {

@@ -96,6 +96,9 @@ struct ist_reader {
 	bool in_segment;
 	ist_frame_fn on_frame;  /* called as each frame is left */
 	void *on_frame_ctx;
+	struct ist_buf zf;      /* with on_frame: the frame as it came */
+	bool zf_whole;          /* zf is all of the current frame */
+	bool zf_lost;           /* zf could not grow: no copy of this one */
 	bool frame_left;        /* on_frame has seen the current frame */
 	size_t rec_pos;         /* where the current record starts in fbuf */
 	bool skim;              /* only each frame's first record, when it is
@@ -169,6 +172,7 @@ ist_reader_free(struct ist_reader *r)
 	ZSTD_freeDCtx(r->dctx);
 	free(r->in);
 	free(r->fbuf);
+	ist_buf_release(&r->zf);
 	free(r->tz.toks);
 	free(r->soff);
 	free(r->slen);
@@ -336,10 +340,13 @@ read_frame(struct ist_reader *r, struct ist_error *err)
 	size_t decl = 0;        /* the frame's declared content */
 	long k;
 
+	r->zf_whole = false;
 	for (;;) { /* skippable frames decode to nothing: loop past them */
 		frame_off = r->in_off + r->in_pos;
 		frame_in = 0;
 		r->fn = r->fpos = 0;
+		r->zf.n = 0;
+		r->zf_lost = false;
 		ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
 		for (;;) {
 			ZSTD_inBuffer in;
@@ -398,6 +405,13 @@ read_frame(struct ist_reader *r, struct ist_error *err)
 			in = (ZSTD_inBuffer){ r->in, r->in_end, r->in_pos };
 			out = (ZSTD_outBuffer){ r->fbuf, r->fcap, r->fn };
 			ret = ZSTD_decompressStream(r->dctx, &out, &in);
+			/* the bytes it took, for a copy of the frame as it
+			 * came (ist_reader_frame_z); a buffer that cannot grow
+			 * only means no such copy */
+			if (r->on_frame && !r->zf_lost &&
+			    ist_buf_append(&r->zf, r->in + r->in_pos,
+			    in.pos - r->in_pos) != 0)
+				r->zf_lost = true;
 			frame_in += in.pos - r->in_pos;
 			r->in_pos = in.pos;
 			r->fn = out.pos;
@@ -421,6 +435,7 @@ read_frame(struct ist_reader *r, struct ist_error *err)
 	}
 	r->st.frames++;
 	r->st.raw_bytes += r->fn;
+	r->zf_whole = r->on_frame && !r->cut && !r->zf_lost;
 	r->fr_in0 = frame_off;
 	r->fr_in1 = r->in_off + r->in_pos;
 	r->gen++;
@@ -1179,6 +1194,17 @@ ist_reader_on_frame(struct ist_reader *r, ist_frame_fn fn, void *ctx)
 {
 	r->on_frame = fn;
 	r->on_frame_ctx = ctx;
+}
+
+bool
+ist_reader_frame_z(const struct ist_reader *r, const void **p, size_t *n)
+{
+	/* whole, and every record of it read: on_frame is handed r->fn */
+	if (!r->zf_whole || r->fpos != r->fn)
+		return false;
+	*p = r->zf.p;
+	*n = r->zf.n;
+	return true;
 }
 
 void

@@ -280,6 +280,23 @@ ist_writer_stats(const struct ist_writer *w, struct ist_writer_stats *st)
 	*st = w->st;
 }
 
+/* A frame's k bytes, compressed, to the sink. */
+static enum ist_status
+sink_out(struct ist_writer *w, const void *p, size_t k, struct ist_error *err)
+{
+	int e;
+
+	if ((e = w->sink(w->ctx, p, k)) != 0) {
+		ist_seterr(err, IST_EIO, "cannot write trace: %s",
+		    strerror(e));
+		ist_at(err, IST_AT_OUTPUT);
+		if (err)
+			err->sys_errno = e;
+		return IST_EIO;
+	}
+	return IST_OK;
+}
+
 /* Compresses src's n bytes of CBOR into one frame and hands it to the
  * sink; *raw and *out count its bytes. */
 static enum ist_status
@@ -287,7 +304,7 @@ compress_out(struct ist_writer *w, const uint8_t *src, size_t n,
     uint64_t *raw, uint64_t *out, struct ist_error *err)
 {
 	size_t bound = ZSTD_compressBound(n), k;
-	int e;
+	enum ist_status st;
 
 	if (bound > w->outcap) {
 		uint8_t *p = realloc(w->out, bound);
@@ -305,14 +322,8 @@ compress_out(struct ist_writer *w, const uint8_t *src, size_t n,
 		    ZSTD_getErrorName(k));
 		return IST_EIO;
 	}
-	if ((e = w->sink(w->ctx, w->out, k)) != 0) {
-		ist_seterr(err, IST_EIO, "cannot write trace: %s",
-		    strerror(e));
-		ist_at(err, IST_AT_OUTPUT);
-		if (err)
-			err->sys_errno = e;
-		return IST_EIO;
-	}
+	if ((st = sink_out(w, w->out, k, err)) != IST_OK)
+		return st;
 	*raw += n;
 	*out += k;
 	return IST_OK;
@@ -915,6 +926,39 @@ ist_writer_raw_frame(struct ist_writer *w, const void *p, size_t n,
 	w->n += n;
 	w->foreign = true;
 	return ist_writer_flush(w, err);
+}
+
+/*
+ * A frame that compresses, whose header says its content size, and before
+ * which the writer holds nothing (not even a header) is handed to the sink
+ * as it came: the same records, compressed once.  Any other goes through
+ * ist_writer_raw_frame.
+ */
+enum ist_status
+ist_writer_raw_frame_z(struct ist_writer *w, const void *p, size_t n,
+    const void *z, size_t zn, struct ist_error *err)
+{
+	enum ist_status st;
+
+	if (z == NULL || zn >= n || w->n != 0 || w->opts.self_contained ||
+	    ZSTD_getFrameContentSize(z, zn) != n)
+		return ist_writer_raw_frame(w, p, n, err);
+	if ((st = usable(w, err)) != IST_OK)
+		return st;
+	/* after the frame being compressed, if any: frames stay in order */
+	if ((st = join_frame(w, err)) != IST_OK ||
+	    (st = sink_out(w, z, zn, err)) != IST_OK) {
+		w->failed = true;
+		return st;
+	}
+	w->last_flush_ms = now_ms();
+	w->st.raw_bytes += n;
+	w->st.out_bytes += zn;
+	w->st.frames++;
+	w->hdr_end = 0;
+	w->gen++;
+	w->foreign = true;
+	return IST_OK;
 }
 
 enum ist_status

@@ -1427,6 +1427,140 @@ test_raw_frames(void)
 	ist_buf_release(&c.b);
 }
 
+struct copyz {
+	struct ist_reader *r;
+	struct ist_writer *w;
+	size_t skip;            /* the header at the frame's start */
+	int frames, as_they_came;
+};
+
+static void
+copy_frame_z(void *ctx, const uint8_t *p, size_t n)
+{
+	struct copyz *c = ctx;
+	struct ist_error e;
+	const void *z;
+	size_t zn;
+	enum ist_status st;
+
+	if (c->skip == 0 && ist_reader_frame_z(c->r, &z, &zn)) {
+		struct ist_writer_stats a, b;
+		ist_writer_stats(c->w, &a);
+		st = ist_writer_raw_frame_z(c->w, p, n, z, zn, &e);
+		ist_writer_stats(c->w, &b);
+		c->as_they_came += b.out_bytes - a.out_bytes == zn;
+	} else {
+		st = ist_writer_raw_frame(c->w, p + c->skip, n - c->skip, &e);
+	}
+	if (st != IST_OK)
+		abort();
+	c->skip = 0;
+	c->frames++;
+}
+
+/* n bytes of m copied by a reader fed 7 bytes at a time (a frame's bytes
+ * come in many reads) into c, each frame as it came where it may */
+static int
+copy_z(const struct mem *m, size_t n, struct mem *c, struct copyz *cz)
+{
+	struct ist_error e;
+	struct src s = { m->b.p, n, 0, 7 };
+	const struct ist_event *ev;
+	enum ist_status st;
+	size_t off;
+
+	*cz = (struct copyz){ 0 };
+	ist_writer_new(&cz->w, sink, c, NULL, &e);
+	ist_reader_new(&cz->r, source, &s, "mem", &e);
+	ist_reader_on_frame(cz->r, copy_frame_z, cz);
+	while ((st = ist_reader_next(cz->r, &ev, &e)) == IST_OK) {
+		if (ev->type != IST_HEADER)
+			continue;
+		if (ist_writer_header(cz->w, ev, &e))
+			abort();
+		ist_reader_span(cz->r, &off, &cz->skip);
+		cz->skip += off;
+	}
+	ist_reader_free(cz->r);
+	ist_writer_close(cz->w, &e);
+	return st;
+}
+
+/*
+ * Frames copied as they came (ist_reader_frame_z to ist_writer_raw_frame_z,
+ * is-analyze's way): every frame but the header's goes out as it came, so
+ * the copy of a trace the reference writer wrote is the same bytes; a
+ * frame cut short, or stored rather than compressed, is compressed anew.
+ */
+static void
+test_raw_frames_z(void)
+{
+	struct mem m = { 0 }, c = { 0 }, st = { 0 };
+	struct ist_writer *w;
+	struct ist_writer_opts o = { .frame_bytes = 300 }, so = {
+	    .frame_bytes = 300, .store = true };
+	struct ist_error e;
+	struct ist_event h;
+	struct ist_buf a = { 0 }, b = { 0 };
+	struct copyz cz;
+	size_t cut;
+	int n, k;
+
+	ist_writer_new(&w, sink, &m, &o, &e);
+	ist_event_init(&h, IST_HEADER);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 200);
+	ist_writer_close(w, &e);
+
+	k = copy_z(&m, m.b.n, &c, &cz);
+	ok(k == IST_END && cz.frames == m.nframes &&
+	    cz.as_they_came == m.nframes - 1 && m.nframes > 5 &&
+	    c.b.n == m.b.n && memcmp(c.b.p, m.b.p, m.b.n) == 0,
+	    "copied as they came: %d of %d frames (all but the header's), "
+	    "the same bytes", cz.as_they_came, m.nframes);
+	/* cut inside the last frame, which has blocks before the cut: its
+	 * whole records are compressed anew */
+	ist_buf_release(&m.b);
+	m = (struct mem){ 0 };
+	o.frame_bytes = 256 << 10;
+	ist_writer_new(&w, sink, &m, &o, &e);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 150000);
+	ist_writer_close(w, &e);
+	c.b.n = 0;
+	c.nframes = 0;
+	k = m.nframes - 2;      /* a whole frame of 256 KiB: blocks of 128 */
+	cut = m.frames[k - 1] + (m.frames[k] - m.frames[k - 1]) * 3 / 4;
+	copy_z(&m, cut, &c, &cz);
+	decode(m.b.p, cut, 0, &a, &e, &n);
+	decode(c.b.p, c.b.n, 0, &b, &e, &n);
+	ok(cz.frames == k + 1 && cz.as_they_came == k - 1 && k >= 3 &&
+	    a.n == b.n && memcmp(a.p, b.p, a.n) == 0 &&
+	    memcmp(c.b.p, m.b.p, m.frames[k - 1]) == 0,
+	    "a frame cut short is not copied as it came (%d of %d were): "
+	    "its whole records, compressed anew, read as the cut original's "
+	    "(%d events)", cz.as_they_came, cz.frames, n);
+	/* stored frames: compressed anew */
+	ist_writer_new(&w, sink, &st, &so, &e);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 200);
+	ist_writer_close(w, &e);
+	c.b.n = 0;
+	c.nframes = 0;
+	copy_z(&st, st.b.n, &c, &cz);
+	decode(st.b.p, st.b.n, 0, &a, &e, &n);
+	decode(c.b.p, c.b.n, 0, &b, &e, &n);
+	ok(cz.as_they_came == 0 && cz.frames == st.nframes &&
+	    c.b.n < st.b.n && a.n == b.n && memcmp(a.p, b.p, a.n) == 0,
+	    "stored frames are compressed anew (%zu bytes of %zu), and read "
+	    "as before", c.b.n, st.b.n);
+	ist_buf_release(&a);
+	ist_buf_release(&b);
+	ist_buf_release(&m.b);
+	ist_buf_release(&c.b);
+	ist_buf_release(&st.b);
+}
+
 int
 main(void)
 {
@@ -1439,6 +1573,7 @@ main(void)
 	test_skim();
 	test_ahead();
 	test_raw_frames();
+	test_raw_frames_z();
 	test_writer_errors();
 	test_writer_background();
 	test_writer_from();
