@@ -50,7 +50,8 @@ merge(int in, enum ist_status *st)
 {
 	char path[64];
 	char *paths[1] = { path };
-	struct ist_merge_opts o = { 1u << 20, 1000000, "/tmp" };
+	struct ist_merge_opts o = { .memory_bytes = 1u << 20,
+	    .margin_ns = 1000000, .tmpdir = "/tmp" };
 	struct ist_error e;
 	int out = memfd_create("out", 0);
 
