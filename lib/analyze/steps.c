@@ -127,8 +127,7 @@ kind_of(const struct ist_event *ev)
 		return 0;
 	if (ev->type == IST_CPU_CALL && IST_HAS(ev, IST_F_FILE) &&
 	    ev->file.n > 0 && ev->file.p[0] != '<' &&
-	    strncmp(ev->name.p, "importlib.", ev->name.n < 10 ?
-	    ev->name.n : 10) != 0)
+	    (ev->name.n < 10 || memcmp(ev->name.p, "importlib.", 10) != 0))
 		return 1;
 	return -1;
 }

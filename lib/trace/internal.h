@@ -51,6 +51,8 @@ struct ist_fieldspec {
 	enum ist_ftype ft;
 	enum ist_role role;
 	bool required;
+	const char *key;        /* ,"json": as a JSON line has it */
+	unsigned keylen;
 };
 
 enum ist_timeshape { TS_NONE, TS_INSTANT, TS_RANGE };

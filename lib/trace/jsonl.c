@@ -249,8 +249,8 @@ ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
 		return IST_EINVAL;
 	}
 	ts = &ist_types[ev->type];
-	e = ist_buf_puts(b, "{\"type\":\"") || ist_buf_puts(b, ts->name) ||
-	    ist_buf_puts(b, "\"");
+	e = IST_BUF_LIT(b, "{\"type\":\"") || ist_buf_puts(b, ts->name) ||
+	    IST_BUF_LIT(b, "\"");
 	for (int i = 0; i < ts->nfields && !e; i++) {
 		const struct ist_fieldspec *fs = &ts->fields[i];
 		struct ist_str s;
@@ -258,8 +258,20 @@ ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
 
 		if (!IST_HAS(ev, fs->id))
 			continue;
-		if ((e = ist_buf_puts(b, ",\"") || ist_buf_puts(b, fs->json) ||
-		    ist_buf_puts(b, "\":")))
+		if (fs->ft == FT_INT && fs->id != IST_F_VERSION) {
+			/* the key and its value in room made once */
+			char *o;
+			if ((e = ist_buf_reserve(b, fs->keylen + 22)))
+				break;
+			o = b->p + b->n;
+			memcpy(o, fs->key, fs->keylen);
+			o = ist_put_int(o + fs->keylen,
+			    *ist_field_int(ev, fs->id));
+			*o = '\0';
+			b->n = (size_t)(o - b->p);
+			continue;
+		}
+		if ((e = ist_buf_add(b, fs->key, fs->keylen)))
 			break;
 		if (fs->id == IST_F_VERSION) {
 			e = ist_buf_printf(b, "[%" PRId64 ",%" PRId64 "]",
@@ -306,7 +318,7 @@ ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
 		}
 	}
 	if (!e)
-		e = ist_buf_puts(b, "}\n");
+		e = IST_BUF_LIT(b, "}\n");
 	if (e) {
 		ist_seterr(err, IST_ENOMEM, "out of memory");
 		return IST_ENOMEM;

@@ -10,15 +10,17 @@
 
 #include "internal.h"
 
-#define TRK(f, j, req) { IST_F_##f, j, FT_INT, R_TRACK, req }
+/* a field's JSON key, as a JSON line writes it after the one before */
+#define KEY(j) ",\"" j "\":", sizeof(j) + 3
+#define TRK(f, j, req) { IST_F_##f, j, FT_INT, R_TRACK, req, KEY(j) }
 #define PID TRK(PID, "pid", true)
 #define TID TRK(TID, "tid", true)
 #define DEV TRK(DEVICE, "device", true)
 #define STREAM TRK(STREAM, "stream", true)
-#define START { IST_F_START, "start_ns", FT_INT, R_TIME, true }
-#define END { IST_F_END, "end_ns", FT_INT, R_TIME, true }
-#define TS { IST_F_TS, "ts_ns", FT_INT, R_TIME, true }
-#define P(f, j, t, req) { IST_F_##f, j, FT_##t, R_PAYLOAD, req }
+#define START { IST_F_START, "start_ns", FT_INT, R_TIME, true, KEY("start_ns") }
+#define END { IST_F_END, "end_ns", FT_INT, R_TIME, true, KEY("end_ns") }
+#define TS { IST_F_TS, "ts_ns", FT_INT, R_TIME, true, KEY("ts_ns") }
+#define P(f, j, t, req) { IST_F_##f, j, FT_##t, R_PAYLOAD, req, KEY(j) }
 #define NAME P(NAME, "name", STR, true)
 #define CORR P(CORRELATION, "correlation", INT, false)
 #define GRAPH P(GRAPH_ID, "graph_id", INT, false), \
