@@ -32,13 +32,13 @@ struct ist_again {
 	int (*open)(void *ctx);
 	void *ctx;
 	const char *step;
-	/* Optional, so that the second pass may be made along the first
-	 * (lib/analyze/ahead.c: the start is read again, up to what the first
-	 * has read); NULL: only after it.  follow: a new descriptor to pread
-	 * the trace from, its byte 0 at *base, or -1.  more: how many bytes
-	 * from off may be read now (> 0), 0 when the trace ends at off,
-	 * IST_AGAIN_LATER when more is yet to come, -1 when it cannot be
-	 * read; NULL: the whole trace is there, to the end of the file. */
+	/* Optional, so that the second pass may start while the first still
+	 * reads (in a thread of its own, lib/analyze/ahead.c); NULL: only
+	 * after it.  follow: a new descriptor to pread the trace from, its
+	 * byte 0 at *base, or -1.  more: how many bytes from off may be read
+	 * now (> 0), 0 when the trace ends at off, IST_AGAIN_LATER when more
+	 * is yet to come, -1 when it cannot be read; NULL: the whole trace
+	 * is there, to the end of the file. */
 	int (*follow)(void *ctx, uint64_t *base);
 	long (*more)(void *ctx, uint64_t off);
 };

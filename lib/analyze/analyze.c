@@ -194,7 +194,6 @@ ist_analyzer_reader(struct ist_analyzer *a, const struct ist_reader *r)
 	an_names_reader(&a->nm, r);
 	if (a->sw)
 		an_stepwork_reader(a->sw, r);
-	an_ahead_reader(a, r);
 }
 
 
@@ -582,11 +581,6 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 	int64_t name = 0;
 	int r = 0;
 
-	if (ev->type != IST_ANALYSIS) {
-		a->handed++;
-		if (a->ahead_on)
-			an_ahead_event(a, ev);
-	}
 	an_names_event(&a->nm, ev);
 	if (ev->type == IST_HEADER) {
 		r = header(a, ev);

@@ -329,13 +329,10 @@ struct ist_analyzer {
 	 * second pass, ist_analyzer_again) */
 	struct ist_steps *steps;
 	struct stepwork *sw;
-	/* the second pass made along this one (ahead.c), looked at when
-	 * events reaches look_at (0: never); ahead_on while it is handed
-	 * the events */
+	/* the second pass read while this one goes on (ahead.c), looked at
+	 * when events reaches look_at (0: never) */
 	struct an_ahead *ahead;
 	uint64_t look_at;
-	bool ahead_on;
-	uint64_t handed;         /* events handed over, analyses aside */
 };
 
 /* ---- across the analyzer's files ---- */
@@ -458,10 +455,6 @@ struct ist_again;
 void an_ahead_begin(struct ist_analyzer *a, const struct ist_again *again);
 /* When a->events reaches a->look_at: the step that leads now */
 void an_ahead_look(struct ist_analyzer *a);
-/* Each event handed to the first pass, while a->ahead_on */
-void an_ahead_event(struct ist_analyzer *a, const struct ist_event *ev);
-/* The reader whose events the first pass is handed from now on */
-void an_ahead_reader(struct ist_analyzer *a, const struct ist_reader *r);
 /* At the first pass's end, the step chosen: the second pass already made
  * for it, once it has read to the end, or NULL (read again) */
 struct stepwork *an_ahead_take(struct ist_analyzer *a, const char *name,
