@@ -11,8 +11,11 @@ setup() {
 
 @test "read(): every record of every valid vector equals is-cat's JSON Lines, on every Python" {
 	n=0
+	# and their concatenation: each segment numbers its strings afresh
+	cat formats/vectors/valid/{all-types,multi-frame,edge-values}.ist \
+	    > "$T/concat.ist"
 	for py in $(built_pythons _inferscope_io); do
-		for v in formats/vectors/valid/*.ist; do
+		for v in formats/vectors/valid/*.ist "$T/concat.ist"; do
 			is-cat "$v" > "$T/cat.jsonl"
 			run "$py" -c 'import json, sys, inferscope
 recs = list(inferscope.read(sys.argv[1]))

@@ -50,6 +50,9 @@ struct scache {
 struct conv {
 	struct scache *sc;
 	struct ist_buf buf;
+	/* read()'s strings by the segment's string id: no text compared */
+	PyObject **sidv;
+	size_t nsidv;
 };
 
 typedef struct {
@@ -60,9 +63,21 @@ typedef struct {
 	PyObject *truncated;     /* the truncation warning, or None */
 } Reader;
 
+/* a new segment numbers its strings afresh */
+static void
+conv_new_segment(struct conv *c)
+{
+	for (size_t i = 0; i < c->nsidv; i++)
+		Py_CLEAR(c->sidv[i]);
+}
+
 static void
 conv_release(struct conv *c)
 {
+	conv_new_segment(c);
+	PyMem_Free(c->sidv);
+	c->sidv = NULL;
+	c->nsidv = 0;
 	ist_buf_release(&c->buf);
 	if (c->sc) {
 		for (size_t i = 0; i < SCACHE; i++)
@@ -252,21 +267,62 @@ keys_init(void)
 	return 0;
 }
 
+/* string field f of r's event ev, by its string id when it has one */
 static PyObject *
-event_dict(struct conv *self, const struct ist_event *ev)
+sid_value(struct conv *self, const struct ist_reader *r,
+    const struct ist_event *ev, const struct ist_fieldspec *fs)
+{
+	uint32_t sid = ist_reader_string_id(r, fs->id);
+	PyObject *v;
+
+	if (sid == 0)
+		return field_value(self, ev, fs);
+	if (sid < self->nsidv && self->sidv[sid]) {
+		Py_INCREF(self->sidv[sid]);
+		return self->sidv[sid];
+	}
+	if (sid >= self->nsidv) {
+		size_t n = self->nsidv ? self->nsidv : 256;
+		PyObject **nv;
+		while (n <= sid)
+			n *= 2;
+		if ((nv = PyMem_Realloc(self->sidv, n * sizeof(*nv))) == NULL)
+			return PyErr_NoMemory();
+		memset(nv + self->nsidv, 0, (n - self->nsidv) * sizeof(*nv));
+		self->sidv = nv;
+		self->nsidv = n;
+	}
+	if ((v = field_value(self, ev, fs)) != NULL) {
+		Py_INCREF(v);
+		self->sidv[sid] = v;
+	}
+	return v;
+}
+
+/* ev as is-cat's record; r: the reader it came from, for its string ids
+ * (NULL: none) */
+static PyObject *
+event_dict(struct conv *self, const struct ist_reader *r,
+    const struct ist_event *ev)
 {
 	const struct ist_typespec *ts = &ist_types[ev->type];
 	PyObject *d = PyDict_New(), *v;
 
 	if (d == NULL)
 		return NULL;
+	if (ev->type == IST_HEADER)
+		conv_new_segment(self);
+	else if (ev->type == IST_ANALYSIS)
+		r = NULL;
 	if (PyDict_SetItem(d, key_type, type_name[ev->type]) != 0)
 		goto fail0;
 	for (int i = 0; i < ts->nfields; i++) {
 		const struct ist_fieldspec *fs = &ts->fields[i];
 		if (!IST_HAS(ev, fs->id))
 			continue;
-		if ((v = field_value(self, ev, fs)) == NULL)
+		if ((v = r && ev->type != IST_HEADER && fs->ft == FT_STR ?
+		    sid_value(self, r, ev, fs) : field_value(self, ev, fs)) ==
+		    NULL)
 			goto fail0;
 		if (PyDict_SetItem(d, field_key[ev->type][i], v) != 0) {
 			Py_DECREF(v);
@@ -291,7 +347,7 @@ Reader_next(Reader *self)
 		return NULL;
 	st = ist_reader_next(self->r, &ev, &e);
 	if (st == IST_OK)
-		return event_dict(&self->c, ev);
+		return event_dict(&self->c, self->r, ev);
 	reader_close(self);
 	if (st == IST_TRUNCATED) {
 		Py_DECREF(self->truncated);
