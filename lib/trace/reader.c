@@ -20,15 +20,16 @@ struct rtrack {
 	int64_t last;
 };
 
+/* a string's length with this bit: its text needs no escaping in JSON
+ * (strings are at most IST_MAX_STRING bytes, so the bit is free) */
+#define SPLAIN 0x80000000u
+
 /*
  * Reading ahead (ist_reader_ahead): a second reader, the producer, reads
  * and decompresses frames into one of two frame buffers and splits their
  * records into tokens, chunk by chunk; the reader decodes them in order.
  * A frame's buffer goes back to the producer when the reader leaves it.
  */
-/* a string's length with this bit: its text needs no escaping in JSON
- * (strings are at most IST_MAX_STRING bytes, so the bit is free) */
-#define SPLAIN 0x80000000u
 #define AH_RECS 512             /* records in a chunk, at most */
 #define AH_CHUNKS 8
 #define AH_FRAMES 2
