@@ -258,7 +258,7 @@ ist_event_to_json(const struct ist_event *cev, struct ist_buf *b,
 
 		if (!IST_HAS(ev, fs->id))
 			continue;
-		if (fs->ft == FT_INT && fs->id != IST_F_VERSION) {
+		if (fs->ft == FT_INT) {
 			/* the key and its value in room made once */
 			char *o;
 			if ((e = ist_buf_reserve(b, fs->keylen + 22)))
