@@ -1071,15 +1071,17 @@ decode_field(struct ist_reader *r, const struct ist_fieldspec *fs,
 {
 	const struct tok *t = &tk[i];
 	struct ist_event *ev = &r->ev;
+	uint32_t len;
 	int64_t v;
 
 	switch (fs->ft) {
 	case FT_STR:
 		if (!tok_int(t, &v) || v < 1 || (uint64_t)v > r->nstr)
 			return false;
+		len = r->slen[v - 1];
 		*ist_field_str(ev, fs->id) = (struct ist_str){
-		    r->sdata.p + r->soff[v - 1], r->slen[v - 1] & ~SPLAIN };
-		ev->plain |= (uint64_t)(r->slen[v - 1] >> 31) << fs->id;
+		    r->sdata.p + r->soff[v - 1], len & ~SPLAIN };
+		ev->plain |= (uint64_t)((len & SPLAIN) != 0) << fs->id;
 		r->ev_sid[fs->id] = (uint32_t)v;
 		return true;
 	case FT_INT:

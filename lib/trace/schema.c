@@ -17,9 +17,10 @@
 #define TID TRK(TID, "tid", true)
 #define DEV TRK(DEVICE, "device", true)
 #define STREAM TRK(STREAM, "stream", true)
-#define START { IST_F_START, "start_ns", FT_INT, R_TIME, true, KEY("start_ns") }
-#define END { IST_F_END, "end_ns", FT_INT, R_TIME, true, KEY("end_ns") }
-#define TS { IST_F_TS, "ts_ns", FT_INT, R_TIME, true, KEY("ts_ns") }
+#define TIM(f, j) { IST_F_##f, j, FT_INT, R_TIME, true, KEY(j) }
+#define START TIM(START, "start_ns")
+#define END TIM(END, "end_ns")
+#define TS TIM(TS, "ts_ns")
 #define P(f, j, t, req) { IST_F_##f, j, FT_##t, R_PAYLOAD, req, KEY(j) }
 #define NAME P(NAME, "name", STR, true)
 #define CORR P(CORRELATION, "correlation", INT, false)
