@@ -180,6 +180,12 @@ uint32_t ist_reader_string_id(const struct ist_reader *r, int field);
 /* All of them, by field (IST_NFIELDS; a field's is stale when the event
  * lacks it). */
 const uint32_t *ist_reader_string_ids(const struct ist_reader *r);
+
+/* a zstd context set to store (writer.c): the writer's store mode, and
+ * is-merge's spilled runs */
+struct ZSTD_CCtx_s;
+void ist_zstd_store(struct ZSTD_CCtx_s *z);
+
 /*
  * ist_writer_write, for an event a reader handed on as it is: src[f] is
  * the reader's id of string field f (ist_reader_string_ids), so that a

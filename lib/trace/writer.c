@@ -208,6 +208,16 @@ reset_segment(struct ist_writer *w)
 		memset(w->smap, 0, w->nsmap * sizeof(*w->smap));
 }
 
+/* z stores: zstd's fastest level, and, as it finds no matches, the
+ * smallest match table (none to clear for each frame) */
+void
+ist_zstd_store(ZSTD_CCtx *z)
+{
+	ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, ZSTD_minCLevel());
+	ZSTD_CCtx_setParameter(z, ZSTD_c_hashLog,
+	    ZSTD_cParam_getBounds(ZSTD_c_hashLog).lowerBound);
+}
+
 enum ist_status
 ist_writer_new(struct ist_writer **out, ist_sink_fn sink, void *ctx,
     const struct ist_writer_opts *opts, struct ist_error *err)
@@ -230,12 +240,11 @@ ist_writer_new(struct ist_writer **out, ist_sink_fn sink, void *ctx,
 		w->opts.frame_bytes = IST_MAX_FRAME / 2;
 	if ((w->cctx = ZSTD_createCCtx()) == NULL)
 		goto nomem;
-	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel,
-	    w->opts.store ? ZSTD_minCLevel() : w->opts.level);
-	/* storing, it finds no matches: no table to clear for each frame */
 	if (w->opts.store)
-		ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_hashLog,
-		    ZSTD_cParam_getBounds(ZSTD_c_hashLog).lowerBound);
+		ist_zstd_store(w->cctx);
+	else
+		ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel,
+		    w->opts.level);
 	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
 	if (w->opts.stable_strings &&
 	    (w->pc = calloc(PCACHE, sizeof(*w->pc))) == NULL)
