@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,10 +154,12 @@ tool_progress_source(void *ctx, void *buf, size_t n)
 	long k = p->spool ? tool_spool_source(p->spool, buf, n) :
 	    ist_fd_source(&p->fd, buf, n);
 
+	/* read ahead, this runs on the reader's other thread: the figures
+	 * any thread may ask for (where the frame being decoded starts) */
 	if (p->r && p->on) {
-		struct ist_reader_stats st;
-		ist_reader_stats(p->r, &st);
-		tool_progress_show(p, st.at_bytes, 0, st.events);
+		uint64_t at, events;
+		ist_reader_progress(p->r, &at, &events);
+		tool_progress_show(p, at, 0, events);
 	}
 	return k;
 }
@@ -174,14 +177,33 @@ tool_spool_init(struct tool_spool *s, int fd, bool keep)
 	atomic_init(&s->written, 0);
 	atomic_init(&s->ended, false);
 	atomic_init(&s->broken, false);
+	atomic_init(&s->quit, false);
+}
+
+void
+tool_spool_quit(struct tool_spool *s)
+{
+	atomic_store(&s->quit, true);
 }
 
 long
 tool_spool_source(void *ctx, void *buf, size_t n)
 {
 	struct tool_spool *s = ctx;
-	long k = ist_fd_source(&s->in, buf, n);
 	int keep = s->keep;
+	long k;
+
+	/* a pipe: waited on a tenth of a second at a time, for quit */
+	while (s->start < 0) {
+		struct pollfd p = { s->in, POLLIN, 0 };
+		if (atomic_load(&s->quit)) {
+			errno = ECANCELED;
+			return -1;
+		}
+		if (poll(&p, 1, 100) != 0)
+			break;       /* bytes, an end or an error: read says */
+	}
+	k = ist_fd_source(&s->in, buf, n);
 
 	if (k > 0 && keep >= 0 && !atomic_load(&s->broken)) {
 		if (ist_fd_sink(&keep, buf, (size_t)k) != 0)

@@ -61,7 +61,8 @@ void tool_progress_show(struct tool_progress *p, uint64_t at, uint64_t total,
     uint64_t events);
 void tool_progress_end(struct tool_progress *p);
 /* An ist_source_fn reading p->fd that shows the progress of p->r (set once
- * the reader exists). */
+ * the reader exists; ist_reader_progress, so it may run on the thread
+ * that reads p->r ahead). */
 long tool_progress_source(void *p, void *buf, size_t n);
 
 /*
@@ -79,6 +80,7 @@ struct tool_spool {
 	 * ended, and whether the copy failed (no room) */
 	_Atomic uint64_t written;
 	atomic_bool ended, broken;
+	atomic_bool quit;        /* tool_spool_quit: reading gives up */
 };
 /* keep: whether to copy a pipe at all */
 void tool_spool_init(struct tool_spool *s, int fd, bool keep);
@@ -90,6 +92,11 @@ int tool_spool_again(void *s);
  * tool_spool_source still reads it */
 int tool_spool_follow(void *s, uint64_t *base);
 long tool_spool_more(void *s, uint64_t off);
+/* From any thread: a read of a pipe waiting for its writer gives up
+ * (within 0.1 s: -1, ECANCELED), and every later one; for a reader read
+ * ahead (its thread reads through tool_spool_source) before it is freed,
+ * which would otherwise wait for the writer's next bytes. */
+void tool_spool_quit(struct tool_spool *s);
 void tool_spool_release(struct tool_spool *s);
 
 #endif

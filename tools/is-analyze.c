@@ -48,9 +48,9 @@ help(void)
 	    "                         step:N-M: to the end of step M)\n"
 	    "  -h, --help             print this help and exit\n"
 	    "  -j, --json             print the analysis as JSON instead\n"
-	    "      --one-thread       read the trace a second time (the steps)\n"
-	    "                         only after the first reading, not beside\n"
-	    "                         it in a second thread\n"
+	    "      --one-thread       one thread: no reading ahead, and the\n"
+	    "                         steps measured by reading the trace\n"
+	    "                         again after the first reading\n"
 	    "  -o, --output=FILE      write to FILE instead of standard output\n"
 	    "  -q, --quiet            no progress line on a terminal\n"
 	    "  -r, --rules-file=FILE  rule thresholds (YAML)\n"
@@ -328,7 +328,7 @@ main(int argc, char **argv)
 	struct tool_progress pg;
 	struct tool_spool sp;
 	struct ist_again again = { tool_spool_again, &sp, NULL,
-	    tool_spool_follow, tool_spool_more };
+	    tool_spool_follow, tool_spool_more, false };
 	enum ist_status st;
 	char m[600];
 	int fd, status = 0;
@@ -353,8 +353,7 @@ main(int argc, char **argv)
 	if (o.step[0] || o.step[1] || o.skip_warmup)
 		step_window(&o, &win);
 	again.step = o.step_name;
-	if (o.one_thread)
-		again.follow = NULL;
+	again.one_thread = o.one_thread;
 	fd = tool_open_input(o.path);
 	if (ist_output_open(&out, o.outpath, !o.json, &e) != IST_OK)
 		errx(1, "%s", e.msg);
@@ -367,6 +366,12 @@ main(int argc, char **argv)
 		errx(1, "%s", e.msg);
 	pg.r = r;
 	st = ist_analyze_trace(r, w, o.summary, rules, &win, &again, &an, &e);
+	/* the reader's thread reads ahead (ist_analyze_trace), showing the
+	 * progress as it reads: it is stopped before the line is cleared.
+	 * From a pipe, once an error stopped the reading, it may be waiting
+	 * on the writer for bytes that may not come soon: it gives up. */
+	tool_spool_quit(&sp);
+	ist_reader_free(r);
 	tool_progress_end(&pg);
 	if (an == NULL || (st != IST_OK &&
 	    json_integer_value(json_object_get(json_object_get(an, "run"),
@@ -403,7 +408,6 @@ main(int argc, char **argv)
 	json_decref(an);
 	json_decref(base);
 	json_decref(win.how);
-	ist_reader_free(r);
 	tool_spool_release(&sp);
 	ist_rules_free(rules);
 	ist_config_release(&cfg);

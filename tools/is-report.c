@@ -293,7 +293,7 @@ main(int argc, char **argv)
 	struct ist_report_opts ro;
 	struct tool_spool sp, sp2 = { .in = -1, .keep = -1, .start = -1 };
 	struct ist_again again = { tool_spool_again, &sp, NULL,
-	    tool_spool_follow, tool_spool_more };
+	    tool_spool_follow, tool_spool_more, false };
 	const char *shown;
 	bool damaged;
 	int fd;

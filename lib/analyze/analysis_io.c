@@ -116,6 +116,9 @@ ist_again_pass(struct ist_analyzer *a, const struct ist_again *again,
 	    !ist_analyzer_wants_again(a) || (fd = again->open(again->ctx)) < 0)
 		return IST_OK;
 	if (ist_reader_new(&r, ist_fd_source, &fd, "", &e) == IST_OK) {
+		/* read ahead too: the descriptor is this call's alone */
+		if (!again->one_thread)
+			ist_reader_ahead(r);
 		ist_analyzer_reader(a, r);
 		while (ist_reader_next(r, &ev, &e) == IST_OK)
 			if ((st = ist_analyzer_again(a, ev, err)) != IST_OK)
@@ -254,6 +257,11 @@ ist_analyze_trace(struct ist_reader *r, struct ist_writer *w, bool summary,
 		t.r = r;
 		ist_reader_on_frame(r, through_frame, &t);
 	}
+	/* the records split into tokens on a thread of their own, while this
+	 * one decodes and analyses (after on_frame: each frame's compressed
+	 * copy comes with it); nothing, once records were read */
+	if (again == NULL || !again->one_thread)
+		ist_reader_ahead(r);
 	if (window && window->at)
 		ist_analyzer_window_at(a, window->from, window->to,
 		    json_incref(window->how));

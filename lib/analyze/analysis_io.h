@@ -32,18 +32,25 @@ struct ist_again {
 	int (*open)(void *ctx);
 	void *ctx;
 	const char *step;
-	/* Optional, so that the second pass may start while the first still
-	 * reads (in a thread of its own, lib/analyze/ahead.c); NULL: only
-	 * after it.  follow: a new descriptor to pread the trace from, its
-	 * byte 0 at *base, or -1.  more: how many bytes from off may be read
-	 * now (> 0), 0 when the trace ends at off, IST_AGAIN_LATER when more
-	 * is yet to come, -1 when it cannot be read; NULL: the whole trace
-	 * is there, to the end of the file. */
+	/* Optional, so that the second pass may be made while the first
+	 * reads (lib/analyze/ahead.c: the trace's start read again, then
+	 * each event the first pass takes); NULL: only after it.  follow: a
+	 * new descriptor to pread the trace from, its byte 0 at *base, or
+	 * -1.  more: how many bytes from off may be read now (> 0), 0 when
+	 * the trace ends at off, IST_AGAIN_LATER when more is yet to come,
+	 * -1 when it cannot be read; NULL: the whole trace is there, to the
+	 * end of the file. */
 	int (*follow)(void *ctx, uint64_t *base);
 	long (*more)(void *ctx, uint64_t off);
+	/* one thread (is-analyze --one-thread): no reading ahead, and the
+	 * second pass only after the first (follow unused) */
+	bool one_thread;
 };
 #define IST_AGAIN_LATER (-2L)
-/* again: NULL, or how to read the trace again (the steps' second pass) */
+/* again: NULL, or how to read the trace again (the steps' second pass).
+ * When nothing has been read from r yet, r is read ahead, and so is the
+ * second pass (ist_reader_ahead), unless again->one_thread: r's source
+ * must then be one that another thread may call until ist_reader_free. */
 enum ist_status ist_analyze_trace(struct ist_reader *r, struct ist_writer *w,
     bool summary, const struct ist_rules *rules,
     const struct ist_window *window, const struct ist_again *again,

@@ -194,6 +194,8 @@ ist_analyzer_reader(struct ist_analyzer *a, const struct ist_reader *r)
 	an_names_reader(&a->nm, r);
 	if (a->sw)
 		an_stepwork_reader(a->sw, r);
+	if (a->ride)
+		an_stepwork_reader(a->ride, r);
 }
 
 
@@ -582,14 +584,17 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 	int r = 0;
 
 	an_names_event(&a->nm, ev);
+	if (ev->type == IST_ANALYSIS)
+		return IST_OK;
+	a->fed++;
+	if (ev->type != IST_HEADER && ++a->events == a->look_at)
+		an_ahead_look(a);
+	if (a->ride)
+		an_ahead_ride(a, ev);
 	if (ev->type == IST_HEADER) {
 		r = header(a, ev);
 		goto out;
 	}
-	if (ev->type == IST_ANALYSIS)
-		return IST_OK;
-	if (++a->events == a->look_at)
-		an_ahead_look(a);
 	if (!place(a, ev))
 		return IST_OK;
 	if (ev->type == IST_CAPTURE) {

@@ -329,10 +329,13 @@ struct ist_analyzer {
 	 * second pass, ist_analyzer_again) */
 	struct ist_steps *steps;
 	struct stepwork *sw;
-	/* the second pass read while this one goes on (ahead.c), looked at
-	 * when events reaches look_at (0: never) */
+	/* the second pass made while this one goes on (ahead.c), looked at
+	 * when events reaches look_at (0: never); ride: the step's measure
+	 * taking each event this pass takes, or NULL; fed: the events this
+	 * pass has taken, headers included, analyses not */
 	struct an_ahead *ahead;
-	uint64_t look_at;
+	uint64_t look_at, fed;
+	struct stepwork *ride;
 };
 
 /* ---- across the analyzer's files ---- */
@@ -455,8 +458,10 @@ struct ist_again;
 void an_ahead_begin(struct ist_analyzer *a, const struct ist_again *again);
 /* When a->events reaches a->look_at: the step that leads now */
 void an_ahead_look(struct ist_analyzer *a);
+/* Each event the first pass takes, while a->ride is set */
+void an_ahead_ride(struct ist_analyzer *a, const struct ist_event *ev);
 /* At the first pass's end, the step chosen: the second pass already made
- * for it, once it has read to the end, or NULL (read again) */
+ * for it, or NULL (read again) */
 struct stepwork *an_ahead_take(struct ist_analyzer *a, const char *name,
     int64_t pid, int64_t tid, enum ist_type type);
 void an_ahead_free(struct ist_analyzer *a);

@@ -414,7 +414,7 @@ ist_analysis_load(const char *path, const char *step,
 	}
 	lseek(fd, 0, SEEK_SET);
 	again = (struct ist_again){ ist_again_path, (void *)path, step,
-	    ist_again_path_follow, NULL };
+	    ist_again_path_follow, NULL, false };
 	if ((st = ist_reader_new(&r, ist_fd_source, &fd, path, err)) != IST_OK ||
 	    (st = ist_analyzer_new(&a, rules, err)) != IST_OK ||
 	    (st = ist_again_begin(a, &again, err)) != IST_OK)

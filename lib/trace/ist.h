@@ -314,8 +314,10 @@ typedef void (*ist_frame_fn)(void *ctx, const uint8_t *p, size_t n);
 void ist_reader_on_frame(struct ist_reader *r, ist_frame_fn fn, void *ctx);
 /* Inside fn: the frame as it came, compressed, when the reader has all of
  * it and fn's bytes are all its records (not a frame cut short, or one an
- * error stopped in, or one read ahead); false otherwise.  Kept only while
- * an on_frame is set: ist_writer_raw_frame_z may copy it as it is. */
+ * error stopped in); false otherwise.  Kept only while an on_frame is set
+ * (reading ahead: one set before ist_reader_ahead, whose thread then keeps
+ * each frame's copy with it): ist_writer_raw_frame_z may copy it as it
+ * is. */
 bool ist_reader_frame_z(const struct ist_reader *r, const void **p,
     size_t *n);
 void ist_reader_span(const struct ist_reader *r, size_t *off, size_t *len);
@@ -338,6 +340,11 @@ struct ist_reader_stats {
 				  * figure; in_bytes runs a frame ahead) */
 };
 void ist_reader_stats(const struct ist_reader *r, struct ist_reader_stats *st);
+/* A progress figure that any thread may ask for (the source's, which runs
+ * on the producer's thread when reading ahead): the compressed bytes
+ * before the frame being read, and the events returned before it. */
+void ist_reader_progress(struct ist_reader *r, uint64_t *at,
+    uint64_t *events);
 
 /* ---- the JSON Lines face (formats/jsonl.md) ---- */
 

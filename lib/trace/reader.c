@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +64,10 @@ struct ahead {
 		uint8_t *buf;
 		size_t cap;
 		bool busy;       /* the producer's, or the reader's */
+		struct ist_buf z;    /* keep_z: the frame as it came */
+		bool z_whole;        /* z is all of it (ist_reader_frame_z) */
 	} fr[AH_FRAMES];
+	bool keep_z;             /* an on_frame was set before reading */
 	struct ah_chunk ch[AH_CHUNKS];
 	uint64_t made, taken;    /* chunks handed over, and given back */
 	bool stop;
@@ -117,6 +121,9 @@ struct ist_reader {
 	uint32_t ev_sid[IST_NFIELDS];
 	struct ist_reader_stats st;
 	struct ahead *ah;       /* reading ahead, or NULL */
+	/* ist_reader_progress: where the reading is, as each frame is
+	 * entered, for a source that may run on the producer's thread */
+	_Atomic uint64_t prog_at, prog_events;
 };
 
 static void ah_stop(struct ist_reader *r);
@@ -180,6 +187,13 @@ ist_reader_free(struct ist_reader *r)
 	ist_buf_release(&r->sdata);
 	free(r->tracks);
 	free(r);
+}
+
+void
+ist_reader_progress(struct ist_reader *r, uint64_t *at, uint64_t *events)
+{
+	*at = atomic_load_explicit(&r->prog_at, memory_order_relaxed);
+	*events = atomic_load_explicit(&r->prog_events, memory_order_relaxed);
 }
 
 void
@@ -589,6 +603,13 @@ ah_main(void *arg)
 			st = p->sticky;
 		a->fr[f].buf = p->fbuf;
 		a->fr[f].cap = p->fcap;
+		if (a->keep_z) {
+			/* the copy goes with the frame; its buffer is reused */
+			struct ist_buf z = a->fr[f].z;
+			a->fr[f].z = p->zf;
+			a->fr[f].z_whole = st == IST_OK && p->zf_whole;
+			p->zf = z;
+		}
 		if (st != IST_OK) {
 			/* what reading said, once: it sticks there */
 			c->est = st;
@@ -608,6 +629,16 @@ ah_main(void *arg)
 	return NULL;
 }
 
+/* the producer's on_frame: set only so that read_frame keeps the frames'
+ * compressed bytes; the producer leaves no frame, so it is never called */
+static void
+ah_keep(void *ctx, const uint8_t *p, size_t n)
+{
+	(void)ctx;
+	(void)p;
+	(void)n;
+}
+
 bool
 ist_reader_ahead(struct ist_reader *r)
 {
@@ -625,6 +656,12 @@ ist_reader_ahead(struct ist_reader *r)
 	}
 	a->frame = -1;
 	a->pid = getpid();
+	/* an on_frame set already: each frame's compressed bytes are kept
+	 * with it, as read_frame keeps them (ist_reader_frame_z); the
+	 * producer itself never leaves a frame, so never calls it */
+	a->keep_z = r->on_frame != NULL;
+	if (a->keep_z)
+		ist_reader_on_frame(a->p, ah_keep, NULL);
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->cv, NULL);
 	/* signals stay the program's thread's */
@@ -675,8 +712,10 @@ ah_stop(struct ist_reader *r)
 	}
 	a->p->fbuf = NULL;   /* one of the frames, or none */
 	ist_reader_free(a->p);
-	for (int i = 0; i < AH_FRAMES; i++)
+	for (int i = 0; i < AH_FRAMES; i++) {
 		free(a->fr[i].buf);
+		ist_buf_release(&a->fr[i].z);
+	}
 	for (int i = 0; i < AH_CHUNKS; i++)
 		free(a->ch[i].tz.toks);
 	free(a);
@@ -732,6 +771,7 @@ ah_frame(struct ist_reader *r, struct ist_error *err)
 	}
 	r->fbuf = NULL;
 	r->fn = r->fpos = 0;
+	r->zf_whole = false;
 	if ((c = ah_next_chunk(a)) == NULL)
 		goto forked;
 	r->st.in_bytes = c->st.in_bytes;
@@ -753,6 +793,7 @@ ah_frame(struct ist_reader *r, struct ist_error *err)
 	}
 	a->frame = c->frame;
 	r->fbuf = a->fr[c->frame].buf;
+	r->zf_whole = a->keep_z && r->on_frame && a->fr[c->frame].z_whole;
 	r->fn = c->fn;
 	r->cut = c->cut;
 	r->cut_in = c->cut_in;
@@ -1202,11 +1243,15 @@ ist_reader_on_frame(struct ist_reader *r, ist_frame_fn fn, void *ctx)
 bool
 ist_reader_frame_z(const struct ist_reader *r, const void **p, size_t *n)
 {
+	/* reading ahead, the copy came with the frame's buffer */
+	const struct ist_buf *z = r->ah && r->ah->frame >= 0 ?
+	    &r->ah->fr[r->ah->frame].z : &r->zf;
+
 	/* whole, and every record of it read: on_frame is handed r->fn */
 	if (!r->zf_whole || r->fpos != r->fn)
 		return false;
-	*p = r->zf.p;
-	*n = r->zf.n;
+	*p = z->p;
+	*n = z->n;
 	return true;
 }
 
@@ -1291,6 +1336,12 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 				return st;
 			leave_frame(r, r->fn);
 			st = r->ah ? ah_frame(r, err) : read_frame(r, err);
+			if (st == IST_OK) {
+				atomic_store_explicit(&r->prog_at, r->fr_in0,
+				    memory_order_relaxed);
+				atomic_store_explicit(&r->prog_events,
+				    r->st.events, memory_order_relaxed);
+			}
 			if (st == IST_END && r->st.frames == 0) {
 				ist_seterr(err, IST_ENOTTRACE, "'%s' is not an "
 				    "InferScope trace (no data)", r->name);
