@@ -417,7 +417,7 @@ report(PyObject *mod, PyObject *args)
 	}
 	/* the steps read the file a second time, as is-analyze does */
 	o.again = &(struct ist_again){ ist_again_path, (void *)path, step,
-	    ist_again_path_follow, NULL };
+	    ist_again_path_follow, NULL, false };
 	Py_BEGIN_ALLOW_THREADS
 	st = ist_report_trace(r, &o, mfd, &res, &e);
 	Py_END_ALLOW_THREADS
