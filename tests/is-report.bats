@@ -106,6 +106,34 @@ f(22)'
 	assert_equal "$stderr" "is-report: '<stdin>': no analysis at the start of a frame, where is-analyze puts it, and the input cannot be read again to look further; give it as a file"
 }
 
+@test "md and json of a file: a trace that promises its analysis is skimmed on one thread, any other analysed here on two (read ahead), the same report" {
+	# threads ARGS...: the threads is-report starts (LeakSanitizer cannot
+	# work under ptrace: off for this run in a -fsanitize build)
+	threads() {
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+		    strace -f -qq -e trace=clone,clone3 -o "$T/st" \
+		    is-report "$@" > "$T/out"
+		grep -c CLONE_THREAD "$T/st" || true
+	}
+	is-record -o "$T/r.ist" -- /usr/bin/python3 -c '
+def f(n): return n if n < 2 else f(n - 1) + f(n - 2)
+f(20)'
+	is-merge -o "$T/m.ist" "$T/r.ist"
+	is-analyze -o "$T/a.ist" "$T/m.ist"
+	run threads -f md "$T/a.ist"
+	assert_output 0
+	cp "$T/out" "$T/a.md"
+	run threads -f md "$T/m.ist"
+	assert_output 1
+	cmp "$T/out" "$T/a.md"
+	run threads -f json "$T/a.ist"
+	assert_output 0
+	cp "$T/out" "$T/a.json"
+	run threads -f json "$T/m.ist"
+	assert_output 1
+	cmp "$T/out" "$T/a.json"
+}
+
 @test "a pipe is kept for a second reading (an analysis cut off its end, the steps of one made here), never for the Perfetto export" {
 	# strace -y names each descriptor: the kept copy is an unlinked file
 	kept() {

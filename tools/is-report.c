@@ -316,11 +316,12 @@ main(int argc, char **argv)
 	tool_spool_init(&sp, fd, a.fmt != IST_REPORT_PERFETTO);
 	if (ist_reader_new(&r, tool_spool_source, &sp, a.path, &e) != IST_OK)
 		errx(1, "%s", e.msg);
-	/* the reports that read every event (a timeline, the export), from
-	 * a file, read it ahead on a second core; md and json may skim to
-	 * the analysis, which reading ahead would not */
+	/* the reports that read every event (a timeline, the export, an
+	 * analysis made here), from a file, read it ahead on a second core;
+	 * md and json of a trace that promises its analysis skim to it,
+	 * which reading ahead would not */
 	if (a.fmt == IST_REPORT_PERFETTO || a.fmt == IST_REPORT_HTML ||
-	    a.fmt == IST_REPORT_TEXT)
+	    a.fmt == IST_REPORT_TEXT || !ist_file_promises_analysis(fd))
 		ist_reader_ahead_fd(r, fd);
 	/* skimming for the analysis only where the input can be read again
 	 * should it be elsewhere */

@@ -415,9 +415,13 @@ report(PyObject *mod, PyObject *args)
 		PyErr_NoMemory();
 		goto done;
 	}
-	/* the steps read the file a second time, as is-analyze does */
+	/* the steps read the file a second time, as is-analyze does; an
+	 * analysis made here reads the file ahead on a second core (within
+	 * this call: no fork can find the thread) */
 	o.again = &(struct ist_again){ ist_again_path, (void *)path, step,
 	    ist_again_path_follow, NULL, false };
+	if (!ist_file_promises_analysis(fd))
+		ist_reader_ahead_fd(r, fd);
 	Py_BEGIN_ALLOW_THREADS
 	st = ist_report_trace(r, &o, mfd, &res, &e);
 	Py_END_ALLOW_THREADS

@@ -294,14 +294,21 @@ void ist_reader_skim(struct ist_reader *r, bool on);
  * The same records, errors and stats (in_bytes runs up to two frames
  * ahead), for a few MiB more: two frames held rather than one.  Call it
  * before the first record, only where the source may be read from
- * another thread at any time until ist_reader_free (a regular file: a pipe
- * could keep ist_reader_free waiting for its writer).  False: the reader
+ * another thread at any time until ist_reader_free (a regular file, or a
+ * pipe read by a source that gives up when told: a pipe could otherwise
+ * keep ist_reader_free waiting for its writer).  False: the reader
  * stays on this thread (no thread could be made, or records were read).
  */
 bool ist_reader_ahead(struct ist_reader *r);
 /* The same for a reader of ist_fd_source on fd, when fd is a regular
  * file; false otherwise. */
 bool ist_reader_ahead_fd(struct ist_reader *r, int fd);
+/* Whether the regular file fd holds a trace whose first header promises
+ * an analysis (analysis_version): a report skims such a trace to its
+ * analysis, which reading ahead would not; it reads any other whole.  Read
+ * with pread from fd's offset, which stays where it is: its first frame
+ * decompressed. */
+bool ist_file_promises_analysis(int fd);
 /*
  * For a reader that copies a trace through (is-analyze's trace out,
  * ist_writer_raw_frame): fn gets each frame's decompressed bytes as the

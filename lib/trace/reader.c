@@ -692,6 +692,43 @@ ist_reader_ahead_fd(struct ist_reader *r, int fd)
 	    ist_reader_ahead(r);
 }
 
+struct pread_src {
+	int fd;
+	off_t off;
+};
+
+/* An ist_source_fn: pread from a descriptor, leaving its offset be */
+static long
+pread_source(void *ctx, void *buf, size_t n)
+{
+	struct pread_src *s = ctx;
+	ssize_t k;
+
+	while ((k = pread(s->fd, buf, n, s->off)) < 0 && errno == EINTR)
+		;
+	if (k > 0)
+		s->off += k;
+	return k;
+}
+
+bool
+ist_file_promises_analysis(int fd)
+{
+	struct pread_src s = { fd, lseek(fd, 0, SEEK_CUR) };
+	const struct ist_event *ev;
+	struct ist_reader *r;
+	struct stat sb;
+	bool yes = false;
+
+	if (s.off < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+	    ist_reader_new(&r, pread_source, &s, "", NULL) != IST_OK)
+		return false;
+	if (ist_reader_next(r, &ev, NULL) == IST_OK && ev->type == IST_HEADER)
+		yes = IST_HAS(ev, IST_F_ANALYSIS_VERSION);
+	ist_reader_free(r);
+	return yes;
+}
+
 static void
 ah_stop(struct ist_reader *r)
 {
