@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <zstd.h>
@@ -1161,6 +1162,75 @@ test_skim(void)
 	ist_buf_release(&m.b);
 }
 
+/* A file holding p[0..n) at offset 5 (after 5 bytes of something
+ * else), its descriptor left there; -1 on failure. */
+static int
+file_at5(const void *p, size_t n)
+{
+	char path[] = "/tmp/test_trace_XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	if (write(fd, "junk!", 5) != 5 || write(fd, p, n) != (ssize_t)n ||
+	    lseek(fd, 5, SEEK_SET) != 5) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* ist_file_promises_analysis: the first header's promise, read from the
+ * descriptor's offset, which stays where it was. */
+static void
+test_promises(void)
+{
+	struct ist_writer *w;
+	struct ist_error e;
+	struct ist_event h;
+	bool yes[2] = { false, false };
+	bool kept = true;
+	int pfd[2];
+
+	for (int promise = 0; promise < 2; promise++) {
+		struct mem m = { 0 };
+		int fd;
+		ist_writer_new(&w, sink, &m, NULL, &e);
+		ist_event_init(&h, IST_HEADER);
+		if (promise) {
+			h.analysis_version = 1;
+			IST_SET(&h, IST_F_ANALYSIS_VERSION);
+		}
+		ist_writer_header(w, &h, &e);
+		write_sample(w, 50);
+		ist_writer_close(w, &e);
+		if ((fd = file_at5(m.b.p, m.b.n)) >= 0) {
+			yes[promise] = ist_file_promises_analysis(fd);
+			kept = kept && lseek(fd, 0, SEEK_CUR) == 5;
+			close(fd);
+		}
+		ist_buf_release(&m.b);
+	}
+	ok(!yes[0] && yes[1] && kept, "ist_file_promises_analysis: false "
+	    "without analysis_version, true with it (%d %d), the offset kept",
+	    yes[0], yes[1]);
+	/* no trace, or no file: no promise */
+	{
+		int fd = file_at5("not a trace at all", 18);
+		bool any = fd < 0 || ist_file_promises_analysis(fd);
+		if (fd >= 0)
+			close(fd);
+		if (pipe(pfd) == 0) {
+			any = any || ist_file_promises_analysis(pfd[0]);
+			close(pfd[0]);
+			close(pfd[1]);
+		}
+		ok(!any, "ist_file_promises_analysis: false for what is not "
+		    "a trace, and for a pipe");
+	}
+}
+
 /* ---- reading ahead ---- */
 
 static void
@@ -1573,6 +1643,7 @@ main(void)
 	test_chunks_and_truncation();
 	test_concat();
 	test_skim();
+	test_promises();
 	test_ahead();
 	test_raw_frames();
 	test_raw_frames_z();
