@@ -23,7 +23,6 @@
  * The measure keeps its own names (an_names): it shares nothing with the
  * first pass but the event in hand and the reader's string ids.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,8 +59,8 @@ who_is(const struct who *w, const char *name, int64_t pid, int64_t tid,
  * which is there (the copy of a pipe is written before it is read) */
 struct again_src {
 	const struct ist_again *g;
-	int fd;
-	uint64_t base, off;
+	struct ist_pread p;      /* p.off: base + where it is */
+	uint64_t base;
 };
 
 /* An ist_source_fn over again_src */
@@ -70,24 +69,14 @@ again_source(void *ctx, void *buf, size_t n)
 {
 	struct again_src *s = ctx;
 	const struct ist_again *g = s->g;
+	long avail = g->more ? g->more(g->ctx, s->p.off - s->base) : (long)n;
 
-	for (;;) {
-		long avail = g->more ? g->more(g->ctx, s->off) : (long)n;
-		ssize_t k;
-		if (avail == 0 || avail == IST_AGAIN_LATER)
-			return 0;
-		if (avail < 0)
-			return -1;
-		if ((size_t)avail < n)
-			n = (size_t)avail;
-		k = pread(s->fd, buf, n, (off_t)(s->base + s->off));
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -1;
-		s->off += (uint64_t)k;
-		return k;
-	}
+	if (avail == 0 || avail == IST_AGAIN_LATER)
+		return 0;
+	if (avail < 0)
+		return -1;
+	return ist_pread_source(&s->p, buf, (size_t)avail < n ?
+	    (size_t)avail : n);
 }
 
 static void
@@ -102,24 +91,27 @@ ride_drop(struct ist_analyzer *a)
 }
 
 /*
- * The measure of the step named, made of the trace's first n events (the
- * analyses not counted) read again; NULL when they cannot be read (then
- * the trace is read again after the first pass).
+ * The measure of step w, made of the trace's first n events (the analyses
+ * not counted) read again; NULL when they cannot be read (then the trace
+ * is read again after the first pass).
  */
 static struct stepwork *
-catch_up(struct ist_analyzer *a, const struct ist_again *g, const char *name,
-    int64_t pid, int64_t tid, enum ist_type type, uint64_t n)
+catch_up(struct ist_analyzer *a, const struct ist_again *g,
+    const struct who *w, uint64_t n)
 {
-	struct again_src s = { g, -1, 0, 0 };
+	struct again_src s = { g, { -1, 0 }, 0 };
 	struct ist_reader *r = NULL;
 	struct stepwork *sw = NULL;
 	const struct ist_event *ev;
 	struct ist_error e = { 0 };
 	uint64_t k = 0;
 
-	if ((s.fd = g->follow(g->ctx, &s.base)) < 0 ||
-	    ist_reader_new(&r, again_source, &s, "", &e) != IST_OK ||
-	    an_stepwork_new(&sw, a, name, pid, tid, type, &e) != IST_OK)
+	if ((s.p.fd = g->follow(g->ctx, &s.base)) < 0)
+		return NULL;
+	s.p.off = s.base;
+	if (ist_reader_new(&r, again_source, &s, "", &e) != IST_OK ||
+	    an_stepwork_new(&sw, a, w->name, w->pid, w->tid, w->type, &e) !=
+	    IST_OK)
 		goto fail;
 	an_stepwork_reader(sw, r);
 	while (k < n && ist_reader_next(r, &ev, &e) == IST_OK) {
@@ -135,13 +127,12 @@ catch_up(struct ist_analyzer *a, const struct ist_again *g, const char *name,
 	/* from here on the first pass's events, by its reader's ids */
 	an_stepwork_reader(sw, a->nm.src);
 	ist_reader_free(r);
-	close(s.fd);
+	close(s.p.fd);
 	return sw;
 fail:
 	an_stepwork_free(sw);
 	ist_reader_free(r);
-	if (s.fd >= 0)
-		close(s.fd);
+	close(s.p.fd);
 	return NULL;
 }
 
@@ -178,14 +169,13 @@ an_ahead_look(struct ist_analyzer *a)
 		ride_drop(a);
 		if (h->starts < MAX_STARTS) {
 			h->starts++;
-			/* the event in hand is the first to ride along */
-			a->ride = catch_up(a, h->again, name, pid, tid, type,
-			    a->fed - 1);
-			if (a->ride && (h->who.name = strdup(name)) == NULL)
+			/* the event in hand is the first to ride along: before
+			 * it, every header and the other events */
+			h->who = (struct who){ strdup(name), pid, tid, type };
+			if (h->who.name == NULL || (a->ride = catch_up(a,
+			    h->again, &h->who, a->segments + a->events - 1)) ==
+			    NULL)
 				ride_drop(a);
-			else
-				h->who = (struct who){ h->who.name, pid, tid,
-				    type };
 		}
 	}
 	if (a->ride == NULL && h->starts >= MAX_STARTS) {

@@ -586,7 +586,6 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 	an_names_event(&a->nm, ev);
 	if (ev->type == IST_ANALYSIS)
 		return IST_OK;
-	a->fed++;
 	if (ev->type != IST_HEADER && ++a->events == a->look_at)
 		an_ahead_look(a);
 	if (a->ride)

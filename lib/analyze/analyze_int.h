@@ -331,10 +331,9 @@ struct ist_analyzer {
 	struct stepwork *sw;
 	/* the second pass made while this one goes on (ahead.c), looked at
 	 * when events reaches look_at (0: never); ride: the step's measure
-	 * taking each event this pass takes, or NULL; fed: the events this
-	 * pass has taken, headers included, analyses not */
+	 * taking each event this pass takes, or NULL */
 	struct an_ahead *ahead;
-	uint64_t look_at, fed;
+	uint64_t look_at;
 	struct stepwork *ride;
 };
 

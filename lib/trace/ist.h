@@ -262,6 +262,13 @@ void ist_writer_stats(const struct ist_writer *w, struct ist_writer_stats *st);
 /* Reads up to n bytes; returns the count, 0 at end, -1 with errno set. */
 typedef long (*ist_source_fn)(void *ctx, void *buf, size_t n);
 long ist_fd_source(void *ctx, void *buf, size_t n);
+/* Reads with pread from off, which it advances, leaving the descriptor's
+ * own offset be. */
+struct ist_pread {
+	int fd;
+	uint64_t off;
+};
+long ist_pread_source(void *ctx, void *buf, size_t n);
 
 struct ist_reader;
 

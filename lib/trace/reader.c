@@ -64,10 +64,9 @@ struct ahead {
 		uint8_t *buf;
 		size_t cap;
 		bool busy;       /* the producer's, or the reader's */
-		struct ist_buf z;    /* keep_z: the frame as it came */
+		struct ist_buf z;    /* p->keep_z: the frame as it came */
 		bool z_whole;        /* z is all of it (ist_reader_frame_z) */
 	} fr[AH_FRAMES];
-	bool keep_z;             /* an on_frame was set before reading */
 	struct ah_chunk ch[AH_CHUNKS];
 	uint64_t made, taken;    /* chunks handed over, and given back */
 	bool stop;
@@ -101,9 +100,11 @@ struct ist_reader {
 	bool in_segment;
 	ist_frame_fn on_frame;  /* called as each frame is left */
 	void *on_frame_ctx;
-	struct ist_buf zf;      /* with on_frame: the frame as it came */
+	struct ist_buf zf;      /* with keep_z: the frame as it came */
 	bool zf_whole;          /* zf is all of the current frame */
 	bool zf_lost;           /* zf could not grow: no copy of this one */
+	bool keep_z;            /* zf kept: an on_frame is set, or this is the
+				 * producer reading ahead for a reader with one */
 	bool frame_left;        /* on_frame has seen the current frame */
 	size_t rec_pos;         /* where the current record starts in fbuf */
 	bool skim;              /* only each frame's first record, when it is
@@ -137,6 +138,20 @@ ist_fd_source(void *ctx, void *buf, size_t n)
 	do
 		k = read(fd, buf, n);
 	while (k < 0 && errno == EINTR);
+	return (long)k;
+}
+
+long
+ist_pread_source(void *ctx, void *buf, size_t n)
+{
+	struct ist_pread *s = ctx;
+	ssize_t k;
+
+	do
+		k = pread(s->fd, buf, n, (off_t)s->off);
+	while (k < 0 && errno == EINTR);
+	if (k > 0)
+		s->off += (uint64_t)k;
 	return (long)k;
 }
 
@@ -423,7 +438,7 @@ read_frame(struct ist_reader *r, struct ist_error *err)
 			/* the bytes it took, for a copy of the frame as it
 			 * came (ist_reader_frame_z); a buffer that cannot grow
 			 * only means no such copy */
-			if (r->on_frame && !r->zf_lost &&
+			if (r->keep_z && !r->zf_lost &&
 			    ist_buf_append(&r->zf, r->in + r->in_pos,
 			    in.pos - r->in_pos) != 0)
 				r->zf_lost = true;
@@ -450,7 +465,7 @@ read_frame(struct ist_reader *r, struct ist_error *err)
 	}
 	r->st.frames++;
 	r->st.raw_bytes += r->fn;
-	r->zf_whole = r->on_frame && !r->cut && !r->zf_lost;
+	r->zf_whole = r->keep_z && !r->cut && !r->zf_lost;
 	r->fr_in0 = frame_off;
 	r->fr_in1 = r->in_off + r->in_pos;
 	r->gen++;
@@ -603,7 +618,7 @@ ah_main(void *arg)
 			st = p->sticky;
 		a->fr[f].buf = p->fbuf;
 		a->fr[f].cap = p->fcap;
-		if (a->keep_z) {
+		if (p->keep_z) {
 			/* the copy goes with the frame; its buffer is reused */
 			struct ist_buf z = a->fr[f].z;
 			a->fr[f].z = p->zf;
@@ -629,16 +644,6 @@ ah_main(void *arg)
 	return NULL;
 }
 
-/* the producer's on_frame: set only so that read_frame keeps the frames'
- * compressed bytes; the producer leaves no frame, so it is never called */
-static void
-ah_keep(void *ctx, const uint8_t *p, size_t n)
-{
-	(void)ctx;
-	(void)p;
-	(void)n;
-}
-
 bool
 ist_reader_ahead(struct ist_reader *r)
 {
@@ -657,11 +662,8 @@ ist_reader_ahead(struct ist_reader *r)
 	a->frame = -1;
 	a->pid = getpid();
 	/* an on_frame set already: each frame's compressed bytes are kept
-	 * with it, as read_frame keeps them (ist_reader_frame_z); the
-	 * producer itself never leaves a frame, so never calls it */
-	a->keep_z = r->on_frame != NULL;
-	if (a->keep_z)
-		ist_reader_on_frame(a->p, ah_keep, NULL);
+	 * with it, as read_frame keeps them (ist_reader_frame_z) */
+	a->p->keep_z = r->keep_z;
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->cv, NULL);
 	/* signals stay the program's thread's */
@@ -692,36 +694,18 @@ ist_reader_ahead_fd(struct ist_reader *r, int fd)
 	    ist_reader_ahead(r);
 }
 
-struct pread_src {
-	int fd;
-	off_t off;
-};
-
-/* An ist_source_fn: pread from a descriptor, leaving its offset be */
-static long
-pread_source(void *ctx, void *buf, size_t n)
-{
-	struct pread_src *s = ctx;
-	ssize_t k;
-
-	while ((k = pread(s->fd, buf, n, s->off)) < 0 && errno == EINTR)
-		;
-	if (k > 0)
-		s->off += k;
-	return k;
-}
-
 bool
 ist_file_promises_analysis(int fd)
 {
-	struct pread_src s = { fd, lseek(fd, 0, SEEK_CUR) };
+	off_t at = lseek(fd, 0, SEEK_CUR);
+	struct ist_pread s = { fd, (uint64_t)at };
 	const struct ist_event *ev;
 	struct ist_reader *r;
 	struct stat sb;
 	bool yes = false;
 
-	if (s.off < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
-	    ist_reader_new(&r, pread_source, &s, "", NULL) != IST_OK)
+	if (at < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+	    ist_reader_new(&r, ist_pread_source, &s, "", NULL) != IST_OK)
 		return false;
 	if (ist_reader_next(r, &ev, NULL) == IST_OK && ev->type == IST_HEADER)
 		yes = IST_HAS(ev, IST_F_ANALYSIS_VERSION);
@@ -830,7 +814,7 @@ ah_frame(struct ist_reader *r, struct ist_error *err)
 	}
 	a->frame = c->frame;
 	r->fbuf = a->fr[c->frame].buf;
-	r->zf_whole = a->keep_z && r->on_frame && a->fr[c->frame].z_whole;
+	r->zf_whole = r->keep_z && a->fr[c->frame].z_whole;
 	r->fn = c->fn;
 	r->cut = c->cut;
 	r->cut_in = c->cut_in;
@@ -1275,6 +1259,7 @@ ist_reader_on_frame(struct ist_reader *r, ist_frame_fn fn, void *ctx)
 {
 	r->on_frame = fn;
 	r->on_frame_ctx = ctx;
+	r->keep_z = fn != NULL;
 }
 
 bool
