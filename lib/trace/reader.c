@@ -33,6 +33,15 @@ struct rtrack {
  */
 #define AH_RECS 512             /* records in a chunk, at most */
 #define AH_CHUNKS 8
+/* A producer that finds every chunk full waits until this many are free
+ * again, and the reader wakes it only then: one wakeup for several
+ * chunks, not one a chunk (on two cores shared with the rest of a
+ * pipeline each wakeup had been a context switch, or two) */
+#define AH_REFILL (AH_CHUNKS / 2)
+/* and a reader that finds none waits until this many are ready, or its
+ * frame's last, or the producer's last word (within a frame the producer
+ * only splits: it never waits for input there) */
+#define AH_READY (AH_CHUNKS / 2)
 #define AH_FRAMES 2
 
 struct ah_chunk {
@@ -68,8 +77,14 @@ struct ahead {
 		bool z_whole;        /* z is all of it (ist_reader_frame_z) */
 	} fr[AH_FRAMES];
 	struct ah_chunk ch[AH_CHUNKS];
-	uint64_t made, taken;    /* chunks handed over, and given back */
-	bool stop;
+	/* chunks handed over (the producer's to write), and given back (the
+	 * reader's): each thread counts its own without the lock, which it
+	 * takes only to wait, or to wake the other when it waits (a flag
+	 * raised under the lock before it looks at the counts again) */
+	_Atomic uint64_t made, taken;
+	_Atomic bool pwait;      /* the producer waits for AH_REFILL chunks */
+	_Atomic bool rwait;      /* the reader waits for AH_READY chunks */
+	_Atomic bool stop;       /* written under the lock */
 	pid_t pid;               /* the process whose thread the producer is */
 	/* the reader's: its chunk (taken - 1's), the next record in it */
 	struct ah_chunk *cur;
@@ -502,17 +517,21 @@ cut_frame(struct ist_reader *r, struct ist_error *err)
 static struct ah_chunk *
 ah_chunk_get(struct ahead *a)
 {
+	uint64_t made = atomic_load_explicit(&a->made, memory_order_relaxed);
 	struct ah_chunk *c;
-	bool stop;
 
-	pthread_mutex_lock(&a->mu);
-	while (!a->stop && a->made - a->taken >= AH_CHUNKS)
-		pthread_cond_wait(&a->cv, &a->mu);
-	stop = a->stop;
-	pthread_mutex_unlock(&a->mu);
-	if (stop)
+	if (made - atomic_load(&a->taken) >= AH_CHUNKS) {
+		pthread_mutex_lock(&a->mu);
+		atomic_store(&a->pwait, true);
+		while (!a->stop && made - atomic_load(&a->taken) > AH_CHUNKS -
+		    AH_REFILL)
+			pthread_cond_wait(&a->cv, &a->mu);
+		atomic_store(&a->pwait, false);
+		pthread_mutex_unlock(&a->mu);
+	}
+	if (atomic_load_explicit(&a->stop, memory_order_relaxed))
 		return NULL;
-	c = &a->ch[a->made % AH_CHUNKS];
+	c = &a->ch[made % AH_CHUNKS];
 	c->nrec = c->ntok = 0;
 	c->tz.ntok = 0;
 	c->tst = IST_OK;
@@ -522,13 +541,28 @@ ah_chunk_get(struct ahead *a)
 	return c;
 }
 
+/* Wakes the other thread, which raised its flag and is waiting, or is
+ * about to (holding the lock until it waits): woken after the lock is let
+ * go, so that it does not wake only to wait for the lock */
 static void
-ah_chunk_put(struct ahead *a)
+ah_wake(struct ahead *a)
 {
 	pthread_mutex_lock(&a->mu);
-	a->made++;
-	pthread_cond_broadcast(&a->cv);
 	pthread_mutex_unlock(&a->mu);
+	pthread_cond_broadcast(&a->cv);
+}
+
+/* c handed over; last: its frame's last, or the producer's last word */
+static void
+ah_chunk_put(struct ahead *a, bool last)
+{
+	uint64_t made = atomic_load_explicit(&a->made, memory_order_relaxed) +
+	    1;
+
+	atomic_store(&a->made, made);
+	if (atomic_load(&a->rwait) && (last || made - atomic_load(&a->taken) >=
+	    AH_READY))
+		ah_wake(a);
 }
 
 /* The producer's facts, as the reader takes them with the chunk. */
@@ -572,7 +606,7 @@ ah_split(struct ahead *a, struct ah_chunk *c, int f)
 		}
 		c->ntok = ntok;
 		c->leave = pos >= p->fn || c->tst != IST_OK;
-		ah_chunk_put(a);
+		ah_chunk_put(a, c->leave);
 		if (c->leave)
 			return true;
 		if ((c = ah_chunk_get(a)) == NULL)
@@ -634,7 +668,7 @@ ah_main(void *arg)
 			pthread_mutex_lock(&a->mu);
 			a->fr[f].busy = false;
 			pthread_mutex_unlock(&a->mu);
-			ah_chunk_put(a);
+			ah_chunk_put(a, true);
 			break;
 		}
 		if (!ah_split(a, c, f))
@@ -753,18 +787,26 @@ static const char ist_ahead_forked[] = "it was opened before a fork, in the "
 static struct ah_chunk *
 ah_next_chunk(struct ahead *a)
 {
+	uint64_t taken = atomic_load_explicit(&a->taken, memory_order_relaxed);
+
 	if (getpid() != a->pid)
 		return NULL;
-	pthread_mutex_lock(&a->mu);
 	if (a->cur) {
 		a->cur = NULL;
-		a->taken++;
-		pthread_cond_broadcast(&a->cv);
+		atomic_store(&a->taken, ++taken);
+		if (atomic_load(&a->pwait) && atomic_load(&a->made) - taken <=
+		    AH_CHUNKS - AH_REFILL)
+			ah_wake(a);
 	}
-	while (a->made == a->taken)
-		pthread_cond_wait(&a->cv, &a->mu);
-	pthread_mutex_unlock(&a->mu);
-	a->cur = &a->ch[a->taken % AH_CHUNKS];
+	if (atomic_load(&a->made) == taken) {
+		pthread_mutex_lock(&a->mu);
+		atomic_store(&a->rwait, true);
+		while (atomic_load(&a->made) == taken)
+			pthread_cond_wait(&a->cv, &a->mu);
+		atomic_store(&a->rwait, false);
+		pthread_mutex_unlock(&a->mu);
+	}
+	a->cur = &a->ch[taken % AH_CHUNKS];
 	a->ci = 0;
 	return a->cur;
 }
