@@ -54,31 +54,39 @@ def events(path):
                          capture_output=True, text=True).stdout
     return json.loads(out)["events"]
 
+def run(cmd, shell=False, quiet=False):
+    """the wall time of one run of cmd, its output thrown away"""
+    t = time.monotonic()
+    subprocess.run(cmd, shell=shell, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL if quiet else None)
+    return time.monotonic() - t
+
 def timed(cmd, shell=False, quiet=False):
-    """the best wall time of 3 runs of cmd, its output thrown away"""
-    best = None
-    for _ in range(3):
-        t = time.monotonic()
-        subprocess.run(cmd, shell=shell, check=True,
-                       stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL if quiet else None)
-        t = time.monotonic() - t
-        best = t if best is None or t < best else best
-    return best
+    """the best wall time of 3 runs of cmd"""
+    return min(run(cmd, shell, quiet) for _ in range(3))
 
 n = events(big)
-info = timed([b + "/is-info", big])
+# the pipeline and its peer in interleaved rounds, so that the machine's
+# drift (its neighbours, its clock) falls on both alike: the ratio is
+# taken round by round, and said as its median and spread
+peer = [b + "/is-info", big]
 # through a pipe, is-info reads on one core (a file is read ahead on two)
-info1 = timed("cat '%s' | '%s/is-info'" % (big, b), shell=True)
-pipe = timed("'%s/is-merge' '%s' | '%s/is-analyze' | '%s/is-report' -f md"
-             % (b, big, b, b), shell=True)
+peer1 = "cat '%s' | '%s/is-info'" % (big, b)
+pipeline = ("'%s/is-merge' '%s' | '%s/is-analyze' | '%s/is-report' -f md"
+            % (b, big, b, b))
+rounds = [(run(peer), run(peer1, True), run(pipeline, True))
+          for _ in range(3)]
+info, info1, pipe = (sorted(r[k] for r in rounds)[1] for k in range(3))
+ratio = sorted(r[2] / r[0] for r in rounds)
+ratio1 = sorted(r[2] / r[1] for r in rounds)
 print("pipeline on json.tool over %s MiB of JSON, %d events "
-      "(%.1f MB trace):" % (mb, n, os.path.getsize(big) / 1e6))
+      "(%.1f MB trace), medians of 3 interleaved rounds:" % (
+          mb, n, os.path.getsize(big) / 1e6))
 print("  is-info decoding it: %.2f s (%.2f M events/s) reading ahead on two "
       "cores, %.2f s on one (a pipe)" % (info, n / info / 1e6, info1))
 print("  is-merge | is-analyze | is-report -f md: %.2f s, %.2fx is-info "
-      "(%.2fx on one core; target <= 3x)" % (pipe, pipe / info,
-                                             pipe / info1))
+      "(%.2f-%.2f; %.2fx on one core; target <= 3x)" % (
+          pipe, ratio[1], ratio[0], ratio[2], ratio1[1]))
 merged, analysed = os.path.join(d, "m.ist"), os.path.join(d, "a.ist")
 stages = []
 for name, cmd in (("is-merge", [b + "/is-merge", "-o", merged, big]),
