@@ -45,7 +45,7 @@ done
 
 echo
 python3 - "$B/bin" "$tmp" "$MB" <<'PY'
-import json, os, subprocess, sys, time
+import json, os, statistics, subprocess, sys, time
 b, d, mb = sys.argv[1], sys.argv[2], sys.argv[3]
 big = os.path.join(d, "big.ist")
 
@@ -74,19 +74,21 @@ peer = [b + "/is-info", big]
 peer1 = "cat '%s' | '%s/is-info'" % (big, b)
 pipeline = ("'%s/is-merge' '%s' | '%s/is-analyze' | '%s/is-report' -f md"
             % (b, big, b, b))
+ROUNDS = 3
 rounds = [(run(peer), run(peer1, True), run(pipeline, True))
-          for _ in range(3)]
-info, info1, pipe = (sorted(r[k] for r in rounds)[1] for k in range(3))
-ratio = sorted(r[2] / r[0] for r in rounds)
-ratio1 = sorted(r[2] / r[1] for r in rounds)
+          for _ in range(ROUNDS)]
+info, info1, pipe = (statistics.median(t) for t in zip(*rounds))
+ratio = [p / i for i, _, p in rounds]
+ratio1 = [p / i1 for _, i1, p in rounds]
 print("pipeline on json.tool over %s MiB of JSON, %d events "
-      "(%.1f MB trace), medians of 3 interleaved rounds:" % (
-          mb, n, os.path.getsize(big) / 1e6))
+      "(%.1f MB trace), medians of %d interleaved rounds:" % (
+          mb, n, os.path.getsize(big) / 1e6, ROUNDS))
 print("  is-info decoding it: %.2f s (%.2f M events/s) reading ahead on two "
       "cores, %.2f s on one (a pipe)" % (info, n / info / 1e6, info1))
 print("  is-merge | is-analyze | is-report -f md: %.2f s, %.2fx is-info "
       "(%.2f-%.2f; %.2fx on one core; target <= 3x)" % (
-          pipe, ratio[1], ratio[0], ratio[2], ratio1[1]))
+          pipe, statistics.median(ratio), min(ratio), max(ratio),
+          statistics.median(ratio1)))
 merged, analysed = os.path.join(d, "m.ist"), os.path.join(d, "a.ist")
 stages = []
 for name, cmd in (("is-merge", [b + "/is-merge", "-o", merged, big]),
