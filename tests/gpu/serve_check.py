@@ -72,24 +72,29 @@ def overhead():
             sh(cmd)
             meds[m].append(median(per_step(out)[0][WARMUP:]))
     base = median(meds["untraced"])
+    # a shared GPU host slows whole runs (untraced rounds of 2.49, 2.20
+    # and 1.24 ms on one H200): interference only adds, so the gate reads
+    # each mode's least disturbed round; the medians are reported beside
+    floor = min(meds["untraced"])
     res = collections.OrderedDict()
     for m in modes:
         res[m] = {"step_p50_us": round(median(meds[m]) / 1e3, 1),
                   "rounds_us": [round(x / 1e3, 1) for x in meds[m]],
-                  "vs_untraced": round(median(meds[m]) / base, 4)}
+                  "vs_untraced": round(median(meds[m]) / base, 4),
+                  "best_vs_untraced": round(min(meds[m]) / floor, 4)}
     fig["overhead"] = res
-    ours = median(meds["is-record"]) / base - 1
-    nopy = median(meds["is-record --no-python-calls"]) / base - 1
-    theirs = median(meds["torch.profiler"]) / base - 1
-    cuda = median(meds["torch.profiler CUDA"]) / base - 1
+    ours = min(meds["is-record"]) / floor - 1
+    nopy = min(meds["is-record --no-python-calls"]) / floor - 1
+    theirs = min(meds["torch.profiler"]) / floor - 1
+    cuda = min(meds["torch.profiler CUDA"]) / floor - 1
     print("step time: %s" % json.dumps(res))
     # the targets, reported (every Python call recorded costs
-    # what it costs: the tokenizer makes ~2,500 calls a step); a shared
-    # GPU host moves them, so only a gross regression fails the check
+    # what it costs: the tokenizer makes ~2,500 calls a step); only a
+    # gross regression fails the check
     fig["overhead_target_met"] = nopy <= 0.03 and nopy <= theirs / 2
     check(nopy <= max(0.10, theirs), "is-record --no-python-calls adds "
-          "%.1f%% per step (torch.profiler %.1f%%, its CUDA alone %.1f%%; "
-          "every Python call recorded: %.1f%%)" % (
+          "%.1f%% per step in its best round (torch.profiler %.1f%%, its "
+          "CUDA alone %.1f%%; every Python call recorded: %.1f%%)" % (
               100 * nopy, 100 * theirs, 100 * cuda, 100 * ours))
     return ROUNDS - 1
 
