@@ -56,6 +56,46 @@ PY
 	merged_within_1us 1
 }
 
+@test "two clock pairs: a line through both, its uncertainty their offsets' disagreement, never 0" {
+	# a 100-step run on an H200 had two CUPTI pairs, and the fit through
+	# them, which leaves no residual, was stated as 0 ns uncertain
+	python3 tests/py/clockgen.py "$T/all.jsonl" "$T/truth.json"
+	python3 - "$T/all.jsonl" "$T/g.jsonl" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+clocks = [e for e in ev if e["type"] == "clock"]
+keep = [e for e in ev if e["type"] != "clock" or e in (clocks[0], clocks[-1])]
+with open(sys.argv[2], "w") as f:
+    f.writelines(json.dumps(e) + "\n" for e in keep)
+PY
+	is-cat -e -o "$T/g.ist" "$T/g.jsonl"
+	run --separate-stderr is-merge -o "$T/m.ist" "$T/g.ist"
+	assert_success
+	is-cat "$T/m.ist" > "$T/m.jsonl"
+	is-analyze --json "$T/m.ist" > "$T/a.json"
+	run python3 - "$T/g.jsonl" "$T/m.jsonl" "$T/truth.json" "$T/a.json" <<'PY'
+import json, sys
+c = [json.loads(l) for l in open(sys.argv[1])]
+c = [e for e in c if e["type"] == "clock"]
+ev = [json.loads(l) for l in open(sys.argv[2])]
+truth = json.load(open(sys.argv[3]))
+a = json.load(open(sys.argv[4]))
+# 100 ppm over 9.9 s: the offsets disagree by about 990 us
+want = round(abs((c[1]["ts_ns"] - c[1]["domain_ns"]) -
+                 (c[0]["ts_ns"] - c[0]["domain_ns"])) / 2)
+d = ev[0]["sources"][0]["domains"][0]
+assert d["pairs"] == 2 and d["residual_ns"] == 0, d
+assert abs(d["uncertainty_ns"] - want) <= 1 and want > 400_000, (d, want)
+assert a["data_quality"]["clock_uncertainty_ns"] == d["uncertainty_ns"], a
+worst = max(max(abs(e["start_ns"] - truth[str(e["correlation"])][0]),
+                abs(e["end_ns"] - truth[str(e["correlation"])][1]))
+            for e in ev if e["type"] == "gpu_kernel")
+print("uncertainty %d ns, worst kernel %d ns" % (d["uncertainty_ns"], worst))
+assert worst <= 1000, worst
+PY
+	assert_success
+}
+
 @test "global time order, deterministic, idempotent" {
 	python3 tests/py/clockgen.py "$T/g.jsonl" "$T/truth.json"
 	is-cat -e -o "$T/g.ist" "$T/g.jsonl"

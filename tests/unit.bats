@@ -9,11 +9,11 @@ load helpers
 	assert_line --regexp '^1\.\.[0-9]+$'
 }
 
-@test "unit: is-merge's clock fit: drift, offset, residual, one pair and none, steps, changes of rate and stray pairs" {
+@test "unit: is-merge's clock fit: drift, offset, residual, one, two and no pairs, steps, changes of rate and stray pairs" {
 	run "$IST_BUILD/tests/test_clock"
 	assert_success
 	refute_output --partial "not ok"
-	assert_line "1..14"
+	assert_line "1..18"
 }
 
 @test "unit: is-record's gathering: what it compresses while the program runs is the bytes it would write after, and dropped where the stream changed under it; a stream cut as it is gathered costs only what was cut" {

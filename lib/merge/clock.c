@@ -234,18 +234,13 @@ forget_pieces(struct ist_clock_fit *c)
 	c->steps = c->outliers = 0;
 }
 
-/* The line that maps domain time x (from x0): its piece's, the first
- * piece's before it, the fit's when there are none. */
-static void
-line_at(const struct ist_clock_fit *c, double x, double *a, double *b)
+/* The piece that holds domain time x (from x0): the last that starts at or
+ * before it, the first before them all. */
+static size_t
+piece_of(const struct ist_clock_fit *c, double x)
 {
 	size_t lo = 0, hi = c->npiece;
 
-	*a = c->a;
-	*b = c->b;
-	if (c->npiece < 2)
-		return;
-	/* the last piece that starts at or before x */
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
 		if (c->piece[mid].from <= x)
@@ -253,8 +248,61 @@ line_at(const struct ist_clock_fit *c, double x, double *a, double *b)
 		else
 			hi = mid;
 	}
-	*a = c->piece[lo].a;
-	*b = c->piece[lo].b;
+	return lo;
+}
+
+/* The line that maps domain time x (from x0): its piece's, the fit's when
+ * there are fewer than two pieces. */
+static void
+line_at(const struct ist_clock_fit *c, double x, double *a, double *b)
+{
+	size_t k;
+
+	*a = c->a;
+	*b = c->b;
+	if (c->npiece < 2)
+		return;
+	k = piece_of(c, x);
+	*a = c->piece[k].a;
+	*b = c->piece[k].b;
+}
+
+/*
+ * The uncertainty of a fit whose every piece has at most two pairs kept:
+ * a line through two pairs leaves no residual, whatever their error, so
+ * the residual says nothing.  The pairs' offsets (host minus domain) are
+ * taken instead, at the rate of 1: their RMS about each piece's mean,
+ * which counts the pairs' jitter and whatever drift there was (two pairs
+ * cannot tell them apart).
+ */
+static double
+spread(const struct ist_clock_fit *c, const bool *out)
+{
+	size_t np = c->npiece ? c->npiece : 1, m = 0;
+	double *sum = calloc(np, sizeof(double)), ss = 0;
+	size_t *cnt = calloc(np, sizeof(size_t));
+
+	if (sum == NULL || cnt == NULL) {
+		free(sum);
+		free(cnt);
+		return c->resid;
+	}
+	for (size_t i = 0; i < c->n; i++)
+		if (!(out && out[i])) {
+			size_t k = c->npiece ? piece_of(c, c->x[i]) : 0;
+			sum[k] += c->y[i] - c->x[i];
+			cnt[k]++;
+		}
+	for (size_t i = 0; i < c->n; i++)
+		if (!(out && out[i])) {
+			size_t k = c->npiece ? piece_of(c, c->x[i]) : 0;
+			double r = c->y[i] - c->x[i] - sum[k] / (double)cnt[k];
+			ss += r * r;
+			m++;
+		}
+	free(sum);
+	free(cnt);
+	return m ? sqrt(ss / (double)m) : 0.0;
 }
 
 void
@@ -286,6 +334,10 @@ ist_clock_fit(struct ist_clock_fit *c)
 		m++;
 	}
 	c->resid = m ? sqrt(ss / (double)m) : 0.0;
+	/* pairs to spare beyond the two each piece's line goes through: the
+	 * residual measures the fit; else the offsets' spread does */
+	c->unc = m > 2 * (c->npiece ? c->npiece : 1) ? c->resid :
+	    spread(c, out);
 	c->fitted = true;
 	free(out);
 }

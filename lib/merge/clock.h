@@ -25,6 +25,10 @@ struct ist_clock_fit {
 	size_t n, cap;
 	/* the fit: host = y0 + a + b * (domain - x0), the first piece's */
 	double a, b, resid;     /* resid: RMS of the residuals kept, ns */
+	double unc;             /* ns: resid, or where every piece has at
+	                         * most two pairs (a line through them leaves
+	                         * none), the RMS of the pairs' offsets about
+	                         * each piece's mean */
 	bool fitted;
 	struct ist_clock_piece *piece;   /* in domain order */
 	size_t npiece;

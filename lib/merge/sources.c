@@ -159,7 +159,7 @@ source_json(struct merger *m, size_t i, struct ist_buf *js)
 	    s->aligned ? "true" : "false", s->uncertainty);
 	for (size_t d = 0; d < s->ndom; d++) {
 		struct ist_clock_fit *p = &s->dom[d];
-		int64_t unc = p->n >= 2 ? (int64_t)llround(p->resid) :
+		int64_t unc = p->n >= 2 ? (int64_t)llround(p->unc) :
 		    m->o->margin_ns;
 		ist_fmt_double((p->b - 1.0) * 1e6, num, sizeof(num));
 		ist_buf_printf(js, "%s{\"domain\":", d ? "," : "");

@@ -55,6 +55,36 @@ main(void)
 	    50000000));
 	ist_clock_release(&c);
 
+	/* two pairs: the line goes through both and leaves no residual, so
+	 * the uncertainty is their offsets' disagreement, not 0 (a 100-step
+	 * run on an H200 had two CUPTI pairs and said 0 ns) */
+	memset(&c, 0, sizeof(c));
+	ist_clock_add(&c, 1000000, 400);
+	ist_clock_add(&c, 201000600, 200000400);
+	ist_clock_fit(&c);
+	ok(c.resid < 1e-6 && fabs(c.unc - 300) < 1e-6,
+	    "two pairs 600 ns apart in offset: residual %g, uncertainty %g ns",
+	    c.resid, c.unc);
+	ok(ist_clock_map(&c, 100000400) == 101000300,
+	    "two pairs: mapped through both: %lld",
+	    (long long)ist_clock_map(&c, 100000400));
+	ist_clock_release(&c);
+	memset(&c, 0, sizeof(c));
+	ist_clock_add(&c, 1000000, 400);
+	ist_clock_add(&c, 201000000, 200000400);
+	ist_clock_fit(&c);
+	ok(c.unc == 0, "two pairs that agree: uncertainty %g", c.unc);
+	ist_clock_release(&c);
+	/* three: the residual is the uncertainty */
+	memset(&c, 0, sizeof(c));
+	for (int i = 0; i < 3; i++)
+		ist_clock_add(&c, 1000000 + (int64_t)i * 1000000 +
+		    (i == 1 ? 300 : 0), (int64_t)i * 1000000);
+	ist_clock_fit(&c);
+	ok(c.unc == c.resid && c.resid > 100,
+	    "three pairs: uncertainty = residual = %g ns", c.resid);
+	ist_clock_release(&c);
+
 	/* one pair: an offset, no drift */
 	memset(&c, 0, sizeof(c));
 	ist_clock_add(&c, 900, 100);
