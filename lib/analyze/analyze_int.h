@@ -195,6 +195,8 @@ struct fstat {               /* Python and C functions */
 	int64_t self, incl, max;
 	double cpu;              /* self CPU time (ns), from the samples */
 	uint8_t role;            /* FN_: an import, a module's body */
+	bool wait;               /* a call made to wait (time.sleep, a lock's
+	                          * acquire, select): costed last on CPU */
 	int8_t gc_gen;           /* FN_GC: the generation collected */
 	/* FN_MODULE: the imports that ran the body (first_hand: those no
 	 * other import enclosed), their time with and without the imports
