@@ -8,7 +8,9 @@
  * builtins) that recur, an occurrence nested in another of its own name
  * (recursion) not counted; the second collects the chosen one's
  * occurrences.  The step is the candidate with the most time among those
- * that occur at least three times: a scope or NVTX range the program
+ * that occur at least three times (a function, none of them more than
+ * half its time: asyncio.run's run_until_complete spans the run once and
+ * then twice briefly): a scope or NVTX range the program
  * marked before any Python function, and on the thread that launches the
  * most CUDA work (else any).  Memory: one entry per thread and name, and
  * the chosen one's occurrences.
@@ -35,7 +37,7 @@ struct cand {
 	int kind;                /* 0 scope or NVTX range, 1 Python function */
 	enum ist_type type;
 	uint64_t count;
-	int64_t total, last_end;
+	int64_t total, max, last_end;
 };
 
 struct launcher {
@@ -198,6 +200,8 @@ found:
 		return IST_OK;          /* inside another of its name */
 	c->count++;
 	c->total += ev->end_ns - ev->start_ns;
+	if (ev->end_ns - ev->start_ns > c->max)
+		c->max = ev->end_ns - ev->start_ns;
 	c->last_end = ev->end_ns;
 	return IST_OK;
 nomem:
@@ -260,6 +264,10 @@ best(const struct ist_steps *s)
 	for (size_t i = 0; i < s->cap; i++) {
 		const struct cand *c = &s->c[i];
 		if (c->name == NULL || c->count < MIN_STEPS)
+			continue;
+		/* a function that spans the run once is no step, whatever
+		 * else it did twice; a scope or range marked is one */
+		if (c->kind == 1 && c->max > c->total / 2)
 			continue;
 		if (chosen == NULL || better(c, chosen, launcher))
 			chosen = c;
