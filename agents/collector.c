@@ -30,6 +30,7 @@ static struct {
 	pthread_cond_t flushed;      /* flush_done moved */
 	pthread_t thread;
 	bool running, stopping, thread_started;
+	bool thread_cpu;             /* a thread's CPU time as it exits */
 	bool paused;                 /* writer stopped across a fork */
 	uint64_t flush_req, flush_done;  /* ist_coll_flush() handshake */
 	bool flush_final;            /* ist_coll_flush(), not a dump's wait */
@@ -279,11 +280,30 @@ static pthread_key_t ring_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static __thread struct ist_ring *my_ring;
 
+/*
+ * A thread exits: its CPU time then, when is-record samples /proc, as a
+ * last sample of it.  The sampler reads every 10 ms, so a thread that
+ * lives less (a thread pool made per request) had none at all, and none
+ * of its calls was costed on CPU; one that lived longer had the time
+ * after its last sample uncosted.
+ */
 static void
 ring_dead(void *p)
 {
 	struct ist_ring *r = p;
+	struct timespec ts;
 
+	if (C.thread_cpu && r == my_ring &&
+	    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+		struct ist_rec *h = ist_coll_reserve(r, 24);
+		if (h != NULL) {
+			int64_t *t = (int64_t *)(h + 1);
+			*h = (struct ist_rec){ IST_REC_THREAD_CPU, 0, 24, 0 };
+			t[0] = ist_ticks();
+			t[1] = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+			ist_coll_commit(r, 24);
+		}
+	}
 	atomic_store(&r->dead, 1);
 }
 
@@ -618,6 +638,25 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 			nrun = write_run(nrun, run_tid);
 			thread_record(r, (const char *)p + 8, strnlen(
 			    (const char *)p + 8, h.len - 8u));
+			tail += h.len;
+			continue;
+		}
+		if (h.kind == IST_REC_THREAD_CPU && h.len == 24) {
+			nrun = write_run(nrun, run_tid);
+			ist_event_init(&ev, IST_COUNTER);
+			ev.pid = C.pid;
+			ev.tid = r->tid;
+			ev.name = S("thread.cpu_ns");
+			ev.ts_ns = to_ns(t[0]);
+			ev.value_is_int = true;
+			ev.ivalue = t[1];
+			ev.value = (double)t[1];
+			IST_SET(&ev, IST_F_PID);
+			IST_SET(&ev, IST_F_TID);
+			IST_SET(&ev, IST_F_NAME);
+			IST_SET(&ev, IST_F_TS);
+			IST_SET(&ev, IST_F_VALUE);
+			emit(&ev);
 			tail += h.len;
 			continue;
 		}
@@ -1148,6 +1187,7 @@ ist_coll_start(const struct ist_coll_opts *o, struct ist_error *err)
 	C.budget = o->budget_bytes ? o->budget_bytes : 100u << 20;
 	C.flush_ms = o->flush_interval_ms ? o->flush_interval_ms : 1000;
 	C.ring_bytes = o->ring_bytes;
+	C.thread_cpu = ist_env_sample();
 	free(C.producer);
 	C.producer = strdup(o->producer ? o->producer : "inferscope");
 	C.failed = false;

@@ -29,8 +29,10 @@ enum ist_rec_kind {
 	IST_REC_NVTX,      /* t0, t1; id: a name */
 	IST_REC_NVTX_MARK, /* t0; id: a name */
 	IST_REC_THREAD_NAME,/* then the UTF-8 name */
-	IST_REC_NVTX_ON    /* t0, t1, tid; id: a name: a range another
+	IST_REC_NVTX_ON,   /* t0, t1, tid; id: a name: a range another
 	                    * thread started, written on that thread */
+	IST_REC_THREAD_CPU /* t0, then the thread's CPU time (ns): written
+	                    * as it exits, a thread.cpu_ns counter */
 };
 
 /* A ring record starts with this 8-byte head; sizes are multiples of 8. */

@@ -178,6 +178,14 @@ ist_env_budget(void)
 }
 
 bool
+ist_env_sample(void)
+{
+	const char *r = getenv("INFERSCOPE_SAMPLE");
+
+	return r != NULL && strcmp(r, "1") == 0;
+}
+
+bool
 ist_env_ring(void)
 {
 	const char *r = getenv("INFERSCOPE_RING");

@@ -49,6 +49,8 @@ void ist_stream_lost(const struct ist_stream *s, uint64_t n, const char *why);
  * --ring). */
 uint64_t ist_env_budget(void);
 bool ist_env_ring(void);
+/* INFERSCOPE_SAMPLE=1: is-record samples /proc (thread.cpu_ns) */
+bool ist_env_sample(void);
 
 /*
  * A flight recorder: whole frames, newest last; beyond cap_bytes the

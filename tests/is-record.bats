@@ -803,18 +803,24 @@ PY
 	assert_success
 	run python3 - t.jsonl <<'CHK'
 import json, sys
-marks = names = lost = 0
+marks = names = lost = exits = 0
+py = False
 for l in open(sys.argv[1]):
     e = json.loads(l)
-    if e["type"] == "instant":
+    if e["type"] == "header":
+        py = e["producer"].startswith("inferscope-python")
+    elif e["type"] == "instant":
         marks += 1
     elif e["type"] == "thread" and e.get("name", "").startswith("w-"):
         names += 1
     elif e["type"] == "loss":
         lost += e["events"]
-# every thread made one name record and 1000 markers
-assert marks + names + lost == 200 * 1001, (marks, names, lost)
-print(marks, names, lost)
+    elif e["type"] == "counter" and e["name"] == "thread.cpu_ns" and py:
+        exits += 1
+# every thread made one name record, 1000 markers and its CPU time as it
+# exited (the main thread, which exits with the process, none)
+assert marks + names + lost + exits == 200 * 1002, (marks, names, lost, exits)
+print(marks, names, lost, exits)
 CHK
 	assert_success
 }

@@ -201,6 +201,8 @@ child(const struct ist_record_opts *o, const char *dir, int errfd,
 	setenv("INFERSCOPE_PY_MIN_US", buf, 1);
 	setenv("INFERSCOPE_PY_CALLS", o->py_calls ? "1" : "0", 1);
 	setenv("INFERSCOPE_RING", o->ring ? "1" : "0", 1);
+	/* the agents add a thread's CPU time as it exits to the samples */
+	setenv("INFERSCOPE_SAMPLE", o->sample_hz > 0 ? "1" : "0", 1);
 	if (o->log_level)
 		setenv("INFERSCOPE_LOG_LEVEL", o->log_level, 1);
 	if (o->nvtx_lib)
