@@ -27,6 +27,22 @@ fired() {
 	q "[.findings[] | select(.rule == \"$1\" and (\"${2:-}\" == \"\" or .kind == \"${2:-}\"))] | length"
 }
 
+@test "a waiting run's verdict gives the busiest thread's share with a decimal only under 10% as printed (9.96%: 10%, not 10.0%)" {
+	for v in 99600000:10% 99400000:9.9% 4000000:0.4% 120000000:12%; do
+		cat > "$T/u.jsonl" <<-JL
+		{"type":"header","format":"inferscope-trace","version":[1,0],"producer":"test","host":"h","pids":[7]}
+		{"type":"process","pid":7,"name":"app"}
+		{"type":"thread","pid":7,"tid":7,"name":"main"}
+		{"type":"counter","pid":7,"tid":7,"name":"thread.cpu_ns","ts_ns":1000000000,"value":0}
+		{"type":"counter","pid":7,"tid":7,"name":"thread.cpu_ns","ts_ns":2000000000,"value":${v%%:*}}
+		JL
+		is-cat -e -o "$T/u.ist" "$T/u.jsonl"
+		run -0 --separate-stderr is-analyze --json "$T/u.ist"
+		assert_equal "$(jq -r .verdict.reason <<< "$output")" \
+		    "no GPU activity, and the busiest thread used only ${v#*:} of a core: the run mostly waited (I/O, sleep, locks)"
+	done
+}
+
 @test "gpu_idle fires with the idle time attributed to the launching thread" {
 	an gpu_idle
 	assert_equal "$(fired gpu_idle)" 1

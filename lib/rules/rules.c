@@ -580,11 +580,12 @@ host_class(const struct facts *x, double *conf, char *reason, size_t rn)
 		return "CPU-bound";
 	}
 	*conf = 0.3;
-	/* 0.4%, not "0%": a figure the reader can check */
+	/* 0.4%, not "0%": a figure the reader can check; a decimal only
+	 * under 10% as printed (9.96% is "10%", not "10.0%") */
 	if (x->best_util > 0)
 		snprintf(reason, rn, "no GPU activity, and the busiest thread "
 		    "used only %.*f%% of a core: the run mostly waited (I/O, "
-		    "sleep, locks)", x->best_util < 0.1 ? 1 : 0,
+		    "sleep, locks)", 100 * x->best_util < 9.95 ? 1 : 0,
 		    100 * x->best_util);
 	else
 		snprintf(reason, rn, "no GPU activity and no CPU samples");
