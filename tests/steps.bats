@@ -106,6 +106,44 @@ gen() {
 	assert_output '["warm","scope",3,3]'
 }
 
+@test "a real run: a step that waits on a queue fed by another thread, its wait share against perf_counter around the get" {
+	# SimpleQueue.get was host work on the critical path (host 1.0,
+	# wait 0) while the program spent 75% of each step in it
+	cat > "$T/app.py" <<-'PY'
+	import queue, threading, time
+	q = queue.SimpleQueue()
+	own = [0, 0]
+	def feeder():
+	    for i in range(10):
+	        time.sleep(0.008)
+	        q.put(i)
+	def spin(s):
+	    t = time.perf_counter()
+	    while time.perf_counter() - t < s:
+	        pass
+	def step():
+	    t = time.perf_counter_ns()
+	    spin(0.002)
+	    u = time.perf_counter_ns()
+	    q.get()
+	    own[0] += time.perf_counter_ns() - u
+	    own[1] += time.perf_counter_ns() - t
+	th = threading.Thread(target=feeder)
+	th.start()
+	for i in range(10):
+	    step()
+	th.join()
+	print(own[0] / own[1])
+	PY
+	is-record -o "$T/t.ist" -- /usr/bin/python3 "$T/app.py" > "$T/ref"
+	is-merge "$T/t.ist" | is-analyze --json > "$T/a.json"
+	run jq -r '.steps | "\(.name) \(.count) \(.critical_path.share.wait)"' "$T/a.json"
+	read -r name count wait <<< "$output"
+	assert_equal "$name $count" "__main__.step 10"
+	echo "wait share $wait, perf_counter $(cat "$T/ref")" >&3
+	python3 -c "import sys; sys.exit(abs($wait - $(cat "$T/ref")) > 0.03)"
+}
+
 @test "a real run: garbage collection in the steps, priced against gc.callbacks' own clock" {
 	cat > "$T/app.py" <<-'PY'
 	import gc, json, sys, time

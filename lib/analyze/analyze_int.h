@@ -402,6 +402,8 @@ an_name_is(const struct ist_event *ev, const char *s)
 	return ev->name.n == n && memcmp(ev->name.p, s, n) == 0;
 }
 bool an_name_has(const struct ist_event *ev, const char *s);
+/* A C call made to wait (time.sleep, a lock's acquire, epoll.poll, ...) */
+bool an_is_wait(const char *p, size_t n);
 /* A launch, copy or memset call: one that starts GPU work */
 bool an_is_launch(const struct ist_event *ev);
 /* A CUDA call that blocks the host until the GPU catches up: "memcpy" (a

@@ -254,31 +254,43 @@ fn_role(const char *s)
 /*
  * The C calls whose purpose is to wait, named as the collector names them
  * on every Python (3.8 to 3.13): sleeping, a lock or semaphore taken, a
- * queue read, select and poll, a child or a signal waited for, a socket
- * read or accept.  Within a window of a thread's CPU samples they are
- * costed last (cpu_window).
+ * queue read, select and poll, a child or a signal waited for, a pipe's
+ * or socket's read, an accept.  The steps' wait segments are these
+ * (stepwork.c); within a window of a thread's CPU samples they are costed
+ * last (cpu_window).
  */
-static bool
-fn_waits(const char *s)
+#define WAITS(X) X("time.sleep") X("select.select") X("select.poll.poll") \
+	X("select.epoll.poll") X("select.devpoll.poll") \
+	X("select.kqueue.control") X("_thread.lock.acquire") \
+	X("_thread.lock.acquire_lock") X("_thread.lock.__enter__") \
+	X("_thread.RLock.acquire") X("_thread.RLock.__enter__") \
+	X("_imp.acquire_lock") X("_queue.SimpleQueue.get") \
+	X("_multiprocessing.SemLock.acquire") \
+	X("_multiprocessing.SemLock.__enter__") X("posix.waitpid") \
+	X("posix.wait") X("posix.waitid") X("posix.wait3") X("posix.wait4") \
+	X("posix.read") X("signal.pause") X("signal.sigwait") \
+	X("signal.sigwaitinfo") X("signal.sigtimedwait") \
+	X("_socket.socket.recv") X("_socket.socket.recv_into") \
+	X("_socket.socket.recvfrom") X("_socket.socket.recvfrom_into") \
+	X("_socket.socket._accept")
+bool
+an_is_wait(const char *p, size_t n)
 {
-	static const char *const waits[] = {
-		"time.sleep", "select.select", "select.poll.poll",
-		"select.epoll.poll", "select.devpoll.poll",
-		"select.kqueue.control", "_thread.lock.acquire",
-		"_thread.lock.acquire_lock", "_thread.lock.__enter__",
-		"_thread.RLock.acquire", "_thread.RLock.__enter__",
-		"_imp.acquire_lock", "_queue.SimpleQueue.get",
-		"_multiprocessing.SemLock.acquire",
-		"_multiprocessing.SemLock.__enter__", "posix.waitpid",
-		"posix.wait", "posix.waitid", "posix.wait3", "posix.wait4",
-		"signal.pause", "signal.sigwait", "signal.sigwaitinfo",
-		"signal.sigtimedwait", "_socket.socket.recv",
-		"_socket.socket.recv_into", "_socket.socket.recvfrom",
-		"_socket.socket.recvfrom_into", "_socket.socket._accept",
-	};
+#define W(s) { s, sizeof(s) - 1 },
+#define LEN(s) | 1ull << (sizeof(s) - 1)
+#define SHORT(s) _Static_assert(sizeof(s) - 1 < 64, "a wait's name: < 64");
+	WAITS(SHORT)
+	static const struct { const char *s; size_t n; } w[] = { WAITS(W) };
+	/* their lengths, looked at first: most names have none of them */
+	const uint64_t lens = 0 WAITS(LEN);
+#undef W
+#undef LEN
+#undef SHORT
 
-	for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++)
-		if (strcmp(s, waits[i]) == 0)
+	if (n >= 64 || !(lens >> n & 1))
+		return false;
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+		if (n == w[i].n && memcmp(p, w[i].s, n) == 0)
 			return true;
 	return false;
 }
@@ -407,7 +419,8 @@ cpu_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
 		fs->gc_gen = (int8_t)ist_gc_generation(a->nm.str.e[name].p,
 		    a->nm.str.e[name].n);
 		fs->role = fs->gc_gen >= 0 ? FN_GC : fn_role(a->nm.str.e[name].p);
-		fs->wait = file == 0 && fn_waits(a->nm.str.e[name].p);
+		fs->wait = file == 0 && an_is_wait(a->nm.str.e[name].p,
+		    a->nm.str.e[name].n);
 	}
 	fs->count++;
 	if (fs->role == FN_IMPORT || fs->role == FN_MODULE)
@@ -576,7 +589,7 @@ an_cpu_credit(struct ist_analyzer *a, struct thr *t, int64_t s, int64_t e)
 /*
  * Thread t's CPU time read v at ts: the window since its last sample
  * closes, and its functions are costed.  The samples say how much CPU the
- * window used, not when: the time in calls made to wait (fn_waits) is
+ * window used, not when: the time in calls made to wait (an_is_wait) is
  * taken as off CPU as far as the rest of the window can hold the CPU time
  * used, at most a core: what is beyond is the lag of the window before
  * (above), carried into the next, and only what is beyond that goes to

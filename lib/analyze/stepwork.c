@@ -150,36 +150,6 @@ struct stepwork {
 	bool oom;
 };
 
-/* A call that waits on something outside the thread: another thread, the
- * clock, a file descriptor. */
-#define WAITS(X) X("time.sleep") X("select.select") X("select.poll.poll") \
-	X("select.epoll.poll") X("_thread.lock.acquire") \
-	X("_thread.RLock.acquire") X("posix.waitpid") X("posix.read") \
-	X("_socket.socket.recv") X("_socket.socket.recv_into") \
-	X("_socket.socket.accept")
-static bool
-is_wait(const struct ist_event *ev)
-{
-#define W(s) { s, sizeof(s) - 1 },
-#define LEN(s) | 1u << (sizeof(s) - 1)
-#define SHORT(s) _Static_assert(sizeof(s) - 1 < 32, "a wait's name: < 32");
-	WAITS(SHORT)
-	static const struct { const char *s; size_t n; } w[] = { WAITS(W) };
-	/* their lengths, looked at first: most names have none of them */
-	const uint32_t lens = 0 WAITS(LEN);
-#undef W
-#undef LEN
-#undef SHORT
-
-	if (ev->name.n >= 32 || !(lens >> ev->name.n & 1))
-		return false;
-	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++)
-		if (ev->name.n == w[i].n && memcmp(ev->name.p, w[i].s,
-		    w[i].n) == 0)
-			return true;
-	return false;
-}
-
 enum ist_status
 an_stepwork_new(struct stepwork **out, struct ist_analyzer *a,
     const char *name, int64_t pid, int64_t tid, enum ist_type type,
@@ -412,7 +382,7 @@ host_event(struct stepwork *w, struct open_step *o, const struct ist_event *ev)
 		else if (an_name_is(ev, "_frozen_importlib._find_and_load") ||
 		    an_name_is(ev, "importlib._bootstrap._find_and_load"))
 			add_seg(w, o, s, e, S_IMPORT);
-		else if (is_wait(ev))
+		else if (an_is_wait(ev->name.p, ev->name.n))
 			add_seg(w, o, s, e, S_WAIT);
 		return;
 	}
