@@ -396,6 +396,8 @@ ist_coll_ring(void)
 		return NULL;
 	memset(r, 0, sizeof(*r));
 	r->tid = (int64_t)syscall(SYS_gettid);
+	r->have_cpuclock = pthread_getcpuclockid(pthread_self(),
+	    &r->cpuclock) == 0;
 	pthread_mutex_lock(&C.lock);
 	/* Three quarters of the budget are shared out by halving: the first
 	 * (usually the busiest) threads get the most.  The last quarter is
@@ -510,6 +512,28 @@ thread_record(struct ist_ring *r, const char *name, size_t n)
 		ev.name = (struct ist_str){ name, n };
 		IST_SET(&ev, IST_F_NAME);
 	}
+	emit(&ev);
+}
+
+/* A thread's CPU time v (ns) at ts: a thread.cpu_ns sample of it */
+static void
+thread_cpu_record(int64_t tid, int64_t ts, int64_t v)
+{
+	struct ist_event ev;
+
+	ist_event_init(&ev, IST_COUNTER);
+	ev.pid = C.pid;
+	ev.tid = tid;
+	ev.name = S("thread.cpu_ns");
+	ev.ts_ns = ts;
+	ev.value_is_int = true;
+	ev.ivalue = v;
+	ev.value = (double)v;
+	IST_SET(&ev, IST_F_PID);
+	IST_SET(&ev, IST_F_TID);
+	IST_SET(&ev, IST_F_NAME);
+	IST_SET(&ev, IST_F_TS);
+	IST_SET(&ev, IST_F_VALUE);
 	emit(&ev);
 }
 
@@ -643,20 +667,7 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 		}
 		if (h.kind == IST_REC_THREAD_CPU && h.len == 24) {
 			nrun = write_run(nrun, run_tid);
-			ist_event_init(&ev, IST_COUNTER);
-			ev.pid = C.pid;
-			ev.tid = r->tid;
-			ev.name = S("thread.cpu_ns");
-			ev.ts_ns = to_ns(t[0]);
-			ev.value_is_int = true;
-			ev.ivalue = t[1];
-			ev.value = (double)t[1];
-			IST_SET(&ev, IST_F_PID);
-			IST_SET(&ev, IST_F_TID);
-			IST_SET(&ev, IST_F_NAME);
-			IST_SET(&ev, IST_F_TS);
-			IST_SET(&ev, IST_F_VALUE);
-			emit(&ev);
+			thread_cpu_record(r->tid, to_ns(t[0]), t[1]);
 			tail += h.len;
 			continue;
 		}
@@ -1260,6 +1271,28 @@ ist_coll_stop(struct ist_error *err)
 	return st;
 }
 
+/*
+ * Recording stops (at the program's exit): the CPU time of each recorded
+ * thread still alive, the main thread's included, as a last sample of it
+ * (ring_dead's, for those that exit before), so that the time since the
+ * sampler's last reading, up to 10 ms, is costed too.
+ */
+static void
+live_threads_cpu(void)
+{
+	int64_t now = ist_now_ns();
+
+	pthread_mutex_lock(&C.lock);
+	for (struct ist_ring *r = C.rings; r; r = r->next) {
+		struct timespec ts;
+		if (!atomic_load(&r->dead) && r->have_cpuclock &&
+		    clock_gettime(r->cpuclock, &ts) == 0)
+			thread_cpu_record(r->tid, now, (int64_t)ts.tv_sec *
+			    1000000000 + ts.tv_nsec);
+	}
+	pthread_mutex_unlock(&C.lock);
+}
+
 /* Drains every ring and closes the stream (the writer thread stopped, or
  * is the caller). */
 static enum ist_status
@@ -1270,6 +1303,8 @@ finish(struct ist_error *err)
 	int e;
 
 	drain_all();
+	if (C.thread_cpu)
+		live_threads_cpu();
 	if (C.ring)
 		flush_now();     /* the kept frames, unless only dumps write */
 	ist_writer_stats(C.w, &ws);

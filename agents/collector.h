@@ -56,6 +56,8 @@ struct ist_ring {
 	uint64_t populated;          /* bytes of buf from its start faulted in
 	                              * by the writer (ring_populate) */
 	int64_t tid;
+	clockid_t cpuclock;          /* the thread's CPU clock */
+	bool have_cpuclock;
 	_Atomic int dead;            /* the thread has exited */
 	struct ist_ring *next;
 };
