@@ -19,6 +19,20 @@ pipeline() {
 	is-merge rec.ist | is-analyze --json > a.json
 }
 
+# on_each_python CHECK: app.py recorded on Debian's 3.11 and pyenv's 3.13,
+# its output in ref.txt and the analysis in a.json, then the Python file
+# CHECK run with ref.txt's words as arguments, each time
+on_each_python() {
+	local py313
+	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 2>/dev/null | tail -1)
+	for PY in /usr/bin/python3 $py313; do
+		is-record -o t.ist -- $PY app.py > ref.txt
+		is-merge t.ist | is-analyze --json > a.json
+		run python3 "$1" $(cat ref.txt)
+		assert_success
+	done
+}
+
 # gil_app N: app.py runs N pure-Python threads, each busy for a second;
 # the clock is read every 1000 additions, so that the calls recorded stay
 # few (a clock call per addition filled the buffers: the outermost call of
@@ -615,32 +629,27 @@ async def main():
 asyncio.run(main())
 print(tk[0], ep[0])
 PY
-	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 2>/dev/null | tail -1)
-	for PY in /usr/bin/python3 $py313; do
-		is-record -o t.ist -- $PY app.py > ref.txt
-		is-merge t.ist | is-analyze --json > a.json
-		run python3 - $(cat ref.txt) <<-'PY'
-		import json, sys
-		tk, ep = int(sys.argv[1]), int(sys.argv[2])
-		f = {x["name"]: x for x in json.load(open("a.json"))["functions"]}
-		# with the clock reads around it: on a loaded machine the
-		# scheduler preempts at those system calls, and the windows'
-		# CPU goes to them at the rate of the code beside them
-		names = ("__main__._tokenize", "__main__._tokenize.<locals>.<listcomp>",
-		         "builtins.hash", "str.split", "time.thread_time_ns")
-		cpu = sum(f[n]["cpu_ns"] for n in names if n in f)
-		poll = f["select.epoll.poll"]
-		print("tokenize %.1f ms CPU, thread_time %.1f; epoll.poll %.1f ms of "
-		      "%.1f, thread_time %.1f" % (cpu / 1e6, tk / 1e6,
-		      poll["cpu_ns"] / 1e6, poll["self_ns"] / 1e6, ep / 1e6))
-		# at one rate for the whole window, the poll was costed 110 ms
-		# of its 175 (thread_time: 6) and the tokenizer 18-21% short
-		assert poll["self_ns"] >= 100e6, poll
-		assert poll["cpu_ns"] <= ep + 0.05 * poll["self_ns"], (poll, ep)
-		assert abs(cpu - tk) <= 0.1 * tk + 20e6, (cpu, tk)
-		PY
-		assert_success
-	done
+	cat > check.py <<'PY'
+import json, sys
+tk, ep = int(sys.argv[1]), int(sys.argv[2])
+f = {x["name"]: x for x in json.load(open("a.json"))["functions"]}
+# with the clock reads around it: on a loaded machine the
+# scheduler preempts at those system calls, and the windows'
+# CPU goes to them at the rate of the code beside them
+names = ("__main__._tokenize", "__main__._tokenize.<locals>.<listcomp>",
+         "builtins.hash", "str.split", "time.thread_time_ns")
+cpu = sum(f[n]["cpu_ns"] for n in names if n in f)
+poll = f["select.epoll.poll"]
+print("tokenize %.1f ms CPU, thread_time %.1f; epoll.poll %.1f ms of "
+      "%.1f, thread_time %.1f" % (cpu / 1e6, tk / 1e6,
+      poll["cpu_ns"] / 1e6, poll["self_ns"] / 1e6, ep / 1e6))
+# at one rate for the whole window, the poll was costed 110 ms
+# of its 175 (thread_time: 6) and the tokenizer 18-21% short
+assert poll["self_ns"] >= 100e6, poll
+assert poll["cpu_ns"] <= ep + 0.05 * poll["self_ns"], (poll, ep)
+assert abs(cpu - tk) <= 0.1 * tk + 20e6, (cpu, tk)
+PY
+	on_each_python check.py
 }
 
 @test "real per-function CPU time: a thread pool made per step, its threads shorter than the sampling interval, against thread_time inside the work (3.11, 3.13)" {
@@ -664,26 +673,21 @@ for i in range(50):
         list(ex.map(tokenize, ["the quick brown fox " * 300] * 8))
 print(sum(own))
 PY
-	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 2>/dev/null | tail -1)
-	for PY in /usr/bin/python3 $py313; do
-		is-record -o t.ist -- $PY app.py > ref.txt
-		is-merge t.ist | is-analyze --json > a.json
-		run python3 - "$(cat ref.txt)" <<-'PY'
-		import json, sys
-		ref = int(sys.argv[1])
-		f = {x["name"]: x for x in json.load(open("a.json"))["functions"]}
-		names = ("__main__._tok", "__main__._tok.<locals>.<listcomp>",
-		         "builtins.hash", "str.split", "time.thread_time_ns")
-		cpu = sum(f[n]["cpu_ns"] for n in names if n in f)
-		print("tokenizing: %.1f ms of CPU, thread_time %.1f" % (cpu / 1e6,
-		      ref / 1e6))
-		# within 10% here on a quiet machine; with three busy loops
-		# beside it on two cores, -34% to +10% (where preemption lands
-		# in a window is not known): the bound holds for both
-		assert abs(cpu - ref) <= 0.4 * ref + 10e6, (cpu, ref)
-		PY
-		assert_success
-	done
+	cat > check.py <<'PY'
+import json, sys
+ref = int(sys.argv[1])
+f = {x["name"]: x for x in json.load(open("a.json"))["functions"]}
+names = ("__main__._tok", "__main__._tok.<locals>.<listcomp>",
+         "builtins.hash", "str.split", "time.thread_time_ns")
+cpu = sum(f[n]["cpu_ns"] for n in names if n in f)
+print("tokenizing: %.1f ms of CPU, thread_time %.1f" % (cpu / 1e6,
+      ref / 1e6))
+# within 10% here on a quiet machine; with three busy loops
+# beside it on two cores, -34% to +10% (where preemption lands
+# in a window is not known): the bound holds for both
+assert abs(cpu - ref) <= 0.4 * ref + 10e6, (cpu, ref)
+PY
+	on_each_python check.py
 }
 
 @test "real per-function CPU time: the last few ms before the program exits, after the sampler's last reading, against thread_time (3.11, 3.13)" {
@@ -702,20 +706,15 @@ c = time.thread_time_ns()
 busy()
 print(time.thread_time_ns() - c)
 PY
-	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 2>/dev/null | tail -1)
-	for PY in /usr/bin/python3 $py313; do
-		is-record -o t.ist -- $PY app.py > ref.txt
-		is-merge t.ist | is-analyze --json > a.json
-		run python3 - "$(cat ref.txt)" <<-'PY'
-		import json, sys
-		ref = int(sys.argv[1])
-		f = {x["name"]: x for x in json.load(open("a.json"))["functions"]}
-		cpu = sum(f[n]["cpu_ns"] for n in ("__main__.busy", "builtins.sum") if n in f)
-		print("busy: %.2f ms of CPU, thread_time %.2f" % (cpu / 1e6, ref / 1e6))
-		assert abs(cpu - ref) <= 0.3 * ref + 0.5e6, (cpu, ref)
-		PY
-		assert_success
-	done
+	cat > check.py <<'PY'
+import json, sys
+ref = int(sys.argv[1])
+f = {x["name"]: x for x in json.load(open("a.json"))["functions"]}
+cpu = sum(f[n]["cpu_ns"] for n in ("__main__.busy", "builtins.sum") if n in f)
+print("busy: %.2f ms of CPU, thread_time %.2f" % (cpu / 1e6, ref / 1e6))
+assert abs(cpu - ref) <= 0.3 * ref + 0.5e6, (cpu, ref)
+PY
+	on_each_python check.py
 }
 
 @test "real launchers: a pyenv shim's helpers and a wrapper shell fold into the Python they started; children it starts later stay rows; process.ppid against os.getppid()" {
