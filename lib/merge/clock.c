@@ -235,7 +235,7 @@ forget_pieces(struct ist_clock_fit *c)
 }
 
 /* The piece that holds domain time x (from x0): the last that starts at or
- * before it, the first before them all. */
+ * before it, the first before them all; 0 when there are none. */
 static size_t
 piece_of(const struct ist_clock_fit *c, double x)
 {
@@ -289,13 +289,13 @@ spread(const struct ist_clock_fit *c, const bool *out)
 	}
 	for (size_t i = 0; i < c->n; i++)
 		if (!(out && out[i])) {
-			size_t k = c->npiece ? piece_of(c, c->x[i]) : 0;
+			size_t k = piece_of(c, c->x[i]);
 			sum[k] += c->y[i] - c->x[i];
 			cnt[k]++;
 		}
 	for (size_t i = 0; i < c->n; i++)
 		if (!(out && out[i])) {
-			size_t k = c->npiece ? piece_of(c, c->x[i]) : 0;
+			size_t k = piece_of(c, c->x[i]);
 			double r = c->y[i] - c->x[i] - sum[k] / (double)cnt[k];
 			ss += r * r;
 			m++;
