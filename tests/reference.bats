@@ -34,6 +34,19 @@ check_program() {
 	check_program numpy_ops.py 1
 }
 
+@test "reference: functions that share a name (a property's getter and setter, a function defined twice, lambdas, comprehensions) are rows of their own in the analysis, each with cProfile's count at its line, on every Python" {
+	local n=0
+	check_program samename.py 5
+	for py in $(built_pythons _inferscope); do
+		run -0 python3 "$ROOT/tests/py/fncheck.py" "$py" \
+		    "$ROOT/tests/reference/samename.py" "$T"
+		[[ $output == *"names shared by several"*"; 0 differ" ]] ||
+		    fail "$py: $output"
+		n=$((n + 1))
+	done
+	[ "$n" -ge 5 ] || fail "ran on $n Pythons only"
+}
+
 @test "reference: each module's self and cumulative import time against -X importtime in the same run, on every Python" {
 	local n=0
 	for py in $(built_pythons _inferscope); do

@@ -106,6 +106,51 @@ gen() {
 	assert_output '["warm","scope",3,3]'
 }
 
+@test "a real run: functions that share a name (one defined twice, a comprehension per step beside one at start-up) are steps apart, by line, on every Python" {
+	cat > "$T/app.py" <<-'PY'
+	import time
+	def handle(ms):
+	    end = time.perf_counter() + ms * 3 / 1e3
+	    while time.perf_counter() < end:
+	        pass
+	warm = handle
+	def handle(ms):
+	    end = time.perf_counter() + ms / 1e3
+	    while time.perf_counter() < end:
+	        pass
+	for i in range(3):
+	    warm(5)
+	for i in range(25):
+	    handle(5)
+	# a comprehension is a function of its own up to 3.11
+	first = [sum(range(2000000)) for i in range(2)]
+	for i in range(12):
+	    rows = [sum(range(20000)) for j in range(6)]
+	PY
+	local n=0 py
+	for py in $(built_pythons _inferscope); do
+		is-record -o "$T/a.ist" -- "$py" "$T/app.py"
+		is-merge -o "$T/m.ist" "$T/a.ist"
+		is-analyze --json "$T/m.ist" > "$T/a.json"
+		# the two handle()s were one step of 28, at line 2
+		run jq -c '.steps | [.name, .record, (.file | endswith("/app.py")), .line, .count, .measured]' "$T/a.json"
+		assert_output '["__main__.handle","cpu_call",true,7,25,25]'
+		n=$((n + 1))
+	done
+	[ "$n" -ge 5 ] || fail "ran on $n Pythons only"
+	# --step names the function; the one of most time has it
+	is-analyze --json --step __main__.handle "$T/m.ist" > "$T/b.json"
+	run jq -c '.steps | [.line, .count]' "$T/b.json"
+	assert_output '[7,25]'
+	# 3.11: the comprehensions at lines 16 and 18 apart (1 + 12 of them)
+	is-record -o "$T/c.ist" -- /usr/bin/python3 "$T/app.py"
+	is-merge "$T/c.ist" | is-analyze --json --step '__main__.<listcomp>' > "$T/c.json"
+	run jq -c '.steps | [.line, .count, .measured]' "$T/c.json"
+	assert_output '[18,12,12]'
+	run jq -c '[.functions[] | select(.name == "__main__.<listcomp>") | [.line, .count]] | sort' "$T/c.json"
+	assert_output '[[16,1],[18,12]]'
+}
+
 @test "a real run: a step that waits on a queue fed by another thread, its wait share against perf_counter around the get" {
 	# SimpleQueue.get was host work on the critical path (host 1.0,
 	# wait 0) while the program spent 75% of each step in it

@@ -38,6 +38,7 @@ struct who {
 	char *name;              /* NULL: none */
 	int64_t pid, tid;
 	enum ist_type type;
+	int64_t line;            /* a function's (ist_steps_chosen) */
 };
 
 struct an_ahead {
@@ -49,10 +50,11 @@ struct an_ahead {
 
 static bool
 who_is(const struct who *w, const char *name, int64_t pid, int64_t tid,
-    enum ist_type type)
+    enum ist_type type, int64_t line)
 {
 	return w->name && name && strcmp(w->name, name) == 0 &&
-	    w->pid == pid && w->tid == tid && w->type == type;
+	    w->pid == pid && w->tid == tid && w->type == type &&
+	    w->line == line;
 }
 
 /* The trace's start again: as far as the first pass has read it, all of
@@ -110,8 +112,8 @@ catch_up(struct ist_analyzer *a, const struct ist_again *g,
 		return NULL;
 	s.p.off = s.base;
 	if (ist_reader_new(&r, again_source, &s, "", &e) != IST_OK ||
-	    an_stepwork_new(&sw, a, w->name, w->pid, w->tid, w->type, &e) !=
-	    IST_OK)
+	    an_stepwork_new(&sw, a, w->name, w->pid, w->tid, w->type, w->line,
+	    &e) != IST_OK)
 		goto fail;
 	an_stepwork_reader(sw, r);
 	while (k < n && ist_reader_next(r, &ev, &e) == IST_OK) {
@@ -153,7 +155,7 @@ an_ahead_look(struct ist_analyzer *a)
 {
 	struct an_ahead *h = a->ahead;
 	const char *name;
-	int64_t pid, tid;
+	int64_t pid, tid, line;
 	enum ist_type type;
 	bool stable;
 
@@ -162,16 +164,17 @@ an_ahead_look(struct ist_analyzer *a)
 		a->look_at = 0;      /* windows are placed at the end */
 		return;
 	}
-	name = ist_steps_peek(a->steps, &pid, &tid, &type);
-	stable = who_is(&h->last, name, pid, tid, type);
+	name = ist_steps_peek(a->steps, &pid, &tid, &type, &line);
+	stable = who_is(&h->last, name, pid, tid, type, line);
 	if (stable && (a->ride == NULL || !who_is(&h->who, name, pid, tid,
-	    type))) {
+	    type, line))) {
 		ride_drop(a);
 		if (h->starts < MAX_STARTS) {
 			h->starts++;
 			/* the event in hand is the first to ride along: before
 			 * it, every header and the other events */
-			h->who = (struct who){ strdup(name), pid, tid, type };
+			h->who = (struct who){ strdup(name), pid, tid, type,
+			    line };
 			if (h->who.name == NULL || (a->ride = catch_up(a,
 			    h->again, &h->who, a->segments + a->events - 1)) ==
 			    NULL)
@@ -185,7 +188,7 @@ an_ahead_look(struct ist_analyzer *a)
 	if (!stable) {
 		free(h->last.name);
 		h->last = (struct who){ name ? strdup(name) : NULL, pid, tid,
-		    type };
+		    type, line };
 	}
 }
 
@@ -203,14 +206,14 @@ an_ahead_ride(struct ist_analyzer *a, const struct ist_event *ev)
 
 struct stepwork *
 an_ahead_take(struct ist_analyzer *a, const char *name, int64_t pid,
-    int64_t tid, enum ist_type type)
+    int64_t tid, enum ist_type type, int64_t line)
 {
 	struct an_ahead *h = a->ahead;
 	struct stepwork *sw = NULL;
 
 	if (h == NULL || a->ride == NULL)
 		return NULL;
-	if (who_is(&h->who, name, pid, tid, type) &&
+	if (who_is(&h->who, name, pid, tid, type, line) &&
 	    !an_stepwork_needs_bases(a->ride)) {
 		sw = a->ride;
 		a->ride = NULL;

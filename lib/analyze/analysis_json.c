@@ -824,20 +824,38 @@ run_json(const struct ist_analyzer *a, json_t *command)
 	return run;
 }
 
+json_t *
+an_step_json(const struct ist_steps *s, uint64_t count, uint64_t measured)
+{
+	const char *name, *file = ist_steps_file(s);
+	int64_t pid, tid, line;
+	enum ist_type type;
+	size_t n;
+	json_t *j;
+
+	ist_steps_get(s, &n, &name, &type);
+	ist_steps_chosen(s, &pid, &tid, &type, &line);
+	j = json_pack("{s:s,s:s}", "name", name, "record",
+	    ist_type_name(type));
+	if (j && file) {
+		json_object_set_new(j, "file", json_string(file));
+		json_object_set_new(j, "line", json_integer(line));
+	}
+	if (j) {
+		json_object_set_new(j, "count", json_integer((json_int_t)count));
+		json_object_set_new(j, "measured",
+		    json_integer((json_int_t)measured));
+	}
+	return j;
+}
+
 /* The step found, when the trace could not be read again to measure it */
 static json_t *
 steps_found_json(struct ist_analyzer *a)
 {
-	const char *name = ist_steps_choose(a->steps);
-	int64_t pid, tid;
-	enum ist_type type;
-
-	if (name == NULL)
+	if (ist_steps_choose(a->steps) == NULL)
 		return json_null();
-	ist_steps_chosen(a->steps, &pid, &tid, &type);
-	return json_pack("{s:s,s:s,s:I,s:I}", "name", name, "record",
-	    ist_type_name(type), "count", JI(ist_steps_found(a->steps)),
-	    "measured", 0);
+	return an_step_json(a->steps, ist_steps_found(a->steps), 0);
 }
 
 /* A data-quality note, and what it costs the confidence (a factor). */

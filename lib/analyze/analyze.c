@@ -685,9 +685,8 @@ bool
 ist_analyzer_wants_again(struct ist_analyzer *a)
 {
 	struct ist_error e;
-
 	const char *name;
-	int64_t pid, tid;
+	int64_t pid, tid, line;
 	enum ist_type type;
 	bool again;
 
@@ -695,13 +694,13 @@ ist_analyzer_wants_again(struct ist_analyzer *a)
 		an_ahead_free(a);
 		return false;
 	}
-	ist_steps_chosen(a->steps, &pid, &tid, &type);
+	ist_steps_chosen(a->steps, &pid, &tid, &type, &line);
 	/* read already, while the first pass went on? */
-	a->sw = an_ahead_take(a, name, pid, tid, type);
+	a->sw = an_ahead_take(a, name, pid, tid, type, line);
 	an_ahead_free(a);
 	again = a->sw == NULL;
-	if (again && an_stepwork_new(&a->sw, a, name, pid, tid, type, &e) !=
-	    IST_OK)
+	if (again && an_stepwork_new(&a->sw, a, name, pid, tid, type, line,
+	    &e) != IST_OK)
 		return false;
 	an_stepwork_bases(a->sw);
 	return again;

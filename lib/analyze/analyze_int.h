@@ -188,9 +188,11 @@ struct sstat {               /* scopes and NVTX ranges */
 
 enum { FN_PLAIN, FN_IMPORT, FN_MODULE, FN_GC };
 
-struct fstat {               /* Python and C functions */
+struct fstat {               /* Python and C functions: by name, file
+                              * and line */
 	uint32_t name, file;
 	int64_t line;
+	uint32_t same;           /* another of its name: its index + 1 */
 	uint64_t count;
 	int64_t self, incl, max;
 	double cpu;              /* self CPU time (ns), from the samples */
@@ -277,7 +279,8 @@ struct ist_analyzer {
 	struct u64map scmap;
 	struct fstat *fn;
 	uint32_t nfn, capfn;
-	uint32_t *fn_of_name;     /* a name's id -> its fn index + 1 */
+	uint32_t *fn_of_name;     /* a name's id -> the fn index + 1 of the
+	                           * last of that name made (fstat.same) */
 	size_t nfn_of_name;
 	struct kstat *kn;
 	uint32_t nkn, capkn;
@@ -466,7 +469,7 @@ void an_ahead_ride(struct ist_analyzer *a, const struct ist_event *ev);
 /* At the first pass's end, the step chosen: the second pass already made
  * for it, or NULL (read again) */
 struct stepwork *an_ahead_take(struct ist_analyzer *a, const char *name,
-    int64_t pid, int64_t tid, enum ist_type type);
+    int64_t pid, int64_t tid, enum ist_type type, int64_t line);
 void an_ahead_free(struct ist_analyzer *a);
 
 /* ---- steps (stepwork.c) ---- */
@@ -475,7 +478,7 @@ struct ist_steps;
 /* The measure of the step given: its name, process, thread and record */
 enum ist_status an_stepwork_new(struct stepwork **out,
     struct ist_analyzer *a, const char *name, int64_t pid, int64_t tid,
-    enum ist_type type, struct ist_error *err);
+    enum ist_type type, int64_t line, struct ist_error *err);
 /* The reader the second pass's events come from (an_names_reader) */
 void an_stepwork_reader(struct stepwork *w, const struct ist_reader *r);
 /* Every event of the second pass as the reader gives it, headers and
@@ -494,6 +497,10 @@ enum ist_status an_stepwork_add(struct stepwork *w, const struct ist_event *ev,
 void an_stepwork_bases(struct stepwork *w);
 /* The `steps` section (null: no step) */
 json_t *an_stepwork_json(struct stepwork *w, const struct ist_steps *s);
+/* The step's name, record, file and line (a function's), count and
+ * measured: the `steps` object's first keys (analysis_json.c) */
+json_t *an_step_json(const struct ist_steps *s, uint64_t count,
+    uint64_t measured);
 void an_stepwork_free(struct stepwork *w);
 
 #define JI(v) ((json_int_t)(v))

@@ -392,30 +392,41 @@ static int
 cpu_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
     const struct ist_event *ev, int64_t name)
 {
-	int64_t dur = ev->end_ns - ev->start_ns, k, oc;
+	int64_t dur = ev->end_ns - ev->start_ns, k, oc, file, line;
 	struct fstat *fs;
 	bool created, rec = false;
 
 	f->kind = F_CALL;
 	f->py = IST_HAS(ev, IST_F_FILE);
-	/* by the name's id: dense, no hashing */
-	if ((created = (size_t)name >= a->nfn_of_name ||
-	    a->fn_of_name[name] == 0)) {
+	/* a function is its name, file and line, as cProfile has it: two
+	 * lambdas or comprehensions of a module, a property's getter and
+	 * setter, share a name.  Found by the name's id (dense, no hashing),
+	 * then along the few of that name */
+	file = an_name_id(a, ev, IST_F_FILE);
+	line = IST_HAS(ev, IST_F_LINE) ? ev->line : 0;
+	if (file < 0)
+		return -1;
+	k = (size_t)name < a->nfn_of_name ? (int64_t)a->fn_of_name[name] - 1 :
+	    -1;
+	while (k >= 0 && (a->fn[k].file != (uint32_t)file ||
+	    a->fn[k].line != line))
+		k = (int64_t)a->fn[k].same - 1;
+	if ((created = k < 0)) {
+		uint32_t head = (size_t)name < a->nfn_of_name ?
+		    a->fn_of_name[name] : 0;
 		if (an_push((void **)&a->fn, &a->nfn, &a->capfn,
 		    sizeof(*a->fn)) == NULL || ist_idmap_put(&a->fn_of_name,
 		    &a->nfn_of_name, (uint32_t)name, a->nfn) != 0)
 			return -1;
+		k = (int64_t)a->nfn - 1;
+		a->fn[k].same = head;    /* the list's head from now */
 	}
-	k = a->fn_of_name[name] - 1;
 	f->stat = (uint32_t)k;
 	fs = &a->fn[k];
 	if (created) {
-		int64_t file = an_name_id(a, ev, IST_F_FILE);
-		if (file < 0)
-			return -1;
 		fs->name = (uint32_t)name;
 		fs->file = (uint32_t)file;
-		fs->line = IST_HAS(ev, IST_F_LINE) ? ev->line : 0;
+		fs->line = line;
 		fs->gc_gen = (int8_t)ist_gc_generation(a->nm.str.e[name].p,
 		    a->nm.str.e[name].n);
 		fs->role = fs->gc_gen >= 0 ? FN_GC : fn_role(a->nm.str.e[name].p);

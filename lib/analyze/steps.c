@@ -3,9 +3,9 @@
  * inference step, a request), found in a trace without being told, for
  * analysis windows by step and --skip-warmup.
  *
- * Two passes over a merged trace.  The first counts, per thread and name,
- * the scopes, NVTX ranges and Python functions (those with a file: not
- * builtins) that recur, an occurrence nested in another of its own name
+ * Two passes over a merged trace.  The first counts, per thread and name
+ * (and line, for a function), the scopes, NVTX ranges and Python functions
+ * (those with a file: not builtins) that recur, an occurrence nested in another of its own name
  * (recursion) not counted; the second collects the chosen one's
  * occurrences.  The step is the candidate with the most time among those
  * that occur at least three times (a function, none of them more than
@@ -34,6 +34,11 @@ struct cand {
 	size_t nlen;             /* its bytes (a name may hold a NUL) */
 	uint64_t nid;            /* the name's id (ist_steps_add_id) */
 	int64_t pid, tid;
+	/* a function's line and file (functions of one name in a process
+	 * are told apart by line: lambdas, comprehensions, a property's
+	 * getter and setter); 0 and NULL for a scope or range */
+	int64_t line;
+	char *file;
 	int kind;                /* 0 scope or NVTX range, 1 Python function */
 	enum ist_type type;
 	uint64_t count;
@@ -64,19 +69,21 @@ struct ist_steps {
 };
 
 static uint64_t
-hash(int64_t tid, uint64_t nid)
+hash(int64_t tid, uint64_t nid, int64_t line)
 {
-	return an_mix64(nid * 0x9e3779b97f4a7c15ull ^ (uint64_t)tid);
+	return an_mix64((nid * 0x9e3779b97f4a7c15ull ^ (uint64_t)tid) +
+	    (uint64_t)line * 0xbf58476d1ce4e5b9ull);
 }
 
-/* the slot of (tid, name id): its candidate, or the free slot for it */
+/* the slot of (tid, name id, line): its candidate, or the free slot */
 static struct cand *
-slot(struct ist_steps *s, int64_t tid, uint64_t nid)
+slot(struct ist_steps *s, int64_t tid, uint64_t nid, int64_t line)
 {
-	size_t i = hash(tid, nid) & (s->cap - 1);
+	size_t i = hash(tid, nid, line) & (s->cap - 1);
 
 	for (; s->c[i].name; i = (i + 1) & (s->cap - 1))
-		if (s->c[i].nid == nid && s->c[i].tid == tid)
+		if (s->c[i].nid == nid && s->c[i].tid == tid &&
+		    s->c[i].line == line)
 			return &s->c[i];
 	return &s->c[i];
 }
@@ -94,7 +101,7 @@ grow(struct ist_steps *s)
 	s->cap = ncap;
 	for (size_t k = 0; k < ocap; k++)
 		if (old[k].name)
-			*slot(s, old[k].tid, old[k].nid) = old[k];
+			*slot(s, old[k].tid, old[k].nid, old[k].line) = old[k];
 	free(old);
 	return 0;
 }
@@ -134,6 +141,13 @@ kind_of(const struct ist_event *ev)
 	return -1;
 }
 
+/* the line that tells ev's function from others of its name (kind 1) */
+static int64_t
+line_of(const struct ist_event *ev, int kind)
+{
+	return kind == 1 && IST_HAS(ev, IST_F_LINE) ? ev->line : 0;
+}
+
 static int
 count_launch(struct ist_steps *s, int64_t tid)
 {
@@ -156,6 +170,7 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
     uint64_t nid, struct ist_error *err)
 {
 	struct cand *c;
+	int64_t line;
 	int k;
 
 	if (ev->type == IST_CUDA_API && IST_HAS(ev, IST_F_TID) &&
@@ -169,22 +184,30 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 	if (s->want && (ev->name.n != s->wantlen ||
 	    memcmp(ev->name.p, s->want, ev->name.n) != 0))
 		return IST_OK;
+	line = line_of(ev, k);
 	if (nid < s->nlast && s->last[nid] && (c = &s->c[s->last[nid] -
-	    1])->name && c->nid == nid && c->tid == ev->tid)
+	    1])->name && c->nid == nid && c->tid == ev->tid && c->line == line)
 		goto found;
-	c = slot(s, ev->tid, nid);
+	c = slot(s, ev->tid, nid, line);
 	if (c->name == NULL) {
 		if ((s->n + 1) * 2 > s->cap) {
 			if (grow(s) != 0)
 				goto nomem;
-			c = slot(s, ev->tid, nid);
+			c = slot(s, ev->tid, nid, line);
 		}
 		if ((c->name = malloc(ev->name.n + 1)) == NULL)
 			goto nomem;
 		memcpy(c->name, ev->name.p, ev->name.n);
 		c->name[ev->name.n] = '\0';
+		if (k == 1 && (c->file = strndup(ev->file.p,
+		    ev->file.n)) == NULL) {
+			free(c->name);
+			c->name = NULL;
+			goto nomem;
+		}
 		c->nlen = ev->name.n;
 		c->nid = nid;
+		c->line = line;
 		c->tid = ev->tid;
 		c->pid = ev->pid;
 		c->kind = k;
@@ -244,8 +267,10 @@ better(const struct cand *b, const struct cand *a, int64_t launcher)
 	{
 		size_t n = b->nlen < a->nlen ? b->nlen : a->nlen;
 		int c = memcmp(b->name, a->name, n);
-		return c ? c < 0 : b->nlen < a->nlen;
+		if (c || b->nlen != a->nlen)
+			return c ? c < 0 : b->nlen < a->nlen;
 	}
+	return b->line < a->line;
 }
 
 /* the best candidate so far, or NULL */
@@ -285,7 +310,7 @@ ist_steps_choose(struct ist_steps *s)
 
 const char *
 ist_steps_peek(const struct ist_steps *s, int64_t *pid, int64_t *tid,
-    enum ist_type *type)
+    enum ist_type *type, int64_t *line)
 {
 	const struct cand *c = best(s);
 
@@ -294,6 +319,7 @@ ist_steps_peek(const struct ist_steps *s, int64_t *pid, int64_t *tid,
 	*pid = c->pid;
 	*tid = c->tid;
 	*type = c->type;
+	*line = c->line;
 	return c->name;
 }
 
@@ -307,7 +333,7 @@ ist_steps_collect(struct ist_steps *s, const struct ist_event *ev,
 	if (c == NULL || ev->type != c->type || kind_of(ev) < 0 ||
 	    ev->tid != c->tid || ev->name.n != c->nlen ||
 	    memcmp(ev->name.p, c->name, ev->name.n) != 0 ||
-	    ev->start_ns < s->last_end)
+	    line_of(ev, c->kind) != c->line || ev->start_ns < s->last_end)
 		return IST_OK;
 	if ((st = an_push((void **)&s->s, &s->ns, &s->caps,
 	    sizeof(*st))) == NULL) {
@@ -334,11 +360,18 @@ ist_steps_get(const struct ist_steps *s, size_t *n, const char **name,
 
 void
 ist_steps_chosen(const struct ist_steps *s, int64_t *pid, int64_t *tid,
-    enum ist_type *type)
+    enum ist_type *type, int64_t *line)
 {
 	*pid = s->chosen ? s->chosen->pid : 0;
 	*tid = s->chosen ? s->chosen->tid : 0;
 	*type = s->chosen ? s->chosen->type : IST_CPU_CALL;
+	*line = s->chosen ? s->chosen->line : 0;
+}
+
+const char *
+ist_steps_file(const struct ist_steps *s)
+{
+	return s->chosen ? s->chosen->file : NULL;
 }
 
 uint64_t
@@ -371,8 +404,10 @@ ist_steps_free(struct ist_steps *s)
 {
 	if (s == NULL)
 		return;
-	for (size_t i = 0; i < s->cap; i++)
+	for (size_t i = 0; i < s->cap; i++) {
 		free(s->c[i].name);
+		free(s->c[i].file);
+	}
 	free(s->c);
 	free(s->last);
 	free(s->l);

@@ -32,16 +32,19 @@ const char *ist_steps_choose(struct ist_steps *s);
  * if it ended now, its process, thread and record type (NULL: none yet).
  * It chooses nothing; the name lasts until the next ist_steps_add. */
 const char *ist_steps_peek(const struct ist_steps *s, int64_t *pid,
-    int64_t *tid, enum ist_type *type);
+    int64_t *tid, enum ist_type *type, int64_t *line);
 /* The second pass: every event again, collecting the steps. */
 enum ist_status ist_steps_collect(struct ist_steps *s,
     const struct ist_event *ev, struct ist_error *err);
 /* The steps (*n of them, in time order), their name and record type. */
 const struct ist_step *ist_steps_get(const struct ist_steps *s, size_t *n,
     const char **name, enum ist_type *type);
-/* The chosen step's process, thread and record type */
+/* The chosen step's process, thread, record type and line (a function's,
+ * which tells it from others of its name; 0 for a scope or range) */
 void ist_steps_chosen(const struct ist_steps *s, int64_t *pid, int64_t *tid,
-    enum ist_type *type);
+    enum ist_type *type, int64_t *line);
+/* The chosen function's file (NULL: a scope or range, or none chosen) */
+const char *ist_steps_file(const struct ist_steps *s);
 /* How many times the chosen step occurs (the first pass's count) */
 uint64_t ist_steps_found(const struct ist_steps *s);
 /* How many steps are warm-up: the first ones, until one takes at most 1.5

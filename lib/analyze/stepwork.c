@@ -114,6 +114,7 @@ struct stepwork {
 	                          * in a thread of its own (ahead.c) */
 	int64_t pid, tid;
 	enum ist_type type;
+	int64_t line;            /* a function's: others of its name differ */
 	uint32_t name;           /* interned */
 	size_t name_n;
 	struct open_step ring[RING];
@@ -153,7 +154,7 @@ struct stepwork {
 enum ist_status
 an_stepwork_new(struct stepwork **out, struct ist_analyzer *a,
     const char *name, int64_t pid, int64_t tid, enum ist_type type,
-    struct ist_error *err)
+    int64_t line, struct ist_error *err)
 {
 	struct stepwork *w;
 	int64_t id;
@@ -170,6 +171,7 @@ an_stepwork_new(struct stepwork **out, struct ist_analyzer *a,
 	w->pid = pid;
 	w->tid = tid;
 	w->type = type;
+	w->line = line;
 	w->name = (uint32_t)id;
 	w->name_n = strlen(name);
 	w->last_end = INT64_MIN;
@@ -873,7 +875,9 @@ is_step(const struct stepwork *w, const struct ist_event *ev)
 	return ev->type == w->type && ev->tid == w->tid && ev->pid == w->pid &&
 	    IST_HAS(ev, IST_F_START) && IST_HAS(ev, IST_F_END) &&
 	    ev->end_ns >= ev->start_ns && ev->name.n == w->name_n &&
-	    memcmp(ev->name.p, nm, w->name_n) == 0;
+	    memcmp(ev->name.p, nm, w->name_n) == 0 && (w->type !=
+	    IST_CPU_CALL || (IST_HAS(ev, IST_F_LINE) ? ev->line : 0) ==
+	    w->line);
 }
 
 enum ist_status
@@ -1147,11 +1151,9 @@ an_stepwork_bases(struct stepwork *w)
 json_t *
 an_stepwork_json(struct stepwork *w, const struct ist_steps *s)
 {
-	json_t *j, *slow, *wi, *cp, *arr[W_FIXED + 64];
+	json_t *j, *slow, *wi, *cp, *rest, *arr[W_FIXED + 64];
 	int64_t med[NPART];
-	const char *name;
-	enum ist_type type;
-	size_t n, na = 0;
+	size_t na = 0;
 	char basis[400];
 	int64_t cpsum = 0;
 	double mean;
@@ -1159,11 +1161,9 @@ an_stepwork_json(struct stepwork *w, const struct ist_steps *s)
 	if (w == NULL)
 		return json_null();
 	finish_oldest(w, true);
-	ist_steps_get(s, &n, &name, &type);
 	if (w->steps == 0)
-		return json_pack("{s:s,s:s,s:I,s:I}", "name", name, "record",
-		    ist_type_name(type), "count", JI(w->seen ? w->seen :
-		    ist_steps_found(s)), "measured", 0);
+		return an_step_json(s, w->seen ? w->seen : ist_steps_found(s),
+		    0);
 	mean = (double)w->sum_wall / (double)w->steps;
 	for (size_t i = 0; i < NPART; i++)
 		med[i] = median_of(w, part[i].off);
@@ -1241,14 +1241,18 @@ an_stepwork_json(struct stepwork *w, const struct ist_steps *s)
 	wi = json_array();
 	for (size_t i = 0; i < na; i++)
 		json_array_append_new(wi, arr[i]);
-	j = json_pack("{s:s,s:s,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,"
-	    "s:o}",
-	    "name", name, "record", ist_type_name(type), "count",
-	    JI(w->seen), "measured", JI(w->steps), "mean_ns", JI((int64_t)mean),
+	rest = json_pack("{s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	    "mean_ns", JI((int64_t)mean),
 	    "wall", dist_json(&w->d_wall), "host_busy", dist_json(&w->d_host),
 	    "gpu_busy", w->gpu_ops ? dist_json(&w->d_gpu) : json_null(),
 	    "gpu_idle", w->gpu_ops ? dist_json(&w->d_idle) : json_null(),
 	    "copies", dist_json(&w->d_copy), "sync", dist_json(&w->d_sync),
 	    "slowest", slow, "critical_path", cp, "what_if", wi);
+	if ((j = an_step_json(s, w->seen, w->steps)) == NULL || rest == NULL ||
+	    json_object_update(j, rest) != 0) {
+		json_decref(j);
+		j = NULL;
+	}
+	json_decref(rest);
 	return j;
 }

@@ -554,7 +554,16 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 		return;
 	ist_buf_printf(o, "## Steps\n\nThe step is ");
 	code(o, ist_jstr(st, "name"));
-	ist_buf_printf(o, " (%s), found %lld times", ist_jstr(st, "record"),
+	ist_buf_printf(o, " (%s", ist_jstr(st, "record"));
+	if (json_is_string(json_object_get(st, "file"))) {
+		/* a function: others may share its name */
+		char w[4200];
+		snprintf(w, sizeof(w), "%s:%lld", ist_jstr(st, "file"),
+		    (long long)ist_jint(st, "line"));
+		ist_buf_printf(o, " at ");
+		code(o, w);
+	}
+	ist_buf_printf(o, "), found %lld times",
 	    (long long)ist_jint(st, "count"));
 	if (ist_jint(st, "measured") == 0) {
 		ist_buf_printf(o, "; none was measured (none lies wholly in "
