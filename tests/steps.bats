@@ -151,6 +151,49 @@ gen() {
 	assert_output '[[16,1],[18,12]]'
 }
 
+@test "a real run: a step found inside a loop body no function wraps holds a fifth of the loop: its coverage against perf_counter, and the report says so" {
+	cat > "$T/app.py" <<-'PY'
+	import sys, time
+	def spin(s):
+	    end = time.perf_counter() + s
+	    while time.perf_counter() < end:
+	        pass
+	def tokenize():
+	    spin(0.003)
+	inside, first, last = 0.0, None, None
+	for i in range(20):
+	    t0 = time.perf_counter()
+	    tokenize()
+	    t1 = time.perf_counter()
+	    inside += t1 - t0
+	    first = t0 if first is None else first
+	    last = t1
+	    end = time.perf_counter() + 0.012      # the loop's own work
+	    while time.perf_counter() < end:
+	        pass
+	print(inside / (last - first), file=sys.stderr)
+	PY
+	is-record -o "$T/a.ist" -- /usr/bin/python3 "$T/app.py" 2> "$T/own.txt"
+	is-merge -o "$T/m.ist" "$T/a.ist"
+	is-analyze -o "$T/an.ist" "$T/m.ist"
+	is-report -f json "$T/an.ist" | jq '.analysis.steps' > "$T/s.json"
+	run jq -r '"\(.name) \(.count) \(.measured)"' "$T/s.json"
+	assert_output '__main__.tokenize 20 20'
+	# the steps' time over the span from the first's start to the last's
+	# end, as the program's own clock has it: the span is 20 loops long,
+	# so a step's clock reads (a few us each) cannot move it by 0.01
+	python3 - "$T/s.json" "$T/own.txt" <<-'PY'
+	import json, sys
+	ours = json.load(open(sys.argv[1]))["coverage"]
+	own = float(open(sys.argv[2]).read().split()[-1])
+	print("coverage", ours, "perf_counter", own, file=sys.stderr)
+	assert 0.15 < own < 0.30 and abs(ours - own) <= 0.01, (ours, own)
+	PY
+	run is-report -f md "$T/an.ist"
+	assert_output --partial "They hold only 2"
+	assert_output --partial 'Mark the whole with `inferscope.scope("step")`'
+}
+
 @test "a real run: a step that waits on a queue fed by another thread, its wait share against perf_counter around the get" {
 	# SimpleQueue.get was host work on the critical path (host 1.0,
 	# wait 0) while the program spent 75% of each step in it

@@ -131,6 +131,8 @@ struct stepwork {
 	int nslow;
 	struct comp *all;        /* components of the first steps (median) */
 	int64_t sum_wall, sum_replay, sum_abs_err;
+	int64_t span_s, span_e;  /* the first measured step's start, the
+	                          * last one's end */
 	int64_t cp[C_CATS];
 	int64_t saved[W_FIXED];
 	uint64_t applies[W_FIXED];
@@ -175,6 +177,8 @@ an_stepwork_new(struct stepwork **out, struct ist_analyzer *a,
 	w->name = (uint32_t)id;
 	w->name_n = strlen(name);
 	w->last_end = INT64_MIN;
+	w->span_s = INT64_MAX;
+	w->span_e = INT64_MIN;
 	*out = w;
 	return IST_OK;
 }
@@ -812,6 +816,10 @@ finish_step(struct stepwork *w, struct open_step *o)
 	for (int k = 0; k < C_CATS; k++)
 		w->cp[k] += cp[k];
 	w->sum_wall += c.wall;
+	if (o->s < w->span_s)
+		w->span_s = o->s;
+	if (o->e > w->span_e)
+		w->span_e = o->e;
 	w->sum_replay += base;
 	w->sum_abs_err += base > c.wall ? base - c.wall : c.wall - base;
 
@@ -1241,8 +1249,10 @@ an_stepwork_json(struct stepwork *w, const struct ist_steps *s)
 	wi = json_array();
 	for (size_t i = 0; i < na; i++)
 		json_array_append_new(wi, arr[i]);
-	rest = json_pack("{s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
-	    "mean_ns", JI((int64_t)mean),
+	rest = json_pack("{s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	    "mean_ns", JI((int64_t)mean), "coverage", json_real(ist_round(
+	    w->span_e > w->span_s ? (double)w->sum_wall / (double)(w->span_e -
+	    w->span_s) : 1.0, 3)),
 	    "wall", dist_json(&w->d_wall), "host_busy", dist_json(&w->d_host),
 	    "gpu_busy", w->gpu_ops ? dist_json(&w->d_gpu) : json_null(),
 	    "gpu_idle", w->gpu_ops ? dist_json(&w->d_idle) : json_null(),

@@ -571,10 +571,19 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 		    "time).\n\n");
 		return;
 	}
-	ist_buf_printf(o, "; %lld measured, %s each on average.\n\n| Per step "
-	    "| p50 | p95 | Max |\n|---|---:|---:|---:|\n",
+	ist_buf_printf(o, "; %lld measured, %s each on average.",
 	    (long long)ist_jint(st, "measured"), dur(&u, ist_jnum(st,
 	    "mean_ns")));
+	x = json_object_get(st, "coverage");
+	if (json_is_number(x) && json_number_value(x) < 0.5)
+		ist_buf_printf(o, " They hold only %.0f%% of the time from "
+		    "the first one's start to the last one's end: the step "
+		    "found is a part of what the program repeats (the body of "
+		    "a loop that no function wraps?). Mark the whole with "
+		    "`inferscope.scope(\"step\")`, or name it with `--step`, "
+		    "to measure it.", 100 * json_number_value(x));
+	ist_buf_printf(o, "\n\n| Per step | p50 | p95 | Max |\n"
+	    "|---|---:|---:|---:|\n");
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		x = json_object_get(st, rows[i][0]);
 		/* copies and syncs are the GPU's */
