@@ -192,6 +192,9 @@ gen() {
 	run is-report -f md "$T/an.ist"
 	assert_output --partial "They hold only 2"
 	assert_output --partial 'Mark the whole with `inferscope.scope("step")`'
+	COLUMNS=200 run is-report -f text "$T/an.ist"
+	assert_output --partial 'Steps (20 measured, only 2'
+	assert_output --partial 'mark the whole with inferscope.scope("step")'
 }
 
 @test "a real run: a step that waits on a queue fed by another thread, its wait share against perf_counter around the get" {

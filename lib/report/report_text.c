@@ -494,15 +494,26 @@ steps(struct tx *t, const json_t *an)
 {
 	const json_t *st = json_object_get(an, "steps"), *e;
 	const json_t *w = json_object_get(st, "wall");
+	const json_t *cov = json_object_get(st, "coverage");
 	struct nums u = { 0 };
-	char head[160], figs[160];
+	char head[300], figs[160];
 	size_t i;
 	int hn;
 
 	if (!json_is_object(st) || ist_jint(st, "measured") == 0)
 		return;
-	snprintf(head, sizeof(head), "(%lld measured; the saving per step "
-	    "from a replay of each)", (long long)ist_jint(st, "measured"));
+	if (json_is_number(cov) && json_number_value(cov) < 0.5)
+		/* as the Markdown report says it */
+		snprintf(head, sizeof(head), "(%lld measured, only %.0f%% of "
+		    "the time from the first to the last: a part of what the "
+		    "program repeats; mark the whole with "
+		    "inferscope.scope(\"step\"); the saving per step from a "
+		    "replay of each)", (long long)ist_jint(st, "measured"),
+		    100 * json_number_value(cov));
+	else
+		snprintf(head, sizeof(head), "(%lld measured; the saving per "
+		    "step from a replay of each)",
+		    (long long)ist_jint(st, "measured"));
 	heading(t, "Steps", head);
 	hn = snprintf(head, sizeof(head), "%10s %10s %10s", "p50", "p95",
 	    "max");
