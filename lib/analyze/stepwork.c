@@ -30,6 +30,7 @@
 #include "steps.h"
 
 #define RING 4                   /* steps open at once */
+#define WINS 16                  /* waits kept for the other threads */
 #define SLOWEST 5
 
 enum seg_kind { S_HOST, S_LAUNCH, S_SYNC, S_GC, S_IMPORT, S_WAIT, S_KINDS };
@@ -75,6 +76,19 @@ struct frame2 {
 	uint32_t name, file;
 	int64_t line;
 	bool py;
+};
+
+/* another thread of the step's process: its open calls, and how far its
+ * time has been given to them */
+struct oframe {
+	int64_t end;
+	uint32_t name;           /* interned */
+	bool py, wait;
+};
+struct othr {
+	int64_t cur;
+	struct oframe *st;
+	uint32_t n, cap;
 };
 
 struct open_step {
@@ -148,6 +162,19 @@ struct stepwork {
 	struct hostby { uint32_t who; int64_t ns; } *hb;
 	uint32_t nhb, caphb, hb_last;
 	struct u64map hbmap;
+	/* what the process's other threads ran while the steps waited: the
+	 * last waits (in time order, apart), each other thread's open calls,
+	 * and their time within the waits by Python function */
+	struct win { int64_t s, e; } win[WINS];
+	uint64_t nwin;           /* ever: the newest is win[(nwin-1) % WINS] */
+	int64_t wait_ns;         /* the measured steps' wait segments */
+	struct othr *oth;
+	uint32_t noth, capoth;
+	struct u64map othmap;
+	struct hostby *wo;       /* who: the function's interned name + 1 */
+	uint32_t nwo, capwo;
+	struct u64map womap;
+	int64_t wo_ns;
 	bool needs_bases;        /* a step replayed with GPU work: the bases
 	                          * were asked for */
 	bool oom;
@@ -239,8 +266,110 @@ an_stepwork_free(struct stepwork *w)
 	free(w->site);
 	free(w->hb);
 	an_u64map_release(&w->hbmap);
+	for (uint32_t i = 0; i < w->noth; i++)
+		free(w->oth[i].st);
+	free(w->oth);
+	an_u64map_release(&w->othmap);
+	free(w->wo);
+	an_u64map_release(&w->womap);
 	an_names_release(&w->nm);
 	free(w);
+}
+
+/* ---- what the other threads ran while the step waited ---- */
+
+/* [a, b) of another thread, in its innermost Python call (a C call's time
+ * is its Python caller's, a wait's nobody's): its overlap with the steps'
+ * waits */
+static void
+oth_credit(struct stepwork *w, const struct othr *t, int64_t a, int64_t b)
+{
+	const struct oframe *f = NULL;
+	int64_t ns = 0;
+	bool created;
+
+	if (a >= b || t->n == 0 || t->st[t->n - 1].wait)
+		return;
+	for (uint32_t i = t->n; i-- > 0 && f == NULL;)
+		if (t->st[i].py)
+			f = &t->st[i];
+	if (f == NULL)
+		f = &t->st[t->n - 1];
+	/* the waits are apart and in time order: from the newest back */
+	for (uint64_t k = w->nwin; k-- > 0 && k + WINS >= w->nwin;) {
+		const struct win *v = &w->win[k % WINS];
+		if (v->e <= a)
+			break;
+		if (v->s < b)
+			ns += (v->e < b ? v->e : b) - (v->s > a ? v->s : a);
+	}
+	if (ns <= 0)
+		return;
+	int64_t i = an_stat_of(&w->womap, (void **)&w->wo, &w->nwo, &w->capwo,
+	    sizeof(*w->wo), f->name, &created);
+	if (i < 0) {
+		w->oom = true;
+		return;
+	}
+	w->wo[i].who = f->name + 1;
+	w->wo[i].ns += ns;
+	w->wo_ns += ns;
+}
+
+/* Thread t's time up to now given to its calls: those ended close */
+static void
+oth_advance(struct stepwork *w, struct othr *t, int64_t now)
+{
+	while (t->n && t->st[t->n - 1].end <= now) {
+		int64_t e = t->st[t->n - 1].end;
+		if (e > t->cur) {
+			oth_credit(w, t, t->cur, e);
+			t->cur = e;
+		}
+		t->n--;
+	}
+	if (now > t->cur) {
+		oth_credit(w, t, t->cur, now);
+		t->cur = now;
+	}
+}
+
+/* A call of another thread of the step's process */
+static void
+oth_call(struct stepwork *w, const struct ist_event *ev)
+{
+	struct oframe *f;
+	struct othr *t;
+	bool created;
+	int64_t i = an_stat_of(&w->othmap, (void **)&w->oth, &w->noth,
+	    &w->capoth, sizeof(*w->oth), (uint64_t)ev->tid, &created);
+	int64_t nm = an_names_id(&w->nm, ev, IST_F_NAME);
+
+	if (i < 0 || nm < 0) {
+		w->oom = true;
+		return;
+	}
+	t = &w->oth[i];
+	if (created)
+		t->cur = ev->start_ns;
+	oth_advance(w, t, ev->start_ns);
+	if ((f = an_push((void **)&t->st, &t->n, &t->cap, sizeof(*f))) ==
+	    NULL) {
+		w->oom = true;
+		return;
+	}
+	*f = (struct oframe){ ev->end_ns, (uint32_t)nm, IST_HAS(ev,
+	    IST_F_FILE), an_is_wait(ev->name.p, ev->name.n) };
+}
+
+/* A wait of a measured step starts at s: the other threads' time before
+ * it is given out (none can fall in a later wait) */
+static void
+oth_wait(struct stepwork *w, int64_t s, int64_t e)
+{
+	for (uint32_t i = 0; i < w->noth; i++)
+		oth_advance(w, &w->oth[i], s);
+	w->win[w->nwin++ % WINS] = (struct win){ s, e };
 }
 
 /* ---- cutting a step into segments ---- */
@@ -388,8 +517,9 @@ host_event(struct stepwork *w, struct open_step *o, const struct ist_event *ev)
 		else if (an_name_is(ev, "_frozen_importlib._find_and_load") ||
 		    an_name_is(ev, "importlib._bootstrap._find_and_load"))
 			add_seg(w, o, s, e, S_IMPORT);
-		else if (an_is_wait(ev->name.p, ev->name.n))
-			add_seg(w, o, s, e, S_WAIT);
+		else if (an_is_wait(ev->name.p, ev->name.n) &&
+		    add_seg(w, o, s, e, S_WAIT) != NULL)
+			oth_wait(w, s, e);
 		return;
 	}
 	if (ev->type == IST_SYNC) {
@@ -794,6 +924,7 @@ finish_step(struct stepwork *w, struct open_step *o)
 		o->seg[i].obs_own = own;
 	}
 	c.host = c.wall - c.sync - c.wait;
+	w->wait_ns += c.wait;
 	c.gpu = o->gpu_busy;
 	c.imp_mod = o->imp_mod;
 	w->steps++;
@@ -923,6 +1054,13 @@ an_stepwork_add(struct stepwork *w, const struct ist_event *ev,
 	case IST_NVTX_RANGE:
 	case IST_CUDA_API:
 	case IST_SYNC:
+		if (ev->type == IST_CPU_CALL && ev->pid == w->pid &&
+		    ev->tid != w->tid && IST_HAS(ev, IST_F_START) &&
+		    IST_HAS(ev, IST_F_END) && IST_HAS(ev, IST_F_TID) &&
+		    ev->end_ns >= ev->start_ns) {
+			oth_call(w, ev);
+			break;
+		}
 		if (ev->tid != w->tid || ev->pid != w->pid ||
 		    !IST_HAS(ev, IST_F_START) || !IST_HAS(ev, IST_F_END) ||
 		    ev->end_ns < ev->start_ns)
@@ -1022,6 +1160,38 @@ host_by_json(struct stepwork *w, int64_t cpsum)
 	}
 	free(v);
 	return arr;
+}
+
+/* The other threads' time within the steps' waits, by function */
+static json_t *
+waited_on_json(struct stepwork *w)
+{
+	json_t *arr;
+	struct hbsort *v;
+
+	for (uint32_t i = 0; i < w->noth; i++)
+		oth_advance(w, &w->oth[i], INT64_MAX);
+	if (w->wait_ns <= 0 || w->wo_ns <= 0)
+		return json_null();
+	if ((v = malloc(w->nwo * sizeof(*v))) == NULL) {
+		w->oom = true;
+		return json_null();
+	}
+	for (uint32_t i = 0; i < w->nwo; i++)
+		v[i] = (struct hbsort){ w->wo[i].ns,
+		    w->nm.str.e[w->wo[i].who - 1].p };
+	qsort(v, w->nwo, sizeof(*v), by_ns_hb);
+	arr = json_array();
+	for (uint32_t i = 0; i < w->nwo && i < 8; i++) {
+		double sh = ist_round((double)v[i].ns / (double)w->wo_ns, 3);
+		if (sh < 0.001)
+			break;
+		json_array_append_new(arr, json_pack("{s:s,s:f}", "call",
+		    v[i].call, "share", sh));
+	}
+	free(v);
+	return json_pack("{s:f,s:o}", "threads", ist_round((double)w->wo_ns /
+	    (double)w->wait_ns, 2), "by", arr);
 }
 
 static json_t *
@@ -1192,6 +1362,7 @@ an_stepwork_json(struct stepwork *w, const struct ist_steps *s)
 		json_object_set_new(cp, "share", sh);
 	}
 	json_object_set_new(cp, "host_by", host_by_json(w, cpsum));
+	json_object_set_new(cp, "waited_on", waited_on_json(w));
 	json_object_set_new(cp, "replay_error_pct", json_real(ist_round(
 	    100.0 * (double)w->sum_abs_err / (double)w->sum_wall, 1)));
 

@@ -618,7 +618,21 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 			ist_buf_printf(o, "its own code");
 		ist_buf_printf(o, " %.1f%%", 100 * ist_jnum(hb, "share"));
 	}
-	ist_buf_printf(o, "%s\n\n", json_array_size(x) ? "." : "");
+	ist_buf_printf(o, "%s", json_array_size(x) ? "." : "");
+	x = json_object_get(cp, "waited_on");
+	if (json_is_object(x) && json_array_size(json_object_get(x, "by"))) {
+		ist_buf_printf(o, " While it waited, the process's other "
+		    "threads worked (%.2f of them on average), in: ",
+		    ist_jnum(x, "threads"));
+		json_array_foreach(json_object_get(x, "by"), i, hb) {
+			ist_buf_printf(o, "%s", i ? ", " : "");
+			code(o, ist_jstr(hb, "call"));
+			ist_buf_printf(o, " %.1f%%", 100 * ist_jnum(hb,
+			    "share"));
+		}
+		ist_buf_printf(o, ".");
+	}
+	ist_buf_printf(o, "\n\n");
 	x = json_object_get(st, "what_if");
 	if (json_array_size(x)) {
 		const json_t *e;
