@@ -197,6 +197,48 @@ gen() {
 	assert_output --partial 'mark the whole with inferscope.scope("step")'
 }
 
+@test "a real run: a function that only wraps a wait (Condition.wait in a consumer thread, the most time of any) is no step; a step that sleeps in its own body is one" {
+	# threading.Condition.wait, all of it a lock's acquire in a queue's
+	# feeder thread, had the most time in a DataLoader run and was the step
+	cat > "$T/app.py" <<-'PY'
+	import threading, time
+	cv = threading.Condition()
+	items = []
+	def consumer():
+	    while True:
+	        with cv:
+	            while not items:
+	                cv.wait()
+	            x = items.pop()
+	        if x is None:
+	            return
+	def step():
+	    end = time.perf_counter() + 0.003
+	    while time.perf_counter() < end:
+	        pass
+	    with cv:
+	        items.append(1)
+	        cv.notify()
+	    time.sleep(0.004)
+	th = threading.Thread(target=consumer)
+	th.start()
+	time.sleep(0.1)
+	for i in range(30):
+	    step()
+	with cv:
+	    items.append(None)
+	    cv.notify()
+	th.join()
+	PY
+	is-record -o "$T/a.ist" -- /usr/bin/python3 "$T/app.py"
+	is-merge "$T/a.ist" | is-analyze --json > "$T/a.json"
+	run jq -r '.steps | "\(.name) \(.count) \(.measured)"' "$T/a.json"
+	assert_output "__main__.step 30 30"
+	# Condition.wait had more time than the step: it was chosen before
+	run jq -r '[.functions[] | select(.name == "threading.Condition.wait" or .name == "__main__.step")] | sort_by(.name) | map(.incl_ns) | .[1] > .[0]' "$T/a.json"
+	assert_output true
+}
+
 @test "a real run: a step that waits on a queue fed by another thread, its wait share against perf_counter around the get" {
 	# SimpleQueue.get was host work on the critical path (host 1.0,
 	# wait 0) while the program spent 75% of each step in it

@@ -407,6 +407,10 @@ an_name_is(const struct ist_event *ev, const char *s)
 bool an_name_has(const struct ist_event *ev, const char *s);
 /* A C call made to wait (time.sleep, a lock's acquire, epoll.poll, ...) */
 bool an_is_wait(const char *p, size_t n);
+/* The same, remembered by the name's id in *cache (of *n; 1 a wait, 2
+ * not, 0 not yet asked; grown as ids come, freed by the caller) */
+bool an_is_wait_id(uint8_t **cache, size_t *n, uint32_t id, const char *p,
+    size_t len);
 /* A launch, copy or memset call: one that starts GPU work */
 bool an_is_launch(const struct ist_event *ev);
 /* A CUDA call that blocks the host until the GPU catches up: "memcpy" (a

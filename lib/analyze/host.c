@@ -295,6 +295,26 @@ an_is_wait(const char *p, size_t n)
 	return false;
 }
 
+bool
+an_is_wait_id(uint8_t **cache, size_t *n, uint32_t id, const char *p,
+    size_t len)
+{
+	if (id >= *n) {
+		size_t m = *n ? *n : 256;
+		uint8_t *q;
+		while (m <= id)
+			m *= 2;
+		if ((q = realloc(*cache, m)) == NULL)
+			return an_is_wait(p, len);
+		memset(q + *n, 0, m - *n);
+		*cache = q;
+		*n = m;
+	}
+	if ((*cache)[id] == 0)
+		(*cache)[id] = an_is_wait(p, len) ? 1 : 2;
+	return (*cache)[id] == 1;
+}
+
 /* An outermost import of thread t, in its process's start-up spans: calls
  * come by start, so one that starts before the last span ends joins it. */
 static int

@@ -10,7 +10,9 @@
  * occurrences.  The step is the candidate with the most time among those
  * that occur at least three times (a function, none of them more than
  * half its time: asyncio.run's run_until_complete spans the run once and
- * then twice briefly): a scope or NVTX range the program
+ * then twice briefly; and not 95% in the calls made to wait that it
+ * makes itself, as a wrapper of a wait does: a queue's feeder thread's
+ * Condition.wait): a scope or NVTX range the program
  * marked before any Python function, and on the thread that launches the
  * most CUDA work (else any).  Memory: one entry per thread and name, and
  * the chosen one's occurrences.
@@ -43,6 +45,19 @@ struct cand {
 	enum ist_type type;
 	uint64_t count;
 	int64_t total, max, last_end;
+	int64_t wait;            /* of total, in the calls made to wait */
+};
+
+/* a thread's counted occurrences still open, innermost last: a wait call
+ * inside them is theirs */
+struct open_occ {
+	uint64_t nid;
+	int64_t line, end;
+};
+struct othread {
+	int64_t tid;
+	struct open_occ *o;
+	uint32_t n, cap;
 };
 
 struct launcher {
@@ -62,6 +77,12 @@ struct ist_steps {
 	size_t nlast;
 	struct launcher *l;
 	uint32_t nl, capl;
+	struct othread *th;
+	uint32_t nth, capth, th_last;
+	struct u64map thmap;     /* tid -> th index + 1 */
+	uint8_t *waits;          /* a C call's name id -> 1 a wait, 2 not,
+	                          * 0 not yet known */
+	size_t nwaits;
 	const struct cand *chosen;
 	struct ist_step *s;      /* the chosen one's occurrences */
 	uint32_t ns, caps;
@@ -148,6 +169,57 @@ line_of(const struct ist_event *ev, int kind)
 	return kind == 1 && IST_HAS(ev, IST_F_LINE) ? ev->line : 0;
 }
 
+/* tid's open occurrences, those ended by now closed; NULL for lack of
+ * memory */
+static struct othread *
+thread_at(struct ist_steps *s, int64_t tid, int64_t now)
+{
+	struct othread *t;
+	bool created;
+	int64_t i;
+
+	if (s->th_last < s->nth && s->th[s->th_last].tid == tid) {
+		t = &s->th[s->th_last];
+	} else {
+		if ((i = an_stat_of(&s->thmap, (void **)&s->th, &s->nth,
+		    &s->capth, sizeof(*s->th), (uint64_t)tid, &created)) < 0)
+			return NULL;
+		t = &s->th[i];
+		t->tid = tid;
+		s->th_last = (uint32_t)i;
+	}
+	while (t->n && t->o[t->n - 1].end <= now)
+		t->n--;
+	return t;
+}
+
+/* ev a call made to wait?  By its name's id when it has one (0: none) */
+static bool
+is_wait(struct ist_steps *s, const struct ist_event *ev, uint64_t nid)
+{
+	if (nid == 0 || nid > UINT32_MAX)
+		return an_is_wait(ev->name.p, ev->name.n);
+	return an_is_wait_id(&s->waits, &s->nwaits, (uint32_t)nid,
+	    ev->name.p, ev->name.n);
+}
+
+/* a call made to wait, [ws, we) on tid: the innermost occurrence open
+ * around it (the Python function that called it, but for one nested in
+ * another of its name) waited that long */
+static void
+add_wait(struct ist_steps *s, int64_t tid, int64_t ws, int64_t we)
+{
+	struct othread *t = thread_at(s, tid, ws);
+	struct open_occ *o;
+	struct cand *c;
+
+	if (t == NULL || t->n == 0)
+		return;
+	o = &t->o[t->n - 1];
+	if ((c = slot(s, tid, o->nid, o->line))->name)
+		c->wait += (we < o->end ? we : o->end) - ws;
+}
+
 static int
 count_launch(struct ist_steps *s, int64_t tid)
 {
@@ -179,8 +251,14 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 			goto nomem;
 		return IST_OK;
 	}
-	if ((k = kind_of(ev)) < 0)
+	if ((k = kind_of(ev)) < 0) {
+		if (ev->type == IST_CPU_CALL && !IST_HAS(ev, IST_F_FILE) &&
+		    IST_HAS(ev, IST_F_START) && IST_HAS(ev, IST_F_END) &&
+		    IST_HAS(ev, IST_F_TID) && ev->end_ns > ev->start_ns &&
+		    is_wait(s, ev, nid))
+			add_wait(s, ev->tid, ev->start_ns, ev->end_ns);
 		return IST_OK;
+	}
 	if (s->want && (ev->name.n != s->wantlen ||
 	    memcmp(ev->name.p, s->want, ev->name.n) != 0))
 		return IST_OK;
@@ -226,6 +304,14 @@ found:
 	if (ev->end_ns - ev->start_ns > c->max)
 		c->max = ev->end_ns - ev->start_ns;
 	c->last_end = ev->end_ns;
+	if (k == 1) {
+		struct othread *t = thread_at(s, ev->tid, ev->start_ns);
+		struct open_occ *o;
+		if (t == NULL || (o = an_push((void **)&t->o, &t->n, &t->cap,
+		    sizeof(*o))) == NULL)
+			goto nomem;
+		*o = (struct open_occ){ nid, line, ev->end_ns };
+	}
 	return IST_OK;
 nomem:
 	ist_seterr(err, IST_ENOMEM, "cannot find steps: %s", strerror(ENOMEM));
@@ -291,8 +377,11 @@ best(const struct ist_steps *s)
 		if (c->name == NULL || c->count < MIN_STEPS)
 			continue;
 		/* a function that spans the run once is no step, whatever
-		 * else it did twice; a scope or range marked is one */
-		if (c->kind == 1 && c->max > c->total / 2)
+		 * else it did twice; nor one that only wraps a wait (a
+		 * Condition's wait in a queue's feeder thread): a scope or
+		 * range marked is one */
+		if (c->kind == 1 && (c->max > c->total / 2 ||
+		    c->wait >= c->total / 20 * 19))
 			continue;
 		if (chosen == NULL || better(c, chosen, launcher))
 			chosen = c;
@@ -411,6 +500,11 @@ ist_steps_free(struct ist_steps *s)
 	free(s->c);
 	free(s->last);
 	free(s->l);
+	for (uint32_t i = 0; i < s->nth; i++)
+		free(s->th[i].o);
+	free(s->th);
+	an_u64map_release(&s->thmap);
+	free(s->waits);
 	free(s->s);
 	free(s->want);
 	ist_strtab_release(&s->names);

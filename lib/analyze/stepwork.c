@@ -171,6 +171,8 @@ struct stepwork {
 	struct othr *oth;
 	uint32_t noth, capoth;
 	struct u64map othmap;
+	uint8_t *owait;          /* an interned name: a wait (an_is_wait_id) */
+	size_t nowait;
 	struct hostby *wo;       /* who: the function's interned name + 1 */
 	uint32_t nwo, capwo;
 	struct u64map womap;
@@ -271,6 +273,7 @@ an_stepwork_free(struct stepwork *w)
 	free(w->oth);
 	an_u64map_release(&w->othmap);
 	free(w->wo);
+	free(w->owait);
 	an_u64map_release(&w->womap);
 	an_names_release(&w->nm);
 	free(w);
@@ -359,7 +362,8 @@ oth_call(struct stepwork *w, const struct ist_event *ev)
 		return;
 	}
 	*f = (struct oframe){ ev->end_ns, (uint32_t)nm, IST_HAS(ev,
-	    IST_F_FILE), an_is_wait(ev->name.p, ev->name.n) };
+	    IST_F_FILE), !IST_HAS(ev, IST_F_FILE) && an_is_wait_id(&w->owait,
+	    &w->nowait, (uint32_t)nm, ev->name.p, ev->name.n) };
 }
 
 /* A wait of a measured step starts at s: the other threads' time before
