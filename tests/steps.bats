@@ -239,6 +239,39 @@ gen() {
 	assert_output true
 }
 
+@test "a real run: a function called mostly while a module is imported (a registry filled at import) is no step, though it has more time than the steps" {
+	# dataclasses' wrap, 71 times inside `import torch`, was found as the
+	# step of a short DataLoader run
+	mkdir -p "$T/pkg"
+	cat > "$T/pkg/__init__.py" <<-'PY'
+	import time
+	def register(i):
+	    end = time.perf_counter() + 0.002
+	    while time.perf_counter() < end:
+	        pass
+	for i in range(50):
+	    register(i)
+	PY
+	cat > "$T/app.py" <<-'PY'
+	import time
+	import pkg
+	def step():
+	    end = time.perf_counter() + 0.005
+	    while time.perf_counter() < end:
+	        pass
+	    pkg.register(0)
+	for i in range(12):
+	    step()
+	PY
+	(cd "$T" && is-record -o "$T/a.ist" -- /usr/bin/python3 app.py)
+	is-merge "$T/a.ist" | is-analyze --json > "$T/a.json"
+	run jq -r '.steps | "\(.name) \(.count) \(.measured)"' "$T/a.json"
+	assert_output "__main__.step 12 12"
+	# register had more time (62 calls, 50 of them in the import)
+	run jq -r '[.functions[] | select(.name == "pkg.register" or .name == "__main__.step") | [.name, .count, .incl_ns]] | sort | "\(.[0][1]) \(.[1][1]) \(.[1][2] > .[0][2])"' "$T/a.json"
+	assert_output "12 62 true"
+}
+
 @test "a real run: a step that waits on a queue fed by another thread, its wait share against perf_counter around the get" {
 	# SimpleQueue.get was host work on the critical path (host 1.0,
 	# wait 0) while the program spent 75% of each step in it

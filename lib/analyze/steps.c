@@ -46,6 +46,7 @@ struct cand {
 	uint64_t count;
 	int64_t total, max, last_end;
 	int64_t wait;            /* of total, in the calls made to wait */
+	uint64_t in_imp;         /* occurrences inside an import */
 };
 
 /* a thread's counted occurrences still open, innermost last: a wait call
@@ -58,6 +59,7 @@ struct othread {
 	int64_t tid;
 	struct open_occ *o;
 	uint32_t n, cap;
+	int64_t imp_end;         /* the end of its last import */
 };
 
 struct launcher {
@@ -252,11 +254,21 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 		return IST_OK;
 	}
 	if ((k = kind_of(ev)) < 0) {
-		if (ev->type == IST_CPU_CALL && !IST_HAS(ev, IST_F_FILE) &&
-		    IST_HAS(ev, IST_F_START) && IST_HAS(ev, IST_F_END) &&
-		    IST_HAS(ev, IST_F_TID) && ev->end_ns > ev->start_ns &&
-		    is_wait(s, ev, nid))
+		struct othread *t;
+		if (ev->type != IST_CPU_CALL || !IST_HAS(ev, IST_F_START) ||
+		    !IST_HAS(ev, IST_F_END) || !IST_HAS(ev, IST_F_TID) ||
+		    ev->end_ns <= ev->start_ns)
+			return IST_OK;
+		if (!IST_HAS(ev, IST_F_FILE) && is_wait(s, ev, nid))
 			add_wait(s, ev->tid, ev->start_ns, ev->end_ns);
+		else if (IST_HAS(ev, IST_F_FILE) && (an_name_is(ev,
+		    "_frozen_importlib._find_and_load") || an_name_is(ev,
+		    "importlib._bootstrap._find_and_load"))) {
+			if ((t = thread_at(s, ev->tid, ev->start_ns)) == NULL)
+				goto nomem;
+			if (ev->end_ns > t->imp_end)
+				t->imp_end = ev->end_ns;
+		}
 		return IST_OK;
 	}
 	if (s->want && (ev->name.n != s->wantlen ||
@@ -311,6 +323,7 @@ found:
 		    sizeof(*o))) == NULL)
 			goto nomem;
 		*o = (struct open_occ){ nid, line, ev->end_ns };
+		c->in_imp += ev->start_ns < t->imp_end;
 	}
 	return IST_OK;
 nomem:
@@ -378,10 +391,11 @@ best(const struct ist_steps *s)
 			continue;
 		/* a function that spans the run once is no step, whatever
 		 * else it did twice; nor one that only wraps a wait (a
-		 * Condition's wait in a queue's feeder thread): a scope or
-		 * range marked is one */
+		 * Condition's wait in a queue's feeder thread), nor one called
+		 * mostly while modules are imported (dataclasses' wrap, 71
+		 * times in `import torch`): a scope or range marked is one */
 		if (c->kind == 1 && (c->max > c->total / 2 ||
-		    c->wait >= c->total / 20 * 19))
+		    c->wait >= c->total / 20 * 19 || c->in_imp * 2 > c->count))
 			continue;
 		if (chosen == NULL || better(c, chosen, launcher))
 			chosen = c;
