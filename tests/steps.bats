@@ -447,12 +447,16 @@ gen() {
 	run jq -c '.steps | [.name, .measured]' "$T/a.json"
 	assert_output '["__main__.one",30]'
 	pred=$(jq '.steps.what_if[] | select(.id == "overlap") | .saves_ns' "$T/a.json")
-	/usr/bin/python3 "$T/app.py" serial > "$T/s2"
-	/usr/bin/python3 "$T/app.py" overlap > "$T/o2"
-	meas=$(( $(cat "$T/s2") - $(cat "$T/o2") ))
-	echo "predicted $pred measured $meas (medians of the program's own step times)" >&3
-	# the sleep (3 ms) is what overlapping saves; medians on a loaded
-	# machine: within 30% here, 10% in make bench
+	# each variant three times, interleaved: the least disturbed median
+	# of each (other work on the machine only adds time)
+	for k in 1 2 3; do
+		/usr/bin/python3 "$T/app.py" serial >> "$T/s2"
+		/usr/bin/python3 "$T/app.py" overlap >> "$T/o2"
+	done
+	meas=$(( $(sort -n "$T/s2" | head -1) - $(sort -n "$T/o2" | head -1) ))
+	echo "predicted $pred measured $meas (least of 3 medians of the program's own step times)" >&3
+	# the sleep (3 ms) is what overlapping saves: within 30% here, 10% in
+	# make bench
 	python3 -c "import sys; p, m = $pred, $meas; sys.exit(not (m > 0 and abs(p - m) <= 0.3 * m))"
 }
 
