@@ -4,18 +4,20 @@
  * analysis windows by step and --skip-warmup.
  *
  * Two passes over a merged trace.  The first counts, per thread and name
- * (and line, for a function), the scopes, NVTX ranges and Python functions
- * (those with a file: not builtins) that recur, an occurrence nested in another of its own name
- * (recursion) not counted; the second collects the chosen one's
- * occurrences.  The step is the candidate with the most time among those
- * that occur at least three times (a function, none of them more than
- * half its time: asyncio.run's run_until_complete spans the run once and
- * then twice briefly; and not 95% in the calls made to wait that it
- * makes itself, as a wrapper of a wait does: a queue's feeder thread's
- * Condition.wait): a scope or NVTX range the program
- * marked before any Python function, and on the thread that launches the
- * most CUDA work (else any).  Memory: one entry per thread and name, and
- * the chosen one's occurrences.
+ * (and line, for a function), the scopes, NVTX ranges and Python
+ * functions (those with a file: not builtins) that recur, an occurrence
+ * nested in another of its own name (recursion) not counted; the second
+ * collects the chosen one's occurrences.  The step is the candidate with
+ * the most time among those that occur at least three times (a function:
+ * none of them more than half its time, as asyncio.run's
+ * run_until_complete, which spans the run once and then twice briefly;
+ * less than 95% of its time in the calls made to wait that it makes
+ * itself, as a wrapper of a wait, a queue's feeder thread's
+ * Condition.wait; at most half of them inside an import): a scope or NVTX
+ * range the program marked before any Python function, and on the thread
+ * that launches the most CUDA work (else any).  Memory: one entry per
+ * thread and name, each thread's open occurrences, and the chosen one's
+ * occurrences.
  */
 #include <errno.h>
 #include <fcntl.h>
