@@ -89,6 +89,7 @@ struct othr {
 	int64_t cur;
 	struct oframe *st;
 	uint32_t n, cap;
+	bool listed;             /* in stepwork's act */
 };
 
 struct open_step {
@@ -171,6 +172,9 @@ struct stepwork {
 	struct othr *oth;
 	uint32_t noth, capoth;
 	struct u64map othmap;
+	uint32_t *act;           /* the oth with open calls (and some that
+	                          * closed theirs since), by index */
+	uint32_t nact, capact;
 	uint8_t *owait;          /* an interned name: a wait (an_is_wait_id) */
 	size_t nowait;
 	struct hostby *wo;       /* who: the function's interned name + 1 */
@@ -271,6 +275,7 @@ an_stepwork_free(struct stepwork *w)
 	for (uint32_t i = 0; i < w->noth; i++)
 		free(w->oth[i].st);
 	free(w->oth);
+	free(w->act);
 	an_u64map_release(&w->othmap);
 	free(w->wo);
 	free(w->owait);
@@ -356,6 +361,16 @@ oth_call(struct stepwork *w, const struct ist_event *ev)
 	if (created)
 		t->cur = ev->start_ns;
 	oth_advance(w, t, ev->start_ns);
+	if (!t->listed) {
+		uint32_t *a = an_push((void **)&w->act, &w->nact, &w->capact,
+		    sizeof(*a));
+		if (a == NULL) {
+			w->oom = true;
+			return;
+		}
+		*a = (uint32_t)i;
+		t->listed = true;
+	}
 	if ((f = an_push((void **)&t->st, &t->n, &t->cap, sizeof(*f))) ==
 	    NULL) {
 		w->oom = true;
@@ -371,8 +386,19 @@ oth_call(struct stepwork *w, const struct ist_event *ev)
 static void
 oth_wait(struct stepwork *w, int64_t s, int64_t e)
 {
-	for (uint32_t i = 0; i < w->noth; i++)
-		oth_advance(w, &w->oth[i], s);
+	uint32_t k = 0;
+
+	/* only threads in a call have time to give; those no longer are
+	 * dropped from the list (a thread per request leaves no cost) */
+	for (uint32_t i = 0; i < w->nact; i++) {
+		struct othr *t = &w->oth[w->act[i]];
+		oth_advance(w, t, s);
+		if (t->n)
+			w->act[k++] = w->act[i];
+		else
+			t->listed = false;
+	}
+	w->nact = k;
 	w->win[w->nwin++ % WINS] = (struct win){ s, e };
 }
 
