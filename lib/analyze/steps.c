@@ -11,9 +11,9 @@
  * the most time among those that occur at least three times (a function:
  * none of them more than half its time, as asyncio.run's
  * run_until_complete, which spans the run once and then twice briefly;
- * less than 95% of its time in the calls made to wait that it makes
- * itself, as a wrapper of a wait, a queue's feeder thread's
- * Condition.wait; at most half of them inside an import): a scope or NVTX
+ * for one of Python's library, less than 95% of its time in the calls made
+ * to wait that it makes itself, as a wrapper of a wait, a queue's feeder
+ * thread's Condition.wait; at most half of them inside an import): a scope or NVTX
  * range the program marked before any Python function, and on the thread
  * that launches the most CUDA work (else any).  Memory: one entry per
  * thread and name, each thread's open occurrences, and the chosen one's
@@ -164,6 +164,16 @@ kind_of(const struct ist_event *ev)
 	    (ev->name.n < 10 || memcmp(ev->name.p, "importlib.", 10) != 0))
 		return 1;
 	return -1;
+}
+
+/* A file of Python's own library: under lib/python3.N/, not in its
+ * site-packages or dist-packages */
+static bool
+stdlib_file(const char *f)
+{
+	const char *p = strstr(f, "/lib/python3");
+
+	return p && strstr(p, "-packages/") == NULL;
 }
 
 /* the line that tells ev's function from others of its name (kind 1) */
@@ -392,12 +402,15 @@ best(const struct ist_steps *s)
 		if (c->name == NULL || c->count < MIN_STEPS)
 			continue;
 		/* a function that spans the run once is no step, whatever
-		 * else it did twice; nor one that only wraps a wait (a
-		 * Condition's wait in a queue's feeder thread), nor one called
-		 * mostly while modules are imported (dataclasses' wrap, 71
-		 * times in `import torch`): a scope or range marked is one */
+		 * else it did twice; nor one of Python's library that only
+		 * wraps a wait (a Condition's wait in a queue's feeder
+		 * thread: a program's own function that sleeps is a step),
+		 * nor one called mostly while modules are imported
+		 * (dataclasses' wrap, 71 times in `import torch`): a scope or
+		 * range marked is one */
 		if (c->kind == 1 && (c->max > c->total / 2 ||
-		    c->wait >= c->total / 20 * 19 || c->in_imp * 2 > c->count))
+		    (c->wait >= c->total / 20 * 19 && stdlib_file(c->file)) ||
+		    c->in_imp * 2 > c->count))
 			continue;
 		if (chosen == NULL || better(c, chosen, launcher))
 			chosen = c;
