@@ -366,6 +366,8 @@ gen() {
 		run is-report -f md "$T/m.ist"
 		assert_output --partial 'While it waited, the process'"'"'s other threads worked'
 		assert_output --partial 'in: `__main__.tokenize` '
+		COLUMNS=200 run is-report -f text "$T/m.ist"
+		assert_output --partial 'other threads worked, in __main__.tokenize '
 	done
 }
 

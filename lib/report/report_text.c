@@ -486,6 +486,24 @@ critical_path(struct tx *t, const json_t *cp)
 	wrap(t, leg.p ? leg.p : "", 2 + hn, 2 + hn, false);
 	ist_buf_printf(t->o, "\n");
 	ist_buf_release(&leg);
+	/* what the other threads ran meanwhile, the top three */
+	sh = json_object_get(cp, "waited_on");
+	if (json_array_size(json_object_get(sh, "by"))) {
+		const json_t *e;
+		size_t i;
+		ist_buf_printf(&leg, "while it waited, %.2f other threads "
+		    "worked, in", ist_jnum(sh, "threads"));
+		json_array_foreach(json_object_get(sh, "by"), i, e) {
+			if (i == 3)
+				break;
+			ist_buf_printf(&leg, "%s %s %.1f%%", i ? "," : "",
+			    ist_jstr(e, "call"), 100 * ist_jnum(e, "share"));
+		}
+		pad(t, 2 + hn);
+		wrap(t, leg.p ? leg.p : "", 2 + hn, 2 + hn, false);
+		ist_buf_printf(t->o, "\n");
+		ist_buf_release(&leg);
+	}
 }
 
 /* The steps: their time, and what a change would save (the top three) */
