@@ -272,6 +272,30 @@ gen() {
 	assert_output "12 62 true"
 }
 
+@test "a real multiprocessing.Pool run: the step is the program's work, not the pool's result-handler thread receiving results (Python's library on a thread of its own ranks after the program's functions)" {
+	# the result handler's Connection.recv (41 times, the most time) was
+	# the step of an imap loop
+	cat > "$T/app.py" <<-'PY'
+	import multiprocessing as mp, time
+	def tok(s):
+	    return [hash(w) % 97 for w in s.split()]
+	def consume(r):
+	    end = time.perf_counter() + 0.002
+	    while time.perf_counter() < end:
+	        pass
+	if __name__ == "__main__":
+	    with mp.Pool(2) as p:
+	        for r in p.imap(tok, ["a b c d " * 3000] * 40):
+	            consume(r)
+	PY
+	is-record -o "$T/a.ist" -- /usr/bin/python3 "$T/app.py"
+	is-merge "$T/a.ist" | is-analyze --json > "$T/a.json"
+	run jq -r '.steps.name' "$T/a.json"
+	[[ $output == __main__.tok || $output == __main__.consume ||
+	    $output == multiprocessing.pool.IMapIterator.next ]] ||
+	    fail "the step: $output"
+}
+
 @test "a real run: a step that waits on a queue fed by another thread, its wait share against perf_counter around the get" {
 	# SimpleQueue.get was host work on the critical path (host 1.0,
 	# wait 0) while the program spent 75% of each step in it

@@ -358,6 +358,14 @@ ist_steps_add(struct ist_steps *s, const struct ist_event *ev,
 	return ist_steps_add_id(s, ev, nid, err);
 }
 
+/* A function of Python's library on a thread other than its process's
+ * main one: plumbing (a pool's result handler, a queue's feeder) */
+static bool
+helper(const struct cand *c)
+{
+	return c->kind == 1 && c->tid != c->pid && stdlib_file(c->file);
+}
+
 /* b is a better step than a */
 static bool
 better(const struct cand *b, const struct cand *a, int64_t launcher)
@@ -368,6 +376,8 @@ better(const struct cand *b, const struct cand *a, int64_t launcher)
 		return bl;
 	if (b->kind != a->kind)
 		return b->kind < a->kind;
+	if (helper(b) != helper(a))
+		return !helper(b);
 	if (b->total != a->total)
 		return b->total > a->total;
 	/* a tie: not the hash table's order, which no user can see */
