@@ -11,13 +11,14 @@
  * the most time among those that occur at least three times (a function:
  * none of them more than half its time, as asyncio.run's
  * run_until_complete, which spans the run once and then twice briefly;
- * for one of Python's library, less than 95% of its time in the calls made
- * to wait that it makes itself, as a wrapper of a wait, a queue's feeder
- * thread's Condition.wait; at most half of them inside an import): a scope or NVTX
- * range the program marked before any Python function, and on the thread
- * that launches the most CUDA work (else any).  Memory: one entry per
- * thread and name, each thread's open occurrences, and the chosen one's
- * occurrences.
+ * for one of Python's library, less than 95% of its time in the calls
+ * made to wait that it makes itself, as a wrapper of a wait, a queue's
+ * feeder thread's Condition.wait; at most half of them inside an import):
+ * on the thread that launches the most CUDA work (else any), a scope or
+ * NVTX range the program marked before any Python function, and the
+ * library's functions on threads of their own (plumbing) after the
+ * others.  Memory: one entry per thread and name, each thread's open
+ * occurrences, and the chosen one's occurrences.
  */
 #include <errno.h>
 #include <fcntl.h>
