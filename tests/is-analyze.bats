@@ -592,3 +592,35 @@ for i in range(40): f(12); json.dumps({"i": i})'
 		    fail "$f: the trace out does not read clean"
 	done
 }
+
+@test "--baseline pairs functions that share a name by their line: a property's getter with the getter, its setter with the setter" {
+	cat > "$T/app.py" <<-'PY'
+	import sys, time
+	class Box:
+	    def __init__(self):
+	        self._v = 0
+	    @property
+	    def v(self):
+	        end = time.perf_counter() + 0.0001
+	        while time.perf_counter() < end:
+	            pass
+	        return self._v
+	    @v.setter
+	    def v(self, x):
+	        end = time.perf_counter() + float(sys.argv[1])
+	        while time.perf_counter() < end:
+	            pass
+	        self._v = x
+	b = Box()
+	for i in range(100):
+	    b.v = b.v + b.v
+	PY
+	is-record -o "$T/b.ist" -- /usr/bin/python3 "$T/app.py" 0.0002
+	is-record -o "$T/n.ist" -- /usr/bin/python3 "$T/app.py" 0.0006
+	is-merge -o "$T/bm.ist" "$T/b.ist"
+	is-merge -o "$T/nm.ist" "$T/n.ist"
+	is-analyze --json --baseline "$T/bm.ist" "$T/nm.ist" > "$T/a.json"
+	# the getter: 200 calls both times, as fast; the setter: 100, slower
+	run jq -r '[.baseline.deltas[] | select(.what == "function" and .name == "__main__.Box.v") | "\(.count_base)/\(.count_now) \(.delta_pct > 100)"] | sort | join(" ")' "$T/a.json"
+	assert_output "100/100 true 200/200 false"
+}

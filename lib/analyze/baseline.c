@@ -89,13 +89,17 @@ function_deltas(json_t *deltas, const json_t *now, const json_t *base)
 	size_t i, j;
 
 	json_array_foreach(json_object_get(now, "functions"), i, x) {
+		/* the same name and file, at the same line if one is (two
+		 * functions may share a name; an edit moves lines) */
 		b = NULL;
 		json_array_foreach(fb, j, y)
 			if (strcmp(ist_jstr(y, "name"), ist_jstr(x, "name")) ==
 			    0 && strcmp(ist_jstr(y, "file"), ist_jstr(x,
-			    "file")) == 0) {
+			    "file")) == 0 && (b == NULL || ist_jint(y, "line") ==
+			    ist_jint(x, "line"))) {
 				b = y;
-				break;
+				if (ist_jint(y, "line") == ist_jint(x, "line"))
+					break;
 			}
 		if (b == NULL || ist_jnum(b, "count") == 0 ||
 		    ist_jnum(x, "count") == 0 || (ist_jnum(b, "incl_ns") <
