@@ -253,9 +253,11 @@ fn_role(const char *s)
 
 /*
  * The C calls whose purpose is to wait, named as the collector names them
- * on every Python (3.8 to 3.13): sleeping, a lock or semaphore taken, a
- * queue read, select and poll, a child or a signal waited for, a pipe's
- * or socket's read, an accept.  The steps' wait segments are these
+ * on every Python (3.8 to 3.13; tests/py/waits.py records each): sleeping,
+ * a lock or semaphore taken, a thread joined (3.13's handle), a queue
+ * read, select and poll, a child or a signal waited for, a pipe's or
+ * socket's read, an accept.  A socket.socket's methods are named by its
+ * class, `socket.recv`; a bare _socket.socket's by its type's full name.  The steps' wait segments are these
  * (stepwork.c); within a window of a thread's CPU samples they are costed
  * last (cpu_window).
  */
@@ -272,7 +274,9 @@ fn_role(const char *s)
 	X("signal.sigwaitinfo") X("signal.sigtimedwait") \
 	X("_socket.socket.recv") X("_socket.socket.recv_into") \
 	X("_socket.socket.recvfrom") X("_socket.socket.recvfrom_into") \
-	X("_socket.socket._accept")
+	X("_socket.socket._accept") X("socket.recv") X("socket.recv_into") \
+	X("socket.recvfrom") X("socket.recvfrom_into") X("socket._accept") \
+	X("_thread._ThreadHandle.join")
 bool
 an_is_wait(const char *p, size_t n)
 {

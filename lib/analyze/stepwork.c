@@ -78,7 +78,8 @@ struct frame2 {
 	bool py;
 };
 
-/* another thread of the step's process: its open calls, and how far its
+/* another thread (of the step's process or another): its open calls, and
+ * how far its
  * time has been given to them */
 struct oframe {
 	int64_t end;
@@ -163,7 +164,8 @@ struct stepwork {
 	struct hostby { uint32_t who; int64_t ns; } *hb;
 	uint32_t nhb, caphb, hb_last;
 	struct u64map hbmap;
-	/* what the process's other threads ran while the steps waited: the
+	/* what the other threads (every process's) ran while the steps waited:
+	 * the
 	 * last waits (in time order, apart), each other thread's open calls,
 	 * and their time within the waits by Python function */
 	struct win { int64_t s, e; } win[WINS];
@@ -342,7 +344,7 @@ oth_advance(struct stepwork *w, struct othr *t, int64_t now)
 	}
 }
 
-/* A call of another thread of the step's process */
+/* A call of another thread, of the step's process or another */
 static void
 oth_call(struct stepwork *w, const struct ist_event *ev)
 {
@@ -350,7 +352,8 @@ oth_call(struct stepwork *w, const struct ist_event *ev)
 	struct othr *t;
 	bool created;
 	int64_t i = an_stat_of(&w->othmap, (void **)&w->oth, &w->noth,
-	    &w->capoth, sizeof(*w->oth), (uint64_t)ev->tid, &created);
+	    &w->capoth, sizeof(*w->oth), (uint64_t)ev->pid << 32 ^
+	    (uint32_t)ev->tid, &created);
 	int64_t nm = an_names_id(&w->nm, ev, IST_F_NAME);
 
 	if (i < 0 || nm < 0) {
@@ -1084,8 +1087,8 @@ an_stepwork_add(struct stepwork *w, const struct ist_event *ev,
 	case IST_NVTX_RANGE:
 	case IST_CUDA_API:
 	case IST_SYNC:
-		if (ev->type == IST_CPU_CALL && ev->pid == w->pid &&
-		    ev->tid != w->tid && IST_HAS(ev, IST_F_START) &&
+		if (ev->type == IST_CPU_CALL && (ev->pid != w->pid ||
+		    ev->tid != w->tid) && IST_HAS(ev, IST_F_START) &&
 		    IST_HAS(ev, IST_F_END) && IST_HAS(ev, IST_F_TID) &&
 		    ev->end_ns >= ev->start_ns) {
 			oth_call(w, ev);
