@@ -355,46 +355,57 @@ gen() {
 	python3 -c "import sys; sys.exit(abs($wait - $(cat "$T/ref")) > 0.03)"
 }
 
-@test "a real run: what the process's other threads ran while the step waited for them, against perf_counter inside the worker (3.11, 3.13)" {
+@test "a real run: what the other threads ran while the step waited for them, a thread and a process, against perf_counter inside the worker (3.11, 3.13)" {
 	# the critical path said "waits 56%" of a step that waits on a
 	# tokenizing worker, and nothing of what it waited for
 	cat > "$T/app.py" <<-'PY'
-	import queue, threading, time
-	req, res = queue.SimpleQueue(), queue.SimpleQueue()
-	own = [0, 0]
+	import multiprocessing as mp, queue, sys, threading, time
 	def tokenize(n):
 	    end = time.perf_counter() + 0.004
 	    while time.perf_counter() < end:
 	        pass
-	def worker():
+	def serve(get, put):
+	    own = 0
 	    while True:
-	        n = req.get()
+	        n = get()
 	        if n is None:
+	            put(own)
 	            return
 	        t = time.perf_counter_ns()
 	        tokenize(n)
-	        own[0] += time.perf_counter_ns() - t
-	        res.put(n)
+	        own += time.perf_counter_ns() - t
+	        put(n)
+	waited = [0]
 	def step(i):
 	    end = time.perf_counter() + 0.001
 	    while time.perf_counter() < end:
 	        pass
-	    req.put(i)
+	    put(i)
 	    t = time.perf_counter_ns()
-	    res.get()
-	    own[1] += time.perf_counter_ns() - t
-	th = threading.Thread(target=worker)
-	th.start()
-	for i in range(25):
-	    step(i)
-	req.put(None)
-	th.join()
-	print(own[0] / own[1])
+	    get()
+	    waited[0] += time.perf_counter_ns() - t
+	if __name__ == "__main__":
+	    if sys.argv[1] == "thread":
+	        a, b = queue.SimpleQueue(), queue.SimpleQueue()
+	        w = threading.Thread(target=serve, args=(a.get, b.put))
+	        get, put = b.get, a.put
+	    else:
+	        p, c = mp.Pipe()
+	        w = mp.Process(target=serve, args=(c.recv, c.send))
+	        get, put = p.recv, p.send
+	    w.start()
+	    for i in range(25):
+	        step(i)
+	    put(None)
+	    own = get()
+	    w.join()
+	    print(own / waited[0])
 	PY
 	local py313
 	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 | tail -1)
-	for py in /usr/bin/python3 "$py313"; do
-		is-record -o "$T/t.ist" -- "$py" "$T/app.py" > "$T/ref"
+	for run in "/usr/bin/python3 thread" "$py313 thread" "/usr/bin/python3 process" "$py313 process"; do
+		read -r py how <<< "$run"
+		is-record -o "$T/t.ist" -- "$py" "$T/app.py" "$how" > "$T/ref"
 		is-merge -o "$T/m.ist" "$T/t.ist"
 		is-analyze --json "$T/m.ist" > "$T/a.json"
 		run jq -r '.steps | "\(.name) \(.count)"' "$T/a.json"
@@ -405,11 +416,11 @@ gen() {
 		# the worker's time in tokenize over the step's time in the get,
 		# both by the program's clock: tokenize runs inside the get but
 		# for the hand-over (a few us of 4 ms)
-		echo "$py: tokenize ${busy} of the waits, perf_counter $(cat "$T/ref")" >&3
+		echo "$py, a $how: tokenize ${busy} of the waits, perf_counter $(cat "$T/ref")" >&3
 		python3 -c "import sys; sys.exit(abs($busy - $(cat "$T/ref")) > 0.05)" ||
-		    fail "$py: $busy against $(cat "$T/ref")"
+		    fail "$py, a $how: $busy against $(cat "$T/ref")"
 		run is-report -f md "$T/m.ist"
-		assert_output --partial 'While it waited, the process'"'"'s other threads worked'
+		assert_output --partial 'While it waited, other threads (its process'"'"'s and others'"'"') worked'
 		assert_output --partial 'in: `__main__.tokenize` '
 		COLUMNS=200 run is-report -f text "$T/m.ist"
 		assert_output --partial 'other threads worked, in __main__.tokenize '

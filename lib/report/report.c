@@ -621,8 +621,9 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 	ist_buf_printf(o, "%s", json_array_size(x) ? "." : "");
 	x = json_object_get(cp, "waited_on");
 	if (json_is_object(x) && json_array_size(json_object_get(x, "by"))) {
-		ist_buf_printf(o, " While it waited, the process's other "
-		    "threads worked (%.2f of them on average), in: ",
+		ist_buf_printf(o, " While it waited, other threads (its "
+		    "process's and others') worked (%.2f of them on average), "
+		    "in: ",
 		    ist_jnum(x, "threads"));
 		json_array_foreach(json_object_get(x, "by"), i, hb) {
 			ist_buf_printf(o, "%s", i ? ", " : "");
