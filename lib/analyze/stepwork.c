@@ -79,8 +79,7 @@ struct frame2 {
 };
 
 /* another thread (of the step's process or another): its open calls, and
- * how far its
- * time has been given to them */
+ * how far its time has been given to them */
 struct oframe {
 	int64_t end;
 	uint32_t name;           /* interned */
@@ -164,10 +163,9 @@ struct stepwork {
 	struct hostby { uint32_t who; int64_t ns; } *hb;
 	uint32_t nhb, caphb, hb_last;
 	struct u64map hbmap;
-	/* what the other threads (every process's) ran while the steps waited:
-	 * the
-	 * last waits (in time order, apart), each other thread's open calls,
-	 * and their time within the waits by Python function */
+	/* what the other threads (every process's) ran while the steps
+	 * waited: the last waits (in time order, apart), each other thread's
+	 * open calls, and their time within the waits by Python function */
 	struct win { int64_t s, e; } win[WINS];
 	uint64_t nwin;           /* ever: the newest is win[(nwin-1) % WINS] */
 	int64_t wait_ns;         /* the measured steps' wait segments */
@@ -295,7 +293,7 @@ static void
 oth_credit(struct stepwork *w, const struct othr *t, int64_t a, int64_t b)
 {
 	const struct oframe *f = NULL;
-	int64_t ns = 0;
+	int64_t ns = 0, i;
 	bool created;
 
 	if (a >= b || t->n == 0 || t->st[t->n - 1].wait)
@@ -315,9 +313,8 @@ oth_credit(struct stepwork *w, const struct othr *t, int64_t a, int64_t b)
 	}
 	if (ns <= 0)
 		return;
-	int64_t i = an_stat_of(&w->womap, (void **)&w->wo, &w->nwo, &w->capwo,
-	    sizeof(*w->wo), f->name, &created);
-	if (i < 0) {
+	if ((i = an_stat_of(&w->womap, (void **)&w->wo, &w->nwo, &w->capwo,
+	    sizeof(*w->wo), f->name, &created)) < 0) {
 		w->oom = true;
 		return;
 	}
