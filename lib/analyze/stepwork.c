@@ -298,9 +298,9 @@ oth_credit(struct stepwork *w, const struct othr *t, int64_t a, int64_t b)
 
 	if (a >= b || t->n == 0 || t->st[t->n - 1].wait)
 		return;
-	for (uint32_t i = t->n; i-- > 0 && f == NULL;)
-		if (t->st[i].py)
-			f = &t->st[i];
+	for (uint32_t j = t->n; j-- > 0 && f == NULL;)
+		if (t->st[j].py)
+			f = &t->st[j];
 	if (f == NULL)
 		f = &t->st[t->n - 1];
 	/* the waits are apart and in time order: from the newest back */
