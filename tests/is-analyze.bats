@@ -624,3 +624,24 @@ for i in range(40): f(12); json.dumps({"i": i})'
 	run jq -r '[.baseline.deltas[] | select(.what == "function" and .name == "__main__.Box.v") | "\(.count_base)/\(.count_now) \(.delta_pct > 100)"] | sort | join(" ")' "$T/a.json"
 	assert_output "100/100 true 200/200 false"
 }
+
+@test "one name at 50,000 lines (a generated or hostile trace): 50,000 functions, each with its own count, found by hash, not along the name's list" {
+	# along the list, each call walked the name's functions: 38 s here
+	python3 - > "$T/t.jsonl" <<-'PY'
+	import json
+	print(json.dumps({"type": "header", "format": "inferscope-trace",
+	    "version": [1, 2], "producer": "gen", "host": "h", "pids": [1],
+	    "clocks": ["monotonic"], "realtime_ns": 1795000000000000000,
+	    "monotonic_ns": 0}))
+	print(json.dumps({"type": "thread", "pid": 1, "tid": 1, "name": "T"}))
+	for i in range(200000):
+	    print(json.dumps({"type": "cpu_call", "pid": 1, "tid": 1,
+	        "name": "m.f", "file": "/m.py", "line": 1 + i % 50000,
+	        "start_ns": 1000 * i + 1000, "end_ns": 1000 * i + 1500}))
+	PY
+	is-cat --encode -o "$T/t.ist" "$T/t.jsonl"
+	run -0 is-analyze --json "$T/t.ist"
+	printf '%s\n' "$output" > "$T/a.json"
+	run jq -c '[.functions_distinct, ([.functions[].count] | unique), ([.functions[].line] | unique | length)]' "$T/a.json"
+	assert_output '[50000,[4],25]'
+}

@@ -783,6 +783,7 @@ ist_analyzer_free(struct ist_analyzer *a)
 	an_u64map_release(&a->scmap);
 	free(a->fn);
 	free(a->fn_of_name);
+	an_u64map_release(&a->fnmap);
 	free(a->kn);
 	an_u64map_release(&a->knmap);
 	free(a->kf);

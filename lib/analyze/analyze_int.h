@@ -279,6 +279,7 @@ struct ist_analyzer {
 	struct u64map scmap;
 	struct fstat *fn;
 	uint32_t nfn, capfn;
+	struct u64map fnmap;      /* name, file and line -> fn index + 1 */
 	uint32_t *fn_of_name;     /* a name's id -> the fn index + 1 of the
 	                           * last of that name made (fstat.same) */
 	size_t nfn_of_name;

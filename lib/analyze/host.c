@@ -253,13 +253,13 @@ fn_role(const char *s)
 
 /*
  * The C calls whose purpose is to wait, named as the collector names them
- * on every Python (3.8 to 3.13; tests/py/waits.py records each): sleeping,
+ * on every Python (3.8 to 3.13; tests/py/waits_app.py makes each): sleeping,
  * a lock or semaphore taken, a thread joined (3.13's handle), a queue
  * read, select and poll, a child or a signal waited for, a pipe's or
  * socket's read, an accept.  A socket.socket's methods are named by its
- * class, `socket.recv`; a bare _socket.socket's by its type's full name.  The steps' wait segments are these
- * (stepwork.c); within a window of a thread's CPU samples they are costed
- * last (cpu_window).
+ * class, `socket.recv`; a bare _socket.socket's by its type's full name.
+ * The steps' wait segments are these (stepwork.c); within a window of a
+ * thread's CPU samples they are costed last (cpu_window).
  */
 #define WAITS(X) X("time.sleep") X("select.select") X("select.poll.poll") \
 	X("select.epoll.poll") X("select.devpoll.poll") \
@@ -412,38 +412,82 @@ python_call(struct ist_analyzer *a, struct thr *t,
 	return 0;
 }
 
+/*
+ * The function (name, file, line): its fn index, or -1 when there is none
+ * yet (*slot then takes the one made), -2 out of memory.  The one of that
+ * name made last is found by the name's id (dense, no hashing: most names
+ * have one function); another, by the three in a hash, so that a trace
+ * with a name at many lines costs no walk along them.
+ */
+static int64_t
+fn_find(struct ist_analyzer *a, int64_t name, int64_t file, int64_t line,
+    uint32_t **slot)
+{
+	int64_t k = (size_t)name < a->nfn_of_name ?
+	    (int64_t)a->fn_of_name[name] - 1 : -1;
+	uint64_t key;
+	bool found;
+
+	*slot = NULL;
+	if (k >= 0 && a->fn[k].file == (uint32_t)file && a->fn[k].line == line)
+		return k;
+	key = an_mix64(((uint64_t)name << 32 | (uint32_t)file) ^
+	    an_mix64((uint64_t)line));
+	if ((*slot = an_u64map_slot(&a->fnmap, key, &found)) == NULL)
+		return -2;
+	if (!found)
+		return -1;
+	k = (int64_t)**slot - 1;
+	if (a->fn[k].name == (uint32_t)name && a->fn[k].file ==
+	    (uint32_t)file && a->fn[k].line == line)
+		return k;
+	/* two keys alike: along the name's list, as a last resort */
+	*slot = NULL;
+	for (k = a->fn_of_name[name] - 1; k >= 0; k = (int64_t)a->fn[k].same -
+	    1)
+		if (a->fn[k].file == (uint32_t)file && a->fn[k].line == line)
+			return k;
+	return -1;
+}
+
 static int
 cpu_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
     const struct ist_event *ev, int64_t name)
 {
 	int64_t dur = ev->end_ns - ev->start_ns, k, oc, file, line;
 	struct fstat *fs;
+	uint32_t *slot;
 	bool created, rec = false;
 
 	f->kind = F_CALL;
 	f->py = IST_HAS(ev, IST_F_FILE);
 	/* a function is its name, file and line, as cProfile has it: two
 	 * lambdas or comprehensions of a module, a property's getter and
-	 * setter, share a name.  Found by the name's id (dense, no hashing),
-	 * then along the few of that name */
+	 * setter, share a name */
 	file = an_name_id(a, ev, IST_F_FILE);
 	line = IST_HAS(ev, IST_F_LINE) ? ev->line : 0;
-	if (file < 0)
+	if (file < 0 || (k = fn_find(a, name, file, line, &slot)) == -2)
 		return -1;
-	k = (size_t)name < a->nfn_of_name ? (int64_t)a->fn_of_name[name] - 1 :
-	    -1;
-	while (k >= 0 && (a->fn[k].file != (uint32_t)file ||
-	    a->fn[k].line != line))
-		k = (int64_t)a->fn[k].same - 1;
 	if ((created = k < 0)) {
 		uint32_t head = (size_t)name < a->nfn_of_name ?
 		    a->fn_of_name[name] : 0;
+		uint64_t key = an_mix64(((uint64_t)name << 32 |
+		    (uint32_t)file) ^ an_mix64((uint64_t)line));
+		bool found;
 		if (an_push((void **)&a->fn, &a->nfn, &a->capfn,
 		    sizeof(*a->fn)) == NULL || ist_idmap_put(&a->fn_of_name,
 		    &a->nfn_of_name, (uint32_t)name, a->nfn) != 0)
 			return -1;
 		k = (int64_t)a->nfn - 1;
 		a->fn[k].same = head;    /* the list's head from now */
+		/* in the hash too (a key two share keeps the first) */
+		if (slot == NULL && (slot = an_u64map_slot(&a->fnmap, key,
+		    &found)) != NULL && found)
+			slot = NULL;
+		if (slot != NULL) {
+			*slot = a->nfn;
+			a->fnmap.n++;
+		}
 	}
 	f->stat = (uint32_t)k;
 	fs = &a->fn[k];
