@@ -406,6 +406,9 @@ an_name_is(const struct ist_event *ev, const char *s)
 	return ev->name.n == n && memcmp(ev->name.p, s, n) == 0;
 }
 bool an_name_has(const struct ist_event *ev, const char *s);
+/* CPython's import entry point, _find_and_load (every `import` of a module
+ * not yet loaded runs it; frozen or not) */
+bool an_is_import(const char *p, size_t n);
 /* A C call made to wait (time.sleep, a lock's acquire, epoll.poll, ...) */
 bool an_is_wait(const char *p, size_t n);
 /* The same, remembered by the name's id in *cache (of *n; 1 a wait, 2

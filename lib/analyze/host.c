@@ -233,6 +233,16 @@ import_frame(struct thr *t, struct frame *f, int role, uint32_t fn)
 	}
 }
 
+bool
+an_is_import(const char *p, size_t n)
+{
+	static const char a[] = "_frozen_importlib._find_and_load",
+	    b[] = "importlib._bootstrap._find_and_load";
+
+	return (n == sizeof(a) - 1 && memcmp(p, a, n) == 0) ||
+	    (n == sizeof(b) - 1 && memcmp(p, b, n) == 0);
+}
+
 /* What a function is to the import checks: CPython's import entry point
  * (every `import` of a module not yet loaded runs it), a module's body
  * (`numpy.<module>`), or neither (a collection: its gc_gen). */
@@ -242,8 +252,7 @@ fn_role(const char *s)
 	static const char body[] = ".<module>";
 	size_t n = strlen(s), k = sizeof(body) - 1;
 
-	if (strcmp(s, "_frozen_importlib._find_and_load") == 0 ||
-	    strcmp(s, "importlib._bootstrap._find_and_load") == 0)
+	if (an_is_import(s, n))
 		return FN_IMPORT;
 	if (n > k && memcmp(s + n - k, body, k) == 0 &&
 	    strcmp(s, "__main__.<module>") != 0)

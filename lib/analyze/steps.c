@@ -274,9 +274,8 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 			return IST_OK;
 		if (!IST_HAS(ev, IST_F_FILE) && is_wait(s, ev, nid))
 			add_wait(s, ev->tid, ev->start_ns, ev->end_ns);
-		else if (IST_HAS(ev, IST_F_FILE) && (an_name_is(ev,
-		    "_frozen_importlib._find_and_load") || an_name_is(ev,
-		    "importlib._bootstrap._find_and_load"))) {
+		else if (IST_HAS(ev, IST_F_FILE) &&
+		    an_is_import(ev->name.p, ev->name.n)) {
 			if ((t = thread_at(s, ev->tid, ev->start_ns)) == NULL)
 				goto nomem;
 			if (ev->end_ns > t->imp_end)

@@ -544,8 +544,7 @@ host_event(struct stepwork *w, struct open_step *o, const struct ist_event *ev)
 	if (ev->type == IST_CPU_CALL) {
 		if (ist_gc_generation(ev->name.p, ev->name.n) >= 0)
 			add_seg(w, o, s, e, S_GC);
-		else if (an_name_is(ev, "_frozen_importlib._find_and_load") ||
-		    an_name_is(ev, "importlib._bootstrap._find_and_load"))
+		else if (an_is_import(ev->name.p, ev->name.n))
 			add_seg(w, o, s, e, S_IMPORT);
 		else if (an_is_wait(ev->name.p, ev->name.n) &&
 		    add_seg(w, o, s, e, S_WAIT) != NULL)
