@@ -423,7 +423,8 @@ python_call(struct ist_analyzer *a, struct thr *t,
 
 /*
  * The function (name, file, line): its fn index, or -1 when there is none
- * yet (*slot then takes the one made), -2 out of memory.  The one of that
+ * yet (*slot then takes the one made; NULL when another function holds
+ * its key, which keeps it), -2 out of memory.  The one of that
  * name made last is found by the name's id (dense, no hashing: most names
  * have one function); another, by the three in a hash, so that a trace
  * with a name at many lines costs no walk along them.
@@ -480,20 +481,13 @@ cpu_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
 	if ((created = k < 0)) {
 		uint32_t head = (size_t)name < a->nfn_of_name ?
 		    a->fn_of_name[name] : 0;
-		uint64_t key = an_mix64(((uint64_t)name << 32 |
-		    (uint32_t)file) ^ an_mix64((uint64_t)line));
-		bool found;
 		if (an_push((void **)&a->fn, &a->nfn, &a->capfn,
 		    sizeof(*a->fn)) == NULL || ist_idmap_put(&a->fn_of_name,
 		    &a->nfn_of_name, (uint32_t)name, a->nfn) != 0)
 			return -1;
 		k = (int64_t)a->nfn - 1;
 		a->fn[k].same = head;    /* the list's head from now */
-		/* in the hash too (a key two share keeps the first) */
-		if (slot == NULL && (slot = an_u64map_slot(&a->fnmap, key,
-		    &found)) != NULL && found)
-			slot = NULL;
-		if (slot != NULL) {
+		if (slot != NULL) {      /* in the hash too */
 			*slot = a->nfn;
 			a->fnmap.n++;
 		}
