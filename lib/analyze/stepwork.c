@@ -1162,25 +1162,27 @@ by_ns_hb(const void *x, const void *y)
 	return strcmp(p->call, q->call);
 }
 
-/* The host work on the critical path by the step's call it ran in: 8 at
- * most, each a tenth of a percent of the path or more */
+/* Time by call (who: the call's interned name + 1, 0 none): the 8 with
+ * the most, each a tenth of a percent of total or more, as [{call,
+ * share}], call null for none */
 static json_t *
-host_by_json(struct stepwork *w, int64_t cpsum)
+by_call_json(struct stepwork *w, const struct hostby *hb, uint32_t n,
+    int64_t total)
 {
 	json_t *arr = json_array();
-	struct hbsort *v = malloc((w->nhb ? w->nhb : 1) * sizeof(*v));
+	struct hbsort *v = malloc((n ? n : 1) * sizeof(*v));
 
 	if (v == NULL) {
 		w->oom = true;
 		return arr;
 	}
-	for (uint32_t i = 0; i < w->nhb; i++)
-		v[i] = (struct hbsort){ w->hb[i].ns, w->hb[i].who ?
-		    w->nm.str.e[w->hb[i].who - 1].p : NULL };
-	if (w->nhb)
-		qsort(v, w->nhb, sizeof(*v), by_ns_hb);
-	for (uint32_t i = 0; i < w->nhb && i < 8 && cpsum > 0; i++) {
-		double sh = ist_round((double)v[i].ns / (double)cpsum, 3);
+	for (uint32_t i = 0; i < n; i++)
+		v[i] = (struct hbsort){ hb[i].ns, hb[i].who ?
+		    w->nm.str.e[hb[i].who - 1].p : NULL };
+	if (n)
+		qsort(v, n, sizeof(*v), by_ns_hb);
+	for (uint32_t i = 0; i < n && i < 8 && total > 0; i++) {
+		double sh = ist_round((double)v[i].ns / (double)total, 3);
 		if (sh < 0.001)
 			break;
 		json_array_append_new(arr, json_pack("{s:o,s:f}", "call",
@@ -1195,32 +1197,13 @@ host_by_json(struct stepwork *w, int64_t cpsum)
 static json_t *
 waited_on_json(struct stepwork *w)
 {
-	json_t *arr;
-	struct hbsort *v;
-
 	for (uint32_t i = 0; i < w->noth; i++)
 		oth_advance(w, &w->oth[i], INT64_MAX);
 	if (w->wait_ns <= 0 || w->wo_ns <= 0)
 		return json_null();
-	if ((v = malloc(w->nwo * sizeof(*v))) == NULL) {
-		w->oom = true;
-		return json_null();
-	}
-	for (uint32_t i = 0; i < w->nwo; i++)
-		v[i] = (struct hbsort){ w->wo[i].ns,
-		    w->nm.str.e[w->wo[i].who - 1].p };
-	qsort(v, w->nwo, sizeof(*v), by_ns_hb);
-	arr = json_array();
-	for (uint32_t i = 0; i < w->nwo && i < 8; i++) {
-		double sh = ist_round((double)v[i].ns / (double)w->wo_ns, 3);
-		if (sh < 0.001)
-			break;
-		json_array_append_new(arr, json_pack("{s:s,s:f}", "call",
-		    v[i].call, "share", sh));
-	}
-	free(v);
 	return json_pack("{s:f,s:o}", "threads", ist_round((double)w->wo_ns /
-	    (double)w->wait_ns, 2), "by", arr);
+	    (double)w->wait_ns, 2), "by", by_call_json(w, w->wo, w->nwo,
+	    w->wo_ns));
 }
 
 static json_t *
@@ -1390,7 +1373,9 @@ an_stepwork_json(struct stepwork *w, const struct ist_steps *s)
 			    3) : 0.0));
 		json_object_set_new(cp, "share", sh);
 	}
-	json_object_set_new(cp, "host_by", host_by_json(w, cpsum));
+	/* the host work on the critical path by the step's call it ran in */
+	json_object_set_new(cp, "host_by", by_call_json(w, w->hb, w->nhb,
+	    cpsum));
 	json_object_set_new(cp, "waited_on", waited_on_json(w));
 	json_object_set_new(cp, "replay_error_pct", json_real(ist_round(
 	    100.0 * (double)w->sum_abs_err / (double)w->sum_wall, 1)));
