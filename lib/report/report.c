@@ -88,6 +88,36 @@ sentence(struct ist_buf *o, const char *s)
 	ist_buf_release(&b);
 }
 
+static void code(struct ist_buf *o, const char *s);
+
+/* A Python function's place, file:line, as inline code */
+static void
+code_where(struct ist_buf *o, const json_t *x)
+{
+	char w[4200];
+
+	snprintf(w, sizeof(w), "%s:%lld", ist_jstr(x, "file"),
+	    (long long)ist_jint(x, "line"));
+	code(o, w);
+}
+
+/* [{call, share}] as "`call` 12.3%, ...", a null call as its own code */
+static void
+call_shares(struct ist_buf *o, const json_t *arr)
+{
+	const json_t *c;
+	size_t i;
+
+	json_array_foreach(arr, i, c) {
+		ist_buf_printf(o, "%s", i ? ", " : "");
+		if (json_is_string(json_object_get(c, "call")))
+			code(o, ist_jstr(c, "call"));
+		else
+			ist_buf_printf(o, "its own code");
+		ist_buf_printf(o, " %.1f%%", 100 * ist_jnum(c, "share"));
+	}
+}
+
 /* A name as inline code; pipes escaped (a table cell ends at one). */
 static void
 code(struct ist_buf *o, const char *s)
@@ -545,7 +575,7 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 		{ "gpu_busy", "GPU busy" }, { "gpu_idle", "GPU idle" },
 		{ "copies", "Copies" }, { "sync", "Sync" },
 	};
-	const json_t *st = json_object_get(an, "steps"), *cp, *x, *hb;
+	const json_t *st = json_object_get(an, "steps"), *cp, *x;
 	struct nums u = { 0 };
 	size_t i;
 	bool first = true;
@@ -557,11 +587,8 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 	ist_buf_printf(o, " (%s", ist_jstr(st, "record"));
 	if (json_is_string(json_object_get(st, "file"))) {
 		/* a function: others may share its name */
-		char w[4200];
-		snprintf(w, sizeof(w), "%s:%lld", ist_jstr(st, "file"),
-		    (long long)ist_jint(st, "line"));
 		ist_buf_printf(o, " at ");
-		code(o, w);
+		code_where(o, st);
 	}
 	ist_buf_printf(o, "), found %lld times",
 	    (long long)ist_jint(st, "count"));
@@ -609,28 +636,18 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 	}
 	ist_buf_printf(o, ".");
 	x = json_object_get(cp, "host_by");
-	json_array_foreach(x, i, hb) {
-		ist_buf_printf(o, "%s", i ? ", " : " Host work on the path, by "
-		    "the step's call it ran in: ");
-		if (json_is_string(json_object_get(hb, "call")))
-			code(o, ist_jstr(hb, "call"));
-		else
-			ist_buf_printf(o, "its own code");
-		ist_buf_printf(o, " %.1f%%", 100 * ist_jnum(hb, "share"));
+	if (json_array_size(x)) {
+		ist_buf_printf(o, " Host work on the path, by the step's call "
+		    "it ran in: ");
+		call_shares(o, x);
+		ist_buf_printf(o, ".");
 	}
-	ist_buf_printf(o, "%s", json_array_size(x) ? "." : "");
 	x = json_object_get(cp, "waited_on");
 	if (json_is_object(x) && json_array_size(json_object_get(x, "by"))) {
 		ist_buf_printf(o, " While it waited, other threads (its "
 		    "process's and others') worked (%.2f of them on average), "
-		    "in: ",
-		    ist_jnum(x, "threads"));
-		json_array_foreach(json_object_get(x, "by"), i, hb) {
-			ist_buf_printf(o, "%s", i ? ", " : "");
-			code(o, ist_jstr(hb, "call"));
-			ist_buf_printf(o, " %.1f%%", 100 * ist_jnum(hb,
-			    "share"));
-		}
+		    "in: ", ist_jnum(x, "threads"));
+		call_shares(o, json_object_get(x, "by"));
 		ist_buf_printf(o, ".");
 	}
 	ist_buf_printf(o, "\n\n");
@@ -739,11 +756,7 @@ functions_table(struct ist_buf *o, const json_t *an)
 			ist_buf_printf(o, " %s | ", dur(&u, ist_jnum(x,
 			    "incl_ns")));
 			if (*ist_jstr(x, "file")) {
-				char w[4200];
-				snprintf(w, sizeof(w), "%s:%lld",
-				    ist_jstr(x, "file"), (long long)ist_jint(x,
-				    "line"));
-				code(o, w);
+				code_where(o, x);
 			} else {
 				ist_buf_printf(o, "(C)");
 			}
