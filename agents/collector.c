@@ -521,19 +521,7 @@ thread_cpu_record(int64_t tid, int64_t ts, int64_t v)
 {
 	struct ist_event ev;
 
-	ist_event_init(&ev, IST_COUNTER);
-	ev.pid = C.pid;
-	ev.tid = tid;
-	ev.name = S("thread.cpu_ns");
-	ev.ts_ns = ts;
-	ev.value_is_int = true;
-	ev.ivalue = v;
-	ev.value = (double)v;
-	IST_SET(&ev, IST_F_PID);
-	IST_SET(&ev, IST_F_TID);
-	IST_SET(&ev, IST_F_NAME);
-	IST_SET(&ev, IST_F_TS);
-	IST_SET(&ev, IST_F_VALUE);
+	ist_counter_init(&ev, C.pid, tid, S("thread.cpu_ns"), ts, v);
 	emit(&ev);
 }
 

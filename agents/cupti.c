@@ -423,16 +423,8 @@ counter(const char *name, uint64_t v, uint64_t g)
 {
 	struct ist_event c;
 
-	ist_event_init(&c, IST_COUNTER);
-	c.pid = S.pid;
-	c.name = (struct ist_str){ name, strlen(name) };
-	c.ts_ns = (int64_t)g;
-	c.value_is_int = true;
-	c.ivalue = (int64_t)v;
-	IST_SET(&c, IST_F_PID);
-	IST_SET(&c, IST_F_NAME);
-	IST_SET(&c, IST_F_TS);
-	IST_SET(&c, IST_F_VALUE);
+	ist_counter_init(&c, S.pid, -1, (struct ist_str){ name, strlen(name) },
+	    (int64_t)g, (int64_t)v);
 	put(&c);
 }
 

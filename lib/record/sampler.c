@@ -51,21 +51,12 @@ counter(struct sampler *s, int64_t pid, int64_t tid, const char *name,
 {
 	struct ist_event ev;
 
-	ist_event_init(&ev, IST_COUNTER);
-	ev.pid = pid;
-	IST_SET(&ev, IST_F_PID);
-	if (tid >= 0) {
-		ev.tid = tid;
-		IST_SET(&ev, IST_F_TID);
+	ist_counter_init(&ev, pid, tid, (struct ist_str){ name, strlen(name) },
+	    ts, iv);
+	if (!isint) {
+		ev.value_is_int = false;
+		ev.value = dv;
 	}
-	ev.name = (struct ist_str){ name, strlen(name) };
-	ev.ts_ns = ts;
-	ev.value_is_int = isint;
-	ev.ivalue = iv;
-	ev.value = isint ? (double)iv : dv;
-	IST_SET(&ev, IST_F_NAME);
-	IST_SET(&ev, IST_F_TS);
-	IST_SET(&ev, IST_F_VALUE);
 	rec_swrite(s, &ev);
 }
 

@@ -179,6 +179,10 @@ struct ist_event {
 };
 
 void ist_event_init(struct ist_event *ev, enum ist_type type);
+/* A counter sample: name's integer value v at ts, of process pid and, when
+ * tid >= 0, of that thread (a double's: set value and value_is_int after) */
+void ist_counter_init(struct ist_event *ev, int64_t pid, int64_t tid,
+    struct ist_str name, int64_t ts, int64_t v);
 
 /* Type names as in the JSON Lines face ("cpu_call", ...). */
 const char *ist_type_name(enum ist_type type);

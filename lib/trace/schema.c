@@ -205,6 +205,27 @@ ist_event_init(struct ist_event *ev, enum ist_type type)
 	ev->type = type;
 }
 
+void
+ist_counter_init(struct ist_event *ev, int64_t pid, int64_t tid,
+    struct ist_str name, int64_t ts, int64_t v)
+{
+	ist_event_init(ev, IST_COUNTER);
+	ev->pid = pid;
+	IST_SET(ev, IST_F_PID);
+	if (tid >= 0) {
+		ev->tid = tid;
+		IST_SET(ev, IST_F_TID);
+	}
+	ev->name = name;
+	ev->ts_ns = ts;
+	ev->value_is_int = true;
+	ev->ivalue = v;
+	ev->value = (double)v;
+	IST_SET(ev, IST_F_NAME);
+	IST_SET(ev, IST_F_TS);
+	IST_SET(ev, IST_F_VALUE);
+}
+
 const char *
 ist_strerror(enum ist_status st)
 {
