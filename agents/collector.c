@@ -276,6 +276,14 @@ tsc_invariant(void)
 #endif
 }
 
+/* ist_ring.cpu_given: who gives a thread's last CPU time */
+enum {
+	CPU_NONE,       /* nobody yet */
+	CPU_EXITING,    /* the thread, as it exits: recording it now */
+	CPU_EXITED,     /* the thread did: in its ring, or counted lost */
+	CPU_AT_STOP     /* recording stopped first: cpu_ts and cpu_ns */
+};
+
 static pthread_key_t ring_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static __thread struct ist_ring *my_ring;
@@ -292,17 +300,25 @@ ring_dead(void *p)
 {
 	struct ist_ring *r = p;
 	struct timespec ts;
+	int none = CPU_NONE;
 
-	if (C.thread_cpu && r == my_ring &&
-	    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
-		struct ist_rec *h = ist_coll_reserve(r, 24);
-		if (h != NULL) {
-			int64_t *t = (int64_t *)(h + 1);
-			*h = (struct ist_rec){ IST_REC_THREAD_CPU, 0, 24, 0 };
-			t[0] = ist_ticks();
-			t[1] = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-			ist_coll_commit(r, 24);
+	/* recording may be stopping on another thread (live_threads_cpu):
+	 * one of the two gives the thread's last CPU time, never both */
+	if (C.thread_cpu && r == my_ring && atomic_compare_exchange_strong(
+	    &r->cpu_given, &none, CPU_EXITING)) {
+		if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+			struct ist_rec *h = ist_coll_reserve(r, 24);
+			if (h != NULL) {
+				int64_t *t = (int64_t *)(h + 1);
+				*h = (struct ist_rec){ IST_REC_THREAD_CPU, 0,
+				    24, 0 };
+				t[0] = ist_ticks();
+				t[1] = (int64_t)ts.tv_sec * 1000000000 +
+				    ts.tv_nsec;
+				ist_coll_commit(r, 24);
+			}
 		}
+		atomic_store(&r->cpu_given, CPU_EXITED);
 	}
 	atomic_store(&r->dead, 1);
 }
@@ -812,7 +828,8 @@ drain_all(void)
 	for (pp = &C.rings; (r = *pp) != NULL; ) {
 		if (atomic_load(&r->dead) && atomic_load(&r->head) ==
 		    atomic_load(&r->tail) && atomic_load(&r->dropped) ==
-		    r->reported) {
+		    r->reported &&
+		    atomic_load(&r->cpu_given) != CPU_AT_STOP) {
 			*pp = r->next;
 			C.used -= r->size;
 			if (r->size > RING_MIN)
@@ -1263,7 +1280,12 @@ ist_coll_stop(struct ist_error *err)
  * Recording stops (at the program's exit): the CPU time of each recorded
  * thread still alive, the main thread's included, as a last sample of it
  * (ring_dead's, for those that exit before), so that the time since the
- * sampler's last reading, up to 10 ms, is costed too.
+ * sampler's last reading, up to 10 ms, is costed too.  A thread that a
+ * join has already let go may be exiting on another core as we stop:
+ * each ring's time is claimed by one side only (cpu_given), and this
+ * waits for a thread that claimed it to have written it (or counted it
+ * lost) before the last drain.  Read here, written by live_cpu_write
+ * after that drain, so that it follows the thread's records.
  */
 static void
 live_threads_cpu(void)
@@ -1273,11 +1295,36 @@ live_threads_cpu(void)
 	pthread_mutex_lock(&C.lock);
 	for (struct ist_ring *r = C.rings; r; r = r->next) {
 		struct timespec ts;
+		int none = CPU_NONE;
+
 		if (!atomic_load(&r->dead) && r->have_cpuclock &&
-		    clock_gettime(r->cpuclock, &ts) == 0)
-			thread_cpu_record(r->tid, now, (int64_t)ts.tv_sec *
-			    1000000000 + ts.tv_nsec);
+		    atomic_compare_exchange_strong(
+		    &r->cpu_given, &none, CPU_AT_STOP)) {
+			if (clock_gettime(r->cpuclock, &ts) == 0) {
+				r->cpu_ts = now;
+				r->cpu_ns = (int64_t)ts.tv_sec * 1000000000 +
+				    ts.tv_nsec;
+			} else {
+				r->cpu_ts = -1;
+			}
+		}
+		/* a thread in ring_dead: a few instructions from done (a
+		 * second at most, for one the scheduler left) */
+		for (int i = 0; i < 1000 && atomic_load(&r->cpu_given) ==
+		    CPU_EXITING; i++)
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 	}
+	pthread_mutex_unlock(&C.lock);
+}
+
+static void
+live_cpu_write(void)
+{
+	pthread_mutex_lock(&C.lock);
+	for (struct ist_ring *r = C.rings; r; r = r->next)
+		if (atomic_load(&r->cpu_given) == CPU_AT_STOP &&
+		    r->cpu_ts >= 0)
+			thread_cpu_record(r->tid, r->cpu_ts, r->cpu_ns);
 	pthread_mutex_unlock(&C.lock);
 }
 
@@ -1290,9 +1337,11 @@ finish(struct ist_error *err)
 	struct ist_writer_stats ws;
 	int e;
 
-	drain_all();
 	if (C.thread_cpu)
 		live_threads_cpu();
+	drain_all();
+	if (C.thread_cpu)
+		live_cpu_write();
 	if (C.ring)
 		flush_now();     /* the kept frames, unless only dumps write */
 	ist_writer_stats(C.w, &ws);
@@ -1358,6 +1407,10 @@ ist_coll_after_fork(const char *path, struct ist_error *err)
 		atomic_store(&my_ring->dropped, 0);
 		my_ring->reported = 0;
 		my_ring->tid = (int64_t)syscall(SYS_gettid);
+		/* the clock was the parent thread's (its tid's) */
+		my_ring->have_cpuclock = pthread_getcpuclockid(
+		    pthread_self(), &my_ring->cpuclock) == 0;
+		atomic_store(&my_ring->cpu_given, CPU_NONE);
 		my_ring->next = NULL;
 		C.rings = my_ring;
 		C.used = my_ring->size;

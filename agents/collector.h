@@ -59,6 +59,8 @@ struct ist_ring {
 	clockid_t cpuclock;          /* the thread's CPU clock */
 	bool have_cpuclock;
 	_Atomic int dead;            /* the thread has exited */
+	_Atomic int cpu_given;       /* its last CPU time: CPU_* below */
+	int64_t cpu_ts, cpu_ns;      /* CPU_AT_STOP's: when, and the time */
 	struct ist_ring *next;
 };
 

@@ -826,6 +826,42 @@ CHK
 	assert_success
 }
 
+@test "a forked child's main thread gives its own CPU time as its recording stops (3.8, 3.11, 3.13)" {
+	# the child's ring kept the parent thread's CPU clock, which names a
+	# thread of another process there: the child had no last sample
+	cat > app.py <<'PY'
+import os, sys, time
+pid = os.fork()
+if pid == 0:
+    sum(range(300_000))
+    print(os.getpid(), time.thread_time_ns(), flush=True)
+    sys.exit(0)
+os.waitpid(pid, 0)
+PY
+	for P in /usr/bin/python3 $(ls -d "$HOME"/.pyenv/versions/3.8*/bin/python3 \
+	    "$HOME"/.pyenv/versions/3.13*/bin/python3 2>/dev/null | sort -V); do
+		rec -- $P app.py
+		assert_success
+		run python3 - $output <<-'CHK'
+		import json, sys
+		pid, ref = map(int, sys.argv[1:3])
+		py, v = False, []
+		for l in open("t.jsonl"):
+		    e = json.loads(l)
+		    if e["type"] == "header":
+		        py = e["producer"].startswith("inferscope-python")
+		    elif (py and e["type"] == "counter" and
+		          e["name"] == "thread.cpu_ns" and e["tid"] == pid):
+		        v.append(e["value"])
+		print("child's CPU time at stop", v, "thread_time at its end", ref)
+		# one sample, at stop: no less than the CPU time the child read
+		# before it, and no more than its exit can have added (50 ms)
+		assert len(v) == 1 and ref <= v[0] <= ref + 50_000_000, (v, ref)
+		CHK
+		assert_success
+	done
+}
+
 @test "SIGKILL at random moments: every trace well-formed, flushed data kept" {
 	cat > app.py <<'PY'
 import sys, time
