@@ -431,7 +431,96 @@ gen() {
 		assert_output --partial 'While it waited, other threads (its process'"'"'s and others'"'"') worked'
 		assert_output --partial 'in: `__main__.tokenize` '
 		COLUMNS=200 run is-report -f text "$T/m.ist"
-		assert_output --partial 'other threads worked, in __main__.tokenize '
+		assert_output --regexp 'other threads worked \(on [0-9.]+ cores\), in __main__.tokenize '
+	done
+}
+
+@test "a real run: on how many cores the other threads ran while the step waited, two threads (the GIL) and two processes, against thread_time inside the workers (3.11, 3.13)" {
+	# "2 other threads worked" while the step waited said nothing of the
+	# GIL: two Python threads in calls share one core's worth of it
+	cat > "$T/app.py" <<-'PY'
+	import multiprocessing as mp, queue, sys, threading, time
+	def task():
+	    c, t = time.thread_time_ns(), time.perf_counter_ns()
+	    end = time.perf_counter() + 0.012
+	    while time.perf_counter() < end:
+	        pass
+	    return t, time.perf_counter_ns(), time.thread_time_ns() - c
+	def serve(get, put):
+	    own = []
+	    while get() is not None:
+	        own.append(task())
+	        put(1)
+	    put(own)
+	waited = []
+	def step(i):
+	    end = time.perf_counter() + 0.0005
+	    while time.perf_counter() < end:
+	        pass
+	    for put, get in ends:
+	        put(i)
+	    t = time.perf_counter_ns()
+	    for put, get in ends:
+	        get()
+	    waited.append((t, time.perf_counter_ns()))
+	if __name__ == "__main__":
+	    ends, ws = [], []
+	    for k in range(2):
+	        if sys.argv[1] == "thread":
+	            a, b = queue.SimpleQueue(), queue.SimpleQueue()
+	            ws.append(threading.Thread(target=serve, args=(a.get, b.put)))
+	            ends.append((a.put, b.get))
+	        else:
+	            p, c = mp.Pipe()
+	            ws.append(mp.Process(target=serve, args=(c.recv, c.send)))
+	            ends.append((p.send, p.recv))
+	    for w in ws:
+	        w.start()
+	    for i in range(20):
+	        step(i)
+	    cpu = 0
+	    for put, get in ends:
+	        put(None)
+	        # each task's CPU time, the part of its time within a get
+	        for s, e, c in get():
+	            inside = sum(max(0, min(e, d) - max(s, b)) for b, d in waited)
+	            cpu += c * inside / (e - s)
+	    for w in ws:
+	        w.join()
+	    print(cpu / sum(d - b for b, d in waited))
+	PY
+	local py313
+	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 | tail -1)
+	for run in "/usr/bin/python3 thread" "$py313 thread" "/usr/bin/python3 process" "$py313 process"; do
+		read -r py how <<< "$run"
+		is-record -o "$T/t.ist" -- "$py" "$T/app.py" "$how" > "$T/ref"
+		is-merge -o "$T/m.ist" "$T/t.ist"
+		is-analyze --json "$T/m.ist" > "$T/a.json"
+		run jq -r '.steps | "\(.name) \(.count)"' "$T/a.json"
+		assert_output "__main__.step 20"
+		run jq -r '.steps.critical_path.waited_on | "\(.threads) \(.cores) \(.queued)"' "$T/a.json"
+		read -r threads cores queued <<< "$output"
+		echo "$py, 2 x $how: $threads threads, on $cores cores (queued $queued); thread_time $(cat "$T/ref")" >&3
+		# CPU between two 10-ms samples goes where the thread worked
+		python3 -c "import sys; sys.exit(abs($cores - $(cat "$T/ref")) > 0.1)" ||
+		    fail "$py, a $how: $cores cores against $(cat "$T/ref")"
+		if [ "$how" = thread ]; then
+			# two threads in calls, one core's worth between them;
+			# one of them, holding no GIL, neither runs nor queues
+			python3 -c "import sys; sys.exit(not (1.2 <= $threads <= 2.05 and $cores <= 1.1))" ||
+			    fail "$py: $threads threads on $cores cores"
+		fi
+		# the report says the GIL's part when it is a quarter of a
+		# thread and a fifth of them or more (in calls, on no core and
+		# queued for none); a loaded machine queues some of it
+		run is-report -f md "$T/m.ist"
+		assert_output --partial "worked ($(printf %.2f "$threads") of them on average, running on $(printf %.2f "$cores") cores"
+		gil='of those threads neither ran nor waited for a core: Python threads waiting for the GIL'
+		if python3 -c "import sys; n = $threads - $cores - $queued; sys.exit(not (n >= 0.25 and n >= 0.2 * $threads))"; then
+			assert_output --partial "$gil"
+		else
+			refute_output --partial "$gil"
+		fi
 	done
 }
 

@@ -90,6 +90,15 @@ struct othr {
 	struct oframe *st;
 	uint32_t n, cap;
 	bool listed;             /* in stepwork's act */
+	bool profiler;           /* is-record's own thread ("inferscope") */
+	int64_t busy, busy_w;    /* its time in calls (not waits), and the
+	                          * part of it within the steps' waits */
+	/* its CPU time (0) and run-queue time (1) counters: the last sample
+	 * of each, the waits' time and its busy times then */
+	struct { int64_t ts, w, busy, busy_w; double v; bool have; } c[2];
+	double in[2];            /* what of each fell within the waits, ns */
+	int64_t first, first_w;  /* its first call's start (0: none), and
+	                          * the waits' time then */
 };
 
 struct open_step {
@@ -181,6 +190,10 @@ struct stepwork {
 	uint32_t nwo, capwo;
 	struct u64map womap;
 	int64_t wo_ns;
+	/* and on how many cores: each other thread's CPU (thread.cpu_ns)
+	 * and run-queue time (thread.wait_ns) between two of its samples,
+	 * at one rate, within the waits (wcum: their time so far) */
+	int64_t wcum;
 	bool needs_bases;        /* a step replayed with GPU work: the bases
 	                          * were asked for */
 	bool oom;
@@ -286,11 +299,27 @@ an_stepwork_free(struct stepwork *w)
 
 /* ---- what the other threads ran while the step waited ---- */
 
+/* The steps' wait time before t (the waits that reach past t are among
+ * the newest: they come in the order they start) */
+static int64_t
+waits_before(const struct stepwork *w, int64_t t)
+{
+	int64_t n = w->wcum;
+
+	for (uint64_t k = w->nwin; k-- > 0 && k + WINS >= w->nwin;) {
+		const struct win *v = &w->win[k % WINS];
+		if (v->e <= t)
+			break;
+		n -= v->e - (v->s > t ? v->s : t);
+	}
+	return n;
+}
+
 /* [a, b) of another thread, in its innermost Python call (a C call's time
  * is its Python caller's, a wait's nobody's): its overlap with the steps'
  * waits */
 static void
-oth_credit(struct stepwork *w, const struct othr *t, int64_t a, int64_t b)
+oth_credit(struct stepwork *w, struct othr *t, int64_t a, int64_t b)
 {
 	const struct oframe *f = NULL;
 	int64_t ns = 0, i;
@@ -298,6 +327,7 @@ oth_credit(struct stepwork *w, const struct othr *t, int64_t a, int64_t b)
 
 	if (a >= b || t->n == 0 || t->st[t->n - 1].wait)
 		return;
+	t->busy += b - a;
 	for (uint32_t j = t->n; j-- > 0 && f == NULL;)
 		if (t->st[j].py)
 			f = &t->st[j];
@@ -313,6 +343,7 @@ oth_credit(struct stepwork *w, const struct othr *t, int64_t a, int64_t b)
 	}
 	if (ns <= 0)
 		return;
+	t->busy_w += ns;
 	if ((i = an_stat_of(&w->womap, (void **)&w->wo, &w->nwo, &w->capwo,
 	    sizeof(*w->wo), f->name, &created)) < 0) {
 		w->oom = true;
@@ -341,6 +372,21 @@ oth_advance(struct stepwork *w, struct othr *t, int64_t now)
 	}
 }
 
+/* Another thread, by pid and tid; NULL for lack of memory */
+static struct othr *
+oth_of(struct stepwork *w, const struct ist_event *ev, bool *created)
+{
+	int64_t i = an_stat_of(&w->othmap, (void **)&w->oth, &w->noth,
+	    &w->capoth, sizeof(*w->oth), (uint64_t)ev->pid << 32 ^
+	    (uint32_t)ev->tid, created);
+
+	if (i < 0) {
+		w->oom = true;
+		return NULL;
+	}
+	return &w->oth[i];
+}
+
 /* A call of another thread, of the step's process or another */
 static void
 oth_call(struct stepwork *w, const struct ist_event *ev)
@@ -348,18 +394,20 @@ oth_call(struct stepwork *w, const struct ist_event *ev)
 	struct oframe *f;
 	struct othr *t;
 	bool created;
-	int64_t i = an_stat_of(&w->othmap, (void **)&w->oth, &w->noth,
-	    &w->capoth, sizeof(*w->oth), (uint64_t)ev->pid << 32 ^
-	    (uint32_t)ev->tid, &created);
 	int64_t nm = an_names_id(&w->nm, ev, IST_F_NAME);
 
-	if (i < 0 || nm < 0) {
+	if (nm < 0) {
 		w->oom = true;
 		return;
 	}
-	t = &w->oth[i];
+	if ((t = oth_of(w, ev, &created)) == NULL)
+		return;
 	if (created)
 		t->cur = ev->start_ns;
+	if (t->first == 0) {
+		t->first = ev->start_ns;
+		t->first_w = waits_before(w, ev->start_ns);
+	}
 	oth_advance(w, t, ev->start_ns);
 	if (!t->listed) {
 		uint32_t *a = an_push((void **)&w->act, &w->nact, &w->capact,
@@ -368,7 +416,7 @@ oth_call(struct stepwork *w, const struct ist_event *ev)
 			w->oom = true;
 			return;
 		}
-		*a = (uint32_t)i;
+		*a = (uint32_t)(t - w->oth);
 		t->listed = true;
 	}
 	if ((f = an_push((void **)&t->st, &t->n, &t->cap, sizeof(*f))) ==
@@ -400,6 +448,74 @@ oth_wait(struct stepwork *w, int64_t s, int64_t e)
 	}
 	w->nact = k;
 	w->win[w->nwin++ % WINS] = (struct win){ s, e };
+	w->wcum += e - s;
+}
+
+/*
+ * A thread's counter sample (k: 0 its CPU time, 1 its run-queue time):
+ * what it grew by since the one before is given to the steps' waits.  Up
+ * to the thread's time in calls meanwhile, by the share of that time
+ * within the waits (a worker's CPU goes where it works, which is when
+ * the step waits for it); the rest, or all of it for a thread in no
+ * Python call, at one rate over the interval, by the waits' share of it.
+ */
+static void
+oth_counter(struct stepwork *w, const struct ist_event *ev, int k)
+{
+	bool created;
+	struct othr *t = oth_of(w, ev, &created);
+	int64_t wt;
+
+	if (t == NULL)
+		return;
+	if (created)
+		t->cur = ev->ts_ns;
+	oth_advance(w, t, ev->ts_ns);
+	wt = waits_before(w, ev->ts_ns);
+	/* a thread's first sample: from its first call, when the counter
+	 * can have started there (a worker started during the run; a forked
+	 * process's clocks start at 0) */
+	if (!t->c[k].have && t->first && ev->ts_ns > t->first &&
+	    ev->value <= (double)(ev->ts_ns - t->first))
+	{
+		t->c[k].have = true;
+		t->c[k].ts = t->first;
+		t->c[k].v = 0;
+		t->c[k].w = t->first_w;
+		t->c[k].busy = t->c[k].busy_w = 0;
+	}
+	if (t->c[k].have && ev->ts_ns > t->c[k].ts && ev->value >= t->c[k].v) {
+		double d = ev->value - t->c[k].v, in = 0;
+		int64_t db = t->busy - t->c[k].busy;
+		if (db > 0) {
+			double part = d < (double)db ? d : (double)db;
+			in = part * (double)(t->busy_w - t->c[k].busy_w) /
+			    (double)db;
+			d -= part;
+		}
+		if (d > 0 && wt > t->c[k].w)
+			in += d * (double)(wt - t->c[k].w) /
+			    (double)(ev->ts_ns - t->c[k].ts);
+		t->in[k] += in;
+	}
+	t->c[k].have = true;
+	t->c[k].ts = ev->ts_ns;
+	t->c[k].v = ev->value;
+	t->c[k].w = wt;
+	t->c[k].busy = t->busy;
+	t->c[k].busy_w = t->busy_w;
+}
+
+/* A thread's name: is-record's own threads are none of the program's */
+static void
+oth_thread(struct stepwork *w, const struct ist_event *ev)
+{
+	bool created;
+	struct othr *t;
+
+	if (IST_HAS(ev, IST_F_NAME) && an_name_is(ev, "inferscope") &&
+	    (t = oth_of(w, ev, &created)) != NULL)
+		t->profiler = true;
 }
 
 /* ---- cutting a step into segments ---- */
@@ -1121,6 +1237,20 @@ an_stepwork_add(struct stepwork *w, const struct ist_event *ev,
 			    ev->start_ns < w->ring[i].e)
 				host_event(w, &w->ring[i], ev);
 		break;
+	case IST_COUNTER:
+		if (!IST_HAS(ev, IST_F_TID) || !IST_HAS(ev, IST_F_TS) ||
+		    !IST_HAS(ev, IST_F_VALUE) || (ev->pid == w->pid &&
+		    ev->tid == w->tid))
+			break;
+		if (an_name_is(ev, "thread.cpu_ns"))
+			oth_counter(w, ev, 0);
+		else if (an_name_is(ev, "thread.wait_ns"))
+			oth_counter(w, ev, 1);
+		break;
+	case IST_THREAD:
+		if (IST_HAS(ev, IST_F_TID))
+			oth_thread(w, ev);
+		break;
 	default:
 		break;
 	}
@@ -1199,11 +1329,26 @@ waited_on_json(struct stepwork *w)
 {
 	for (uint32_t i = 0; i < w->noth; i++)
 		oth_advance(w, &w->oth[i], INT64_MAX);
+	double in[2] = { 0, 0 };
+	bool have[2] = { false, false };
+	json_t *o;
+
 	if (w->wait_ns <= 0 || w->wo_ns <= 0)
 		return json_null();
-	return json_pack("{s:f,s:o}", "threads", ist_round((double)w->wo_ns /
-	    (double)w->wait_ns, 2), "by", by_call_json(w, w->wo, w->nwo,
+	for (uint32_t i = 0; i < w->noth; i++)
+		for (int k = 0; k < 2 && !w->oth[i].profiler; k++) {
+			in[k] += w->oth[i].in[k];
+			have[k] |= w->oth[i].c[k].have;
+		}
+	o = json_pack("{s:f}", "threads", ist_round((double)w->wo_ns /
+	    (double)w->wait_ns, 2));
+	json_object_set_new(o, "cores", have[0] ? json_real(ist_round(in[0] /
+	    (double)w->wait_ns, 2)) : json_null());
+	json_object_set_new(o, "queued", have[1] ? json_real(ist_round(in[1] /
+	    (double)w->wait_ns, 2)) : json_null());
+	json_object_set_new(o, "by", by_call_json(w, w->wo, w->nwo,
 	    w->wo_ns));
+	return o;
 }
 
 static json_t *

@@ -644,11 +644,26 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 	}
 	x = json_object_get(cp, "waited_on");
 	if (json_is_object(x) && json_array_size(json_object_get(x, "by"))) {
+		double n = ist_jnum(x, "threads"), c = ist_jnum(x, "cores"),
+		    q = ist_jnum(x, "queued");
+		bool hc = json_is_number(json_object_get(x, "cores")),
+		    hq = json_is_number(json_object_get(x, "queued"));
 		ist_buf_printf(o, " While it waited, other threads (its "
-		    "process's and others') worked (%.2f of them on average), "
-		    "in: ", ist_jnum(x, "threads"));
+		    "process's and others') worked (%.2f of them on average",
+		    n);
+		if (hc)
+			ist_buf_printf(o, ", running on %.2f cores", c);
+		if (hc && hq && q >= 0.01)
+			ist_buf_printf(o, " and waiting %.2f for one", q);
+		ist_buf_printf(o, "), in: ");
 		call_shares(o, json_object_get(x, "by"));
 		ist_buf_printf(o, ".");
+		/* in a call, yet neither on a core nor queued for one */
+		if (hc && hq && n - c - q >= 0.25 && n - c - q >= 0.2 * n)
+			ist_buf_printf(o, " %.2f of those threads neither ran "
+			    "nor waited for a core: Python threads waiting for "
+			    "the GIL (or blocked in a call that is not a known "
+			    "wait).", n - c - q);
 	}
 	ist_buf_printf(o, "\n\n");
 	x = json_object_get(st, "what_if");

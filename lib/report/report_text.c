@@ -492,7 +492,11 @@ critical_path(struct tx *t, const json_t *cp)
 		const json_t *e;
 		size_t i;
 		ist_buf_printf(&leg, "while it waited, %.2f other threads "
-		    "worked, in", ist_jnum(sh, "threads"));
+		    "worked", ist_jnum(sh, "threads"));
+		if (json_is_number(json_object_get(sh, "cores")))
+			ist_buf_printf(&leg, " (on %.2f cores)", ist_jnum(sh,
+			    "cores"));
+		ist_buf_printf(&leg, ", in");
 		json_array_foreach(json_object_get(sh, "by"), i, e) {
 			if (i == 3)
 				break;
