@@ -616,6 +616,49 @@ print(m // 1000000)' t.jsonl)
 	[ "$cpu" -ge 200 ] || fail "busiest thread used only $cpu ms of CPU"
 }
 
+@test "the sampler finds a worker process at the next tick: eight 40-ms children each sampled, their CPU against their own thread_time" {
+	# new processes were looked for every tenth tick (a scan of all of
+	# /proc): of eight children living 40-80 ms, two or three had a
+	# sample at all; now the main thread's children are read every tick
+	cat > app.py <<'PY'
+import os, time
+for i in range(8):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        end = time.thread_time() + 0.04
+        while time.thread_time() < end:
+            pass
+        os.write(w, b"%d %d" % (os.getpid(), time.thread_time_ns()))
+        os._exit(0)
+    os.close(w)
+    print(os.read(r, 100).decode(), flush=True)
+    os.waitpid(pid, 0)
+PY
+	rec --no-python -- $PY app.py
+	assert_success
+	echo "$output" > kids.txt
+	run python3 - <<'CHK'
+import json
+kids = dict(map(int, l.split()) for l in open("kids.txt"))
+v = {}
+for l in open("t.jsonl"):
+    e = json.loads(l)
+    if e["type"] == "counter" and e["name"] == "thread.cpu_ns" and e["pid"] in kids:
+        v.setdefault(e["pid"], []).append(e["value"])
+assert len(kids) == 8, kids
+for k, ref in kids.items():
+    # sampled from within a tick (10 ms) of its start to within a tick
+    # of its exit (its CPU clock starts at 0 with it; its write and exit
+    # after the reading cost a little more)
+    first, last = min(v.get(k, [-1])), max(v.get(k, [-1]))
+    print(k, "first sample %.1f ms, last %.1f ms, thread_time %.1f ms" %
+          (first / 1e6, last / 1e6, ref / 1e6))
+    assert 0 <= first <= 12e6 and ref - 12e6 <= last <= ref + 5e6, (k, first, last, ref)
+CHK
+	assert_success
+}
+
 @test "the sampler writes a thread's CPU time at every tick, unchanged or not; other counters only when they change" {
 	# sleep uses no CPU for 0.5 s: 25 ticks at 50 Hz
 	rec --sample-hz 50 -- sleep 0.5

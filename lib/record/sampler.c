@@ -476,6 +476,40 @@ descendants(pid_t root, int64_t *out, size_t max)
 	return nout;
 }
 
+/*
+ * Between the full scans of /proc (a tenth of the ticks: they read every
+ * process of the machine), the children each known process's main thread
+ * started since: a worker forked or spawned is sampled from the next
+ * tick, not up to 100 ms later (a Pool's or a DataLoader's workers are
+ * started by the main thread; a child of another thread waits for the
+ * scan).  Appended to pids; returns their number.
+ */
+static size_t
+new_children(int64_t *pids, size_t n, size_t max)
+{
+	char path[96], buf[4096];
+
+	for (size_t i = 0; i < n; i++) {
+		char *p = buf, *end;
+		snprintf(path, sizeof(path), "/proc/%lld/task/%lld/children",
+		    (long long)pids[i], (long long)pids[i]);
+		if (read_file(path, buf, sizeof(buf)) <= 0)
+			continue;
+		for (;;) {
+			long long c = strtoll(p, &end, 10);
+			size_t j;
+			if (end == p)
+				break;
+			p = end;
+			for (j = 0; j < n && pids[j] != c; j++)
+				;
+			if (j == n && n < max && c > 0)
+				pids[n++] = c;
+		}
+	}
+	return n;
+}
+
 void
 rec_sample(struct sampler *s, bool rescan)
 {
@@ -489,6 +523,8 @@ rec_sample(struct sampler *s, bool rescan)
 	s->gen++;
 	if (rescan || npids == 0)
 		npids = descendants(s->root, pids, MAX_PROCS);
+	else
+		npids = new_children(pids, npids, MAX_PROCS);
 	for (size_t i = 0; i < npids; i++)
 		sample_process(s, pids[i], ts);
 	sample_system(s, ts);
