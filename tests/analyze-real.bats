@@ -214,6 +214,54 @@ PY
 	    fail "$(jq -r .verdict.reason a.json)"
 }
 
+@test "real verdicts: a thread pool made for each step is GIL-bound from the steps' waits; the same work in processes, or in numpy that lets the GIL go, is not" {
+	# its threads live a few ms: none has the 200-ms window the check of
+	# threads needs, and the verdict read "CPU-oversubscribed" or
+	# "CPU-bound" though four threads in calls ran on one core's worth
+	cat > app.py <<'PY'
+import concurrent.futures as cf, sys
+def py_work(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+def np_work(n):
+    import numpy
+    a = numpy.ones((160, 160))
+    for _ in range(n // 5000):
+        a = (a @ a) / 160
+    return a
+work = py_work if sys.argv[2] == "python" else np_work
+Ex = cf.ThreadPoolExecutor if sys.argv[1] == "thread" else cf.ProcessPoolExecutor
+def step():
+    with Ex(4) as ex:
+        return list(ex.map(work, [300_000] * 4))
+if __name__ == "__main__":
+    np_work(5000)
+    for _ in range(8):
+        step()
+PY
+	for run in "thread python GIL-bound" "process python -" "thread numpy -"; do
+		read -r how work want <<< "$run"
+		OPENBLAS_NUM_THREADS=1 pipeline app.py $how $work
+		run jq -r '.steps.name, (.steps.critical_path.waited_on | "\(.threads) \(.cores) \(.queued)"), .verdict.classification, ([.findings[] | select(.kind == "gil")] | length)' a.json
+		echo "$how, $work: $(echo $output)" >&3
+		read -r -d '' name w_threads w_cores w_queued verdict gil <<< "$output" || true
+		assert_equal "$name" __main__.step
+		if [ "$want" = GIL-bound ]; then
+			assert_equal "$verdict" GIL-bound
+			assert_equal "$gil" 1
+			# from the steps' waits; or, when a loaded machine
+			# stretched the threads' lives to the 200 ms the
+			# threads' own check needs, from theirs
+			jq -r .verdict.reason a.json | grep -Eq "^no GPU activity; (while the step waited, $(printf %.2f "$w_threads") other threads were in Python calls but ran on $(printf %.2f "$w_cores") cores|[0-9]+ Python threads of process [0-9]+ ran at once but used [0-9.]+ cores between them): they take turns holding the GIL" ||
+			    fail "$(jq -r .verdict.reason a.json)"
+		else
+			assert_equal "$gil" 0
+		fi
+	done
+}
+
 @test "real verdicts: multiprocessing.Pool with twice as many workers as cores is CPU-oversubscribed by its own processes" {
 	n=$(( $(nproc) * 2 ))
 	cat > app.py <<PY

@@ -630,9 +630,11 @@ threads_json(struct ist_analyzer *a)
 			 * the interpreter's teardown) over the Python window */
 			int64_t pw = t->cpu_py_end_ts - t->cpu_at_py_ts;
 			int64_t pc = t->cpu_py_end - t->cpu_at_py;
+			int64_t pq = t->wait_py_end - t->wait_at_py;
 			if (pw <= 0) {      /* no two samples inside: all */
 				pw = win;
 				pc = cpu;
+				pq = wait;
 			}
 			json_t *py = json_pack("{s:I,s:I,s:I,s:I,s:o,s:I,s:I}",
 			    "first_ns", JI(t->py_first), "last_ns",
@@ -641,6 +643,10 @@ threads_json(struct ist_analyzer *a)
 			    util_of(pc, pw) : 0, 4),
 			    "imports", JI(t->imp_n), "import_ns",
 			    JI(t->imp_ns));
+			json_object_set_new(py, "wait_ns", json_integer(
+			    t->have_wait ? pq : 0));
+			json_object_set_new(py, "wait_util", jreal(t->have_wait ?
+			    util_of(pq, pw) : 0, 4));
 			if (t->imp_n) {
 				json_object_set_new(py, "import_first_ns",
 				    json_integer(t->imp_first));

@@ -84,6 +84,8 @@ struct thr {
 	 * before its first call, the last at or before its last return */
 	int64_t cpu_at_py_ts, cpu_py_end, cpu_py_end_ts;
 	bool have_cpu_at_py;     /* else the first sample after it starts */
+	int64_t wait_at_py, wait_py_end;  /* the same of its run-queue time */
+	bool have_wait_at_py;
 	bool have_py;
 	/* imports: the outermost _find_and_load calls, and the outermost
 	 * module bodies (__main__ aside) */

@@ -406,6 +406,8 @@ python_call(struct ist_analyzer *a, struct thr *t,
 		t->cpu_at_py = t->cpu1;
 		t->cpu_at_py_ts = t->cpu1_ts;
 		t->have_cpu_at_py = t->have_cpu;
+		t->wait_at_py = t->wait1;
+		t->have_wait_at_py = t->have_wait;
 	}
 	if (ev->end_ns > t->py_last) {
 		t->py_last = ev->end_ns;
@@ -417,6 +419,8 @@ python_call(struct ist_analyzer *a, struct thr *t,
 		t->cpu_py_end = t->cpu1;
 		t->cpu_py_end_ts = t->cpu1_ts;
 	}
+	if (t->have_wait_at_py)
+		t->wait_py_end = t->wait1;
 	t->py_self += dur;
 	return 0;
 }
@@ -870,6 +874,12 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 			t->wait0 = v;
 		t->have_wait = true;
 		t->wait1 = v;
+		if (t->have_py && !t->have_wait_at_py) {
+			t->wait_at_py = v;
+			t->have_wait_at_py = true;
+		}
+		if (t->have_py && ev->ts_ns <= t->py_last)
+			t->wait_py_end = v;
 	} else if (an_name_is(ev, "thread.ctx_involuntary")) {
 		if (!t->have_inv)
 			t->inv0 = v;

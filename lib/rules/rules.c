@@ -546,12 +546,19 @@ host_class(const struct facts *x, double *conf, char *reason, size_t rn)
 		/* threads that wait for the GIL sleep: neither CPU nor queue */
 		const json_t *ev = json_object_get(x->gil, "evidence");
 		*conf = ist_jnum(x->gil, "confidence");
-		snprintf(reason, rn, "no GPU activity; %zu Python threads of "
-		    "process %lld ran at once but used %.2f cores between "
-		    "them: they take turns holding the GIL",
-		    json_array_size(json_object_get(ev, "threads")),
-		    (long long)ist_jint(ev, "pid"), ist_jnum(ev,
-		    "combined_cores"));
+		if (json_object_get(ev, "threads_in_calls"))
+			snprintf(reason, rn, "no GPU activity; while the step "
+			    "waited, %.2f other threads were in Python calls "
+			    "but ran on %.2f cores: they take turns holding "
+			    "the GIL", ist_jnum(ev, "threads_in_calls"),
+			    ist_jnum(ev, "cores"));
+		else
+			snprintf(reason, rn, "no GPU activity; %zu Python "
+			    "threads of process %lld ran at once but used "
+			    "%.2f cores between them: they take turns holding "
+			    "the GIL", json_array_size(json_object_get(ev,
+			    "threads")), (long long)ist_jint(ev, "pid"),
+			    ist_jnum(ev, "combined_cores"));
 		return "GIL-bound";
 	}
 	if (x->best_run >= 0.5 && (x->rq || x->run_wait >= 0.2)) {

@@ -41,7 +41,7 @@ struct ist_launch_bound_params {
 };
 struct ist_cpu_contention_params {
 	double wait_pct, oversubscribed_pct, gil_cores, gil_min_ms,
-	    min_wait_pct;
+	    min_wait_pct, gil_wait_threads;
 };
 struct ist_memory_pressure_params {
 	double growth_pct, growth_min_mb, peak_pct, major_faults, gpu_peak_pct;
