@@ -262,6 +262,66 @@ PY
 	done
 }
 
+@test "real verdicts: of two busy processes, the one other processes starve is the one the verdict cites; a busy thread with a core to itself makes no run-queue verdict" {
+	command -v taskset > /dev/null || skip "no taskset"
+	[ "$(nproc)" -ge 2 ] || skip "needs 2 cores"
+	# the verdict cited the thread most runnable, which with two busy
+	# threads was either: "runnable 82% of the time but waited for a CPU
+	# 1% of that" called a run CPU-oversubscribed
+	# (a worker process: two Python threads would share the GIL)
+	cat > app.py <<'PY'
+import os, sys, time
+def spin(s):
+    t = time.monotonic() + s
+    while time.monotonic() < t:
+        pass
+if sys.argv[1] == "two" and os.fork() == 0:
+    # runnable less of its life than the main thread, starved meanwhile
+    os.sched_setaffinity(0, {0})
+    spin(0.7)
+    time.sleep(0.3)
+    os._exit(0)
+os.sched_setaffinity(0, {1})
+spin(1.0)
+if sys.argv[1] == "two":
+    os.wait()
+PY
+	for threads in two one; do
+		# two busy loops outside the program on CPU 0: the worker's
+		taskset -c 0 timeout 4 sh -c 'while :; do :; done' &
+		b1=$!
+		taskset -c 0 timeout 4 sh -c 'while :; do :; done' &
+		b2=$!
+		is-record --no-python -o rec.ist -- $PY app.py $threads
+		kill $b1 $b2 2> /dev/null || true
+		is-merge rec.ist | is-analyze --json > a.json
+		run python3 - <<-'CHK'
+		import json, re
+		a = json.load(open("a.json"))
+		v = a["verdict"]
+		print(v["classification"], v["reason"])
+		# the threads runnable half their window or more: the most
+		# starved of them is the one cited
+		run = [t for t in a["threads"] if t["window_ns"] and
+		       (t["cpu_ns"] + t["wait_ns"]) / t["window_ns"] >= 0.5]
+		m = re.search(r"waited for a CPU (\d+)% of that", v["reason"])
+		if v["classification"] == "CPU-oversubscribed":
+		    most = max(t["wait_share"] for t in run)
+		    assert m and int(m.group(1)) == round(100 * most), (m, most)
+		    assert most >= 0.05
+		else:
+		    assert all(t["wait_share"] < 0.2 for t in run)
+		CHK
+		echo "$threads thread(s): $output" >&3
+		assert_success
+		# two: the worker waits two thirds of the time whatever else
+		# runs on CPU 1; one: the main thread alone on CPU 1
+		if [ $threads = two ]; then
+			assert_output --partial CPU-oversubscribed
+		fi
+	done
+}
+
 @test "real verdicts: multiprocessing.Pool with twice as many workers as cores is CPU-oversubscribed by its own processes" {
 	n=$(( $(nproc) * 2 ))
 	cat > app.py <<PY

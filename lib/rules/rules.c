@@ -486,9 +486,17 @@ gather(const json_t *an, const json_t *findings, struct facts *x)
 		    (win > 0 ? win : 1);
 		if (ist_jnum(t, "cpu_util") > x->best_util && win > 0)
 			x->best_util = ist_jnum(t, "cpu_util");
-		/* runnable: on a CPU or in the run queue, waiting for one */
-		if (win > 0 && run > x->best_run) {
-			x->best_run = run > 1 ? 1 : run;
+		/* runnable: on a CPU or in the run queue, waiting for one;
+		 * of the threads runnable half the time or more, the one
+		 * that waited most (a thread of the program that other
+		 * processes starved, not its busy main thread that had a
+		 * core to itself and waited 1%) */
+		if (run > 1)
+			run = 1;
+		if (win > 0 && (run >= 0.5 ? x->best_run < 0.5 ||
+		    ist_jnum(t, "wait_share") > x->run_wait :
+		    run > x->best_run)) {
+			x->best_run = run;
 			x->run_wait = ist_jnum(t, "wait_share");
 		}
 		x->cpu_all += ist_jnum(t, "cpu_ns");
@@ -561,13 +569,14 @@ host_class(const struct facts *x, double *conf, char *reason, size_t rn)
 			    ist_jnum(ev, "combined_cores"));
 		return "GIL-bound";
 	}
-	if (x->best_run >= 0.5 && (x->rq || x->run_wait >= 0.2)) {
+	/* a run-queue finding counts where the thread cited waited too */
+	if (x->best_run >= 0.5 && ((x->rq && x->run_wait >= 0.05) ||
+	    x->run_wait >= 0.2)) {
 		const json_t *ev = x->rq ? json_object_get(x->rq, "evidence") :
 		    NULL;
 		*conf = 0.5 + 0.4 * (x->run_wait > 1 ? 1 : x->run_wait);
-		snprintf(reason, rn, "no GPU activity; the busiest thread was "
-		    "runnable %.0f%% of the time but waited for a CPU %.0f%% "
-		    "of that%s", 100 * x->best_run, 100 * x->run_wait,
+		snprintf(reason, rn, "no GPU activity; a thread runnable "
+		    "%.0f%% of the time waited for a CPU %.0f%% of that%s", 100 * x->best_run, 100 * x->run_wait,
 		    ev == NULL ? "" : !strcmp(ist_jstr(ev, "source"),
 		    "other processes") ? ": the machine was busy with other "
 		    "processes" : ": the program runs more threads than "
