@@ -5,6 +5,11 @@
 
 #include "rules.h"
 
+static const char gil_fix[] = "Python threads serialise on the GIL: move "
+    "CPU-heavy Python work to processes (multiprocessing, DataLoader "
+    "num_workers), into code that releases the GIL (numpy, torch ops, "
+    "tokenizers' batch APIs), or onto a free-threaded Python 3.13t";
+
 /* A thread's run-queue time over its Python window: how much of a core
  * it waited for (its window_ns runs to its process's last sample) */
 static double
@@ -102,11 +107,7 @@ gil(const json_t *an, const struct ist_cpu_contention_params *p,
 		f = ist_finding(out, "cpu_contention", "gil", n >= 4 ? "high" :
 		    "medium", 0.6 + 0.3 * (1 - (util - 1 > 0 ? util - 1 : 0) /
 		    (p->gil_cores - 1 > 0.01 ? p->gil_cores - 1 : 0.01)), title,
-		    "Python threads serialise on the GIL: move CPU-heavy Python "
-		    "work to processes (multiprocessing, DataLoader "
-		    "num_workers), into code that releases the GIL (numpy, "
-		    "torch ops, tokenizers' batch APIs), or onto a "
-		    "free-threaded Python 3.13t");
+		    gil_fix);
 		ev = json_object_get(f, "evidence");
 		json_object_set_new(ev, "pid", json_integer(ist_jint(t, "pid")));
 		json_object_set_new(ev, "threads", list);
@@ -156,10 +157,7 @@ step_gil(const json_t *an, const struct ist_cpu_contention_params *p,
 	    n, c);
 	f = ist_finding(out, "cpu_contention", "gil", g >= 1 ? "high" :
 	    "medium", 0.6 + 0.3 * (g / n >= 0.5 ? 1 : g / n / 0.5), title,
-	    "Python threads serialise on the GIL: move CPU-heavy Python "
-	    "work to processes (multiprocessing, DataLoader num_workers), "
-	    "into code that releases the GIL (numpy, torch ops, tokenizers' "
-	    "batch APIs), or onto a free-threaded Python 3.13t");
+	    gil_fix);
 	ev = json_object_get(f, "evidence");
 	json_object_set_new(ev, "step", json_string(ist_jstr(st, "name")));
 	json_object_set_new(ev, "step_wait_share", json_real(wait));
