@@ -315,9 +315,13 @@ PY
 		echo "$threads thread(s): $output" >&3
 		assert_success
 		# two: the worker waits two thirds of the time whatever else
-		# runs on CPU 1; one: the main thread alone on CPU 1
+		# runs on CPU 1, and the program's two runnable threads fit
+		# the cores (an average of 1.7 runnable blamed the program);
+		# one: the main thread alone on CPU 1
 		if [ $threads = two ]; then
 			assert_output --partial CPU-oversubscribed
+			assert_output --partial ': the machine was busy with other processes'
+			assert_equal "$(jq -r '.findings[] | select(.kind == "runqueue") | .evidence.source' a.json)" "other processes"
 		fi
 	done
 }
@@ -341,6 +345,11 @@ PY
 	assert_equal "$(jq -r '.findings[] | select(.kind == "runqueue") | .evidence.source' a.json)" "the program"
 	d=$(jq -r '.findings[] | select(.kind == "runqueue") | .evidence.program_runnable_threads' a.json)
 	awk -v d="$d" -v c="$(nproc)" 'BEGIN { exit !(d > c) }' || fail "demand $d"
+	# the program's own runnable threads outnumbered the cores at most
+	# ticks (its workers spin a second of the run's ~1.1)
+	run jq -r '.system | "\(.program_oversubscribed_samples) \(.program_runnable_samples)"' a.json
+	read -r over all <<< "$output"
+	[ "$over" -ge $((all / 2)) ] || fail "$over of $all ticks"
 }
 
 @test "real memory growth: 320 MiB allocated over a second" {

@@ -966,9 +966,11 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	    IST_ANALYSIS_VERSION, "producer", "is-analyze " IST_PACKAGE_VERSION,
 	    "run", run, "data_quality", dq)) != NULL;
 	ok &= put(an, "system", json_pack(
-	    "{s:I,s:I,s:I,s:I,s:o}", "cpu_cores", JI(a->cores),
+	    "{s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "cpu_cores", JI(a->cores),
 	    "memory_bytes", JI(a->memory), "runnable_samples",
 	    JI(a->run_samples), "oversubscribed_samples", JI(a->oversub),
+	    "program_runnable_samples", JI(a->prog_samples),
+	    "program_oversubscribed_samples", JI(a->prog_oversub),
 	    "cpu_utilization_mean", jreal(a->util_n ? a->util_sum /
 	    (double)a->util_n : 0, 4)));
 	ok &= put(an, "devices", devices_json(a));

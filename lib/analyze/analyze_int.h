@@ -329,6 +329,7 @@ struct ist_analyzer {
 	/* system */
 	int64_t cores, memory;
 	uint64_t run_samples, oversub;
+	uint64_t prog_samples, prog_oversub;  /* system.program_runnable */
 	double util_sum;
 	uint64_t util_n;
 	bool cpu_samples;        /* thread.cpu_ns seen: functions' CPU time */

@@ -785,6 +785,10 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 			/* procs_running counts the sampler reading it */
 			if (a->cores && v - 1 > a->cores)
 				a->oversub++;
+		} else if (an_name_is(ev, "system.program_runnable")) {
+			a->prog_samples++;
+			if (a->cores && v > a->cores)
+				a->prog_oversub++;
 		} else if (an_name_is(ev, "system.cpu_utilization")) {
 			a->util_sum += ev->value_is_int ? (double)ev->ivalue :
 			    ev->value;

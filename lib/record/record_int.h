@@ -45,6 +45,8 @@ struct sampler {
 	uint64_t gen;
 	unsigned long long last_busy, last_total;
 	bool have_cpu;
+	int64_t prog_run;            /* the program's threads found in state R
+	                              * this tick (running or queued) */
 	long page, ticks;
 	char host[256];
 	ist_note_fn note;

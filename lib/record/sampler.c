@@ -231,6 +231,8 @@ sample_thread(struct sampler *s, struct psample *p, int64_t tid, int64_t ts)
 		rec_swrite(s, &ev);
 	}
 	v[2] = state_code(f[0][0]);
+	if (v[2] == 1)
+		s->prog_run++;
 	/* run and wait time in ns from schedstat; else utime+stime ticks */
 	snprintf(path, sizeof(path), "/proc/%lld/task/%lld/schedstat",
 	    (long long)p->pid, (long long)tid);
@@ -364,9 +366,14 @@ sample_system(struct sampler *s, int64_t ts)
 	s->last_busy = busy;
 	s->last_total = total;
 	s->have_cpu = true;
-	if ((r = strstr(buf, "\nprocs_running ")) != NULL)
+	if ((r = strstr(buf, "\nprocs_running ")) != NULL) {
 		counter(s, 0, -1, "system.runnable", ts,
 		    strtoll(r + 15, NULL, 10), 0, true);
+		/* of them the program's own: whether it alone wanted more
+		 * cores than there are, or others' load queued it */
+		counter(s, 0, -1, "system.program_runnable", ts, s->prog_run,
+		    0, true);
+	}
 }
 
 /* Nodes of the machine, found once; none kept when there is only one. */
@@ -521,6 +528,7 @@ rec_sample(struct sampler *s, bool rescan)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	ts = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 	s->gen++;
+	s->prog_run = 0;
 	if (rescan || npids == 0)
 		npids = descendants(s->root, pids, MAX_PROCS);
 	else

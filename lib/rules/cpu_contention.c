@@ -173,7 +173,7 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	const struct ist_cpu_contention_params *p = &u->cpu_contention;
 	const json_t *sys = json_object_get(an, "system"), *t;
 	double cpu = 0, wait = 0, inv = 0, share, over = 0, samples;
-	double cores, demand, lim;
+	double cores, demand, lim, progs;
 	bool others;
 	double wall = ist_jnum(json_object_get(an, "run"), "wall_ns");
 	size_t i, n = 0;
@@ -204,8 +204,17 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	if (wait > 0 && share < p->min_wait_pct)
 		over = 0;
 	if (share >= p->wait_pct || over >= p->oversubscribed_pct) {
-		/* the program alone fits the cores: others' load queued it */
-		others = cores > 0 && demand <= cores - 0.5;
+		/* the program alone fits the cores: others' load queued it.
+		 * Where the sampler counted the program's own runnable
+		 * threads at each tick: they outnumbered the cores in under
+		 * a tenth of them (two busy processes on two cores, one
+		 * starved by others' loops, averaged 1.7 runnable, which the
+		 * average alone blamed on the program); else by that
+		 * average, half a core below the cores */
+		progs = ist_jnum(sys, "program_runnable_samples");
+		others = cores > 0 && (progs > 0 ? ist_jnum(sys,
+		    "program_oversubscribed_samples") < 0.1 * progs :
+		    demand <= cores - 0.5);
 		snprintf(title, sizeof(title), "threads wait for a CPU: %.1f%% "
 		    "of their runnable time was spent in the run queue "
 		    "(%.0f cores, %s)", share, cores, others ? "busy with "
@@ -242,6 +251,8 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 		    "runnable_samples"));
 		json_object_set(ev, "oversubscribed_samples",
 		    json_object_get(sys, "oversubscribed_samples"));
+		json_object_set(ev, "program_oversubscribed_samples",
+		    json_object_get(sys, "program_oversubscribed_samples"));
 		json_object_set_new(ev, "ctx_involuntary", json_integer(
 		    ist_d2i(inv)));
 		json_object_set_new(ev, "ctx_involuntary_per_s", json_real(
