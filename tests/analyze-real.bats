@@ -262,6 +262,48 @@ PY
 	done
 }
 
+@test "real verdicts: threads blocked in a C call that is no known wait (a file lock) while the step waits are not the GIL's" {
+	# in calls, on no core and queued for none, as GIL waiters are: but
+	# inside a C call (fcntl.flock), which a thread waiting for the GIL
+	# mostly is not; read GIL-bound, "move CPU-heavy Python work to
+	# processes", before waited_on counted the time in C calls
+	cat > app.py <<'PY'
+import fcntl, os, threading, time
+def worker():
+    with open("lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        fcntl.flock(f, fcntl.LOCK_UN)
+def step():
+    with open("lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        ts = [threading.Thread(target=worker) for _ in range(3)]
+        for t in ts:
+            t.start()
+        time.sleep(0.02)
+        fcntl.flock(held, fcntl.LOCK_UN)
+    for t in ts:
+        t.join()
+for _ in range(15):
+    step()
+PY
+	pipeline app.py
+	run jq -r '.steps.name, (.steps.critical_path.waited_on | "\(.threads) \(.in_c_calls)"), ([.findings[] | select(.kind == "gil")] | length), .verdict.classification' a.json
+	echo "$(echo $output)" >&3
+	read -r -d '' name threads in_c gil verdict <<< "$output" || true
+	assert_equal "$name" __main__.step
+	# three threads blocked about the 20 ms of each step's sleep, all of
+	# it inside the lock's C call
+	python3 -c "import sys; sys.exit(not (2 <= $threads <= 3.05 and $threads - $in_c <= 0.1))" ||
+	    fail "$threads threads in calls, $in_c in C calls"
+	assert_equal "$gil" 0
+	refute_output --partial GIL-bound
+	is-merge -o m.ist rec.ist
+	run is-report -f md m.ist
+	assert_success
+	assert_output --partial 'While it waited, other threads'
+	refute_output --partial "waiting for the GIL"
+}
+
 @test "real verdicts: of two busy processes, the one other processes starve is the one the verdict cites; a busy thread with a core to itself makes no run-queue verdict" {
 	command -v taskset > /dev/null || skip "no taskset"
 	[ "$(nproc)" -ge 2 ] || skip "needs 2 cores"

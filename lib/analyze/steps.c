@@ -50,6 +50,9 @@ struct cand {
 	int64_t total, max, last_end;
 	int64_t wait;            /* of total, in the calls made to wait */
 	uint64_t in_imp;         /* occurrences inside an import */
+	bool lib;                /* a function of Python's library */
+	int64_t in_own;          /* of total, inside a recurring function of
+	                          * the program's (lib only) */
 };
 
 /* a thread's counted occurrences still open, innermost last: a wait call
@@ -57,11 +60,14 @@ struct cand {
 struct open_occ {
 	uint64_t nid;
 	int64_t line, end;
+	bool own;                /* of a function of the program's (not the
+	                          * library's, no module's body) met before */
 };
 struct othread {
 	int64_t tid;
 	struct open_occ *o;
 	uint32_t n, cap;
+	uint32_t own;            /* of o, those own */
 	int64_t imp_end;         /* the end of its last import */
 };
 
@@ -204,7 +210,7 @@ thread_at(struct ist_steps *s, int64_t tid, int64_t now)
 		s->th_last = (uint32_t)i;
 	}
 	while (t->n && t->o[t->n - 1].end <= now)
-		t->n--;
+		t->own -= t->o[--t->n].own;
 	return t;
 }
 
@@ -308,6 +314,7 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 			goto nomem;
 		}
 		c->nlen = ev->name.n;
+		c->lib = k == 1 && stdlib_file(c->file);
 		c->nid = nid;
 		c->line = line;
 		c->tid = ev->tid;
@@ -334,7 +341,12 @@ found:
 		if (t == NULL || (o = an_push((void **)&t->o, &t->n, &t->cap,
 		    sizeof(*o))) == NULL)
 			goto nomem;
-		*o = (struct open_occ){ nid, line, ev->end_ns };
+		if (c->lib && t->own)
+			c->in_own += ev->end_ns - ev->start_ns;
+		*o = (struct open_occ){ nid, line, ev->end_ns, !c->lib &&
+		    c->count >= 2 && (c->nlen < 9 || memcmp(c->name + c->nlen -
+		    9, ".<module>", 9) != 0) };
+		t->own += o->own;
 		c->in_imp += ev->start_ns < t->imp_end;
 	}
 	return IST_OK;
@@ -363,7 +375,7 @@ ist_steps_add(struct ist_steps *s, const struct ist_event *ev,
 static bool
 helper(const struct cand *c)
 {
-	return c->kind == 1 && c->tid != c->pid && stdlib_file(c->file);
+	return c->lib && c->tid != c->pid;
 }
 
 /* b is a better step than a; blib, alib: each is the library's, to rank
@@ -407,17 +419,18 @@ eligible(const struct cand *c)
 {
 	return c->name != NULL && c->count >= MIN_STEPS && (c->kind != 1 ||
 	    (c->max <= c->total / 2 && !(c->wait >= c->total / 20 * 19 &&
-	    stdlib_file(c->file)) && c->in_imp * 2 <= c->count));
+	    c->lib) && c->in_imp * 2 <= c->count));
 }
 
 /*
- * The best candidate so far, or NULL.  The library's functions rank
- * after the program's own: on threads of their own (plumbing), and on a
- * thread where a function of the program's has half their time or more
- * (a ProcessPoolExecutor.map loop's result generator, resumed for each
- * result, 93 times in 30 steps and a warm-up, held 2 ms more than the
- * program's step around it); an event loop's tick (asyncio's _run_once)
- * whose callbacks the program's functions hold little of stays one.
+ * The best candidate so far, or NULL.  The library's functions rank after
+ * the program's own: on threads of their own (plumbing), and when half
+ * their time or more lies inside a function of the program's that
+ * recurs (a ProcessPoolExecutor.map loop's result generator, resumed for
+ * each result inside the program's step, 93 times in 30 steps and a
+ * warm-up, held 2 ms more than the step around it); an event loop's tick
+ * (asyncio's _run_once) runs the program's coroutines, not inside them,
+ * and stays one.
  */
 static const struct cand *
 best(const struct ist_steps *s)
@@ -426,10 +439,6 @@ best(const struct ist_steps *s)
 	bool chosen_lib = false;
 	int64_t launcher = INT64_MIN;
 	uint64_t most = 0;
-	/* the most time of a function of the program's, by thread */
-	struct u64map own = { 0 };
-	int64_t *ov = NULL;
-	uint32_t nov = 0, capov = 0;
 
 	for (size_t i = 0; i < s->nl; i++)
 		if (s->l[i].launches > most) {
@@ -438,36 +447,16 @@ best(const struct ist_steps *s)
 		}
 	for (size_t i = 0; i < s->cap; i++) {
 		const struct cand *c = &s->c[i];
-		bool created;
-		int64_t k;
-		if (!eligible(c) || c->kind != 1 || stdlib_file(c->file))
-			continue;
-		/* no memory: each library function ranks as the program's */
-		if ((k = an_stat_of(&own, (void **)&ov, &nov, &capov,
-		    sizeof(*ov), (uint64_t)c->tid, &created)) < 0)
-			break;
-		if (c->total > ov[k])
-			ov[k] = c->total;
-	}
-	for (size_t i = 0; i < s->cap; i++) {
-		const struct cand *c = &s->c[i];
-		bool lib, found;
-		uint32_t *v;
+		bool lib;
 		if (!eligible(c))
 			continue;
-		lib = helper(c);
-		if (!lib && nov && c->kind == 1 && stdlib_file(c->file) && (v =
-		    an_u64map_slot(&own, (uint64_t)c->tid, &found)) &&
-		    found && ov[*v - 1] >= c->total / 2)
-			lib = true;
+		lib = helper(c) || (c->lib && c->in_own >= c->total / 2);
 		if (chosen == NULL || better(c, lib, chosen, chosen_lib,
 		    launcher)) {
 			chosen = c;
 			chosen_lib = lib;
 		}
 	}
-	an_u64map_release(&own);
-	free(ov);
 	return chosen;
 }
 

@@ -190,6 +190,8 @@ struct stepwork {
 	uint32_t nwo, capwo;
 	struct u64map womap;
 	int64_t wo_ns;
+	int64_t wo_c_ns;         /* of it, inside a C call (a Python thread
+	                          * waiting for the GIL is mostly not) */
 	/* and on how many cores: each other thread's CPU (thread.cpu_ns)
 	 * and run-queue time (thread.wait_ns) between two of its samples,
 	 * at one rate, within the waits (wcum: their time so far) */
@@ -352,6 +354,8 @@ oth_credit(struct stepwork *w, struct othr *t, int64_t a, int64_t b)
 	w->wo[i].who = f->name + 1;
 	w->wo[i].ns += ns;
 	w->wo_ns += ns;
+	if (!t->st[t->n - 1].py)
+		w->wo_c_ns += ns;
 }
 
 /* Thread t's time up to now given to its calls: those ended close */
@@ -1340,8 +1344,9 @@ waited_on_json(struct stepwork *w)
 			in[k] += w->oth[i].in[k];
 			have[k] |= w->oth[i].c[k].have;
 		}
-	o = json_pack("{s:f}", "threads", ist_round((double)w->wo_ns /
-	    (double)w->wait_ns, 2));
+	o = json_pack("{s:f,s:f}", "threads", ist_round((double)w->wo_ns /
+	    (double)w->wait_ns, 2), "in_c_calls", ist_round((double)
+	    w->wo_c_ns / (double)w->wait_ns, 2));
 	json_object_set_new(o, "cores", have[0] ? json_real(ist_round(in[0] /
 	    (double)w->wait_ns, 2)) : json_null());
 	json_object_set_new(o, "queued", have[1] ? json_real(ist_round(in[1] /

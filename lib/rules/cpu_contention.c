@@ -127,8 +127,8 @@ gil(const json_t *an, const struct ist_cpu_contention_params *p,
 /*
  * The same seen from the steps (steps.critical_path.waited_on): while
  * they waited, other threads were in Python calls, neither on a core nor
- * queued for one, gil_wait_threads of them or more on average and a
- * quarter of those in calls.  Threads that live a few ms (a pool made
+ * queued for one nor inside a C call, gil_wait_threads of them or more on
+ * average and a quarter of those in calls.  Threads that live a few ms (a pool made
  * per request) never have the windows the check above needs.
  */
 static void
@@ -149,6 +149,10 @@ step_gil(const json_t *an, const struct ist_cpu_contention_params *p,
 	c = ist_jnum(w, "cores");
 	q = ist_jnum(w, "queued");
 	g = n - c - q;
+	/* in Python code: a thread blocked in a C call that is no known
+	 * wait (an HTTPS read, a file lock) holds no GIL's turn */
+	if (g > n - ist_jnum(w, "in_c_calls"))
+		g = n - ist_jnum(w, "in_c_calls");
 	wait = ist_jnum(json_object_get(cp, "share"), "wait");
 	if (g < p->gil_wait_threads || g < 0.25 * n)
 		return;
