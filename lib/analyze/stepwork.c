@@ -193,8 +193,8 @@ struct stepwork {
 	int64_t wo_c_ns;         /* of it, inside a C call (a Python thread
 	                          * waiting for the GIL is mostly not) */
 	/* and on how many cores: each other thread's CPU (thread.cpu_ns)
-	 * and run-queue time (thread.wait_ns) between two of its samples,
-	 * at one rate, within the waits (wcum: their time so far) */
+	 * and run-queue time (thread.wait_ns) between two of its samples
+	 * given to the waits (oth_counter; wcum: the waits' time so far) */
 	int64_t wcum;
 	bool needs_bases;        /* a step replayed with GPU work: the bases
 	                          * were asked for */
@@ -480,8 +480,7 @@ oth_counter(struct stepwork *w, const struct ist_event *ev, int k)
 	 * can have started there (a worker started during the run; a forked
 	 * process's clocks start at 0) */
 	if (!t->c[k].have && t->first && ev->ts_ns > t->first &&
-	    ev->value <= (double)(ev->ts_ns - t->first))
-	{
+	    ev->value <= (double)(ev->ts_ns - t->first)) {
 		t->c[k].have = true;
 		t->c[k].ts = t->first;
 		t->c[k].v = 0;
@@ -1331,12 +1330,12 @@ by_call_json(struct stepwork *w, const struct hostby *hb, uint32_t n,
 static json_t *
 waited_on_json(struct stepwork *w)
 {
-	for (uint32_t i = 0; i < w->noth; i++)
-		oth_advance(w, &w->oth[i], INT64_MAX);
 	double in[2] = { 0, 0 };
 	bool have[2] = { false, false };
 	json_t *o;
 
+	for (uint32_t i = 0; i < w->noth; i++)
+		oth_advance(w, &w->oth[i], INT64_MAX);
 	if (w->wait_ns <= 0 || w->wo_ns <= 0)
 		return json_null();
 	for (uint32_t i = 0; i < w->noth; i++)

@@ -576,7 +576,8 @@ host_class(const struct facts *x, double *conf, char *reason, size_t rn)
 		    NULL;
 		*conf = 0.5 + 0.4 * (x->run_wait > 1 ? 1 : x->run_wait);
 		snprintf(reason, rn, "no GPU activity; a thread runnable "
-		    "%.0f%% of the time waited for a CPU %.0f%% of that%s", 100 * x->best_run, 100 * x->run_wait,
+		    "%.0f%% of the time waited for a CPU %.0f%% of that%s",
+		    100 * x->best_run, 100 * x->run_wait,
 		    ev == NULL ? "" : !strcmp(ist_jstr(ev, "source"),
 		    "other processes") ? ": the machine was busy with other "
 		    "processes" : ": the program runs more threads than "
