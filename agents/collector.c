@@ -295,28 +295,37 @@ static __thread struct ist_ring *my_ring;
  * of its calls was costed on CPU; one that lived longer had the time
  * after its last sample uncosted.
  */
+/* A CPU clock's time in ns, in *ns; false when it cannot be read */
+static bool
+cpu_clock_ns(clockid_t c, int64_t *ns)
+{
+	struct timespec ts;
+
+	if (clock_gettime(c, &ts) != 0)
+		return false;
+	*ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return true;
+}
+
 static void
 ring_dead(void *p)
 {
 	struct ist_ring *r = p;
-	struct timespec ts;
 	int none = CPU_NONE;
+	int64_t cpu;
 
 	/* recording may be stopping on another thread (live_threads_cpu):
 	 * one of the two gives the thread's last CPU time, never both */
 	if (C.thread_cpu && r == my_ring && atomic_compare_exchange_strong(
 	    &r->cpu_given, &none, CPU_EXITING)) {
-		if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
-			struct ist_rec *h = ist_coll_reserve(r, 24);
-			if (h != NULL) {
-				int64_t *t = (int64_t *)(h + 1);
-				*h = (struct ist_rec){ IST_REC_THREAD_CPU, 0,
-				    24, 0 };
-				t[0] = ist_ticks();
-				t[1] = (int64_t)ts.tv_sec * 1000000000 +
-				    ts.tv_nsec;
-				ist_coll_commit(r, 24);
-			}
+		struct ist_rec *h;
+		if (cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID, &cpu) &&
+		    (h = ist_coll_reserve(r, 24)) != NULL) {
+			int64_t *t = (int64_t *)(h + 1);
+			*h = (struct ist_rec){ IST_REC_THREAD_CPU, 0, 24, 0 };
+			t[0] = ist_ticks();
+			t[1] = cpu;
+			ist_coll_commit(r, 24);
 		}
 		atomic_store(&r->cpu_given, CPU_EXITED);
 	}
@@ -1294,20 +1303,13 @@ live_threads_cpu(void)
 
 	pthread_mutex_lock(&C.lock);
 	for (struct ist_ring *r = C.rings; r; r = r->next) {
-		struct timespec ts;
 		int none = CPU_NONE;
 
 		if (!atomic_load(&r->dead) && r->have_cpuclock &&
 		    atomic_compare_exchange_strong(
-		    &r->cpu_given, &none, CPU_AT_STOP)) {
-			if (clock_gettime(r->cpuclock, &ts) == 0) {
-				r->cpu_ts = now;
-				r->cpu_ns = (int64_t)ts.tv_sec * 1000000000 +
-				    ts.tv_nsec;
-			} else {
-				r->cpu_ts = -1;
-			}
-		}
+		    &r->cpu_given, &none, CPU_AT_STOP))
+			r->cpu_ts = cpu_clock_ns(r->cpuclock, &r->cpu_ns) ?
+			    now : -1;
 		/* a thread in ring_dead: a few instructions from done (a
 		 * second at most, for one the scheduler left) */
 		for (int i = 0; i < 1000 && atomic_load(&r->cpu_given) ==

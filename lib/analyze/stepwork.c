@@ -302,7 +302,8 @@ an_stepwork_free(struct stepwork *w)
 /* ---- what the other threads ran while the step waited ---- */
 
 /* The steps' wait time before t (the waits that reach past t are among
- * the newest: they come in the order they start) */
+ * the newest: they come in the order they start, apart); the waits'
+ * time within [a, b) is waits_before(b) - waits_before(a) */
 static int64_t
 waits_before(const struct stepwork *w, int64_t t)
 {
@@ -324,7 +325,7 @@ static void
 oth_credit(struct stepwork *w, struct othr *t, int64_t a, int64_t b)
 {
 	const struct oframe *f = NULL;
-	int64_t ns = 0, i;
+	int64_t ns, i;
 	bool created;
 
 	if (a >= b || t->n == 0 || t->st[t->n - 1].wait)
@@ -335,14 +336,7 @@ oth_credit(struct stepwork *w, struct othr *t, int64_t a, int64_t b)
 			f = &t->st[j];
 	if (f == NULL)
 		f = &t->st[t->n - 1];
-	/* the waits are apart and in time order: from the newest back */
-	for (uint64_t k = w->nwin; k-- > 0 && k + WINS >= w->nwin;) {
-		const struct win *v = &w->win[k % WINS];
-		if (v->e <= a)
-			break;
-		if (v->s < b)
-			ns += (v->e < b ? v->e : b) - (v->s > a ? v->s : a);
-	}
+	ns = waits_before(w, b) - waits_before(w, a);
 	if (ns <= 0)
 		return;
 	t->busy_w += ns;

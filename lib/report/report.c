@@ -645,7 +645,7 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 	x = json_object_get(cp, "waited_on");
 	if (json_is_object(x) && json_array_size(json_object_get(x, "by"))) {
 		double n = ist_jnum(x, "threads"), c = ist_jnum(x, "cores"),
-		    q = ist_jnum(x, "queued"), g = n - c - q;
+		    q = ist_jnum(x, "queued"), g = ist_waited_gil(x);
 		bool hc = json_is_number(json_object_get(x, "cores")),
 		    hq = json_is_number(json_object_get(x, "queued"));
 		ist_buf_printf(o, " While it waited, other threads (its "
@@ -658,12 +658,9 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 		ist_buf_printf(o, "), in: ");
 		call_shares(o, json_object_get(x, "by"));
 		ist_buf_printf(o, ".");
-		/* in a call, yet neither on a core nor queued for one, and
-		 * in Python code (a thread blocked in a C call that is no
-		 * known wait, an HTTPS read, is no GIL's) */
-		if (g > n - ist_jnum(x, "in_c_calls"))
-			g = n - ist_jnum(x, "in_c_calls");
-		if (hc && hq && g >= 0.25 && g >= 0.2 * n)
+		/* in Python code, yet neither on a core nor queued for one
+		 * (g is -1 without the samples) */
+		if (g >= 0.25 && g >= 0.2 * n)
 			ist_buf_printf(o, " %.2f of those threads neither ran "
 			    "nor waited for a core, in Python code: threads "
 			    "waiting for the GIL.", g);

@@ -143,19 +143,12 @@ step_gil(const json_t *an, const struct ist_cpu_contention_params *p,
 
 	cp = json_object_get(st, "critical_path");
 	w = json_object_get(cp, "waited_on");
-	if (!json_is_number(json_object_get(w, "cores")) ||
-	    !json_is_number(json_object_get(w, "queued")))
-		return;
 	n = ist_jnum(w, "threads");
 	c = ist_jnum(w, "cores");
 	q = ist_jnum(w, "queued");
-	g = n - c - q;
-	/* in Python code: a thread blocked in a C call that is no known
-	 * wait (an HTTPS read, a file lock) holds no GIL's turn */
-	if (g > n - ist_jnum(w, "in_c_calls"))
-		g = n - ist_jnum(w, "in_c_calls");
+	g = ist_waited_gil(w);
 	wait = ist_jnum(json_object_get(cp, "share"), "wait");
-	if (g < p->gil_wait_threads || g < 0.25 * n)
+	if (g < 0 || g < p->gil_wait_threads || g < 0.25 * n)
 		return;
 	snprintf(title, sizeof(title), "While the step waited, %.2f other "
 	    "threads were in Python calls but ran on %.2f cores (the GIL)",

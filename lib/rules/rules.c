@@ -317,6 +317,22 @@ ist_dev_label(const json_t *d, char *buf, size_t n)
 }
 
 double
+ist_waited_gil(const json_t *w)
+{
+	double n = ist_jnum(w, "threads"), g;
+
+	if (!json_is_number(json_object_get(w, "cores")) ||
+	    !json_is_number(json_object_get(w, "queued")))
+		return -1;
+	g = n - ist_jnum(w, "cores") - ist_jnum(w, "queued");
+	/* in Python code: a thread blocked in a C call that is no known
+	 * wait (an HTTPS read, a file lock) holds no GIL's turn */
+	if (g > n - ist_jnum(w, "in_c_calls"))
+		g = n - ist_jnum(w, "in_c_calls");
+	return g;
+}
+
+double
 ist_step_busy(const json_t *an, long long *n)
 {
 	const json_t *t = json_object_get(an, "steps"), *b, *w;
