@@ -470,16 +470,19 @@ gen() {
 	cat > "$T/app.py" <<-'PY'
 	import multiprocessing as mp, queue, sys, threading, time
 	def task():
-	    c, t = time.thread_time_ns(), time.perf_counter_ns()
 	    end = time.perf_counter() + 0.012
 	    while time.perf_counter() < end:
 	        pass
-	    return t, time.perf_counter_ns(), time.thread_time_ns() - c
 	def serve(get, put):
+	    # each task's CPU time, from its get's return to its put's
+	    # (the queue's work is the worker's as much as the task)
 	    own = []
 	    while get() is not None:
-	        own.append(task())
+	        c, t = time.thread_time_ns(), time.perf_counter_ns()
+	        task()
 	        put(1)
+	        own.append((t, time.perf_counter_ns(),
+	                    time.thread_time_ns() - c))
 	    put(own)
 	waited = []
 	def step(i):
@@ -516,6 +519,7 @@ gen() {
 	    for put, get in ends:
 	        put(None)
 	        # each task's CPU time, the part of its time within a get
+	        # (spread evenly over the task's time)
 	        for s, e, c in get():
 	            inside = sum(max(0, min(e, d) - max(s, b)) for b, d in waited)
 	            cpu += c * inside / (e - s)
