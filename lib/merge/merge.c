@@ -670,6 +670,8 @@ budget(struct merger *m, size_t memory_bytes)
 	if (m->acap > UINT32_MAX)
 		m->acap = UINT32_MAX;
 	m->cape = memory_bytes / 10 / sizeof(struct ent);
+	if (m->cape > UINT32_MAX)       /* the sort's counts are 32-bit */
+		m->cape = UINT32_MAX;
 	m->fanin = fan_in(memory_bytes);
 	if (m->acap < (1u << 20))
 		m->acap = 1u << 20;
@@ -688,7 +690,7 @@ budget(struct merger *m, size_t memory_bytes)
 	    (m->ents2 = ist_map_huge(m->cape * sizeof(*m->ents), 0)) == NULL ||
 	    (m->tmp = ist_map_huge(m->cape * sizeof(*m->tmp), 1u << 20)) ==
 	    NULL ||
-	    (m->count = malloc(65536 * sizeof(*m->count))) == NULL)
+	    (m->count = malloc(4 * sizeof(*m->count))) == NULL)
 		return -1;
 	return 0;
 }

@@ -122,7 +122,7 @@ struct merger {
 	struct ent *ents, *ents2;
 	size_t ne, cape;
 	struct ent *tmp;         /* the radix sort's other half */
-	size_t *count;           /* and its counts */
+	uint32_t (*count)[65536]; /* and its counts, four digits' */
 	pthread_t spiller;
 	bool spilling;           /* spiller runs (join it before the runs) */
 	struct sortbuf job;      /* what it spills */

@@ -397,33 +397,45 @@ mg_emit(struct emit *e, const uint8_t *p, int64_t key,
 /*
  * Stable LSD radix sort by key, 16 bits a pass, skipping passes where every
  * key has the same digit (timestamps of one run share their high bits).
- * Entries are appended in input order, so stable means ties stay in it.
+ * Entries are appended in input order, so stable means ties stay in it:
+ * a buffer already in order (one thread's records, one process's stream)
+ * is left as it is.  The four digits' counts are taken in one read.
  */
 void
 mg_sort_ents(struct merger *m, struct ent *ents, size_t n)
 {
-	size_t *count = m->count;
+	uint32_t (*count)[65536] = m->count;
 	struct ent *a = ents, *b = m->tmp;
+	size_t i;
 
-	for (int shift = 0; shift < 64; shift += 16) {
-		size_t sum = 0;
+	for (i = 1; i < n && ents[i].key >= ents[i - 1].key; i++)
+		;
+	if (i >= n)
+		return;
+	memset(count, 0, 4 * sizeof(*count));
+	for (i = 0; i < n; i++) {
+		uint64_t k = (uint64_t)a[i].key ^ (1ull << 63);
+		count[0][k & 0xffff]++;
+		count[1][k >> 16 & 0xffff]++;
+		count[2][k >> 32 & 0xffff]++;
+		count[3][k >> 48]++;
+	}
+	for (int d = 0; d < 4; d++) {
+		uint32_t *c = count[d], sum = 0;
+		int shift = 16 * d;
 		bool trivial = false;
 
-		memset(count, 0, 65536 * sizeof(*count));
-		for (size_t i = 0; i < n; i++)
-			count[((uint64_t)a[i].key ^ (1ull << 63)) >> shift &
-			    0xffff]++;
-		for (size_t d = 0; d < 65536; d++) {
-			size_t c = count[d];
-			if (c == n)
+		for (size_t v = 0; v < 65536; v++) {
+			uint32_t k = c[v];
+			if (k == n)
 				trivial = true;
-			count[d] = sum;
-			sum += c;
+			c[v] = sum;
+			sum += k;
 		}
 		if (trivial)
 			continue;
-		for (size_t i = 0; i < n; i++)
-			b[count[((uint64_t)a[i].key ^ (1ull << 63)) >> shift &
+		for (i = 0; i < n; i++)
+			b[c[((uint64_t)a[i].key ^ (1ull << 63)) >> shift &
 			    0xffff]++] = a[i];
 		struct ent *t = a;
 		a = b;
