@@ -308,6 +308,11 @@ print("%d cpu_call rows: dataframe() %.2f M rows/s, pandas.DataFrame of "
                        capture_output=True, text=True, check=True)
     print("\nPython trace reader (3.11):\n  " + r.stdout.strip().replace(
         "\n", "\n  "))
+    # what any reader of this trace pays to libcbor, our dependency: the
+    # floor under read() and dataframe() on one core
+    r = subprocess.run([os.path.join(build, "bench", "bench"), "-F", trace],
+                       capture_output=True, text=True, check=True)
+    print("  " + r.stdout.strip())
 
 
 def capture_modes(build, pys, n, use_cg, quick, tmp):

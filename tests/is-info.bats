@@ -116,3 +116,17 @@ for i in range(200000):
 	echo "voluntary context switches: $sw"
 	(( sw > 0 && sw <= 1000000 / 1024 ))
 }
+
+@test "make bench's libcbor floor reads the trace whole: the events is-info counts, the bytes zstd decompresses" {
+	# bench -F times libcbor's streaming decoder alone over a trace's
+	# records, the floor under every reader of ours: it must have gone
+	# over all of them
+	"$IST_BUILD/bench/bench" -J -m realistic -n 20000 \
+	    -o "$BATS_TEST_TMPDIR/b.ist" > /dev/null
+	run "$IST_BUILD/bench/bench" -F "$BATS_TEST_TMPDIR/b.ist"
+	assert_success
+	raw=$(zstd -dc "$BATS_TEST_TMPDIR/b.ist" | wc -c)
+	assert_output --regexp "^libcbor's streaming decoder alone over the 20000 events \\($raw bytes decompressed\\): 9\\.1 items an event"
+	run "$IST_BUILD/bench/bench" -F /dev/null
+	assert_failure
+}
