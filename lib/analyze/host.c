@@ -265,8 +265,10 @@ fn_role(const char *s)
  * on every Python (3.8 to 3.13; tests/py/waits_app.py makes each): sleeping,
  * a lock or semaphore taken, a thread joined (3.13's handle), a queue
  * read, select and poll, a child or a signal waited for, a pipe's or
- * socket's read, an accept.  A socket.socket's methods are named by its
- * class, `socket.recv`; a bare _socket.socket's by its type's full name.
+ * socket's read, an accept, a connect, a name looked up, and a TLS
+ * socket's read and handshake (an HTTPS client's wait for its server).  A
+ * socket.socket's methods are named by its class, `socket.recv`; a bare
+ * _socket.socket's by its type's full name.
  * The steps' wait segments are these (stepwork.c); within a window of a
  * thread's CPU samples they are costed last (cpu_window).
  */
@@ -285,7 +287,12 @@ fn_role(const char *s)
 	X("_socket.socket.recvfrom") X("_socket.socket.recvfrom_into") \
 	X("_socket.socket._accept") X("socket.recv") X("socket.recv_into") \
 	X("socket.recvfrom") X("socket.recvfrom_into") X("socket._accept") \
-	X("_thread._ThreadHandle.join")
+	X("_thread._ThreadHandle.join") X("_socket.socket.connect") \
+	X("_socket.socket.connect_ex") X("socket.connect") \
+	X("socket.connect_ex") X("_socket.getaddrinfo") \
+	X("_socket.gethostbyname") X("_socket.gethostbyname_ex") \
+	X("_socket.gethostbyaddr") X("_socket.getnameinfo") \
+	X("_ssl._SSLSocket.read") X("_ssl._SSLSocket.do_handshake")
 bool
 an_is_wait(const char *p, size_t n)
 {
