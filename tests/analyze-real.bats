@@ -943,3 +943,49 @@ PY
 	run jq -r '.data_quality.clock_uncertainty_ns < 1000' a.json
 	assert_output true
 }
+
+@test "a real run: how the program ended (an exit status, a signal, a stop) is in the analysis and the report, as the shell sees it" {
+	# a run that failed at its imports read "CPU-bound" at full
+	# confidence, with nothing to say it had failed
+	cat > app.py <<-'PY'
+	import os, signal, sys, time
+	how = sys.argv[1]
+	time.sleep(0.05)
+	if how == "exit":
+	    sys.exit(3)
+	if how == "import":
+	    import no_such_module_here
+	if how != "ok":
+	    os.kill(os.getpid(), getattr(signal, how))
+	    time.sleep(5)
+	PY
+	for how in ok exit import SIGSEGV SIGKILL SIGINT SIGTERM; do
+		# the reference: the shell's status of the same program
+		set +e
+		$PY app.py $how 2> /dev/null
+		ref=$?
+		is-record -o t.ist -- $PY app.py $how 2> /dev/null
+		rec=$?
+		set -e
+		assert_equal "$how $rec" "$how $ref"
+		is-merge t.ist | is-analyze --json > a.json
+		run jq -r '.run.exits | map(if .signal then 128 + .signal else .code end) | join(" ")' a.json
+		assert_equal "$how $output" "$how $ref"
+		run jq -r '.run.exits[0].signal_name // ""' a.json
+		[[ $how == SIG* ]] && assert_equal "$output" "$how"
+		# a failure costs the verdict's confidence, a stop does not
+		run jq -r '.data_quality.confidence_factor' a.json
+		case $how in
+		ok|SIGINT|SIGTERM) assert_equal "$how $output" "$how 1" ;;
+		*) assert_equal "$how $output" "$how 0.8" ;;
+		esac
+		is-merge t.ist | is-analyze | is-report -f md > r.md
+		case $how in
+		ok) grep -qx '| Exit | exited with status 0 |' r.md ;;
+		exit) grep -qx '| Exit | exited with status 3 |' r.md ;;
+		import) grep -qx '| Exit | exited with status 1 |' r.md ;;
+		SIGINT|SIGTERM) grep -qx "| Exit | stopped by $how |" r.md ;;
+		*) grep -qx "| Exit | killed by $how (signal $((ref - 128))) |" r.md ;;
+		esac || fail "$how: $(grep -A1 Duration r.md)"
+	done
+}

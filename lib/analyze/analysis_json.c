@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -802,6 +803,43 @@ processes_json(struct ist_analyzer *a, json_t **command)
 
 /* run: the span analysed (the trace, or --from/--to within it), less the
  * capture's pauses */
+/* "SIGSEGV" for 11, or "" for a number with no name */
+static const char *
+signal_name(int64_t v, char *b, size_t n)
+{
+	const char *s = v > 0 && v < 65 ? sigabbrev_np((int)v) : NULL;
+
+	snprintf(b, n, "%s%s", s ? "SIG" : "", s ? s : "");
+	return b;
+}
+
+/* How the commands is-record started ended: [{pid, code} or {pid, signal,
+ * signal_name}], by pid */
+static json_t *
+exits_json(const struct ist_analyzer *a)
+{
+	json_t *arr = json_array();
+	int64_t last = INT64_MIN;
+	char b[16];
+
+	/* a few at most: the least pid above the last, each time */
+	for (;;) {
+		const struct proc *p = NULL;
+		for (uint32_t i = 0; i < a->nproc; i++)
+			if (a->proc[i].exit_kind && a->proc[i].pid > last &&
+			    (p == NULL || a->proc[i].pid < p->pid))
+				p = &a->proc[i];
+		if (p == NULL)
+			return arr;
+		last = p->pid;
+		json_array_append_new(arr, p->exit_kind == 1 ?
+		    json_pack("{s:I,s:I}", "pid", JI(p->pid), "code",
+		    JI(p->exit_v)) : json_pack("{s:I,s:I,s:s}", "pid",
+		    JI(p->pid), "signal", JI(p->exit_v), "signal_name",
+		    signal_name(p->exit_v, b, sizeof(b))));
+	}
+}
+
 static json_t *
 run_json(const struct ist_analyzer *a, json_t *command)
 {
@@ -827,6 +865,7 @@ run_json(const struct ist_analyzer *a, json_t *command)
 	    "left_out_events", JI(a->left_out)));
 	json_object_set(json_object_get(run, "window"), "steps", a->win_how ?
 	    a->win_how : json_null());
+	json_object_set_new(run, "exits", exits_json(a));
 	return run;
 }
 
@@ -937,6 +976,25 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 			    "is-merge was truncated: its last %lld bytes were "
 			    "not read whole", ist_jstr(d, "input"),
 			    (long long)ist_jint(d, "truncated_bytes"));
+	}
+	json_array_foreach(json_object_get(run, "exits"), k, d) {
+		long long pid = (long long)ist_jint(d, "pid"), sig = ist_jint(d,
+		    "signal");
+		const char *sn = ist_jstr(d, "signal_name");
+		/* a run stopped on purpose, from the terminal or by a
+		 * supervisor, is as good as one that ended */
+		if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP)
+			dq_note(notes, &factor, 1, "the program (pid %lld) was "
+			    "stopped by %s", pid, sn);
+		else if (sig)
+			dq_note(notes, &factor, 0.8, "the program (pid %lld) was "
+			    "killed by %s (signal %lld): what it did before is "
+			    "analysed", pid, *sn ? sn : "a signal", sig);
+		else if (ist_jint(d, "code"))
+			dq_note(notes, &factor, 0.8, "the program (pid %lld) "
+			    "exited with status %lld: it may have failed before "
+			    "its steady state", pid, (long long)ist_jint(d,
+			    "code"));
 	}
 	if (a->out_of_order)
 		dq_note(notes, &factor, 0.7, "%llu records were out of time "

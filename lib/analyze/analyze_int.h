@@ -128,6 +128,11 @@ struct proc {
 	struct ispan { int64_t s, e; } *imps;
 	uint32_t nimps, capimps;
 	struct blob_copy { uint8_t *p; size_t n; } cmdline;
+	/* how it ended, as is-record saw the command it started end
+	 * (process.exit_code, process.exit_signal): 0 unknown, 1 an exit
+	 * status, 2 a signal; exit_v the status or the signal's number */
+	int exit_kind;
+	int64_t exit_v;
 };
 
 struct pend {

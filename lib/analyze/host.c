@@ -806,6 +806,14 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 	if (name_starts(ev, "process.")) {
 		if ((p = an_proc_of(a, ev->pid)) == NULL)
 			return -1;
+		/* written as it ended, after its last sample: no sample */
+		if (an_name_is(ev, "process.exit_code") ||
+		    an_name_is(ev, "process.exit_signal")) {
+			p->exit_kind = an_name_is(ev, "process.exit_code") ? 1 :
+			    2;
+			p->exit_v = v;
+			return 0;
+		}
 		p->last_sample = ev->ts_ns;
 		if (an_name_is(ev, "process.rss_bytes") && v > 0) {
 			/* 0: read as the process exited (a zombie has none) */

@@ -462,6 +462,7 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 		ahead = rec_ahead_start(dir, &s);
 		status = watch(&s, o, pid, &set);
 		rec_ahead_stop(ahead);
+		rec_exit(&s, pid, status);
 		if (WIFEXITED(status))
 			*exit_status = WEXITSTATUS(status);
 		else if (WIFSIGNALED(status))

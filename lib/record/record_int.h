@@ -106,5 +106,7 @@ void rec_capture_end(struct sampler *s);
 /* one sample of the recorded processes and the machine; rescan: look for
  * new processes and sample the NUMA nodes too */
 void rec_sample(struct sampler *s, bool rescan);
+/* The command's end, its wait status: process.exit_code or exit_signal. */
+void rec_exit(struct sampler *s, pid_t pid, int status);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "record_int.h"
@@ -58,6 +59,22 @@ counter(struct sampler *s, int64_t pid, int64_t tid, const char *name,
 		ev.value = dv;
 	}
 	rec_swrite(s, &ev);
+}
+
+void
+rec_exit(struct sampler *s, pid_t pid, int status)
+{
+	struct timespec now;
+	int64_t ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ts = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	if (WIFEXITED(status))
+		counter(s, pid, -1, "process.exit_code", ts,
+		    WEXITSTATUS(status), 0, true);
+	else if (WIFSIGNALED(status))
+		counter(s, pid, -1, "process.exit_signal", ts,
+		    WTERMSIG(status), 0, true);
 }
 
 static ssize_t

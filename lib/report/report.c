@@ -421,6 +421,16 @@ summary(struct ist_buf *o, const json_t *an)
 	text(o, *ist_jstr(run, "host") ? ist_jstr(run, "host") : "unknown");
 	ist_buf_printf(o, " |\n| Duration | %s |\n",
 	    dur(&u, ist_jnum(run, "wall_ns")));
+	if (json_array_size(json_object_get(run, "exits")))
+		ist_buf_printf(o, "| Exit | ");
+	json_array_foreach(json_object_get(run, "exits"), i, p) {
+		if (json_array_size(json_object_get(run, "exits")) > 1)
+			ist_buf_printf(o, "%spid %lld: ", i ? "; " : "",
+			    ist_jint(p, "pid"));
+		ist_buf_printf(o, "%s", ist_exit_text(p, l, sizeof(l)));
+	}
+	if (json_array_size(json_object_get(run, "exits")))
+		ist_buf_printf(o, " |\n");
 	window_rows(o, run);
 	json_array_foreach(json_object_get(run, "producers"), i, p) {
 		const char *s = json_string_value(p), *c;

@@ -274,6 +274,12 @@ verdict(struct tx *t, const json_t *an)
 	}
 	line.n = 0;
 	ist_buf_printf(&line, "%s", dur(&u, ist_jnum(run, "wall_ns")));
+	/* an end that was not a clean one, said beside the time */
+	json_array_foreach(json_object_get(run, "exits"), i, x)
+		if (ist_jint(x, "code") || json_is_integer(json_object_get(x,
+		    "signal")))
+			ist_buf_printf(&line, " · %s", ist_exit_text(x, l,
+			    sizeof(l)));
 	json_array_foreach(json_object_get(run, "producers"), i, x) {
 		const char *s = json_string_value(x), *c;
 		if (s && (c = strstr(s, "(CPython")) != NULL) {

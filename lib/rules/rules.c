@@ -316,6 +316,32 @@ ist_dev_label(const json_t *d, char *buf, size_t n)
 	return buf;
 }
 
+const char *
+ist_exit_text(const json_t *x, char *buf, size_t n)
+{
+	const char *sn = ist_jstr(x, "signal_name");
+	long long sig = ist_jint(x, "signal");
+	char num[32];
+
+	if (!json_is_integer(json_object_get(x, "signal"))) {
+		snprintf(buf, n, "exited with status %lld", ist_jint(x,
+		    "code"));
+		return buf;
+	}
+	/* a name from the trace: said only when it is a signal's */
+	if (strncmp(sn, "SIG", 3) != 0 || strlen(sn) > 12 || strspn(sn,
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+") != strlen(sn))
+		sn = "";
+	snprintf(num, sizeof(num), "signal %lld", sig);
+	if (sig == 1 || sig == 2 || sig == 15)      /* HUP, INT, TERM */
+		snprintf(buf, n, "stopped by %s", *sn ? sn : num);
+	else if (*sn)
+		snprintf(buf, n, "killed by %s (%s)", sn, num);
+	else
+		snprintf(buf, n, "killed by %s", num);
+	return buf;
+}
+
 double
 ist_waited_gil(const json_t *w)
 {

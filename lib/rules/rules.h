@@ -146,6 +146,10 @@ const char *ist_jstr(const json_t *o, const char *key); /* "" if absent */
 /* What follows "GPU " for device d of the analysis: its "label" (letters,
  * digits, dashes, spaces and brackets only), else its number; in buf. */
 const char *ist_dev_label(const json_t *d, char *buf, size_t n);
+/* How a command ended, an entry of the analysis' run.exits: "exited with
+ * status 1", "killed by SIGSEGV (signal 11)", "stopped by SIGINT"; in
+ * buf. */
+const char *ist_exit_text(const json_t *x, char *buf, size_t n);
 double ist_round(double v, int digits);
 /* A new finding appended to findings; returns it for more evidence. */
 json_t *ist_finding(json_t *findings, const char *rule, const char *kind,
