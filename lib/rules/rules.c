@@ -352,7 +352,7 @@ ist_waited_gil(const json_t *w)
 		return -1;
 	g = n - ist_jnum(w, "cores") - ist_jnum(w, "queued");
 	/* in Python code: a thread blocked in a C call that is no known
-	 * wait (an HTTPS read, a file lock) holds no GIL's turn */
+	 * wait (a file lock, a blocking write) holds no GIL's turn */
 	if (g > n - ist_jnum(w, "in_c_calls"))
 		g = n - ist_jnum(w, "in_c_calls");
 	return g;
