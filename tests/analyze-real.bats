@@ -684,6 +684,52 @@ PY
 	    fail "Python CPU $cpu ns, the program measured $ref ns"
 }
 
+@test "real thread CPU: threads shorter than a sampling tick, each its whole CPU time, against thread_time at the end of its work (3.11, 3.13)" {
+	# cpu_ns ran from a thread's first sample to its last: a thread of
+	# 6-8 ms CPU read 0 to 6.5 ms (its exit's sample its only one, or a
+	# tick's in its middle); a thread that the tick before its first
+	# sample did not see was born since, its clock at 0 then
+	cd "$T"
+	cat > app.py <<'PY'
+import threading, time
+out = []
+def work():
+    start = time.thread_time_ns()
+    end = start + 6_000_000
+    while time.thread_time_ns() < end:
+        pass
+    now = time.thread_time_ns()
+    out.append((threading.get_native_id(), now, now - start))
+for i in range(12):
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+for tid, ns, work in out:
+    print(tid, ns, work)
+PY
+	local py313 n
+	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 | tail -1)
+	for py in /usr/bin/python3 "$py313"; do
+		is-record -o t.ist -- "$py" app.py > ref.txt
+		is-merge t.ist | is-analyze --json > a.json
+		n=0
+		while read -r tid ref work; do
+			run jq -r --argjson t "$tid" '.threads[] | select(.tid == $t) | "\(.cpu_ns) \(.python.cpu_ns)"' a.json
+			read -r cpu pycpu <<< "$output"
+			echo "$py: thread $tid, thread_time $ref ($work in its work), ours $cpu (Python $pycpu)" >&3
+			# its exit comes after the work's last reading: ours
+			# at or above it, by what the thread does after it; its
+			# Python window from its first call recorded (the work:
+			# the thread's start, before the profile hook is set in
+			# it, is not) to its last
+			python3 -c "import sys; sys.exit(not ($ref - 1e5 <= $cpu <= $ref + 2e6 and $work - 1e5 <= $pycpu <= $cpu))" ||
+			    fail "$py: thread $tid used $ref ns ($work in its work), ours $cpu (Python $pycpu)"
+			n=$((n + 1))
+		done < ref.txt
+		assert_equal "$n" 12
+	done
+}
+
 @test "real per-function CPU time: one busy C call, against the program's own thread_time, within 2% and 5 ms (3.11, 3.13)" {
 	cd "$T"
 	cat > app.py <<'PY'

@@ -114,6 +114,8 @@ struct proc {
 	bool have_rss, have_flt;
 	int64_t rss0, rss0_ts, rss_peak, rss_peak_ts, rss1, rss1_ts;
 	int64_t flt0, flt1, threads_peak, last_sample;
+	int64_t tick[3];         /* the sampler's last three readings of its
+	                          * threads (thread.wait_ns), newest first */
 	bool have_ppid;
 	int64_t ppid;            /* its parent (the process.ppid counter) */
 	int fold;                /* folded into process fold - 1 (0: not) */

@@ -775,12 +775,20 @@ an_host_range(struct ist_analyzer *a, const struct ist_event *ev,
 	}
 }
 
+/* A sample this soon after a thread's last Python call ends is its
+ * Python window's end: a pool thread's exit sample, its exit tens of us
+ * after its last call when it is not kept from a core (not an
+ * interpreter's teardown, which takes ms) */
+#define PY_END_SLACK 1000000
+
 int
 an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 {
 	int64_t v = ev->value_is_int ? ev->ivalue : ist_d2i(ev->value);
 	struct proc *p;
 	struct thr *t;
+	int64_t before = 0, birth;
+	bool born = false;
 
 	if (ev->pid == 0 && !IST_HAS(ev, IST_F_TID)) {
 		if (an_name_is(ev, "system.cpu_cores"))
@@ -869,12 +877,56 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 	    (p = an_proc_of(a, ev->pid)) == NULL)
 		return -1;
 	p->last_sample = ev->ts_ns;
+	/*
+	 * A thread's first sample, when the sampler's tick before it, which
+	 * reads every thread of the process, found none of this one (or the
+	 * tick before that: a thread on its way out at the last is listed,
+	 * but gone when its clocks are read) and its CPU time fits in the
+	 * time since: the thread was born since, its clocks at 0 then (a
+	 * thread of a pool, one shorter than a tick, whose one sample is its
+	 * exit's), and what they count is all of it.  Its birth: its first
+	 * call or earlier, as early as its CPU time says, not before that
+	 * tick.  (A thread found at a process's first tick, or the first in
+	 * a window, counts from its first sample.)
+	 */
+	for (int k = 0; k < 3; k++)
+		if ((before = p->tick[k]) < ev->ts_ns && (born = before > 0 &&
+		    v >= 0 && v <= ev->ts_ns - before))
+			break;
+	birth = ev->ts_ns - v;
+	if (t->have_py && t->py_first < birth)
+		birth = t->py_first;
+	if (birth < before)
+		birth = before;
+	if (an_name_is(ev, "thread.wait_ns") && ev->ts_ns > p->tick[0]) {
+		p->tick[2] = p->tick[1];        /* the sampler's ticks alone */
+		p->tick[1] = p->tick[0];
+		p->tick[0] = ev->ts_ns;
+	}
 	if (an_name_is(ev, "thread.cpu_ns")) {
 		if (cpu_window(a, t, ev->ts_ns, v))
 			return -1;
-		if (!t->have_cpu) {
+		if (!t->have_cpu && born) {
+			t->cpu0 = 0;
+			t->cpu0_ts = birth;
+			if (t->have_py) {
+				t->cpu_at_py = 0;
+				t->cpu_at_py_ts = birth;
+				t->have_cpu_at_py = true;
+			}
+		} else if (!t->have_cpu) {
 			t->cpu0 = v;
 			t->cpu0_ts = ev->ts_ns;
+		}
+		if (t->have_py && !t->have_cpu_at_py && t->have_cpu &&
+		    t->cpu1_ts < t->py_first && ev->ts_ns > t->py_first) {
+			/* its Python window starts between two samples: its
+			 * CPU time then, at least the first's, and no less
+			 * than the second's less all the time between */
+			int64_t at = v - (ev->ts_ns - t->py_first);
+			t->cpu_at_py = at > t->cpu1 ? at : t->cpu1;
+			t->cpu_at_py_ts = t->py_first;
+			t->have_cpu_at_py = true;
 		}
 		t->have_cpu = true;
 		t->cpu1 = v;
@@ -884,20 +936,45 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 			t->cpu_at_py_ts = ev->ts_ns;
 			t->have_cpu_at_py = true;
 		}
-		if (t->have_py && ev->ts_ns <= t->py_last) {
+		if (t->have_py && ev->ts_ns <= t->py_last + PY_END_SLACK) {
 			t->cpu_py_end = v;
 			t->cpu_py_end_ts = ev->ts_ns;
+		} else if (t->have_cpu_at_py) {
+			/* the first sample after the Python window ends: what
+			 * the thread used since the last one inside, when it
+			 * fits in the window's rest (and a ms; a thread's
+			 * exit, however long it was kept from a core), else
+			 * as much as fits (not a native thread working on,
+			 * nor a long teardown) */
+			bool in = t->cpu_py_end_ts > t->cpu_at_py_ts;
+			int64_t bv = in ? t->cpu_py_end : t->cpu_at_py;
+			int64_t bt = in ? t->cpu_py_end_ts : t->cpu_at_py_ts;
+			if (bt < t->py_last && v - bv <= t->py_last - bt +
+			    PY_END_SLACK) {
+				t->cpu_py_end = v;
+				t->cpu_py_end_ts = ev->ts_ns;
+			} else if (bt < t->py_last && v > bv) {
+				t->cpu_py_end = bv + t->py_last - bt;
+				t->cpu_py_end_ts = t->py_last;
+			}
 		}
 	} else if (an_name_is(ev, "thread.wait_ns")) {
-		if (!t->have_wait)
+		if (!t->have_wait && born) {
+			t->wait0 = 0;
+			if (t->have_py) {
+				t->wait_at_py = 0;
+				t->have_wait_at_py = true;
+			}
+		} else if (!t->have_wait) {
 			t->wait0 = v;
+		}
 		t->have_wait = true;
 		t->wait1 = v;
 		if (t->have_py && !t->have_wait_at_py) {
 			t->wait_at_py = v;
 			t->have_wait_at_py = true;
 		}
-		if (t->have_py && ev->ts_ns <= t->py_last)
+		if (t->have_py && ev->ts_ns <= t->py_last + PY_END_SLACK)
 			t->wait_py_end = v;
 	} else if (an_name_is(ev, "thread.ctx_involuntary")) {
 		if (!t->have_inv)
