@@ -801,8 +801,6 @@ processes_json(struct ist_analyzer *a, json_t **command)
 }
 
 
-/* run: the span analysed (the trace, or --from/--to within it), less the
- * capture's pauses */
 /* "SIGSEGV" for 11, or "" for a number with no name */
 static const char *
 signal_name(int64_t v, char *b, size_t n)
@@ -840,6 +838,8 @@ exits_json(const struct ist_analyzer *a)
 	}
 }
 
+/* run: the span analysed (the trace, or --from/--to within it), less the
+ * capture's pauses */
 static json_t *
 run_json(const struct ist_analyzer *a, json_t *command)
 {
