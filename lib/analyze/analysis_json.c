@@ -4,7 +4,6 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -978,23 +977,16 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 			    (long long)ist_jint(d, "truncated_bytes"));
 	}
 	json_array_foreach(json_object_get(run, "exits"), k, d) {
-		long long pid = (long long)ist_jint(d, "pid"), sig = ist_jint(d,
-		    "signal");
-		const char *sn = ist_jstr(d, "signal_name");
-		/* a run stopped on purpose, from the terminal or by a
-		 * supervisor, is as good as one that ended */
-		if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP)
-			dq_note(notes, &factor, 1, "the program (pid %lld) was "
-			    "stopped by %s", pid, sn);
-		else if (sig)
-			dq_note(notes, &factor, 0.8, "the program (pid %lld) was "
-			    "killed by %s (signal %lld): what it did before is "
-			    "analysed", pid, *sn ? sn : "a signal", sig);
-		else if (ist_jint(d, "code"))
-			dq_note(notes, &factor, 0.8, "the program (pid %lld) "
-			    "exited with status %lld: it may have failed before "
-			    "its steady state", pid, (long long)ist_jint(d,
-			    "code"));
+		bool sig = json_is_integer(json_object_get(d, "signal"));
+		char how[48];
+		if (!sig && ist_jint(d, "code") == 0)
+			continue;
+		dq_note(notes, &factor, ist_exit_stopped(d) ? 1 : 0.8,
+		    "the program (pid %lld) %s%s%s", ist_jint(d, "pid"),
+		    sig ? "was " : "", ist_exit_text(d, how, sizeof(how)),
+		    ist_exit_stopped(d) ?
+		    "" : sig ? ": what it did before is analysed" :
+		    ": it may have failed before its steady state");
 	}
 	if (a->out_of_order)
 		dq_note(notes, &factor, 0.7, "%llu records were out of time "

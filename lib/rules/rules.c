@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -316,6 +317,14 @@ ist_dev_label(const json_t *d, char *buf, size_t n)
 	return buf;
 }
 
+bool
+ist_exit_stopped(const json_t *x)
+{
+	long long sig = ist_jint(x, "signal");
+
+	return sig == SIGHUP || sig == SIGINT || sig == SIGTERM;
+}
+
 const char *
 ist_exit_text(const json_t *x, char *buf, size_t n)
 {
@@ -333,7 +342,7 @@ ist_exit_text(const json_t *x, char *buf, size_t n)
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+") != strlen(sn))
 		sn = "";
 	snprintf(num, sizeof(num), "signal %lld", sig);
-	if (sig == 1 || sig == 2 || sig == 15)      /* HUP, INT, TERM */
+	if (ist_exit_stopped(x))
 		snprintf(buf, n, "stopped by %s", *sn ? sn : num);
 	else if (*sn)
 		snprintf(buf, n, "killed by %s (%s)", sn, num);
