@@ -1025,7 +1025,12 @@ PY
 		ok|SIGINT|SIGTERM) assert_equal "$how $output" "$how 1" ;;
 		*) assert_equal "$how $output" "$how 0.8" ;;
 		esac
-		is-merge t.ist | is-analyze | is-report -f md > r.md
+		is-merge t.ist | is-analyze -o an.ist
+		is-report -f md an.ist > r.md
+		# the summary inferscope run ends with says it first
+		is-report -s -o /dev/null an.ist 2> brief.txt
+		run grep -c '^The program (pid [0-9]*) \(was \)\?\(exited\|killed\|stopped\)' brief.txt
+		assert_equal "$how $output" "$how $([[ $how == ok ]] && echo 0 || echo 1)"
 		case $how in
 		ok) grep -qx '| Exit | exited with status 0 |' r.md ;;
 		exit) grep -qx '| Exit | exited with status 3 |' r.md ;;

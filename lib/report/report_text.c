@@ -785,6 +785,21 @@ ist_report_brief(const json_t *an, int nfindings,
 			put(&t, ".", t.w - n, false);
 	}
 	ist_buf_printf(out, "\n");
+	/* a program that failed or was stopped: said before what it did */
+	json_array_foreach(json_object_get(json_object_get(an, "run"), "exits"),
+	    i, f) {
+		bool sig = json_is_integer(json_object_get(f, "signal"));
+		char how[48], line[96];
+		if (ist_jint(f, "code") == 0 && !sig)
+			continue;
+		snprintf(line, sizeof(line), "The program (pid %lld) %s%s.",
+		    ist_jint(f, "pid"), sig ? "was " : "", ist_exit_text(f,
+		    how, sizeof(how)));
+		on(&t, YELLOW);
+		put(&t, line, t.w, false);
+		off(&t);
+		ist_buf_printf(out, "\n");
+	}
 	json_array_foreach(json_object_get(an, "findings"), i, f) {
 		const char *sev = ist_jstr(f, "severity");
 		if ((int)i == nfindings)
