@@ -721,8 +721,10 @@ PY
 			# at or above it, by what the thread does after it; its
 			# Python window from its first call recorded (the work:
 			# the thread's start, before the profile hook is set in
-			# it, is not) to its last
-			python3 -c "import sys; sys.exit(not ($ref - 1e5 <= $cpu <= $ref + 2e6 and $work - 1e5 <= $pycpu <= $cpu))" ||
+			# it, is not) to its last, its CPU at the window's start
+			# from the sampler's readings around it (each stamped as
+			# its tick starts: a loaded sampler reads a little late)
+			python3 -c "import sys; sys.exit(not ($ref - 1e5 <= $cpu <= $ref + 2e6 and $work - 1e6 <= $pycpu <= $cpu))" ||
 			    fail "$py: thread $tid used $ref ns ($work in its work), ours $cpu (Python $pycpu)"
 			n=$((n + 1))
 		done < ref.txt
