@@ -29,7 +29,10 @@ PY
 inferscope: report in report.md, trace in kept.ist"
 	is-report -f json kept.ist | jq '.analysis.verdict' > v.json
 	assert_equal "${stderr_lines[0]}" "Verdict: $(jq -r .classification v.json) (confidence $(printf %.2f "$(jq .confidence v.json)")). $(jq -r '.reason | (.[:1] | ascii_upcase) + .[1:]' v.json)."
-	assert_equal "$((${#stderr_lines[@]} - 2))" "$(is-report -f json kept.ist | jq '[.analysis.findings[:3][]] | length')"
+	# then how the script ended, when it failed
+	[[ ${stderr_lines[1]} =~ ^The\ program\ \(pid\ [0-9]+\)\ exited\ with\ status\ 7\.$ ]] ||
+	    fail "the second line: ${stderr_lines[1]}"
+	assert_equal "$((${#stderr_lines[@]} - 3))" "$(is-report -f json kept.ist | jq '[.analysis.findings[:3][]] | length')"
 	# quiet with --log-level warn
 	run -7 --separate-stderr inferscope run --log-level warn app.py
 	assert_equal "$stderr" ""
