@@ -979,7 +979,7 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	json_array_foreach(json_object_get(run, "exits"), k, d) {
 		bool sig = json_is_integer(json_object_get(d, "signal"));
 		char how[48];
-		if (!sig && ist_jint(d, "code") == 0)
+		if (ist_exit_clean(d))
 			continue;
 		dq_note(notes, &factor, ist_exit_stopped(d) ? 1 : 0.8,
 		    "the program (pid %lld) %s%s%s", ist_jint(d, "pid"),

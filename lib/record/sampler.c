@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "record_int.h"
 
 static const char *thread_counters[6] = {
@@ -64,11 +65,8 @@ counter(struct sampler *s, int64_t pid, int64_t tid, const char *name,
 void
 rec_exit(struct sampler *s, pid_t pid, int status)
 {
-	struct timespec now;
-	int64_t ts;
+	int64_t ts = ist_capture_now_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	ts = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 	if (WIFEXITED(status))
 		counter(s, pid, -1, "process.exit_code", ts,
 		    WEXITSTATUS(status), 0, true);

@@ -400,7 +400,7 @@ static void
 summary(struct ist_buf *o, const json_t *an)
 {
 	const json_t *run = json_object_get(an, "run"), *v = json_object_get(an,
-	    "verdict"), *d, *p;
+	    "verdict"), *d, *p, *ex;
 	struct nums u = { 0 };
 	char l[48];
 	size_t i;
@@ -421,15 +421,14 @@ summary(struct ist_buf *o, const json_t *an)
 	text(o, *ist_jstr(run, "host") ? ist_jstr(run, "host") : "unknown");
 	ist_buf_printf(o, " |\n| Duration | %s |\n",
 	    dur(&u, ist_jnum(run, "wall_ns")));
-	if (json_array_size(json_object_get(run, "exits")))
-		ist_buf_printf(o, "| Exit | ");
-	json_array_foreach(json_object_get(run, "exits"), i, p) {
-		if (json_array_size(json_object_get(run, "exits")) > 1)
-			ist_buf_printf(o, "%spid %lld: ", i ? "; " : "",
-			    ist_jint(p, "pid"));
+	ex = json_object_get(run, "exits");
+	json_array_foreach(ex, i, p) {
+		ist_buf_printf(o, i ? "; " : "| Exit | ");
+		if (json_array_size(ex) > 1)
+			ist_buf_printf(o, "pid %lld: ", ist_jint(p, "pid"));
 		ist_buf_printf(o, "%s", ist_exit_text(p, l, sizeof(l)));
 	}
-	if (json_array_size(json_object_get(run, "exits")))
+	if (json_array_size(ex))
 		ist_buf_printf(o, " |\n");
 	window_rows(o, run);
 	json_array_foreach(json_object_get(run, "producers"), i, p) {

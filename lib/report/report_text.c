@@ -276,8 +276,7 @@ verdict(struct tx *t, const json_t *an)
 	ist_buf_printf(&line, "%s", dur(&u, ist_jnum(run, "wall_ns")));
 	/* an end that was not a clean one, said beside the time */
 	json_array_foreach(json_object_get(run, "exits"), i, x)
-		if (ist_jint(x, "code") || json_is_integer(json_object_get(x,
-		    "signal")))
+		if (!ist_exit_clean(x))
 			ist_buf_printf(&line, " · %s", ist_exit_text(x, l,
 			    sizeof(l)));
 	json_array_foreach(json_object_get(run, "producers"), i, x) {
@@ -790,7 +789,7 @@ ist_report_brief(const json_t *an, int nfindings,
 	    i, f) {
 		bool sig = json_is_integer(json_object_get(f, "signal"));
 		char how[48], line[96];
-		if (ist_jint(f, "code") == 0 && !sig)
+		if (ist_exit_clean(f))
 			continue;
 		snprintf(line, sizeof(line), "The program (pid %lld) %s%s.",
 		    ist_jint(f, "pid"), sig ? "was " : "", ist_exit_text(f,

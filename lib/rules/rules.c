@@ -325,6 +325,13 @@ ist_exit_stopped(const json_t *x)
 	return sig == SIGHUP || sig == SIGINT || sig == SIGTERM;
 }
 
+bool
+ist_exit_clean(const json_t *x)
+{
+	return !json_is_integer(json_object_get(x, "signal")) &&
+	    ist_jint(x, "code") == 0;
+}
+
 const char *
 ist_exit_text(const json_t *x, char *buf, size_t n)
 {

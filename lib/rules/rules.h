@@ -153,6 +153,8 @@ const char *ist_exit_text(const json_t *x, char *buf, size_t n);
 /* Whether that end was a stop asked for (SIGHUP, SIGINT, SIGTERM: from a
  * terminal or a supervisor), as good as a run that ended. */
 bool ist_exit_stopped(const json_t *x);
+/* Whether it was an exit with status 0: the end no report need mention. */
+bool ist_exit_clean(const json_t *x);
 double ist_round(double v, int digits);
 /* A new finding appended to findings; returns it for more evidence. */
 json_t *ist_finding(json_t *findings, const char *rule, const char *kind,
