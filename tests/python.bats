@@ -119,7 +119,7 @@ print(a["steps"]["name"], a["steps"]["measured"])' "$T/s.ist" "$T/s.json"
 	assert_output "load 10"
 }
 
-@test "dataframe(): one column per field, every row equal to is-cat's records of that type, on every vector" {
+@test "dataframe(): one column per field, every row equal to is-cat's records of that type, strings as sorted categories, on every vector" {
 	n=0
 	for v in formats/vectors/valid/*.ist; do
 		is-cat "$v" > "$T/cat.jsonl"
@@ -153,6 +153,12 @@ for t in sorted({r["type"] for r in cat}):
     for c in ("start_ns", "end_ns", "ts_ns"):
         if c in df.columns and len(df):
             assert str(df[c].dtype) == "int64", (t, c, df[c].dtype)
+    # strings are categories: each distinct one once, in sorted order,
+    # exactly the ones the rows hold
+    for c in ("name", "file", "domain", "host"):
+        if c in df.columns:
+            cats = list(df[c].cat.categories)
+            assert cats == sorted({r[c] for r in want if c in r}), (t, c)
 print(n)' "$v" "$T/cat.jsonl"
 		assert_success
 		assert_output "$(wc -l < "$T/cat.jsonl")"

@@ -134,14 +134,28 @@ def read(src):
         warnings.warn(r.truncated, stacklevel=2)
 
 
+def _categorical(np, pd, codes, strings):
+    """A string column as pandas' Categorical: the reader's codes (-1
+    where absent), numbered as first seen, renumbered so that the
+    categories are in sorted order (sort_values sorts by name, as on
+    str)."""
+    order = np.argsort(np.array(strings, dtype=object), kind="stable")
+    renum = np.empty(len(strings) + 1, np.int32)
+    renum[order] = np.arange(len(strings), dtype=np.int32)
+    renum[-1] = -1                   # absent stays absent
+    return pd.Categorical.from_codes(renum[codes],
+                                     categories=[strings[i] for i in order])
+
+
 def dataframe(src, type):
     """The records of one type (a path or an open file) as a pandas
     DataFrame: one column per field of formats/jsonl.md, in its order;
     times and other integers as int64 (pandas' nullable Int64 where some
-    row lacks the field), strings as str (None where absent), flags as
-    bool.  Read by libinferscope's reader into columns, with no Python
-    object per record; pandas is imported only here.  A truncated trace
-    warns and gives the rows before the cut."""
+    row lacks the field), strings as pandas' category (each distinct
+    string once, in sorted order; NaN where absent), flags as bool.  Read
+    by libinferscope's reader into columns, with no Python object per
+    record; pandas is imported only here.  A truncated trace warns and
+    gives the rows before the cut."""
     import numpy as np
     import pandas as pd
     cols, n, truncated = _io().columns(_path(src), type)
@@ -151,8 +165,7 @@ def dataframe(src, type):
             a = np.empty(n, dtype=object)
             a[:] = extra
         elif kind == "s":
-            a = np.array(extra + [None], dtype=object)[
-                np.frombuffer(values, np.int32)]
+            a = _categorical(np, pd, np.frombuffer(values, np.int32), extra)
         elif kind == "f":
             a = np.frombuffer(values, np.float64)
         else:
