@@ -98,7 +98,7 @@ CHECK
 	assert_output "$(printf 'time.sleep\t10')"
 	assert_equal "$(jq -r .verdict.classification a.json)" unknown
 	# the reason gives the busiest thread's figure, a decimal under 10%
-	jq -r .verdict.reason a.json | grep -Eq '^no GPU activity, and the busiest thread used only ([0-9]\.[0-9]|[1-9][0-9])% of a core: the run mostly waited' ||
+	jq -r .verdict.reason a.json | grep -Eq '^no GPU activity, and the busiest thread used only ([0-9]\.[0-9]|[1-9][0-9])% of a core over the run: the run mostly waited' ||
 	    fail "$(jq -r .verdict.reason a.json)"
 }
 

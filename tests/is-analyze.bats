@@ -39,7 +39,7 @@ fired() {
 		is-cat -e -o "$T/u.ist" "$T/u.jsonl"
 		run -0 --separate-stderr is-analyze --json "$T/u.ist"
 		assert_equal "$(jq -r .verdict.reason <<< "$output")" \
-		    "no GPU activity, and the busiest thread used only ${v#*:} of a core: the run mostly waited (I/O, sleep, locks)"
+		    "no GPU activity, and the busiest thread used only ${v#*:} of a core over the run: the run mostly waited (I/O, sleep, locks)"
 	done
 }
 

@@ -607,8 +607,11 @@ threads_json(struct ist_analyzer *a)
 			a->proc[p->fold - 1].helper_cpu += t->cpu1;
 			continue;
 		}
-		end = p && p->last_sample > t->cpu1_ts ? p->last_sample :
-		    t->cpu1_ts;
+		/* the thread's own life as sampled: the sampler reads every
+		 * thread at every tick, so a thread whose samples stop before
+		 * its process's had ended (a pool's worker): its utilisation
+		 * is over its life, not diluted by the process's rest */
+		end = t->cpu1_ts;
 		win = end - t->cpu0_ts;
 		cpu = t->cpu1 - t->cpu0;
 		wait = t->wait1 - t->wait0;

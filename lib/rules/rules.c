@@ -540,10 +540,15 @@ gather(const json_t *an, const json_t *findings, struct facts *x)
 	json_array_foreach(json_object_get(an, "threads"), i, t) {
 		double tn = ist_jnum(json_object_get(t, "python"), "import_ns");
 		double win = ist_jnum(t, "window_ns");
+		/* shares of the run, not of each thread's life: a thread
+		 * busy for the first second of an idle minute makes no
+		 * CPU-bound run (its cpu_util, over its life, is 100%) */
+		double wall = x->wall > 0 ? x->wall : win;
 		double run = (ist_jnum(t, "cpu_ns") + ist_jnum(t, "wait_ns")) /
-		    (win > 0 ? win : 1);
-		if (ist_jnum(t, "cpu_util") > x->best_util && win > 0)
-			x->best_util = ist_jnum(t, "cpu_util");
+		    (wall > 0 ? wall : 1);
+		double util = ist_jnum(t, "cpu_ns") / (wall > 0 ? wall : 1);
+		if (util > x->best_util && win > 0)
+			x->best_util = util;
 		/* runnable: on a CPU or in the run queue, waiting for one;
 		 * of the threads runnable half the time or more, the one
 		 * that waited most (a thread of the program that other
@@ -634,7 +639,7 @@ host_class(const struct facts *x, double *conf, char *reason, size_t rn)
 		    NULL;
 		*conf = 0.5 + 0.4 * (x->run_wait > 1 ? 1 : x->run_wait);
 		snprintf(reason, rn, "no GPU activity; a thread runnable "
-		    "%.0f%% of the time waited for a CPU %.0f%% of that%s",
+		    "%.0f%% of the run waited for a CPU %.0f%% of that%s",
 		    100 * x->best_run, 100 * x->run_wait,
 		    ev == NULL ? "" : !strcmp(ist_jstr(ev, "source"),
 		    "other processes") ? ": the machine was busy with other "
@@ -647,7 +652,8 @@ host_class(const struct facts *x, double *conf, char *reason, size_t rn)
 		*conf = 0.5 + 0.4 * (x->best_util > 1 ? 1 : x->best_util);
 		if (x->best_util >= 0.5)
 			snprintf(reason, rn, "no GPU activity; the busiest "
-			    "thread used %.0f%% of a core", 100 * x->best_util);
+			    "thread used %.0f%% of a core over the run",
+			    100 * x->best_util);
 		else
 			snprintf(reason, rn, "no GPU activity; its threads "
 			    "used %.2f cores together, none of them half of "
@@ -659,8 +665,9 @@ host_class(const struct facts *x, double *conf, char *reason, size_t rn)
 	 * under 10% as printed (9.96% is "10%", not "10.0%") */
 	if (x->best_util > 0)
 		snprintf(reason, rn, "no GPU activity, and the busiest thread "
-		    "used only %.*f%% of a core: the run mostly waited (I/O, "
-		    "sleep, locks)", 100 * x->best_util < 9.95 ? 1 : 0,
+		    "used only %.*f%% of a core over the run: the run mostly "
+		    "waited (I/O, sleep, locks)", 100 * x->best_util < 9.95 ?
+		    1 : 0,
 		    100 * x->best_util);
 	else
 		snprintf(reason, rn, "no GPU activity and no CPU samples");
