@@ -732,6 +732,45 @@ PY
 	done
 }
 
+@test "real thread CPU: a worker busy for the 0.6 s it lived, in a run that sleeps on, uses a whole core over its life (thread_time over perf_counter inside it); the verdict weighs it by its share of the run" {
+	# a thread's window ran to its process's last sample: this worker
+	# read 25% of a core, and the Threads table said so
+	cd "$T"
+	cat > app.py <<'PY'
+import threading, time
+r = []
+def hot():
+    t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+    while time.perf_counter_ns() - t0 < 600_000_000:
+        pass
+    r.append((threading.get_native_id(),
+              (time.thread_time_ns() - c0) / (time.perf_counter_ns() - t0)))
+th = threading.Thread(target=hot, name="hot")
+th.start()
+th.join()
+time.sleep(1.8)
+print(*r[0])
+PY
+	is-record -o t.ist -- /usr/bin/python3 app.py > ref.txt
+	is-merge t.ist | is-analyze --json > a.json
+	read -r tid ref < ref.txt
+	run -0 jq -r --argjson t "$tid" '.threads[] | select(.tid == $t) | "\(.cpu_util) \(.window_ns)"' a.json
+	read -r util win <<< "$output"
+	echo "thread_time over perf_counter in its work $ref, ours $util over $win ns" >&3
+	# its window from its birth (the tick before its first sample, up to
+	# 20 ms before it) to its last sample, its CPU over the same: within
+	# a tick's share of its life below, and a little above
+	python3 -c "import sys; sys.exit(not ($ref - 0.06 <= $util <= $ref + 0.03 and 0.55e9 <= $win <= 0.7e9))" ||
+	    fail "worker: ours $util over $win ns, thread_time over perf_counter $ref"
+	# the run mostly slept: the verdict cites the worker's share of it
+	assert_equal "$(jq -r .verdict.classification a.json)" unknown
+	run -0 jq -r '.verdict.reason' a.json
+	[[ $output =~ ^"no GPU activity, and the busiest thread used only "([0-9]+)"% of a core over the run: the run mostly waited" ]] ||
+	    fail "$output"
+	run -0 jq -r --argjson p "${BASH_REMATCH[1]}" '(.threads | map(.cpu_ns) | max) / .run.wall_ns * 100 - $p | fabs <= 0.5' a.json
+	assert_output true
+}
+
 @test "real per-function CPU time: one busy C call, against the program's own thread_time, within 2% and 5 ms (3.11, 3.13)" {
 	cd "$T"
 	cat > app.py <<'PY'
