@@ -732,6 +732,52 @@ PY
 	done
 }
 
+@test "real thread CPU: forked children, each its whole CPU time from its fork: at least its own thread_time after its work, at most the kernel's rusage of the whole child (3.11, 3.13)" {
+	# a process found at a sampler tick counted its threads from that
+	# tick: a child of 12 ms CPU read 3.5 to 11.4 ms (what it used before
+	# the tick lost); found since the system's reading that closed the
+	# tick before, it was started since, its clocks at 0 then
+	cd "$T"
+	cat > app.py <<'PY'
+import os, time
+r, w = os.pipe()
+out = []
+for i in range(8):
+    pid = os.fork()
+    if pid == 0:
+        end = time.thread_time_ns() + 12_000_000
+        while time.thread_time_ns() < end:
+            pass
+        done = time.thread_time_ns()
+        time.sleep(0.06)        # three ticks: its CPU read after the work
+        os.write(w, b"%d\n" % done)
+        os._exit(0)
+    _, _, ru = os.wait4(pid, 0)
+    out.append((pid, int(os.read(r, 100)),
+                round((ru.ru_utime + ru.ru_stime) * 1e9)))
+    time.sleep(0.03)
+for o in out:
+    print(*o)
+PY
+	local py313 n
+	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 | tail -1)
+	for py in /usr/bin/python3 "$py313"; do
+		is-record -o t.ist -- "$py" app.py > ref.txt 2> /dev/null
+		is-merge t.ist | is-analyze --json > a.json
+		n=0
+		while read -r pid lo ru; do
+			run -0 jq -r --argjson p "$pid" '.threads[] | select(.pid == $p and .tid == $p) | .cpu_ns' a.json
+			echo "$py: child $pid, thread_time after its work $lo, rusage of the child $ru, ours $output" >&3
+			# rusage: every thread of the child, the collector's and
+			# its exit included (the kernel's sum of their run times)
+			python3 -c "import sys; sys.exit(not ($lo - 1e5 <= $output <= $ru))" ||
+			    fail "$py: child $pid: ours $output, thread_time after its work $lo, rusage $ru"
+			n=$((n + 1))
+		done < ref.txt
+		assert_equal "$n" 8
+	done
+}
+
 @test "real thread CPU: a worker busy for the 0.6 s it lived, in a run that sleeps on, uses a whole core over its life (thread_time over perf_counter inside it); the verdict weighs it by its share of the run" {
 	# a thread's window ran to its process's last sample: this worker
 	# read 25% of a core, and the Threads table said so

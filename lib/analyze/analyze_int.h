@@ -340,6 +340,8 @@ struct ist_analyzer {
 	double util_sum;
 	uint64_t util_n;
 	bool cpu_samples;        /* thread.cpu_ns seen: functions' CPU time */
+	int64_t sys_tick;        /* the sampler's last reading of the system
+	                          * (system.runnable), which ends each tick */
 	const struct ist_rules *rules;
 	/* steps: the candidates (this pass), then what each is made of (the
 	 * second pass, ist_analyzer_again) */

@@ -796,6 +796,7 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 		else if (an_name_is(ev, "system.memory_bytes"))
 			a->memory = v;
 		else if (an_name_is(ev, "system.runnable")) {
+			a->sys_tick = ev->ts_ns;
 			a->run_samples++;
 			/* procs_running counts the sampler reading it */
 			if (a->cores && v - 1 > a->cores)
@@ -886,13 +887,19 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 	 * thread of a pool, one shorter than a tick, whose one sample is its
 	 * exit's), and what they count is all of it.  Its birth: its first
 	 * call or earlier, as early as its CPU time says, not before that
-	 * tick.  (A thread found at a process's first tick, or the first in
-	 * a window, counts from its first sample.)
+	 * tick.  At a process's first tick, the tick before is the
+	 * sampler's last of the system, which it reads after the processes
+	 * of a tick: a process it finds since was started since (a worker
+	 * forked mid-run, a subprocess), its threads' clocks at 0 then, when
+	 * their CPU time fits.  (A thread found at the recording's first
+	 * tick, or the first in a window, counts from its first sample.)
 	 */
-	for (int k = 0; k < 3; k++)
-		if ((before = p->tick[k]) < ev->ts_ns && (born = before > 0 &&
-		    v >= 0 && v <= ev->ts_ns - before))
+	for (int k = 0; k < 3; k++) {
+		before = k == 0 && p->tick[0] == 0 ? a->sys_tick : p->tick[k];
+		if (before < ev->ts_ns && (born = before > 0 && v >= 0 &&
+		    v <= ev->ts_ns - before))
 			break;
+	}
 	birth = ev->ts_ns - v;
 	if (t->have_py && t->py_first < birth)
 		birth = t->py_first;
