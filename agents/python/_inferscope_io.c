@@ -630,7 +630,11 @@ cols_grow(struct col *c, int nc, size_t n, size_t *cap)
 	return 0;
 }
 
-/* row n of c absent: the mask made on the first, every earlier row there */
+/* row n of c absent: the mask made on the first, every earlier row there.
+ * An integer's or a flag's value there stays as the fresh mapping has it,
+ * 0, unwritten: a field no row has (a call's cut) costs its mask alone,
+ * not a column of pages the kernel zeroes for the reader to write zeros
+ * into */
 static int
 col_absent(struct col *c, size_t n, size_t cap)
 {
@@ -638,14 +642,8 @@ col_absent(struct col *c, size_t n, size_t cap)
 		return -1;
 	c->mask[n] = 1;
 	switch (c->kind) {
-	case 'i':
-		((int64_t *)c->v)[n] = 0;
-		break;
 	case 'f':
 		((double *)c->v)[n] = NAN;
-		break;
-	case 'b':
-		((uint8_t *)c->v)[n] = 0;
 		break;
 	case 's':
 		((int32_t *)c->v)[n] = -1;
