@@ -11,7 +11,7 @@ static const char gil_fix[] = "Python threads serialise on the GIL: move "
     "tokenizers' batch APIs), or onto a free-threaded Python 3.13t";
 
 /* A thread's run-queue time over its Python window: how much of a core
- * it waited for (its window_ns runs to its process's last sample) */
+ * it waited for while it ran Python */
 static double
 queue_share(const json_t *t)
 {

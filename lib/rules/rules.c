@@ -550,7 +550,7 @@ gather(const json_t *an, const json_t *findings, struct facts *x)
 		if (util > x->best_util && win > 0)
 			x->best_util = util;
 		/* runnable: on a CPU or in the run queue, waiting for one;
-		 * of the threads runnable half the time or more, the one
+		 * of the threads runnable half the run or more, the one
 		 * that waited most (a thread of the program that other
 		 * processes starved, not its busy main thread that had a
 		 * core to itself and waited 1%) */
