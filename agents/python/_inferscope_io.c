@@ -910,11 +910,65 @@ done:
 	return out;
 }
 
+/*
+ * recode(codes, table, width): a string column's codes (int32, -1 where
+ * absent) put through table (int32; entry 0 for -1, entry c + 1 for code
+ * c) and written over the column's start as width-byte integers, the
+ * width pandas keeps a category's codes in: the categories renumbered
+ * into sorted order without a second column.  The pages the narrower
+ * codes no longer use are given back.
+ */
+static PyObject *
+recode(PyObject *mod, PyObject *args)
+{
+	Py_buffer b, t;
+	int width;
+	size_t n, nt, page = (size_t)sysconf(_SC_PAGESIZE);
+	int32_t *c;
+	const int32_t *tab;
+
+	(void)mod;
+	if (!PyArg_ParseTuple(args, "w*y*i", &b, &t, &width))
+		return NULL;
+	if (width != 1 && width != 2 && width != 4) {
+		PyBuffer_Release(&b);
+		PyBuffer_Release(&t);
+		return PyErr_Format(PyExc_ValueError, "width %d", width);
+	}
+	c = b.buf;
+	n = (size_t)b.len / 4;
+	tab = t.buf;
+	nt = (size_t)t.len / 4;
+	/* in place: row i's code is written at byte i * width, never past
+	 * a code still to be read (at 4 * j, j > i) */
+	for (size_t i = 0; i < n; i++) {
+		uint32_t k = (uint32_t)c[i] + 1;
+		int32_t v = k < nt ? tab[k] : -1;
+		if (width == 1)
+			((int8_t *)c)[i] = (int8_t)v;
+		else if (width == 2)
+			((int16_t *)c)[i] = (int16_t)v;
+		else
+			c[i] = v;
+	}
+	if (width < 4 && ((uintptr_t)c & (page - 1)) == 0) {
+		size_t lo = (n * (size_t)width + page - 1) & ~(page - 1);
+		size_t hi = (n * 4 + page - 1) & ~(page - 1);
+		if (hi > lo)
+			(void)madvise((char *)c + lo, hi - lo, MADV_DONTNEED);
+	}
+	PyBuffer_Release(&b);
+	PyBuffer_Release(&t);
+	Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
 	{ "report", report, METH_VARARGS,
 	  "report(path, fmt): (the report, truncation or None)" },
 	{ "columns", columns, METH_VARARGS,
 	  "columns(path, type): (column tuples, rows, truncation or None)" },
+	{ "recode", recode, METH_VARARGS,
+	  "recode(codes, table, width): a string column's codes renumbered" },
 	{ "render", render, METH_VARARGS,
 	  "render(json_text, fmt): the report, markdown or html" },
 	{ NULL, NULL, 0, NULL }

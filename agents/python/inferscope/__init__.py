@@ -134,16 +134,19 @@ def read(src):
         warnings.warn(r.truncated, stacklevel=2)
 
 
-def _categorical(np, pd, codes, strings):
+def _categorical(np, pd, values, n, strings):
     """A string column as pandas' Categorical: the reader's codes (-1
-    where absent), numbered as first seen, renumbered so that the
-    categories are in sorted order (sort_values sorts by name, as on
-    str)."""
+    where absent), numbered as first seen, renumbered in place so that
+    the categories are in sorted order (sort_values sorts by name, as on
+    str), in the narrowest integers pandas keeps codes in."""
     order = np.argsort(np.array(strings, dtype=object), kind="stable")
-    renum = np.empty(len(strings) + 1, np.int32)
-    renum[order] = np.arange(len(strings), dtype=np.int32)
-    renum[-1] = -1                   # absent stays absent
-    return pd.Categorical.from_codes(renum[codes],
+    k = len(strings)
+    width = np.int8 if k < 127 else np.int16 if k < 32767 else np.int32
+    table = np.empty(k + 1, np.int32)
+    table[0] = -1                    # absent stays absent
+    table[order + 1] = np.arange(k, dtype=np.int32)
+    _io().recode(values, table.tobytes(), np.dtype(width).itemsize)
+    return pd.Categorical.from_codes(np.frombuffer(values, width, count=n),
                                      categories=[strings[i] for i in order])
 
 
@@ -165,7 +168,7 @@ def dataframe(src, type):
             a = np.empty(n, dtype=object)
             a[:] = extra
         elif kind == "s":
-            a = _categorical(np, pd, np.frombuffer(values, np.int32), extra)
+            a = _categorical(np, pd, values, n, extra)
         elif kind == "f":
             a = np.frombuffer(values, np.float64)
         else:
