@@ -775,6 +775,12 @@ an_host_range(struct ist_analyzer *a, const struct ist_event *ev,
 	}
 }
 
+/* How late the sampler may read a clock after stamping its tick (it
+ * stamps a tick as it starts, then reads each process in turn): a child
+ * busy from its fork just after a tick read 10.12 ms of CPU at a tick
+ * 10.04 ms after that one */
+#define TICK_LATE 2000000
+
 /* A sample this soon after a thread's last Python call ends is its
  * Python window's end: a pool thread's exit sample, its exit tens of us
  * after its last call when it is not kept from a core (not an
@@ -883,7 +889,7 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 	 * reads every thread of the process, found none of this one (or the
 	 * tick before that: a thread on its way out at the last is listed,
 	 * but gone when its clocks are read) and its CPU time fits in the
-	 * time since: the thread was born since, its clocks at 0 then (a
+	 * time since (TICK_LATE over it at most): the thread was born since, its clocks at 0 then (a
 	 * thread of a pool, one shorter than a tick, whose one sample is its
 	 * exit's), and what they count is all of it.  Its birth: its first
 	 * call or earlier, as early as its CPU time says, not before that
@@ -897,7 +903,7 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 	for (int k = 0; k < 3; k++) {
 		before = k == 0 && p->tick[0] == 0 ? a->sys_tick : p->tick[k];
 		if (before < ev->ts_ns && (born = before > 0 && v >= 0 &&
-		    v <= ev->ts_ns - before))
+		    v <= ev->ts_ns - before + TICK_LATE))
 			break;
 	}
 	birth = ev->ts_ns - v;
