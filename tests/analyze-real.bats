@@ -778,6 +778,29 @@ PY
 	done
 }
 
+@test "real thread names: a thread that names itself after the sampler first read it goes by its last name; one that takes is-record's own name is no thread of the program" {
+	# the sampler named a thread once, when it first read it: is-record's
+	# own thread in a Python program, read before it took its name
+	# ("inferscope"), stayed "python3", one of the program's threads,
+	# its CPU (the encoding of every call) the program's, and the steps'
+	# other threads ran on more cores than they had
+	cd "$T"
+	cc -o rename "$BATS_TEST_DIRNAME/c/rename_late.c" -lpthread
+	is-record -o a.ist -- ./rename renamed-late > tid
+	is-merge a.ist | is-analyze --json > a.json
+	run -0 jq -r --argjson t "$(cat tid)" '.threads[] | select(.tid == $t) | "\(.name) \(.cpu_ns)"' a.json
+	read -r name cpu <<< "$output"
+	assert_equal "$name" renamed-late
+	# it worked 50 ms under that name
+	python3 -c "import sys; sys.exit(not (45e6 <= $cpu <= 60e6))" || fail "cpu $cpu"
+	is-record -o b.ist -- ./rename inferscope > tid
+	is-merge b.ist | is-analyze --json > b.json
+	run -0 jq --argjson t "$(cat tid)" '[.threads[] | select(.tid == $t)] | length' b.json
+	assert_output 0
+	run -0 jq '.data_quality.profiler_cpu_ns >= 45e6' b.json
+	assert_output true
+}
+
 @test "real thread CPU: a worker busy for the 0.6 s it lived, in a run that sleeps on, uses a whole core over its life (thread_time over perf_counter inside it); the verdict weighs it by its share of the run" {
 	# a thread's window ran to its process's last sample: this worker
 	# read 25% of a core, and the Threads table said so

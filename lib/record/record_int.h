@@ -21,6 +21,8 @@ struct tsample {
 	int64_t v[6];            /* last values written */
 	bool seen;
 	uint64_t gen;
+	char comm[16];           /* as named: a thread that names itself
+	                          * after it was first read is named again */
 };
 
 struct psample {

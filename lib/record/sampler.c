@@ -234,8 +234,13 @@ sample_thread(struct sampler *s, struct psample *p, int64_t tid, int64_t ts)
 	if ((t = thread_get(p, tid)) == NULL)
 		return;
 	t->gen = s->gen;
-	if (!t->seen) {
+	/* named when first read, and again when it renames itself (is-record's
+	 * own thread in the program: read before it took its name, it had
+	 * been taken for one of the program's threads, its CPU the
+	 * program's) */
+	if (!t->seen || strncmp(t->comm, comm, sizeof(t->comm)) != 0) {
 		struct ist_event ev;
+		snprintf(t->comm, sizeof(t->comm), "%s", comm);
 		ist_event_init(&ev, IST_THREAD);
 		ev.pid = p->pid;
 		ev.tid = tid;
