@@ -1,6 +1,7 @@
 /* rename_late.c - a thread that takes its name (argv[1]) after the sampler
  * has first read it, as is-record's own thread in a program may, then
- * works 50 ms: the trace must name it by its last name.  Prints its tid. */
+ * works 50 ms of CPU: the trace must name it by its last name.  Prints its
+ * tid. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -8,12 +9,13 @@
 #include <time.h>
 #include <unistd.h>
 
+/* the thread's own CPU time: 50 ms of work however loaded the machine */
 static double
 now(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
