@@ -981,12 +981,12 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	}
 	json_array_foreach(json_object_get(run, "exits"), k, d) {
 		bool sig = json_is_integer(json_object_get(d, "signal"));
-		char how[48];
+		char how[64];
 		if (ist_exit_clean(d))
 			continue;
 		dq_note(notes, &factor, ist_exit_stopped(d) ? 1 : 0.8,
-		    "the program (pid %lld) %s%s%s", ist_jint(d, "pid"),
-		    sig ? "was " : "", ist_exit_text(d, how, sizeof(how)),
+		    "the program (pid %lld) %s%s", ist_jint(d, "pid"),
+		    ist_exit_clause(d, how, sizeof(how)),
 		    ist_exit_stopped(d) ?
 		    "" : sig ? ": what it did before is analysed" :
 		    ": it may have failed before its steady state");

@@ -889,9 +889,9 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 	 * reads every thread of the process, found none of this one (or the
 	 * tick before that: a thread on its way out at the last is listed,
 	 * but gone when its clocks are read) and its CPU time fits in the
-	 * time since (TICK_LATE over it at most): the thread was born since, its clocks at 0 then (a
-	 * thread of a pool, one shorter than a tick, whose one sample is its
-	 * exit's), and what they count is all of it.  Its birth: its first
+	 * time since (TICK_LATE over it at most): the thread was born since,
+	 * its clocks at 0 then (a thread of a pool, one shorter than a tick,
+	 * whose one sample is its exit's), and what they count is all of it.  Its birth: its first
 	 * call or earlier, as early as its CPU time says, not before that
 	 * tick.  At a process's first tick, the tick before is the
 	 * sampler's last of the system, which it reads after the processes

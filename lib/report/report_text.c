@@ -787,13 +787,11 @@ ist_report_brief(const json_t *an, int nfindings,
 	/* a program that failed or was stopped: said before what it did */
 	json_array_foreach(json_object_get(json_object_get(an, "run"), "exits"),
 	    i, f) {
-		bool sig = json_is_integer(json_object_get(f, "signal"));
-		char how[48], line[96];
+		char how[64], line[112];
 		if (ist_exit_clean(f))
 			continue;
-		snprintf(line, sizeof(line), "The program (pid %lld) %s%s.",
-		    ist_jint(f, "pid"), sig ? "was " : "", ist_exit_text(f,
-		    how, sizeof(how)));
+		snprintf(line, sizeof(line), "The program (pid %lld) %s.",
+		    ist_jint(f, "pid"), ist_exit_clause(f, how, sizeof(how)));
 		on(&t, YELLOW);
 		put(&t, line, t.w, false);
 		off(&t);

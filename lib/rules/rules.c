@@ -358,6 +358,16 @@ ist_exit_text(const json_t *x, char *buf, size_t n)
 	return buf;
 }
 
+const char *
+ist_exit_clause(const json_t *x, char *buf, size_t n)
+{
+	char how[48];
+
+	snprintf(buf, n, "%s%s", json_is_integer(json_object_get(x,
+	    "signal")) ? "was " : "", ist_exit_text(x, how, sizeof(how)));
+	return buf;
+}
+
 double
 ist_waited_gil(const json_t *w)
 {
@@ -543,10 +553,10 @@ gather(const json_t *an, const json_t *findings, struct facts *x)
 		/* shares of the run, not of each thread's life: a thread
 		 * busy for the first second of an idle minute makes no
 		 * CPU-bound run (its cpu_util, over its life, is 100%) */
-		double wall = x->wall > 0 ? x->wall : win;
+		double wall = x->wall > 0 ? x->wall : win > 0 ? win : 1;
 		double run = (ist_jnum(t, "cpu_ns") + ist_jnum(t, "wait_ns")) /
-		    (wall > 0 ? wall : 1);
-		double util = ist_jnum(t, "cpu_ns") / (wall > 0 ? wall : 1);
+		    wall;
+		double util = ist_jnum(t, "cpu_ns") / wall;
 		if (util > x->best_util && win > 0)
 			x->best_util = util;
 		/* runnable: on a CPU or in the run queue, waiting for one;

@@ -150,6 +150,9 @@ const char *ist_dev_label(const json_t *d, char *buf, size_t n);
  * status 1", "killed by SIGSEGV (signal 11)", "stopped by SIGINT"; in
  * buf. */
 const char *ist_exit_text(const json_t *x, char *buf, size_t n);
+/* The same as a sentence's predicate, "the program ... ": "exited with
+ * status 1", "was killed by SIGSEGV (signal 11)"; in buf. */
+const char *ist_exit_clause(const json_t *x, char *buf, size_t n);
 /* Whether that end was a stop asked for (SIGHUP, SIGINT, SIGTERM: from a
  * terminal or a supervisor), as good as a run that ended. */
 bool ist_exit_stopped(const json_t *x);
