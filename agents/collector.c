@@ -550,11 +550,14 @@ thread_cpu_record(int64_t tid, int64_t ts, int64_t v)
 	emit(&ev);
 }
 
-/* A range a capture window cut: with its cut field, by the long path */
+/* A range a capture window cut, or a call that raised (flags: the
+ * ring record's): with its cut and raised fields, by the long path */
 static void
-cut_record(enum ist_type type, int64_t tid, const int64_t t[2], int cut,
+cut_record(enum ist_type type, int64_t tid, const int64_t t[2], int flags,
     const struct def *d)
 {
+	int cut = flags & (IST_CUT_START | IST_CUT_END);
+
 	struct ist_event ev;
 
 	ist_event_init(&ev, type);
@@ -563,13 +566,19 @@ cut_record(enum ist_type type, int64_t tid, const int64_t t[2], int cut,
 	ev.start_ns = to_ns(t[0]);
 	ev.end_ns = to_ns(t[1]);
 	ev.name = d->wd.name;
-	ev.cut = cut;
 	IST_SET(&ev, IST_F_PID);
 	IST_SET(&ev, IST_F_TID);
 	IST_SET(&ev, IST_F_START);
 	IST_SET(&ev, IST_F_END);
 	IST_SET(&ev, IST_F_NAME);
-	IST_SET(&ev, IST_F_CUT);
+	if (cut) {
+		ev.cut = cut;
+		IST_SET(&ev, IST_F_CUT);
+	}
+	if (type == IST_CPU_CALL && (flags & IST_REC_RAISED)) {
+		ev.raised = true;
+		IST_SET(&ev, IST_F_RAISED);
+	}
 	if (d->wd.more.p) {
 		if (type == IST_CPU_CALL) {
 			ev.file = d->wd.more;

@@ -224,9 +224,13 @@ ist_coll_range_on(struct ist_ring *r, uint32_t id, int64_t t0, int64_t t1,
 	ist_coll_commit(r, 32);
 }
 
+/* a call's flag beside the IST_CUT_* bits: it ended by an exception */
+#define IST_REC_RAISED 4
+
 /* A timed record: t0 and t1 for a range; t0 alone for the mark kinds
  * (IST_REC_NVTX_MARK, and IST_REC_MARK without metadata).  flags: the
- * IST_CUT_* bits of a range a capture window cut (ist_coll_cut). */
+ * IST_CUT_* bits of a range a capture window cut, and IST_REC_RAISED
+ * (ist_coll_cut); a record with any takes the writer's long path. */
 static inline void
 ist_coll_rec(struct ist_ring *r, int kind, int flags, uint32_t id,
     int64_t t0, int64_t t1)
@@ -256,7 +260,8 @@ ist_coll_timed(struct ist_ring *r, int kind, uint32_t id, int64_t t0,
 	ist_coll_rec(r, kind, 0, id, t0, t1);
 }
 
-/* A range whose ends a capture window cut: written with its cut field */
+/* A range whose ends a capture window cut, or a call that raised:
+ * written with its cut and raised fields */
 static inline void
 ist_coll_cut(struct ist_ring *r, int kind, uint32_t id, int64_t t0,
     int64_t t1, int cut)

@@ -1293,3 +1293,55 @@ PY
 	[[ $stderr == *".ist: 0 of "*" bytes compressed while"* ]] || fail "$stderr"
 	assert_equal "$(q count cpu_call __main__.f)" 243785
 }
+
+@test "a call that an exception ended is marked raised, on every Python: a loop's last __next__, a function that raised, a builtin that raised inside a try; returns and a generator's yields are not" {
+	# the program counts the exceptions it caught, by the function they
+	# came from (StopIteration: the for loop's, once per loop)
+	cat > "$T/app.py" <<-'PY'
+	import math
+	class It:
+	    def __init__(self, n): self.i, self.n = 0, n
+	    def __iter__(self): return self
+	    def __next__(self):
+	        if self.i == self.n:
+	            raise StopIteration
+	        self.i += 1
+	        return self.i
+	def bad(i):
+	    if i % 3 == 0:
+	        raise ValueError(i)
+	    return i
+	def gen(n):
+	    for i in range(n):
+	        yield i
+	caught = {"bad": 0, "sqrt": 0, "loops": 0}
+	for loop in range(2):
+	    for x in It(4):
+	        try:
+	            bad(x)
+	        except ValueError:
+	            caught["bad"] += 1
+	        try:
+	            math.sqrt(-x if x % 2 else x)
+	        except ValueError:
+	            caught["sqrt"] += 1
+	    caught["loops"] += 1
+	print(sum(gen(5)), caught["bad"], caught["sqrt"], caught["loops"])
+	PY
+	local n=0
+	for py in $(built_pythons _inferscope); do
+		run --separate-stderr is-record --no-sample -o "$T/a.ist" -- "$py" "$T/app.py"
+		assert_success
+		assert_output "10 2 4 2"
+		# name calls raised: each function's calls, and those raised
+		run sh -c "is-cat '$T/a.ist' | jq -r 'select(.type == \"cpu_call\" and (.name | test(\"(It.__next__|__next__|bad|gen|math.sqrt)\$\"))) | \"\(.name | sub(\"^__main__[.]\"; \"\")) \(.raised // false)\"' | sort | uniq -c | awk '{print \$2, \$3, \$1}'"
+		assert_success
+		# It.__next__ is __next__ on 3.8-3.10 (no qualname in the code)
+		assert_equal "$(echo "$output" | sed 's/^It[.]//')" "$(printf '%s\n' \
+		    '__next__ false 8' '__next__ true 2' 'bad false 6' \
+		    'bad true 2' 'gen false 6' 'math.sqrt false 4' \
+		    'math.sqrt true 4')"
+		n=$((n + 1))
+	done
+	[ "$n" -ge 5 ] || fail "on $n Pythons only"
+}

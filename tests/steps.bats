@@ -904,3 +904,65 @@ ahead() {
 	assert_output '0 1'
 	cmp "$T/beside.json" "$T/ahead.json"
 }
+
+@test "a real run: a loop over an iterator's __next__ (a DataLoader's) steps by iteration, from one call to the next, the loop's body included; the StopIteration that ends each loop and next() calls made outside any loop begin none" {
+	# the step was the __next__ call alone (the batch's fetch, not the
+	# model's work on it), and the call that ended the loop one more
+	cat > "$T/app.py" <<-'PY'
+	import time
+	mono = time.monotonic_ns
+	stamps = []
+	def spin(s):
+	    t = time.perf_counter()
+	    while time.perf_counter() - t < s:
+	        pass
+	class Loader:
+	    def __init__(self, n): self.i, self.n = 0, n
+	    def __iter__(self): return self
+	    def __next__(self):
+	        stamps.append(mono())
+	        if self.i == self.n:
+	            raise StopIteration
+	        self.i += 1
+	        spin(0.002)
+	        return self.i
+	def work(x):
+	    t = time.perf_counter()
+	    while time.perf_counter() - t < 0.003:
+	        pass
+	warm = Loader(5)
+	next(warm); next(warm)         # no loop's: no iterations
+	time.sleep(0.03)
+	for epoch in range(2):
+	    for x in Loader(8):
+	        work(x)
+	    time.sleep(0.04)           # between the loops: no step's
+	print(" ".join(map(str, stamps)))
+	PY
+	is-record -o "$T/a.ist" -- /usr/bin/python3 "$T/app.py" > "$T/stamps"
+	is-merge "$T/a.ist" | is-analyze --json > "$T/a.json"
+	run jq -r '.steps | "\(.name) \(.iteration) \(.count) \(.measured)"' "$T/a.json"
+	assert_output "__main__.Loader.__next__ true 16 16"
+	# the loop's body is the step's: work() ran in it
+	run jq -r '.steps.critical_path.host_by | map(.call) | index("__main__.work") != null' "$T/a.json"
+	assert_output true
+	# each of the slowest steps is one iteration the program stamped: from
+	# one __next__ to the next in its loop (a stamp is taken as the call
+	# begins, after the collector's; 2 ms allow for a loaded machine, the
+	# 30 and 40 ms sleeps outside the loops would be far beyond)
+	python3 - "$T/a.json" "$T/stamps" <<-'PY'
+	import json, sys
+	a = json.load(open(sys.argv[1]))["steps"]
+	st = [int(x) for x in open(sys.argv[2]).read().split()]
+	assert len(st) == 2 + 2 * 9, len(st)
+	its = [(s, e) for k in (2, 11) for s, e in zip(st[k:k + 8], st[k + 1:k + 9])]
+	assert len(a["slowest"]) == 5
+	for s in a["slowest"]:
+	    b, e = s["start_ns"], s["start_ns"] + s["wall_ns"]
+	    m = min(its, key=lambda i: abs(i[0] - b))
+	    assert abs(m[0] - b) < 2e6 and abs(m[1] - e) < 2e6, (s, m)
+	# all 16: their mean against the program's
+	ours, theirs = a["mean_ns"], sum(e - s for s, e in its) / 16
+	assert abs(ours - theirs) < 0.5e6, (ours, theirs)
+	PY
+}

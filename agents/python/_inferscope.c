@@ -180,7 +180,8 @@ name_thread(struct pstate *p, PyObject *name)
 	PyErr_Clear();
 }
 
-/* A call or scope, written as it ends (cut: at a capture window's edge) */
+/* A call or scope, written as it ends (cut: the IST_CUT_* bits of a
+ * capture window's edge, and IST_REC_RAISED for a call that raised) */
 static inline void
 write_frame(struct pstate *p, int kind, const struct frame *f, int64_t t,
     int cut)
@@ -206,8 +207,9 @@ push(struct pstate *p, uint32_t id, int64_t t, int cfn)
 	p->depth++;
 }
 
+/* raised: IST_REC_RAISED, the call ended by an exception, or 0 */
 static inline void
-pop(struct pstate *p, int64_t t)
+pop(struct pstate *p, int64_t t, int raised)
 {
 	if (p->depth == 0)
 		return;      /* entered before recording started */
@@ -215,7 +217,7 @@ pop(struct pstate *p, int64_t t)
 	if (p->depth < MAX_DEPTH) {
 		struct frame *f = &p->stack[p->depth];
 		if (f->id && t - f->t0 >= min_ticks)
-			write_frame(p, IST_REC_CALL, f, t, 0);
+			write_frame(p, IST_REC_CALL, f, t, raised);
 	}
 }
 
@@ -227,21 +229,21 @@ pop(struct pstate *p, int64_t t)
  * the top is always the right kind.
  */
 static inline void
-pop_py(struct pstate *p, int64_t t)
+pop_py(struct pstate *p, int64_t t, int raised)
 {
 	while (p->depth > 0 && p->depth <= MAX_DEPTH &&
 	    p->stack[p->depth - 1].cfn)
-		pop(p, t);
-	pop(p, t);
+		pop(p, t, 0);
+	pop(p, t, raised);
 }
 
 static inline void
-pop_c(struct pstate *p, int64_t t)
+pop_c(struct pstate *p, int64_t t, int raised)
 {
 	if (p->depth > 0 && p->depth <= MAX_DEPTH &&
 	    !p->stack[p->depth - 1].cfn)
 		return;
-	pop(p, t);
+	pop(p, t, raised);
 }
 
 /* ---- interning ---- */
@@ -564,13 +566,16 @@ profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 			push(p, cfunc_id(arg), t, 1);
 		break;
 	case PyTrace_RETURN:
+		/* arg: the value returned or yielded, NULL when an
+		 * exception ends the call */
 		if (RECORDING(p, frame, AT_IN))
-			pop_py(p, t);
+			pop_py(p, t, arg ? 0 : IST_REC_RAISED);
 		break;
 	case PyTrace_C_RETURN:
 	case PyTrace_C_EXCEPTION:
 		if (RECORDING(p, frame, AT_C_LEAVE))
-			pop_c(p, t);
+			pop_c(p, t, what == PyTrace_C_EXCEPTION ?
+			    IST_REC_RAISED : 0);
 		break;
 	}
 	return 0;
@@ -611,7 +616,7 @@ mon_enter(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
-/* PY_RETURN, PY_YIELD, PY_UNWIND */
+/* PY_RETURN, PY_YIELD */
 static PyObject *
 mon_leave(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
@@ -623,7 +628,24 @@ mon_leave(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 	(void)nargsf;
 	(void)kw;
 	if (p != NULL && RECORDING(p, NULL, AT_IN))
-		pop_py(p, t);
+		pop_py(p, t, 0);
+	Py_RETURN_NONE;
+}
+
+/* PY_UNWIND: an exception ends the call */
+static PyObject *
+mon_unwind(PyObject *self, PyObject *const *args, size_t nargsf,
+    PyObject *kw)
+{
+	int64_t t = ist_ticks();
+	struct pstate *p = me;
+
+	(void)self;
+	(void)args;
+	(void)nargsf;
+	(void)kw;
+	if (p != NULL && RECORDING(p, NULL, AT_IN))
+		pop_py(p, t, IST_REC_RAISED);
 	Py_RETURN_NONE;
 }
 
@@ -682,24 +704,39 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 }
 
 /* C_RETURN, C_RAISE: (code, offset, callable, arg0) */
-static PyObject *
-mon_c_leave(PyObject *self, PyObject *const *args, size_t nargsf,
-    PyObject *kw)
+static inline PyObject *
+c_leave(PyObject *const *args, size_t nargsf, int raised)
 {
 	Py_ssize_t n = PyVectorcall_NARGS(nargsf);
 	int64_t t = ist_ticks();
 	struct pstate *p = me;
 
-	(void)self;
-	(void)kw;
 	if (n >= 3 && p != NULL && mon_is_ccall(n, args) &&
 	    RECORDING(p, NULL, AT_C_LEAVE))
-		pop_c(p, t);
+		pop_c(p, t, raised);
 #if PY_VERSION_HEX >= 0x030D0000
 	if (resume_pending)        /* os.fork() has returned */
 		resume_now(NULL);
 #endif
 	Py_RETURN_NONE;
+}
+
+static PyObject *
+mon_c_leave(PyObject *self, PyObject *const *args, size_t nargsf,
+    PyObject *kw)
+{
+	(void)self;
+	(void)kw;
+	return c_leave(args, nargsf, 0);
+}
+
+static PyObject *
+mon_c_raise(PyObject *self, PyObject *const *args, size_t nargsf,
+    PyObject *kw)
+{
+	(void)self;
+	(void)kw;
+	return c_leave(args, nargsf, IST_REC_RAISED);
 }
 
 /*
@@ -722,7 +759,7 @@ static PyTypeObject HookType = {
 };
 
 static const vectorcallfunc mon_fns[] = {
-	mon_enter, mon_leave, mon_call, mon_c_leave,
+	mon_enter, mon_leave, mon_call, mon_c_leave, mon_unwind, mon_c_raise,
 };
 
 static PyObject *
@@ -743,8 +780,8 @@ monitoring_start(void)
 {
 	static const struct { const char *event; int def; } ev[] = {
 		{ "PY_START", 0 }, { "PY_RESUME", 0 }, { "PY_THROW", 0 },
-		{ "PY_RETURN", 1 }, { "PY_YIELD", 1 }, { "PY_UNWIND", 1 },
-		{ "CALL", 2 }, { "C_RETURN", 3 }, { "C_RAISE", 3 },
+		{ "PY_RETURN", 1 }, { "PY_YIELD", 1 }, { "PY_UNWIND", 4 },
+		{ "CALL", 2 }, { "C_RETURN", 3 }, { "C_RAISE", 5 },
 	};
 	PyObject *sys = NULL, *mon = NULL, *events = NULL, *r;
 	long mask = 0;

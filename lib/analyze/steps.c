@@ -17,8 +17,10 @@
  * on the thread that launches the most CUDA work (else any), a scope or
  * NVTX range the program marked before any Python function, and the
  * library's functions on threads of their own (plumbing) after the
- * others.  Memory: one entry per thread and name, each thread's open
- * occurrences, and the chosen one's occurrences.
+ * others.  An iterator's __next__ counts the iterations of the loop that
+ * calls it, not its calls (ist_steps_iterator).  Memory: one entry per
+ * thread and name, each thread's open occurrences, and the chosen one's
+ * occurrences.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +53,10 @@ struct cand {
 	int64_t wait;            /* of total, in the calls made to wait */
 	uint64_t in_imp;         /* occurrences inside an import */
 	bool lib;                /* a function of Python's library */
+	bool iter;               /* an iterator's __next__: it counts the
+	                          * iterations of its loop */
+	int64_t iter_s;          /* the iteration under way's start, or
+	                          * INT64_MIN none */
 	int64_t in_own;          /* of total, inside a recurring function of
 	                          * the program's (lib only) */
 };
@@ -69,6 +75,7 @@ struct othread {
 	uint32_t n, cap;
 	uint32_t own;            /* of o, those own */
 	int64_t imp_end;         /* the end of its last import */
+	int64_t next_end;        /* the end of its last builtins.next */
 };
 
 struct launcher {
@@ -98,7 +105,31 @@ struct ist_steps {
 	struct ist_step *s;      /* the chosen one's occurrences */
 	uint32_t ns, caps;
 	int64_t last_end;
+	int64_t iter_s;          /* the chosen iterator's iteration under way,
+	                          * or INT64_MIN */
+	int64_t next_end;        /* the end of the last builtins.next on the
+	                          * chosen one's thread */
 };
+
+bool
+ist_steps_iterator(const char *name, size_t n)
+{
+	return n > 9 && memcmp(name + n - 9, ".__next__", 9) == 0;
+}
+
+/*
+ * An iterator's call at ev: the iteration under way (*open, INT64_MIN
+ * none) ends where it begins, and it begins the next unless it raised.
+ * Returns the iteration ended, [*s, ev's start), or false for none.
+ */
+static bool
+iteration(int64_t *open, const struct ist_event *ev, int64_t *s)
+{
+	*s = *open;
+	*open = IST_HAS(ev, IST_F_RAISED) && ev->raised ? INT64_MIN :
+	    ev->start_ns;
+	return *s != INT64_MIN && ev->start_ns >= *s;
+}
 
 static uint64_t
 hash(int64_t tid, uint64_t nid, int64_t line)
@@ -263,7 +294,7 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
     uint64_t nid, struct ist_error *err)
 {
 	struct cand *c;
-	int64_t line;
+	int64_t line, it0;
 	int k;
 
 	if (ev->type == IST_CUDA_API && IST_HAS(ev, IST_F_TID) &&
@@ -280,7 +311,13 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 			return IST_OK;
 		if (!IST_HAS(ev, IST_F_FILE) && is_wait(s, ev, nid))
 			add_wait(s, ev->tid, ev->start_ns, ev->end_ns);
-		else if (IST_HAS(ev, IST_F_FILE) &&
+		else if (!IST_HAS(ev, IST_F_FILE) &&
+		    an_name_is(ev, "builtins.next")) {
+			if ((t = thread_at(s, ev->tid, ev->start_ns)) == NULL)
+				goto nomem;
+			if (ev->end_ns > t->next_end)
+				t->next_end = ev->end_ns;
+		} else if (IST_HAS(ev, IST_F_FILE) &&
 		    an_is_import(ev->name.p, ev->name.n)) {
 			if ((t = thread_at(s, ev->tid, ev->start_ns)) == NULL)
 				goto nomem;
@@ -322,6 +359,8 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 		c->kind = k;
 		c->type = ev->type;
 		c->last_end = INT64_MIN;
+		c->iter = k == 1 && ist_steps_iterator(c->name, c->nlen);
+		c->iter_s = INT64_MIN;
 		s->n++;
 	}
 	if (nid <= UINT32_MAX && ist_idmap_put(&s->last, &s->nlast,
@@ -330,10 +369,24 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 found:
 	if (ev->start_ns < c->last_end)
 		return IST_OK;          /* inside another of its name */
-	c->count++;
-	c->total += ev->end_ns - ev->start_ns;
-	if (ev->end_ns - ev->start_ns > c->max)
-		c->max = ev->end_ns - ev->start_ns;
+	if (c->iter) {
+		struct othread *t = thread_at(s, ev->tid, ev->start_ns);
+		if (t == NULL)
+			goto nomem;
+		if (ev->start_ns < t->next_end)
+			return IST_OK;  /* next(it): no loop's */
+	}
+	if (!c->iter) {
+		c->count++;
+		c->total += ev->end_ns - ev->start_ns;
+		if (ev->end_ns - ev->start_ns > c->max)
+			c->max = ev->end_ns - ev->start_ns;
+	} else if (iteration(&c->iter_s, ev, &it0)) {
+		c->count++;
+		c->total += ev->start_ns - it0;
+		if (ev->start_ns - it0 > c->max)
+			c->max = ev->start_ns - it0;
+	}
 	c->last_end = ev->end_ns;
 	if (k == 1) {
 		struct othread *t = thread_at(s, ev->tid, ev->start_ns);
@@ -465,6 +518,8 @@ ist_steps_choose(struct ist_steps *s)
 {
 	s->chosen = best(s);
 	s->last_end = INT64_MIN;
+	s->iter_s = INT64_MIN;
+	s->next_end = INT64_MIN;
 	return s->chosen ? s->chosen->name : NULL;
 }
 
@@ -489,19 +544,31 @@ ist_steps_collect(struct ist_steps *s, const struct ist_event *ev,
 {
 	const struct cand *c = s->chosen;
 	struct ist_step *st;
+	int64_t from = ev->start_ns;
 
+	if (c != NULL && c->iter && ev->type == IST_CPU_CALL &&
+	    ev->tid == c->tid && !IST_HAS(ev, IST_F_FILE) &&
+	    IST_HAS(ev, IST_F_END) && an_name_is(ev, "builtins.next") &&
+	    ev->end_ns > s->next_end)
+		s->next_end = ev->end_ns;
 	if (c == NULL || ev->type != c->type || kind_of(ev) < 0 ||
 	    ev->tid != c->tid || ev->name.n != c->nlen ||
 	    memcmp(ev->name.p, c->name, ev->name.n) != 0 ||
 	    line_of(ev, c->kind) != c->line || ev->start_ns < s->last_end)
 		return IST_OK;
+	if (c->iter && ev->start_ns < s->next_end)
+		return IST_OK;          /* next(it): no loop's */
+	if (c->iter && !iteration(&s->iter_s, ev, &from)) {
+		s->last_end = ev->end_ns;
+		return IST_OK;
+	}
 	if ((st = an_push((void **)&s->s, &s->ns, &s->caps,
 	    sizeof(*st))) == NULL) {
 		ist_seterr(err, IST_ENOMEM, "cannot find steps: %s",
 		    strerror(ENOMEM));
 		return IST_ENOMEM;
 	}
-	*st = (struct ist_step){ ev->start_ns, ev->end_ns };
+	*st = (struct ist_step){ from, c->iter ? ev->start_ns : ev->end_ns };
 	s->last_end = ev->end_ns;
 	return IST_OK;
 }

@@ -6,6 +6,7 @@
 #ifndef IST_STEPS_H
 #define IST_STEPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "ist.h"
 
@@ -14,6 +15,16 @@ struct ist_step {
 };
 
 struct ist_steps;
+
+/*
+ * A function of this name is an iterator's __next__: the loop that calls
+ * it repeats, and a step found there is an iteration of that loop, from
+ * one call to the next (what the loop's body runs included); a call that
+ * raised (the StopIteration that ends the loop) begins none, and the last
+ * call of a trace, whose iteration has no end in it, is none either.  A
+ * call made by builtins.next (next(it)), not by a loop, is passed over.
+ */
+bool ist_steps_iterator(const char *name, size_t n);
 
 /* name: the step's name (--step), or NULL to find it. */
 enum ist_status ist_steps_new(struct ist_steps **out, const char *name,

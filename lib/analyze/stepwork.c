@@ -142,8 +142,17 @@ struct stepwork {
 	uint32_t name;           /* interned */
 	size_t name_n;
 	struct open_step ring[RING];
-	uint64_t seen;           /* occurrences so far */
+	uint64_t seen;           /* occurrences so far (an iterator's:
+	                          * iterations) */
 	int64_t last_end;
+	/* an iterator's __next__ (ist_steps_iterator): a step is an iteration
+	 * of its loop, from one call to the next, open (its end INT64_MAX)
+	 * until the next call comes */
+	bool iter;
+	bool iter_on;            /* an iteration under way */
+	struct open_step *iter_open;  /* it, measured: in the window */
+	int64_t next_end;        /* the end of the step thread's last
+	                          * builtins.next: a call inside is no loop's */
 	/* the GPU's busy union, as ops arrive */
 	bool have_u;
 	int64_t us, ue;
@@ -224,7 +233,9 @@ an_stepwork_new(struct stepwork **out, struct ist_analyzer *a,
 	w->line = line;
 	w->name = (uint32_t)id;
 	w->name_n = strlen(name);
+	w->iter = type == IST_CPU_CALL && ist_steps_iterator(name, w->name_n);
 	w->last_end = INT64_MIN;
+	w->next_end = INT64_MIN;
 	w->span_s = INT64_MAX;
 	w->span_e = INT64_MIN;
 	*out = w;
@@ -558,7 +569,7 @@ host_upto(struct stepwork *w, struct open_step *o, int64_t t)
 static uint32_t
 child_depth(const struct stepwork *w)
 {
-	return w->type == IST_CPU_CALL;
+	return w->type == IST_CPU_CALL && !w->iter;
 }
 
 /* The innermost open call ended: when it was one of the step's own calls,
@@ -1148,6 +1159,52 @@ finish_oldest(struct stepwork *w, bool all)
 	}
 }
 
+/*
+ * An iterator's call: the iteration under way ends where it begins (cut
+ * to there, as the segments that ran past its end were not known to), and
+ * one begins with it, its first call the iterator's, unless it raised (the
+ * StopIteration that ends the loop).
+ */
+static void
+iter_step(struct stepwork *w, const struct ist_event *ev, int64_t from,
+    int64_t to)
+{
+	struct open_step *o = w->iter_open;
+
+	w->last_end = ev->end_ns;
+	w->seen += w->iter_on;
+	w->iter_open = NULL;
+	if (o != NULL) {
+		o->e = ev->start_ns;
+		for (uint32_t i = 0; i < o->nseg; i++) {
+			if (o->seg[i].e > o->e)
+				o->seg[i].e = o->e;
+			if (o->seg[i].s > o->e)
+				o->seg[i].s = o->e;
+		}
+		if (o->cursor > o->e)
+			o->cursor = o->e;
+		if (o->e > to)
+			step_done(o);    /* it runs past the window */
+	}
+	w->iter_on = !(IST_HAS(ev, IST_F_RAISED) && ev->raised);
+	if (!w->iter_on || ev->start_ns < from || ev->start_ns >= to)
+		return;
+	finish_oldest(w, false);
+	o = NULL;
+	for (int i = 0; i < RING && o == NULL; i++)
+		if (!w->ring[i].used)
+			o = &w->ring[i];
+	o->used = true;
+	o->index = w->seen + 1;
+	o->s = o->gpu_credit_to = o->cursor = ev->start_ns;
+	o->e = INT64_MAX;
+	if (w->have_u)
+		credit_union(w, w->us, w->ue);
+	host_event(w, o, ev);
+	w->iter_open = o;
+}
+
 static bool
 is_step(const struct stepwork *w, const struct ist_event *ev)
 {
@@ -1207,7 +1264,18 @@ an_stepwork_add(struct stepwork *w, const struct ist_event *ev,
 		    !IST_HAS(ev, IST_F_START) || !IST_HAS(ev, IST_F_END) ||
 		    ev->end_ns < ev->start_ns)
 			break;
-		if (is_step(w, ev) && ev->start_ns >= w->last_end) {
+		if (w->iter && ev->type == IST_CPU_CALL &&
+		    !IST_HAS(ev, IST_F_FILE) && ev->end_ns > w->next_end &&
+		    an_name_is(ev, "builtins.next"))
+			w->next_end = ev->end_ns;
+		if (w->iter && is_step(w, ev) && ev->start_ns >= w->last_end) {
+			/* a call made by next(it), no loop's, is passed over
+			 * as a call inside the iteration under way */
+			if (ev->start_ns >= w->next_end) {
+				iter_step(w, ev, from, to);
+				break;
+			}
+		} else if (is_step(w, ev) && ev->start_ns >= w->last_end) {
 			struct open_step *o = NULL;
 			w->seen++;
 			w->last_end = ev->end_ns;
@@ -1493,6 +1561,11 @@ an_stepwork_json(struct stepwork *w, const struct ist_steps *s)
 
 	if (w == NULL)
 		return json_null();
+	if (w->iter_open) {
+		/* the last iteration: its end is not in the trace */
+		step_done(w->iter_open);
+		w->iter_open = NULL;
+	}
 	finish_oldest(w, true);
 	if (w->steps == 0)
 		return an_step_json(s, w->seen ? w->seen : ist_steps_found(s),

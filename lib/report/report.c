@@ -587,11 +587,13 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 	const json_t *st = json_object_get(an, "steps"), *cp, *x;
 	struct nums u = { 0 };
 	size_t i;
-	bool first = true;
+	bool first = true, iter;
 
 	if (!json_is_object(st))
 		return;
-	ist_buf_printf(o, "## Steps\n\nThe step is ");
+	iter = json_is_true(json_object_get(st, "iteration"));
+	ist_buf_printf(o, "## Steps\n\nThe step is %s",
+	    iter ? "an iteration of the loop over " : "");
 	code(o, ist_jstr(st, "name"));
 	ist_buf_printf(o, " (%s", ist_jstr(st, "record"));
 	if (json_is_string(json_object_get(st, "file"))) {
@@ -599,7 +601,8 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 		ist_buf_printf(o, " at ");
 		code_where(o, st);
 	}
-	ist_buf_printf(o, "), found %lld times",
+	ist_buf_printf(o, "%s), found %lld times", iter ? "; each from one "
+	    "call to the next, its body included" : "",
 	    (long long)ist_jint(st, "count"));
 	if (ist_jint(st, "measured") == 0) {
 		ist_buf_printf(o, "; none was measured (none lies wholly in "

@@ -157,11 +157,12 @@ ist_field_int(struct ist_event *ev, enum ist_field f)
 	return ist_int_at[f] ? (int64_t *)((char *)ev + ist_int_at[f]) : NULL;
 }
 
-/* the two bool fields: a copy's pageable, a capture's on */
+/* the bool fields: a copy's pageable, a capture's on, a call's raised */
 static inline bool *
 ist_field_bool(struct ist_event *ev, enum ist_field f)
 {
-	return f == IST_F_ON ? &ev->on : &ev->pageable;
+	return f == IST_F_ON ? &ev->on : f == IST_F_RAISED ? &ev->raised :
+	    &ev->pageable;
 }
 
 static inline struct ist_blob *

@@ -22,7 +22,7 @@
 
 #define IST_FORMAT_NAME "inferscope-trace"
 #define IST_VERSION_MAJOR 1
-#define IST_VERSION_MINOR 2
+#define IST_VERSION_MINOR 3
 #define IST_PACKAGE_VERSION "0.1.0"
 /* A garbage collection, as the Python collector records it: a cpu_call
  * named "gc (generation 2)" (formats/trace-format.md). */
@@ -120,6 +120,7 @@ enum ist_field {
 	IST_F_START, IST_F_END, IST_F_TS,
 	IST_F_UUID, IST_F_GRAPH_ID, IST_F_GRAPH_NODE,          /* 1.1 */
 	IST_F_CUT, IST_F_ON,                                   /* 1.2 */
+	IST_F_RAISED,                                          /* 1.3 */
 	/* header only */
 	IST_F_FORMAT, IST_F_VERSION, IST_F_PRODUCER, IST_F_PIDS, IST_F_CLOCKS,
 	IST_F_REALTIME_NS, IST_F_MONOTONIC_NS, IST_F_SOURCES,
@@ -164,6 +165,7 @@ struct ist_event {
 	int64_t graph_id, graph_node;  /* GPU work a CUDA graph ran */
 	bool pageable;
 	bool on;                   /* capture: recording from here */
+	bool raised;               /* a call that ended by an exception */
 	int64_t cut;               /* IST_CUT_* bits of a range the capture
 	                            * window cut */
 	bool value_is_int;         /* counter: integer or float value */
