@@ -82,7 +82,7 @@ _inferscope_tool()
 			    rule:gpu_idle rule:transfer rule:sync
 			    rule:launch_bound rule:cpu_contention
 			    rule:memory_pressure rule:gpu_bound rule:gc_pause
-			    rule:startup" -- "$cur"))
+			    rule:startup rule:step_wait" -- "$cur"))
 			return ;;
 		esac
 		;;

@@ -1074,6 +1074,83 @@ PY
 	is-cat wrap.ist | jq -se --argjson pp "$ppid" 'map(select(.type == "process" and .pid == $pp) | .name) == ["sh"]' > /dev/null
 }
 
+@test "real steps fed too slowly: worker processes that cannot keep up make a step_wait finding, its wait share the program's own; the cores full with twice as many workers as cores; a step that only sleeps makes none" {
+	# workers that take 30 ms of CPU a batch, a step of 0.3 ms of work
+	# that waits for the next batch
+	cat > app.py <<'PY'
+import multiprocessing as mp, os, sys, time
+pc = time.perf_counter
+def spin(s):
+    t = pc()
+    while pc() - t < s:
+        pass
+def produce(q, n):
+    for i in range(n):
+        spin(0.03)
+        q.put(i)
+def step(get, waits):
+    t = pc()
+    get()
+    waits.append(pc() - t)
+    spin(0.0003)
+if __name__ == "__main__":
+    waits = []
+    if sys.argv[1] == "sleep":
+        t0 = pc()
+        for i in range(20):
+            step(lambda: time.sleep(0.008), waits)
+        print(sum(waits) / (pc() - t0))
+        sys.exit()
+    k = 2 * os.cpu_count() if sys.argv[1] == "2x" else 1
+    n = 8 * k
+    q = mp.Queue()
+    ws = [mp.Process(target=produce, args=(q, n // k)) for _ in range(k)]
+    for w in ws:
+        w.start()
+    t0 = pc()
+    for i in range(n):
+        step(q.get, waits)
+    total = pc() - t0
+    for w in ws:
+        w.join()
+    print(sum(waits) / total)
+PY
+	for k in 2x 1; do
+		is-record -o rec.ist -- /usr/bin/python3 app.py $k > ref.txt
+		is-merge rec.ist | is-analyze --json > a.json
+		n=8
+		[ "$k" = 1 ] || n=$((16 * $(nproc)))
+		assert_equal "$(jq -r '.steps | "\(.name) \(.count)"' a.json)" "__main__.step $n"
+		run jq -c '[.findings[] | select(.rule == "step_wait") | [.kind, .evidence.by[0].call]]' a.json
+		assert_output '[["others","__main__.spin"]]'
+		read -r share threads cores queued full machine < <(jq -r '[(.findings[] | select(.rule == "step_wait") | .evidence | .wait_share, .threads, .cores, .queued, .cores_full), .system.cpu_cores] | @tsv' a.json)
+		echo "$k: wait share $share (perf_counter $(cat ref.txt)), $threads threads on $cores cores, queued $queued, full $full" >&3
+		# the step's time waiting over the steps' time: the program's own
+		# perf_counter around its get() against the critical path's waits
+		python3 -c "import sys; sys.exit(abs($share - $(cat ref.txt)) > 0.05)" ||
+		    fail "wait share $share against $(cat ref.txt)"
+		# full: they queued a quarter of their time for a core, or used
+		# all of them; the suggestion follows
+		want=$(python3 -c "print('true' if $queued >= 0.25 * $threads or $cores >= $machine - 0.25 else 'false')")
+		assert_equal "$full" "$want"
+		run jq -r '.findings[] | select(.rule == "step_wait") | .suggestion' a.json
+		if [ "$full" = true ]; then
+			assert_output --regexp 'more workers would only queue; replayed on the recorded steps, this saves at most [0-9.]+ ms per step'
+		else
+			assert_output --regexp 'run more of it at once .*; replayed on the recorded steps, this saves at most [0-9.]+ ms per step'
+		fi
+		# twice as many busy workers as cores: full, however loaded
+		[ "$k" = 1 ] || assert_equal "$full" true
+	done
+	# a step that sleeps, nothing else at work: no one to feed it faster
+	is-record -o s.ist -- /usr/bin/python3 app.py sleep > ref.txt
+	is-merge s.ist | is-analyze --json > a.json
+	assert_equal "$(jq -r '.steps | "\(.name) \(.count)"' a.json)" "__main__.step 20"
+	assert_equal "$(jq -r '.steps.critical_path.share.wait > 0.5' a.json)" true
+	assert_equal "$(jq '[.findings[] | select(.rule == "step_wait")] | length' a.json)" 0
+	assert_equal "$(jq -r '.rules[] | select(.rule == "step_wait") | [.findings, .skipped] | @tsv' a.json)" "0	"
+}
+
 @test "a real recording of a thread pool of numpy work per step (tests/reference/numpy-pool.ist): no GIL finding, the threads that ran at once counted whatever their lives" {
 	# four threads that let the GIL go, made for each step: two of the
 	# first pool's lived 213 ms, two 198 ms, under the 200 ms the thread

@@ -130,7 +130,7 @@ struct site {
 	int64_t saved;
 };
 
-enum { W_OVERLAP, W_PINNED, W_GRAPH, W_GC, W_IMPORT, W_FIXED };
+enum { W_OVERLAP, W_PINNED, W_GRAPH, W_GC, W_IMPORT, W_WAIT, W_FIXED };
 
 struct stepwork {
 	struct ist_analyzer *a;  /* read only for the bases, at the end */
@@ -830,7 +830,7 @@ replay(struct open_step *o, const struct scen *sc, int64_t lat, int64_t pre)
 			t += sc->what == W_IMPORT ? 0 : d;
 			break;
 		case S_WAIT:
-			t += d;
+			t += sc->what == W_WAIT ? 0 : d;
 			break;
 		case S_LAUNCH: {
 			int64_t start = t, blk_end = -1, ready;
@@ -1113,7 +1113,8 @@ finish_step(struct stepwork *w, struct open_step *o)
 			continue;
 		if ((what == W_GC && c.gc == 0) || (what == W_IMPORT &&
 		    c.imp == 0) || (what == W_PINNED && c.copy == 0) ||
-		    (what == W_GRAPH && o->nop == 0))
+		    (what == W_GRAPH && o->nop == 0) || (what == W_WAIT &&
+		    c.wait == 0))
 			continue;
 		r = replay(o, &sc, lat, pre);
 		w->applies[what]++;
@@ -1635,6 +1636,11 @@ an_stepwork_json(struct stepwork *w, const struct ist_steps *s)
 		arr[na++] = what_if_entry(w, "import before the first step",
 		    "import", w->saved[W_IMPORT],
 		    "the step's imports removed");
+	if (w->applies[W_WAIT])
+		arr[na++] = what_if_entry(w, "have what the step waits for "
+		    "ready when it asks (more workers, prefetching ahead)",
+		    "wait", w->saved[W_WAIT], "the step's waits (sleeps, "
+		    "locks, queues, pipes and sockets) removed");
 	for (uint32_t i = 0; i < w->nsite && na < sizeof(arr) /
 	    sizeof(arr[0]); i++) {
 		char change[900];

@@ -25,6 +25,7 @@ const struct ist_rule *const ist_rule_table[IST_NRULES] = {
 	[IST_RULE_GPU_BOUND] = &ist_rule_gpu_bound,
 	[IST_RULE_GC_PAUSE] = &ist_rule_gc_pause,
 	[IST_RULE_STARTUP] = &ist_rule_startup,
+	[IST_RULE_STEP_WAIT] = &ist_rule_step_wait,
 };
 
 struct ist_rules {
@@ -709,6 +710,7 @@ what_if_of(const json_t *an, const json_t *f)
 		{ "launch_bound", NULL, "graph" },
 		{ "gc_pause", NULL, "gc" },
 		{ "startup", NULL, "import" },
+		{ "step_wait", NULL, "wait" },
 	};
 	const json_t *wi = json_object_get(json_object_get(an, "steps"),
 	    "what_if"), *e, *best = NULL;
@@ -739,8 +741,10 @@ price(const json_t *an, json_t *f)
 	if (e == NULL)
 		return;
 	span(b, sizeof(b), (double)ist_jint(e, "saves_ns"));
+	/* every wait gone is the most a faster feed buys */
 	n = asprintf(&sg, "%s; replayed on the recorded steps, this saves "
-	    "about %s per step (%.1f%%)", ist_jstr(f, "suggestion"), b,
+	    "%s %s per step (%.1f%%)", ist_jstr(f, "suggestion"),
+	    strcmp(ist_jstr(e, "id"), "wait") ? "about" : "at most", b,
 	    ist_jnum(e, "saves_pct"));
 	if (n < 0)
 		return;

@@ -21,7 +21,7 @@ enum ist_rule_id {
 	IST_RULE_GPU_IDLE, IST_RULE_TRANSFER, IST_RULE_SYNC,
 	IST_RULE_LAUNCH_BOUND, IST_RULE_CPU_CONTENTION,
 	IST_RULE_MEMORY_PRESSURE, IST_RULE_GPU_BOUND, IST_RULE_GC_PAUSE,
-	IST_RULE_STARTUP,
+	IST_RULE_STARTUP, IST_RULE_STEP_WAIT,
 	IST_NRULES
 };
 
@@ -55,6 +55,9 @@ struct ist_gc_pause_params {
 struct ist_startup_params {
 	double import_pct, import_min_ms;
 };
+struct ist_step_wait_params {
+	double wait_pct, min_threads;
+};
 
 union ist_rule_params {
 	struct ist_gpu_idle_params gpu_idle;
@@ -66,6 +69,7 @@ union ist_rule_params {
 	struct ist_gpu_bound_params gpu_bound;
 	struct ist_gc_pause_params gc_pause;
 	struct ist_startup_params startup;
+	struct ist_step_wait_params step_wait;
 	double slot[IST_RULE_MAXP];
 };
 _Static_assert(sizeof(union ist_rule_params) == IST_RULE_MAXP *
@@ -95,7 +99,7 @@ struct ist_rule {
 extern const struct ist_rule ist_rule_gpu_idle, ist_rule_transfer,
     ist_rule_sync, ist_rule_launch_bound, ist_rule_cpu_contention,
     ist_rule_memory_pressure, ist_rule_gpu_bound, ist_rule_gc_pause,
-    ist_rule_startup;
+    ist_rule_startup, ist_rule_step_wait;
 extern const struct ist_rule *const ist_rule_table[IST_NRULES];
 
 struct ist_rules;
