@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collector.h"
@@ -557,7 +558,6 @@ cut_record(enum ist_type type, int64_t tid, const int64_t t[2], int flags,
     const struct def *d)
 {
 	int cut = flags & (IST_CUT_START | IST_CUT_END);
-
 	struct ist_event ev;
 
 	ist_event_init(&ev, type);
@@ -1258,12 +1258,44 @@ stop_writer(void)
 	C.thread_started = false;
 }
 
+/* The process's threads as the kernel counts them (/proc/self/stat's
+ * num_threads, which Python 3.12+ reads to warn of a fork with threads),
+ * or -1 */
+static long
+os_threads(void)
+{
+	char buf[1024], *p;
+	ssize_t n;
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* after the name, which may hold anything: field 20 is the 18th */
+	if ((p = strrchr(buf, ')')) == NULL)
+		return -1;
+	for (int k = 0; k < 18 && p; k++)
+		p = strchr(p + 1, ' ');
+	return p ? strtol(p + 1, NULL, 10) : -1;
+}
+
 void
 ist_coll_pause(void)
 {
 	if (C.running && C.thread_started) {
+		long n0 = os_threads();
 		stop_writer();
 		C.paused = true;
+		/* the joined thread is still counted until the kernel has
+		 * released it, after the join returns: a fork then reads
+		 * "multi-threaded" (a sanitized build, where the exit takes
+		 * longer, warned); up to 20 ms for the count to drop */
+		for (int i = 0; n0 > 0 && i < 200 && os_threads() >= n0; i++)
+			nanosleep(&(struct timespec){ 0, 100000 }, NULL);
 	}
 }
 

@@ -369,23 +369,23 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 found:
 	if (ev->start_ns < c->last_end)
 		return IST_OK;          /* inside another of its name */
-	if (c->iter) {
-		struct othread *t = thread_at(s, ev->tid, ev->start_ns);
-		if (t == NULL)
-			goto nomem;
-		if (ev->start_ns < t->next_end)
-			return IST_OK;  /* next(it): no loop's */
-	}
 	if (!c->iter) {
 		c->count++;
 		c->total += ev->end_ns - ev->start_ns;
 		if (ev->end_ns - ev->start_ns > c->max)
 			c->max = ev->end_ns - ev->start_ns;
-	} else if (iteration(&c->iter_s, ev, &it0)) {
-		c->count++;
-		c->total += ev->start_ns - it0;
-		if (ev->start_ns - it0 > c->max)
-			c->max = ev->start_ns - it0;
+	} else {
+		struct othread *t = thread_at(s, ev->tid, ev->start_ns);
+		if (t == NULL)
+			goto nomem;
+		if (ev->start_ns < t->next_end)
+			return IST_OK;  /* next(it): no loop's */
+		if (iteration(&c->iter_s, ev, &it0)) {
+			c->count++;
+			c->total += ev->start_ns - it0;
+			if (ev->start_ns - it0 > c->max)
+				c->max = ev->start_ns - it0;
+		}
 	}
 	c->last_end = ev->end_ns;
 	if (k == 1) {
