@@ -616,37 +616,38 @@ mon_enter(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
-/* PY_RETURN, PY_YIELD */
-static PyObject *
-mon_leave(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+/* PY_RETURN, PY_YIELD (raised 0) and PY_UNWIND (IST_REC_RAISED: an
+ * exception ends the call) */
+static inline PyObject *
+py_leave(int raised)
 {
 	int64_t t = ist_ticks();
 	struct pstate *p = me;
 
+	if (p != NULL && RECORDING(p, NULL, AT_IN))
+		pop_py(p, t, raised);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+mon_leave(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
 	(void)self;
 	(void)args;
 	(void)nargsf;
 	(void)kw;
-	if (p != NULL && RECORDING(p, NULL, AT_IN))
-		pop_py(p, t, 0);
-	Py_RETURN_NONE;
+	return py_leave(0);
 }
 
-/* PY_UNWIND: an exception ends the call */
 static PyObject *
 mon_unwind(PyObject *self, PyObject *const *args, size_t nargsf,
     PyObject *kw)
 {
-	int64_t t = ist_ticks();
-	struct pstate *p = me;
-
 	(void)self;
 	(void)args;
 	(void)nargsf;
 	(void)kw;
-	if (p != NULL && RECORDING(p, NULL, AT_IN))
-		pop_py(p, t, IST_REC_RAISED);
-	Py_RETURN_NONE;
+	return py_leave(IST_REC_RAISED);
 }
 
 /*
