@@ -888,10 +888,9 @@ an_step_json(const struct ist_steps *s, uint64_t count, uint64_t measured)
 		json_object_set_new(j, "file", json_string(file));
 		json_object_set_new(j, "line", json_integer(line));
 	}
-	if (j)
+	if (j) {
 		json_object_set_new(j, "iteration", json_boolean(type ==
 		    IST_CPU_CALL && ist_steps_iterator(name, strlen(name))));
-	if (j) {
 		json_object_set_new(j, "count", json_integer((json_int_t)count));
 		json_object_set_new(j, "measured",
 		    json_integer((json_int_t)measured));

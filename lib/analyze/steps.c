@@ -117,6 +117,19 @@ ist_steps_iterator(const char *name, size_t n)
 	return n > 9 && memcmp(name + n - 9, ".__next__", 9) == 0;
 }
 
+bool
+ist_steps_next_call(const struct ist_event *ev)
+{
+	return ev->type == IST_CPU_CALL && !IST_HAS(ev, IST_F_FILE) &&
+	    IST_HAS(ev, IST_F_END) && an_name_is(ev, "builtins.next");
+}
+
+bool
+ist_steps_loop_end(const struct ist_event *ev)
+{
+	return IST_HAS(ev, IST_F_RAISED) && ev->raised;
+}
+
 /*
  * An iterator's call at ev: the iteration under way (*open, INT64_MIN
  * none) ends where it begins, and it begins the next unless it raised.
@@ -126,8 +139,7 @@ static bool
 iteration(int64_t *open, const struct ist_event *ev, int64_t *s)
 {
 	*s = *open;
-	*open = IST_HAS(ev, IST_F_RAISED) && ev->raised ? INT64_MIN :
-	    ev->start_ns;
+	*open = ist_steps_loop_end(ev) ? INT64_MIN : ev->start_ns;
 	return *s != INT64_MIN && ev->start_ns >= *s;
 }
 
@@ -311,8 +323,7 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 			return IST_OK;
 		if (!IST_HAS(ev, IST_F_FILE) && is_wait(s, ev, nid))
 			add_wait(s, ev->tid, ev->start_ns, ev->end_ns);
-		else if (!IST_HAS(ev, IST_F_FILE) &&
-		    an_name_is(ev, "builtins.next")) {
+		else if (ist_steps_next_call(ev)) {
 			if ((t = thread_at(s, ev->tid, ev->start_ns)) == NULL)
 				goto nomem;
 			if (ev->end_ns > t->next_end)
@@ -546,10 +557,8 @@ ist_steps_collect(struct ist_steps *s, const struct ist_event *ev,
 	struct ist_step *st;
 	int64_t from = ev->start_ns;
 
-	if (c != NULL && c->iter && ev->type == IST_CPU_CALL &&
-	    ev->tid == c->tid && !IST_HAS(ev, IST_F_FILE) &&
-	    IST_HAS(ev, IST_F_END) && an_name_is(ev, "builtins.next") &&
-	    ev->end_ns > s->next_end)
+	if (c != NULL && c->iter && ev->tid == c->tid &&
+	    ist_steps_next_call(ev) && ev->end_ns > s->next_end)
 		s->next_end = ev->end_ns;
 	if (c == NULL || ev->type != c->type || kind_of(ev) < 0 ||
 	    ev->tid != c->tid || ev->name.n != c->nlen ||

@@ -25,6 +25,10 @@ struct ist_steps;
  * call made by builtins.next (next(it)), not by a loop, is passed over.
  */
 bool ist_steps_iterator(const char *name, size_t n);
+/* ev is a call of builtins.next: an iterator's call inside is no loop's */
+bool ist_steps_next_call(const struct ist_event *ev);
+/* ev, an iterator's call, raised: the loop ends, no iteration begins */
+bool ist_steps_loop_end(const struct ist_event *ev);
 
 /* name: the step's name (--step), or NULL to find it. */
 enum ist_status ist_steps_new(struct ist_steps **out, const char *name,

@@ -1188,7 +1188,7 @@ iter_step(struct stepwork *w, const struct ist_event *ev, int64_t from,
 		if (o->e > to)
 			step_done(o);    /* it runs past the window */
 	}
-	w->iter_on = !(IST_HAS(ev, IST_F_RAISED) && ev->raised);
+	w->iter_on = !ist_steps_loop_end(ev);
 	if (!w->iter_on || ev->start_ns < from || ev->start_ns >= to)
 		return;
 	finish_oldest(w, false);
@@ -1265,9 +1265,8 @@ an_stepwork_add(struct stepwork *w, const struct ist_event *ev,
 		    !IST_HAS(ev, IST_F_START) || !IST_HAS(ev, IST_F_END) ||
 		    ev->end_ns < ev->start_ns)
 			break;
-		if (w->iter && ev->type == IST_CPU_CALL &&
-		    !IST_HAS(ev, IST_F_FILE) && ev->end_ns > w->next_end &&
-		    an_name_is(ev, "builtins.next"))
+		if (w->iter && ist_steps_next_call(ev) &&
+		    ev->end_ns > w->next_end)
 			w->next_end = ev->end_ns;
 		if (w->iter && is_step(w, ev) && ev->start_ns >= w->last_end) {
 			/* a call made by next(it), no loop's, is passed over

@@ -267,9 +267,6 @@ get(const json_t *o, const char *key)
 	return v;
 }
 
-/* The steps ist_step_busy needs to judge by the median step */
-#define STEPS_MIN 3
-
 double
 ist_jnum(const json_t *o, const char *key)
 {
@@ -392,7 +389,7 @@ ist_step_busy(const json_t *an, long long *n)
 
 	if (n)
 		*n = 0;
-	if (!json_is_object(t) || ist_jnum(t, "measured") < STEPS_MIN)
+	if (!json_is_object(t) || ist_jnum(t, "measured") < IST_STEPS_MIN)
 		return -1;
 	b = json_object_get(t, "gpu_busy");
 	w = json_object_get(t, "wall");

@@ -171,6 +171,8 @@ json_t *ist_finding(json_t *findings, const char *rule, const char *kind,
 const char *ist_severity(double value, double threshold);
 /* confidence from how far value is past threshold: 0.6 at it, 0.95 far */
 double ist_margin_confidence(double value, double threshold);
+/* The steps measured that a rule needs to judge by the steps */
+#define IST_STEPS_MIN 3
 /* The median step's GPU busy share (0-1) where steps repeat, three or more
  * measured with GPU work, and *n how many; else -1.  A model's loading
  * keeps the GPU idle before the first step: the steady state is the

@@ -1,15 +1,13 @@
 /* step_wait - the steps wait for work that other threads and processes do
  * for them (a DataLoader's workers, a pool): they are fed too slowly. */
 #include <stdio.h>
-#include <string.h>
 
 #include "rules.h"
 
 /* the functions the others ran while the steps waited, as "a (50%), b
- * (42%)": the first three of waited_on.by, those of 5% or more (one at
- * most: top) */
+ * (42%)": the first max of waited_on.by, those of 5% or more */
 static void
-by_text(char *b, size_t n, const json_t *by, bool top)
+by_text(char *b, size_t n, const json_t *by, size_t max)
 {
 	const json_t *e;
 	size_t i, k = 0;
@@ -17,8 +15,8 @@ by_text(char *b, size_t n, const json_t *by, bool top)
 
 	*b = '\0';
 	json_array_foreach(by, i, e) {
-		if (k == (top ? 1 : 3) || !json_is_string(json_object_get(e,
-		    "call")) || ist_jnum(e, "share") < 0.05)
+		if (k == max || !json_is_string(json_object_get(e, "call")) ||
+		    ist_jnum(e, "share") < 0.05)
 			break;
 		w = snprintf(b, n, "%s%s (%.0f%%)", k ? ", " : "",
 		    ist_jstr(e, "call"), 100 * ist_jnum(e, "share"));
@@ -36,11 +34,11 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	const struct ist_step_wait_params *p = &u->step_wait;
 	const json_t *st = json_object_get(an, "steps"), *cp, *w;
 	double share, threads, cores, queued, machine, pct;
-	char title[512], by[400], in[420], fix[1000];
+	char title[512], by[400], top[400], fix[1000];
 	bool full;
 	json_t *f, *ev;
 
-	if (!json_is_object(st) || ist_jnum(st, "measured") < 3)
+	if (!json_is_object(st) || ist_jnum(st, "measured") < IST_STEPS_MIN)
 		return "fewer than 3 steps measured";
 	cp = json_object_get(st, "critical_path");
 	w = json_object_get(cp, "waited_on");
@@ -60,27 +58,22 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	 * their time, or use every core the machine has */
 	full = queued >= 0.25 * threads || (machine > 0 && cores >=
 	    machine - 0.25);
-	by_text(by, sizeof(by), json_object_get(w, "by"), false);
+	by_text(by, sizeof(by), json_object_get(w, "by"), 3);
 	snprintf(title, sizeof(title), "each step waits %.0f%% of its time "
 	    "while %.2f other threads work%s%s", pct, threads, *by ?
 	    ", in " : "", by);
-	by_text(in + 2, sizeof(in) - 3, json_object_get(w, "by"), true);
-	if (in[2]) {
-		memcpy(in, " (", 2);
-		strcat(in, ")");
-	} else {
-		in[0] = '\0';
-	}
+	by_text(top, sizeof(top), json_object_get(w, "by"), 1);
 	snprintf(fix, sizeof(fix), full ? "the steps wait for work done "
 	    "elsewhere, on cores that are full (it ran on %.2f cores and "
-	    "queued for %.2f more): make that work cheaper%s, cache or "
+	    "queued for %.2f more): make that work cheaper%s%s%s, cache or "
 	    "precompute it, or give it cores (fewer other processes, a larger "
 	    "machine); more workers would only queue" : "the steps wait for "
 	    "work done elsewhere, on cores with room (it ran on %.2f cores and "
 	    "queued for %.2f more): run more of it at once (DataLoader "
 	    "num_workers, a larger pool), prefetch further ahead "
 	    "(DataLoader prefetch_factor, a queue filled ahead), or make it "
-	    "cheaper%s", cores, queued, in);
+	    "cheaper%s%s%s", cores, queued, *top ? " (" : "", top, *top ? ")" :
+	    "");
 	f = ist_finding(out, "step_wait", "others", ist_severity(pct,
 	    p->wait_pct), ist_margin_confidence(pct, p->wait_pct), title,
 	    fix);
