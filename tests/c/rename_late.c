@@ -31,7 +31,8 @@ work(void *arg)
 	prctl(PR_SET_NAME, (const char *)arg);
 	for (end = now() + 0.05; now() < end; )
 		n++;
-	usleep(100000);
+	usleep(300000);               /* its last reading: 30 ticks, however
+	                               * late a loaded machine's sampler runs */
 	return NULL;
 }
 
