@@ -23,6 +23,8 @@
 struct def {
 	char *name, *file;     /* file: a function's, or an NVTX domain */
 	struct ist_wdef wd;    /* the same, and the line, for the writer */
+	struct ist_wdef wy;    /* the same, of a generator's run that
+	                        * yielded (the writer's short path too) */
 };
 
 static struct {
@@ -480,6 +482,8 @@ define(const char *name, const char *file, int64_t line)
 		.more = { d->file, d->file ? strlen(d->file) : 0 },
 		.line = line > 0 ? line : 0,
 	};
+	d->wy = d->wd;
+	d->wy.yielded = true;
 	id = ++C.ndefs;
 out:
 	pthread_mutex_unlock(&C.lock);
@@ -552,7 +556,8 @@ thread_cpu_record(int64_t tid, int64_t ts, int64_t v)
 }
 
 /* A range a capture window cut, or a call that raised (flags: the
- * ring record's): with its cut and raised fields, by the long path */
+ * ring record's): with its cut, raised and yielded fields, by the long
+ * path */
 static void
 cut_record(enum ist_type type, int64_t tid, const int64_t t[2], int flags,
     const struct def *d)
@@ -578,6 +583,10 @@ cut_record(enum ist_type type, int64_t tid, const int64_t t[2], int flags,
 	if (type == IST_CPU_CALL && (flags & IST_REC_RAISED)) {
 		ev.raised = true;
 		IST_SET(&ev, IST_F_RAISED);
+	}
+	if (type == IST_CPU_CALL && (flags & IST_REC_YIELDED)) {
+		ev.yielded = true;
+		IST_SET(&ev, IST_F_YIELDED);
 	}
 	if (d->wd.more.p) {
 		if (type == IST_CPU_CALL) {
@@ -656,13 +665,15 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 		memcpy(&h, p, sizeof(h));
 		/* nearly every record: a call or scope of this thread, not
 		 * cut, defined; the same as the switch below makes of it */
-		if (h.kind - (unsigned)IST_REC_CALL < 2 && h.flags == 0 &&
+		if (h.kind - (unsigned)IST_REC_CALL < 2 && (h.flags == 0 ||
+		    (h.flags == IST_REC_YIELDED && h.kind == IST_REC_CALL)) &&
 		    h.len == 24 && h.id - 1u < ndefs) {
 			if (nrun == RUN || (nrun && r->tid != run_tid))
 				nrun = write_run(nrun, run_tid);
 			run_tid = r->tid;
 			memcpy(t, p + 8, 16);
-			run[nrun].d = &defs[h.id - 1].wd;
+			run[nrun].d = h.flags ? &defs[h.id - 1].wy :
+			    &defs[h.id - 1].wd;
 			run[nrun].type = timed[h.kind];
 			to_ns2(t[0], t[1], &run[nrun].start_ns,
 			    &run[nrun].end_ns);
@@ -709,7 +720,9 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 					break;
 				memcpy(&tid, p + 24, 8);
 			}
-			if (h.flags && h.kind != IST_REC_NVTX_ON) {
+			if (h.flags && h.kind != IST_REC_NVTX_ON &&
+			    !(h.flags == IST_REC_YIELDED && h.kind ==
+			    IST_REC_CALL)) {
 				nrun = write_run(nrun, run_tid);
 				cut_record(timed[h.kind], r->tid, t, h.flags,
 				    d);
@@ -718,7 +731,8 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 			if (nrun == RUN || (nrun && tid != run_tid))
 				nrun = write_run(nrun, run_tid);
 			run_tid = tid;
-			run[nrun].d = &d->wd;
+			run[nrun].d = h.flags == IST_REC_YIELDED && h.kind ==
+			    IST_REC_CALL ? &d->wy : &d->wd;
 			run[nrun].type = timed[h.kind];
 			to_ns2(t[0], t[1], &run[nrun].start_ns,
 			    &run[nrun].end_ns);

@@ -224,13 +224,16 @@ ist_coll_range_on(struct ist_ring *r, uint32_t id, int64_t t0, int64_t t1,
 	ist_coll_commit(r, 32);
 }
 
-/* a call's flag beside the IST_CUT_* bits: it ended by an exception */
+/* a call's flags beside the IST_CUT_* bits: it ended by an exception; a
+ * generator's run ended at a yield */
 #define IST_REC_RAISED 4
+#define IST_REC_YIELDED 8
 
 /* A timed record: t0 and t1 for a range; t0 alone for the mark kinds
  * (IST_REC_NVTX_MARK, and IST_REC_MARK without metadata).  flags: the
- * IST_CUT_* bits of a range a capture window cut, and IST_REC_RAISED
- * (ist_coll_cut); a record with any takes the writer's long path. */
+ * IST_CUT_* bits of a range a capture window cut, IST_REC_RAISED and
+ * IST_REC_YIELDED (ist_coll_cut); a record with any but IST_REC_YIELDED
+ * alone takes the writer's long path. */
 static inline void
 ist_coll_rec(struct ist_ring *r, int kind, int flags, uint32_t id,
     int64_t t0, int64_t t1)

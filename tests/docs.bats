@@ -88,7 +88,7 @@ TOOLS="inferscope is-analyze is-cat is-info is-merge is-record is-report"
 		assert_line --index 0 --regexp "^usage: $t "
 		run "$t" --version
 		assert_success
-		assert_output --regexp "^$t [0-9]+\.[0-9]+\.[0-9]+ \(trace format 1\.3\)$"
+		assert_output --regexp "^$t [0-9]+\.[0-9]+\.[0-9]+ \(trace format 1\.4\)$"
 	done
 }
 

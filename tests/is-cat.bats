@@ -44,7 +44,7 @@ setup() {
 @test "JSON input without a header gets a default one" {
 	printf '{"type":"thread","pid":1,"tid":2,"name":"w"}\n\n' |
 	    is-cat --encode | is-cat > "$T/out"
-	assert_equal "$(cat "$T/out")" '{"type":"header","format":"inferscope-trace","version":[1,3],"producer":"is-cat"}
+	assert_equal "$(cat "$T/out")" '{"type":"header","format":"inferscope-trace","version":[1,4],"producer":"is-cat"}
 {"type":"thread","pid":1,"tid":2,"name":"w"}'
 }
 
@@ -52,7 +52,7 @@ setup() {
 	is-cat --encode < /dev/null > "$T/empty.ist"
 	run is-cat "$T/empty.ist"
 	assert_success
-	assert_output '{"type":"header","format":"inferscope-trace","version":[1,3],"producer":"is-cat"}'
+	assert_output '{"type":"header","format":"inferscope-trace","version":[1,4],"producer":"is-cat"}'
 }
 
 @test "bad JSON lines: line number and reason, the rest still encoded" {
@@ -115,7 +115,7 @@ setup() {
 	run --separate-stderr bash -c "is-cat $VEC/valid/multi-frame.ist | head -1"
 	assert_success
 	assert_equal "$stderr" ""
-	assert_output '{"type":"header","format":"inferscope-trace","version":[1,3],"producer":"vectors"}'
+	assert_output '{"type":"header","format":"inferscope-trace","version":[1,4],"producer":"vectors"}'
 }
 
 @test "a record too large for any frame is refused with its line; the trace written reads whole" {

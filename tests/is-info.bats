@@ -69,7 +69,7 @@ print(d["events"], d["counts"]["cpu_call"], d["counts"]["counter"],
 	run is-info "$BATS_TEST_TMPDIR/esc.ist"
 	assert_success
 	# ESC, BEL, BS, CR and the C1 CSI (U+009B) each became '?'
-	assert_line 'format:      inferscope-trace 1.3, producer a?]0;pwn?b??[2J, host h?[31m'
+	assert_line 'format:      inferscope-trace 1.4, producer a?]0;pwn?b??[2J, host h?[31m'
 	assert_line '  1  p?[2J'
 	assert_line '  1/2  t?x?'
 	refute_output --regexp $'[\x01-\x09\x0b-\x1f\x7f]'

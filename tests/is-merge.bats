@@ -226,8 +226,8 @@ print(s["host"], s["offset_ns"], s["aligned"], s["uncertainty_ns"])' "$T/m.ist"
 	# that trace names no host: it cannot be placed exactly
 	assert_equal "${stderr_lines[1]}" "is-merge: warning: segment 1 (vectors on ?) could not be aligned exactly: its times carry +-1000 us"
 	run is-info --json "$T/m.ist"
-	# 54 events of the truncated trace, and 24 of the other minus its clock
-	assert_output --partial '"events":77,'
+	# 54 events of the truncated trace, and 25 of the other minus its clock
+	assert_output --partial '"events":78,'
 }
 
 @test "bad inputs: one line each, exit 1, the good ones still merged" {

@@ -1345,3 +1345,65 @@ PY
 	done
 	[ "$n" -ge 5 ] || fail "on $n Pythons only"
 }
+
+@test "a generator's run that stopped at a yield is marked yielded, on every Python: as many as the items it gave (a yield from's included), its last run not; a coroutine's and an async generator's awaits are not" {
+	# the program prints the items each generator gave its consumer: a
+	# run of the generator for each, and one more that returned (or
+	# raised: bad_gen)
+	cat > "$T/app.py" <<-'PY'
+	import asyncio
+	def gen(n):
+	    for i in range(n):
+	        yield i
+	def deleg(n):
+	    yield -1
+	    r = yield from gen(n)
+	    return r
+	def bad_gen():
+	    yield 1
+	    raise ValueError
+	async def co():
+	    await asyncio.sleep(0)
+	    await asyncio.sleep(0)
+	async def agen():
+	    for i in range(3):
+	        await asyncio.sleep(0)
+	        yield i
+	async def main():
+	    await co()
+	    return [x async for x in agen()]
+	a = list(gen(4))
+	b = list(deleg(3))
+	c = list(i * 2 for i in range(5))
+	g = gen(2)
+	d = [next(g), next(g), next(g, None)]
+	e = []
+	try:
+	    for x in bad_gen():
+	        e.append(x)
+	except ValueError:
+	    pass
+	f = asyncio.run(main())
+	# gen's items: a's, the three deleg took from it, d's two
+	print(len(a) + 3 + 2, len(b), len(c), len(e), len(f))
+	PY
+	local n=0
+	for py in $(built_pythons _inferscope); do
+		run --separate-stderr is-record --no-sample -o "$T/a.ist" -- "$py" "$T/app.py"
+		assert_success
+		assert_output "9 4 5 1 3"
+		# each function's runs by yielded and raised
+		run sh -c "is-cat '$T/a.ist' | jq -r 'select(.type == \"cpu_call\" and (.file // \"\" | endswith(\"app.py\"))) | (.name | sub(\"^__main__[.]\"; \"\")) as \$n | select(\$n | test(\"^(gen|deleg|bad_gen|co|agen|<genexpr>)\$\")) | \"\(\$n) \(.yielded // false) \(.raised // false)\"' | sort | uniq -c | awk '{print \$2, \$3, \$4, \$1}'"
+		assert_success
+		# co: its start and two resumes; agen: three awaits and three
+		# items, resumed seven times in all; none of theirs yielded
+		assert_equal "$output" "$(printf '%s\n' '<genexpr> false false 1' \
+		    '<genexpr> true false 5' 'agen false false 7' \
+		    'bad_gen false true 1' 'bad_gen true false 1' \
+		    'co false false 3' 'deleg false false 1' \
+		    'deleg true false 4' 'gen false false 3' \
+		    'gen true false 9')"
+		n=$((n + 1))
+	done
+	[ "$n" -ge 5 ] || fail "on $n Pythons only"
+}

@@ -128,7 +128,7 @@ import pandas as pd
 with open(sys.argv[2]) as f:
     cat = [json.loads(l) for l in f]
 cols = {"cpu_call": ["pid", "tid", "name", "file", "line", "start_ns",
-                     "end_ns", "cut", "raised"]}
+                     "end_ns", "cut", "raised", "yielded"]}
 n = 0
 for t in sorted({r["type"] for r in cat}):
     want = [r for r in cat if r["type"] == t]
@@ -139,7 +139,7 @@ for t in sorted({r["type"] for r in cat}):
     for i, r in enumerate(want):
         for c in df.columns:
             got = df[c].iloc[i]
-            if c not in r and c == "raised":
+            if c not in r and c in ("raised", "yielded"):
                 assert got == False, (t, i, got)
             elif c not in r:
                 assert got is None or got is pd.NA or (

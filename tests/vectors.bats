@@ -54,7 +54,7 @@ load helpers
 import json, random
 r = random.Random(1)
 print(json.dumps({"type": "header", "format": "inferscope-trace",
-                  "version": [1, 3], "producer": "t"}, separators=(",", ":")))
+                  "version": [1, 4], "producer": "t"}, separators=(",", ":")))
 t = 0
 for i in range(40002):
     t += r.randint(1, 100000)

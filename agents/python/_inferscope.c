@@ -113,6 +113,8 @@ struct frame {
 	uint8_t cfn;            /* a C function's (pushed by a C call event) */
 	uint8_t cut;            /* IST_CUT_START: opened at a window's start */
 	uint8_t dead;           /* a scope written already, at a pause */
+	uint8_t gen;            /* a generator's run (the profile hook's:
+	                         * whether it yielded is asked at its end) */
 };
 
 struct pstate {
@@ -181,7 +183,8 @@ name_thread(struct pstate *p, PyObject *name)
 }
 
 /* A call or scope, written as it ends (cut: the IST_CUT_* bits of a
- * capture window's edge, and IST_REC_RAISED for a call that raised) */
+ * capture window's edge, IST_REC_RAISED for a call that raised and
+ * IST_REC_YIELDED for a generator's run that yielded) */
 static inline void
 write_frame(struct pstate *p, int kind, const struct frame *f, int64_t t,
     int cut)
@@ -199,7 +202,7 @@ push(struct pstate *p, uint32_t id, int64_t t, int cfn)
 {
 	if (p->depth < MAX_DEPTH) {
 		p->stack[p->depth] = (struct frame){ t, id, (uint8_t)cfn, 0,
-		    0 };
+		    0, 0 };
 	} else if (p->ring) {
 		atomic_fetch_add_explicit(&p->ring->dropped, 1,
 		    memory_order_relaxed);
@@ -207,7 +210,8 @@ push(struct pstate *p, uint32_t id, int64_t t, int cfn)
 	p->depth++;
 }
 
-/* raised: IST_REC_RAISED, the call ended by an exception, or 0 */
+/* raised: IST_REC_RAISED, the call ended by an exception,
+ * IST_REC_YIELDED, a generator's run at a yield, or 0 */
 static inline void
 pop(struct pstate *p, int64_t t, int raised)
 {
@@ -540,6 +544,44 @@ capture_sync(struct pstate *p, PyFrameObject *f, int at)
 
 /* ---- the profile hook ---- */
 
+/*
+ * How the Python frame that returns to its caller ended (the profile
+ * hook's PyTrace_RETURN, arg the value it gave): IST_REC_RAISED when an
+ * exception ended it (no value), IST_REC_YIELDED when it is a generator's
+ * run that stopped at a yield (or a yield from) to be resumed, 0 when it
+ * returned.  A coroutine's or an async generator's awaits are not asked:
+ * their runs are no loop's iterations.
+ */
+static inline int
+py_ended(const struct pstate *p, PyFrameObject *frame, PyObject *arg)
+{
+	uint32_t d = p->depth;
+
+	if (arg == NULL)
+		return IST_REC_RAISED;
+	while (d > 0 && d <= MAX_DEPTH && p->stack[d - 1].cfn)
+		d--;
+	if (d == 0 || d > MAX_DEPTH || !p->stack[d - 1].gen)
+		return 0;
+#if PY_VERSION_HEX >= 0x030B0000
+	{
+		/* 3.11: YIELD_VALUE marks the generator suspended (pycore_frame.h's
+		 * FRAME_SUSPENDED, -1) before it tells the profiler; a return
+		 * leaves it executing */
+		PyObject *g = PyFrame_GetGenerator(frame);
+		int y = g && ((PyGenObject *)g)->gi_frame_state == -1;
+		Py_XDECREF(g);
+		return y ? IST_REC_YIELDED : 0;
+	}
+#elif PY_VERSION_HEX >= 0x030A0000
+	return frame->f_state == FRAME_SUSPENDED ? IST_REC_YIELDED : 0;
+#else
+	/* 3.8, 3.9: a yield keeps the frame's stack (f_stacktop), a return
+	 * leaves it NULL */
+	return frame->f_stacktop != NULL ? IST_REC_YIELDED : 0;
+#endif
+}
+
 static int
 profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
@@ -557,8 +599,11 @@ profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 			break;
 		code = PyFrame_GetCode(frame);
 		id = code_id(code, frame);
-		Py_DECREF(code);
 		push(p, id, t, 0);
+		if (p->depth <= MAX_DEPTH)
+			p->stack[p->depth - 1].gen = (code->co_flags &
+			    CO_GENERATOR) != 0;
+		Py_DECREF(code);
 		break;
 	}
 	case PyTrace_C_CALL:
@@ -569,7 +614,7 @@ profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 		/* arg: the value returned or yielded, NULL when an
 		 * exception ends the call */
 		if (RECORDING(p, frame, AT_IN))
-			pop_py(p, t, arg ? 0 : IST_REC_RAISED);
+			pop_py(p, t, py_ended(p, frame, arg));
 		break;
 	case PyTrace_C_RETURN:
 	case PyTrace_C_EXCEPTION:
@@ -616,8 +661,8 @@ mon_enter(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
-/* PY_RETURN, PY_YIELD (raised 0) and PY_UNWIND (IST_REC_RAISED: an
- * exception ends the call) */
+/* PY_RETURN (0), PY_YIELD (IST_REC_YIELDED: a generator's run ends at a
+ * yield) and PY_UNWIND (IST_REC_RAISED: an exception ends the call) */
 static inline PyObject *
 py_leave(int raised)
 {
@@ -637,6 +682,18 @@ mon_leave(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 	(void)nargsf;
 	(void)kw;
 	return py_leave(0);
+}
+
+/* PY_YIELD: (code, offset, value); a coroutine's or an async generator's
+ * await is a plain end (their runs are no loop's iterations) */
+static PyObject *
+mon_yield(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+	(void)self;
+	(void)kw;
+	return py_leave(PyVectorcall_NARGS(nargsf) >= 1 &&
+	    PyCode_Check(args[0]) && (((PyCodeObject *)args[0])->co_flags &
+	    CO_GENERATOR) ? IST_REC_YIELDED : 0);
 }
 
 static PyObject *
@@ -761,6 +818,7 @@ static PyTypeObject HookType = {
 
 static const vectorcallfunc mon_fns[] = {
 	mon_enter, mon_leave, mon_call, mon_c_leave, mon_unwind, mon_c_raise,
+	mon_yield,
 };
 
 static PyObject *
@@ -781,7 +839,7 @@ monitoring_start(void)
 {
 	static const struct { const char *event; int def; } ev[] = {
 		{ "PY_START", 0 }, { "PY_RESUME", 0 }, { "PY_THROW", 0 },
-		{ "PY_RETURN", 1 }, { "PY_YIELD", 1 }, { "PY_UNWIND", 4 },
+		{ "PY_RETURN", 1 }, { "PY_YIELD", 6 }, { "PY_UNWIND", 4 },
 		{ "CALL", 2 }, { "C_RETURN", 3 }, { "C_RAISE", 5 },
 	};
 	PyObject *sys = NULL, *mon = NULL, *events = NULL, *r;

@@ -638,9 +638,10 @@ cols_grow(struct col *c, int nc, size_t n, size_t *cap)
 static int
 col_absent(struct col *c, size_t n, size_t cap)
 {
-	/* a call's raised, absent, is false (formats/trace-format.md): the
-	 * byte the fresh mapping holds, no mask, nothing written */
-	if (c->fs->id == IST_F_RAISED)
+	/* a call's raised and yielded, absent, are false
+	 * (formats/trace-format.md): the byte the fresh mapping holds, no
+	 * mask, nothing written */
+	if (c->fs->id == IST_F_RAISED || c->fs->id == IST_F_YIELDED)
 		return 0;
 	if (c->mask == NULL && (c->mask = grow_mem(NULL, 0, cap)) == NULL)
 		return -1;

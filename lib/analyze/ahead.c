@@ -39,6 +39,7 @@ struct who {
 	int64_t pid, tid;
 	enum ist_type type;
 	int64_t line;            /* a function's (ist_steps_chosen) */
+	int loop;                /* enum ist_step_loop */
 };
 
 struct an_ahead {
@@ -50,11 +51,11 @@ struct an_ahead {
 
 static bool
 who_is(const struct who *w, const char *name, int64_t pid, int64_t tid,
-    enum ist_type type, int64_t line)
+    enum ist_type type, int64_t line, int loop)
 {
 	return w->name && name && strcmp(w->name, name) == 0 &&
 	    w->pid == pid && w->tid == tid && w->type == type &&
-	    w->line == line;
+	    w->line == line && w->loop == loop;
 }
 
 /* The trace's start again: as far as the first pass has read it, all of
@@ -113,7 +114,7 @@ catch_up(struct ist_analyzer *a, const struct ist_again *g,
 	s.p.off = s.base;
 	if (ist_reader_new(&r, again_source, &s, "", &e) != IST_OK ||
 	    an_stepwork_new(&sw, a, w->name, w->pid, w->tid, w->type, w->line,
-	    &e) != IST_OK)
+	    w->loop, &e) != IST_OK)
 		goto fail;
 	an_stepwork_reader(sw, r);
 	while (k < n && ist_reader_next(r, &ev, &e) == IST_OK) {
@@ -158,23 +159,24 @@ an_ahead_look(struct ist_analyzer *a)
 	int64_t pid, tid, line;
 	enum ist_type type;
 	bool stable;
+	int loop = IST_LOOP_NONE;
 
 	a->look_at *= 2;
 	if (h == NULL || a->windowed || a->nm.src == NULL) {
 		a->look_at = 0;      /* windows are placed at the end */
 		return;
 	}
-	name = ist_steps_peek(a->steps, &pid, &tid, &type, &line);
-	stable = who_is(&h->last, name, pid, tid, type, line);
+	name = ist_steps_peek(a->steps, &pid, &tid, &type, &line, &loop);
+	stable = who_is(&h->last, name, pid, tid, type, line, loop);
 	if (stable && (a->ride == NULL || !who_is(&h->who, name, pid, tid,
-	    type, line))) {
+	    type, line, loop))) {
 		ride_drop(a);
 		if (h->starts < MAX_STARTS) {
 			h->starts++;
 			/* the event in hand is the first to ride along: before
 			 * it, every header and the other events */
 			h->who = (struct who){ strdup(name), pid, tid, type,
-			    line };
+			    line, loop };
 			if (h->who.name == NULL || (a->ride = catch_up(a,
 			    h->again, &h->who, a->segments + a->events - 1)) ==
 			    NULL)
@@ -188,7 +190,7 @@ an_ahead_look(struct ist_analyzer *a)
 	if (!stable) {
 		free(h->last.name);
 		h->last = (struct who){ name ? strdup(name) : NULL, pid, tid,
-		    type, line };
+		    type, line, loop };
 	}
 }
 
@@ -206,14 +208,14 @@ an_ahead_ride(struct ist_analyzer *a, const struct ist_event *ev)
 
 struct stepwork *
 an_ahead_take(struct ist_analyzer *a, const char *name, int64_t pid,
-    int64_t tid, enum ist_type type, int64_t line)
+    int64_t tid, enum ist_type type, int64_t line, int loop)
 {
 	struct an_ahead *h = a->ahead;
 	struct stepwork *sw = NULL;
 
 	if (h == NULL || a->ride == NULL)
 		return NULL;
-	if (who_is(&h->who, name, pid, tid, type, line) &&
+	if (who_is(&h->who, name, pid, tid, type, line, loop) &&
 	    !an_stepwork_needs_bases(a->ride)) {
 		sw = a->ride;
 		a->ride = NULL;

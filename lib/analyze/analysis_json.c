@@ -879,9 +879,10 @@ an_step_json(const struct ist_steps *s, uint64_t count, uint64_t measured)
 	enum ist_type type;
 	size_t n;
 	json_t *j;
+	int loop;
 
 	ist_steps_get(s, &n, &name, &type);
-	ist_steps_chosen(s, &pid, &tid, &type, &line);
+	ist_steps_chosen(s, &pid, &tid, &type, &line, &loop);
 	j = json_pack("{s:s,s:s}", "name", name, "record",
 	    ist_type_name(type));
 	if (j && file) {
@@ -889,8 +890,8 @@ an_step_json(const struct ist_steps *s, uint64_t count, uint64_t measured)
 		json_object_set_new(j, "line", json_integer(line));
 	}
 	if (j) {
-		json_object_set_new(j, "iteration", json_boolean(type ==
-		    IST_CPU_CALL && ist_steps_iterator(name, strlen(name))));
+		json_object_set_new(j, "iteration", json_boolean(loop !=
+		    IST_LOOP_NONE));
 		json_object_set_new(j, "count", json_integer((json_int_t)count));
 		json_object_set_new(j, "measured",
 		    json_integer((json_int_t)measured));

@@ -689,18 +689,19 @@ ist_analyzer_wants_again(struct ist_analyzer *a)
 	int64_t pid, tid, line;
 	enum ist_type type;
 	bool again;
+	int loop;
 
 	if (a->sw || (name = ist_steps_choose(a->steps)) == NULL) {
 		an_ahead_free(a);
 		return false;
 	}
-	ist_steps_chosen(a->steps, &pid, &tid, &type, &line);
+	ist_steps_chosen(a->steps, &pid, &tid, &type, &line, &loop);
 	/* read already, while the first pass went on? */
-	a->sw = an_ahead_take(a, name, pid, tid, type, line);
+	a->sw = an_ahead_take(a, name, pid, tid, type, line, loop);
 	an_ahead_free(a);
 	again = a->sw == NULL;
 	if (again && an_stepwork_new(&a->sw, a, name, pid, tid, type, line,
-	    &e) != IST_OK)
+	    loop, &e) != IST_OK)
 		return false;
 	an_stepwork_bases(a->sw);
 	return again;

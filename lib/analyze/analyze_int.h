@@ -489,16 +489,17 @@ void an_ahead_ride(struct ist_analyzer *a, const struct ist_event *ev);
 /* At the first pass's end, the step chosen: the second pass already made
  * for it, or NULL (read again) */
 struct stepwork *an_ahead_take(struct ist_analyzer *a, const char *name,
-    int64_t pid, int64_t tid, enum ist_type type, int64_t line);
+    int64_t pid, int64_t tid, enum ist_type type, int64_t line, int loop);
 void an_ahead_free(struct ist_analyzer *a);
 
 /* ---- steps (stepwork.c) ---- */
 struct stepwork;
 struct ist_steps;
-/* The measure of the step given: its name, process, thread and record */
+/* The measure of the step given: its name, process, thread, record, line
+ * and loop (ist_steps_chosen) */
 enum ist_status an_stepwork_new(struct stepwork **out,
     struct ist_analyzer *a, const char *name, int64_t pid, int64_t tid,
-    enum ist_type type, int64_t line, struct ist_error *err);
+    enum ist_type type, int64_t line, int loop, struct ist_error *err);
 /* The reader the second pass's events come from (an_names_reader) */
 void an_stepwork_reader(struct stepwork *w, const struct ist_reader *r);
 /* Every event of the second pass as the reader gives it, headers and

@@ -17,8 +17,10 @@
  * on the thread that launches the most CUDA work (else any), a scope or
  * NVTX range the program marked before any Python function, and the
  * library's functions on threads of their own (plumbing) after the
- * others.  An iterator's __next__ counts the iterations of the loop that
- * calls it, not its calls (ist_steps_iterator).  Memory: one entry per
+ * others.  An iterator's __next__, and a generator, count the iterations
+ * of the loop that calls them, not their calls (enum ist_step_loop): a
+ * function's candidate turns a generator's at its first run that yielded,
+ * its count begun again.  Memory: one entry per
  * thread and name, each thread's open occurrences, and the chosen one's
  * occurrences.
  */
@@ -53,7 +55,8 @@ struct cand {
 	int64_t wait;            /* of total, in the calls made to wait */
 	uint64_t in_imp;         /* occurrences inside an import */
 	bool lib;                /* a function of Python's library */
-	bool iter;               /* an iterator's __next__: it counts the
+	int loop;                /* enum ist_step_loop: an iterator's
+	                          * __next__ or a generator counts the
 	                          * iterations of its loop */
 	int64_t iter_s;          /* the iteration under way's start, or
 	                          * INT64_MIN none */
@@ -125,21 +128,23 @@ ist_steps_next_call(const struct ist_event *ev)
 }
 
 bool
-ist_steps_loop_end(const struct ist_event *ev)
+ist_steps_loop_end(const struct ist_event *ev, int loop)
 {
+	if (loop == IST_LOOP_GEN)
+		return !(IST_HAS(ev, IST_F_YIELDED) && ev->yielded);
 	return IST_HAS(ev, IST_F_RAISED) && ev->raised;
 }
 
 /*
- * An iterator's call at ev: the iteration under way (*open, INT64_MIN
- * none) ends where it begins, and it begins the next unless it raised.
+ * A loop's call at ev: the iteration under way (*open, INT64_MIN none)
+ * ends where it begins, and it begins the next unless it ends the loop.
  * Returns the iteration ended, [*s, ev's start), or false for none.
  */
 static bool
-iteration(int64_t *open, const struct ist_event *ev, int64_t *s)
+iteration(int64_t *open, const struct ist_event *ev, int loop, int64_t *s)
 {
 	*s = *open;
-	*open = ist_steps_loop_end(ev) ? INT64_MIN : ev->start_ns;
+	*open = ist_steps_loop_end(ev, loop) ? INT64_MIN : ev->start_ns;
 	return *s != INT64_MIN && ev->start_ns >= *s;
 }
 
@@ -370,7 +375,8 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 		c->kind = k;
 		c->type = ev->type;
 		c->last_end = INT64_MIN;
-		c->iter = k == 1 && ist_steps_iterator(c->name, c->nlen);
+		c->loop = k == 1 && ist_steps_iterator(c->name, c->nlen) ?
+		    IST_LOOP_NEXT : IST_LOOP_NONE;
 		c->iter_s = INT64_MIN;
 		s->n++;
 	}
@@ -380,7 +386,14 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 found:
 	if (ev->start_ns < c->last_end)
 		return IST_OK;          /* inside another of its name */
-	if (!c->iter) {
+	if (c->loop == IST_LOOP_NONE && k == 1 && IST_HAS(ev, IST_F_YIELDED) &&
+	    ev->yielded) {
+		/* a generator's: its loop's iterations from here */
+		c->loop = IST_LOOP_GEN;
+		c->count = 0;
+		c->total = c->max = 0;
+	}
+	if (c->loop == IST_LOOP_NONE) {
 		c->count++;
 		c->total += ev->end_ns - ev->start_ns;
 		if (ev->end_ns - ev->start_ns > c->max)
@@ -391,7 +404,7 @@ found:
 			goto nomem;
 		if (ev->start_ns < t->next_end)
 			return IST_OK;  /* next(it): no loop's */
-		if (iteration(&c->iter_s, ev, &it0)) {
+		if (iteration(&c->iter_s, ev, c->loop, &it0)) {
 			c->count++;
 			c->total += ev->start_ns - it0;
 			if (ev->start_ns - it0 > c->max)
@@ -536,7 +549,7 @@ ist_steps_choose(struct ist_steps *s)
 
 const char *
 ist_steps_peek(const struct ist_steps *s, int64_t *pid, int64_t *tid,
-    enum ist_type *type, int64_t *line)
+    enum ist_type *type, int64_t *line, int *loop)
 {
 	const struct cand *c = best(s);
 
@@ -546,6 +559,7 @@ ist_steps_peek(const struct ist_steps *s, int64_t *pid, int64_t *tid,
 	*tid = c->tid;
 	*type = c->type;
 	*line = c->line;
+	*loop = c->loop;
 	return c->name;
 }
 
@@ -557,7 +571,7 @@ ist_steps_collect(struct ist_steps *s, const struct ist_event *ev,
 	struct ist_step *st;
 	int64_t from = ev->start_ns;
 
-	if (c != NULL && c->iter && ev->tid == c->tid &&
+	if (c != NULL && c->loop && ev->tid == c->tid &&
 	    ist_steps_next_call(ev) && ev->end_ns > s->next_end)
 		s->next_end = ev->end_ns;
 	if (c == NULL || ev->type != c->type || kind_of(ev) < 0 ||
@@ -565,9 +579,9 @@ ist_steps_collect(struct ist_steps *s, const struct ist_event *ev,
 	    memcmp(ev->name.p, c->name, ev->name.n) != 0 ||
 	    line_of(ev, c->kind) != c->line || ev->start_ns < s->last_end)
 		return IST_OK;
-	if (c->iter && ev->start_ns < s->next_end)
+	if (c->loop && ev->start_ns < s->next_end)
 		return IST_OK;          /* next(it): no loop's */
-	if (c->iter && !iteration(&s->iter_s, ev, &from)) {
+	if (c->loop && !iteration(&s->iter_s, ev, c->loop, &from)) {
 		s->last_end = ev->end_ns;
 		return IST_OK;
 	}
@@ -577,7 +591,7 @@ ist_steps_collect(struct ist_steps *s, const struct ist_event *ev,
 		    strerror(ENOMEM));
 		return IST_ENOMEM;
 	}
-	*st = (struct ist_step){ from, c->iter ? ev->start_ns : ev->end_ns };
+	*st = (struct ist_step){ from, c->loop ? ev->start_ns : ev->end_ns };
 	s->last_end = ev->end_ns;
 	return IST_OK;
 }
@@ -596,12 +610,13 @@ ist_steps_get(const struct ist_steps *s, size_t *n, const char **name,
 
 void
 ist_steps_chosen(const struct ist_steps *s, int64_t *pid, int64_t *tid,
-    enum ist_type *type, int64_t *line)
+    enum ist_type *type, int64_t *line, int *loop)
 {
 	*pid = s->chosen ? s->chosen->pid : 0;
 	*tid = s->chosen ? s->chosen->tid : 0;
 	*type = s->chosen ? s->chosen->type : IST_CPU_CALL;
 	*line = s->chosen ? s->chosen->line : 0;
+	*loop = s->chosen ? s->chosen->loop : IST_LOOP_NONE;
 }
 
 const char *

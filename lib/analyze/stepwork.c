@@ -145,10 +145,10 @@ struct stepwork {
 	uint64_t seen;           /* occurrences so far (an iterator's:
 	                          * iterations) */
 	int64_t last_end;
-	/* an iterator's __next__ (ist_steps_iterator): a step is an iteration
-	 * of its loop, from one call to the next, open (its end INT64_MAX)
-	 * until the next call comes */
-	bool iter;
+	/* a loop's call, an iterator's __next__ or a generator's run (enum
+	 * ist_step_loop): a step is an iteration of its loop, from one call
+	 * to the next, open (its end INT64_MAX) until the next call comes */
+	int loop;
 	bool iter_on;            /* an iteration under way */
 	struct open_step *iter_open;  /* it, measured: in the window */
 	int64_t next_end;        /* the end of the step thread's last
@@ -213,7 +213,7 @@ struct stepwork {
 enum ist_status
 an_stepwork_new(struct stepwork **out, struct ist_analyzer *a,
     const char *name, int64_t pid, int64_t tid, enum ist_type type,
-    int64_t line, struct ist_error *err)
+    int64_t line, int loop, struct ist_error *err)
 {
 	struct stepwork *w;
 	int64_t id;
@@ -233,7 +233,7 @@ an_stepwork_new(struct stepwork **out, struct ist_analyzer *a,
 	w->line = line;
 	w->name = (uint32_t)id;
 	w->name_n = strlen(name);
-	w->iter = type == IST_CPU_CALL && ist_steps_iterator(name, w->name_n);
+	w->loop = type == IST_CPU_CALL ? loop : IST_LOOP_NONE;
 	w->last_end = INT64_MIN;
 	w->next_end = INT64_MIN;
 	w->span_s = INT64_MAX;
@@ -569,7 +569,7 @@ host_upto(struct stepwork *w, struct open_step *o, int64_t t)
 static uint32_t
 child_depth(const struct stepwork *w)
 {
-	return w->type == IST_CPU_CALL && !w->iter;
+	return w->type == IST_CPU_CALL && !w->loop;
 }
 
 /* The innermost open call ended: when it was one of the step's own calls,
@@ -1161,10 +1161,11 @@ finish_oldest(struct stepwork *w, bool all)
 }
 
 /*
- * An iterator's call: the iteration under way ends where it begins (cut
- * to there, as the segments that ran past its end were not known to), and
- * one begins with it, its first call the iterator's, unless it raised (the
- * StopIteration that ends the loop).
+ * A loop's call: the iteration under way ends where it begins (cut to
+ * there, as the segments that ran past its end were not known to), and
+ * one begins with it, its first call the loop's, unless it ends the loop
+ * (ist_steps_loop_end: the StopIteration an iterator raised, a generator's
+ * return).
  */
 static void
 iter_step(struct stepwork *w, const struct ist_event *ev, int64_t from,
@@ -1188,7 +1189,7 @@ iter_step(struct stepwork *w, const struct ist_event *ev, int64_t from,
 		if (o->e > to)
 			step_done(o);    /* it runs past the window */
 	}
-	w->iter_on = !ist_steps_loop_end(ev);
+	w->iter_on = !ist_steps_loop_end(ev, w->loop);
 	if (!w->iter_on || ev->start_ns < from || ev->start_ns >= to)
 		return;
 	finish_oldest(w, false);
@@ -1265,10 +1266,10 @@ an_stepwork_add(struct stepwork *w, const struct ist_event *ev,
 		    !IST_HAS(ev, IST_F_START) || !IST_HAS(ev, IST_F_END) ||
 		    ev->end_ns < ev->start_ns)
 			break;
-		if (w->iter && ist_steps_next_call(ev) &&
+		if (w->loop && ist_steps_next_call(ev) &&
 		    ev->end_ns > w->next_end)
 			w->next_end = ev->end_ns;
-		if (w->iter && is_step(w, ev) && ev->start_ns >= w->last_end) {
+		if (w->loop && is_step(w, ev) && ev->start_ns >= w->last_end) {
 			/* a call made by next(it), no loop's, is passed over
 			 * as a call inside the iteration under way */
 			if (ev->start_ns >= w->next_end) {

@@ -175,14 +175,15 @@ mg_gtrack(struct merger *m, const struct ist_event *ev)
 	return (uint32_t)m->ntrack;
 }
 
-/* The merge's id of a timed record's constant part, 0 when out of
- * memory; its writer bytes are made when first written. */
+/* The merge's id of a timed record's constant part (yielded: a call's,
+ * a generator's run that yielded), 0 when out of memory; its writer bytes
+ * are made when first written. */
 uint32_t
 mg_gfn(struct merger *m, int type, uint32_t name, uint32_t more,
-    int64_t line)
+    int64_t line, bool yielded)
 {
-	uint64_t h = ist_hash_bytes((const char *)(uint64_t[]){ (uint64_t)type,
-	    name, more, (uint64_t)line }, 32);
+	uint64_t h = ist_hash_bytes((const char *)(uint64_t[]){ (uint64_t)type |
+	    (uint64_t)yielded << 8, name, more, (uint64_t)line }, 32);
 	size_t k;
 
 	if ((m->nfn + 1) * 2 > m->ftab_cap && grow_ids(&m->ftab,
@@ -193,7 +194,8 @@ mg_gfn(struct merger *m, int type, uint32_t name, uint32_t more,
 	    k = (k + 1) & (m->ftab_cap - 1)) {
 		struct gfn *o = &m->fns[m->ftab[k] - 1];
 		if (o->hash == h && o->name == name && o->more == more &&
-		    o->line == line && o->type == type)
+		    o->line == line && o->type == type &&
+		    o->wd.yielded == yielded)
 			return m->ftab[k];
 	}
 	if (ist_room((void **)&m->fns, &m->fns_cap, m->nfn,
@@ -215,6 +217,7 @@ mg_gfn(struct merger *m, int type, uint32_t name, uint32_t more,
 		if (f)
 			g->wd.more = (struct ist_str){ f->p, f->n };
 		g->wd.line = line;
+		g->wd.yielded = yielded;
 	}
 	m->ftab[k] = (uint32_t)++m->nfn;
 	return (uint32_t)m->nfn;

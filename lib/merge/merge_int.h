@@ -159,7 +159,7 @@ struct merger {
 uint32_t mg_gstring(struct merger *m, struct ist_str s);
 uint32_t mg_gtrack(struct merger *m, const struct ist_event *ev);
 uint32_t mg_gfn(struct merger *m, int type, uint32_t name, uint32_t more,
-    int64_t line);
+    int64_t line, bool yielded);
 uint8_t *mg_pack(struct merger *m, const struct ist_reader *r,
     const struct ist_event *cev, uint8_t *p);
 size_t mg_pack_bound(const struct ist_event *cev);

@@ -97,9 +97,10 @@ gstr(struct merger *m, const struct ist_reader *r, struct ist_event *ev,
 /*
  * A timed record of a thread, which the writer writes from the bytes it
  * keeps for its name, file or domain and line (ist_writer_timed): a call,
- * scope or NVTX range with no other field, and a line, where it has one,
- * that ist_writer_timed writes as ist_writer_write does (above 0).  It
- * packs as [type | TIMED, track, duration, function].
+ * scope or NVTX range with no other field (but a call's yielded, true: a
+ * generator's run), and a line, where it has one, that ist_writer_timed
+ * writes as ist_writer_write does (above 0).  It packs as [type | TIMED,
+ * track, duration, function].
  */
 static bool
 timed_form(const struct ist_event *ev)
@@ -108,7 +109,8 @@ timed_form(const struct ist_event *ev)
 
 	switch (ev->type) {
 	case IST_CPU_CALL:
-		more = F(FILE) | F(LINE);
+		more = F(FILE) | F(LINE) | (IST_HAS(ev, IST_F_YIELDED) &&
+		    ev->yielded ? F(YIELDED) : 0);
 		break;
 	case IST_NVTX_RANGE:
 		more = F(DOMAIN);
@@ -151,6 +153,7 @@ mg_pack(struct merger *m, const struct ist_reader *r, const struct ist_event *ce
 		uint32_t id = ist_reader_string_id(r, IST_F_NAME), more = 0, fn;
 		uint32_t name = gstr(m, r, ev, IST_F_NAME);
 		int64_t line = IST_HAS(ev, IST_F_LINE) ? ev->line : 0;
+		bool y = IST_HAS(ev, IST_F_YIELDED);
 		const struct gfn *f;
 		if (name == 0 || (IST_HAS(ev, mf) &&
 		    (more = gstr(m, r, ev, mf)) == 0))
@@ -158,8 +161,9 @@ mg_pack(struct merger *m, const struct ist_reader *r, const struct ist_event *ce
 		/* most records of a name are one function: no hashing then */
 		if (id >= m->map.nfn || (fn = m->map.fn[id]) == 0 ||
 		    (f = &m->fns[fn - 1])->more != more || f->line != line ||
-		    f->type != ev->type) {
-			if ((fn = mg_gfn(m, ev->type, name, more, line)) == 0 ||
+		    f->type != ev->type || f->wd.yielded != y) {
+			if ((fn = mg_gfn(m, ev->type, name, more, line, y)) ==
+			    0 ||
 			    ist_idmap_put(&m->map.fn, &m->map.nfn, id, fn) != 0)
 				return NULL;
 		}

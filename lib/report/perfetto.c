@@ -332,6 +332,8 @@ complete(struct ist_perfetto *p, const struct ist_event *ev, int64_t pid,
 		ARG_INT(&p->b, "\"bytes\":", ev->bytes);
 	if (IST_HAS(ev, IST_F_RAISED) && ev->raised)
 		IST_BUF_LIT(&p->b, "\"raised\":true,");
+	if (IST_HAS(ev, IST_F_YIELDED) && ev->yielded)
+		IST_BUF_LIT(&p->b, "\"yielded\":true,");
 	if (IST_HAS(ev, IST_F_PAGEABLE)) {
 		if (ev->pageable)
 			IST_BUF_LIT(&p->b, "\"pageable\":true,");

@@ -157,12 +157,13 @@ ist_field_int(struct ist_event *ev, enum ist_field f)
 	return ist_int_at[f] ? (int64_t *)((char *)ev + ist_int_at[f]) : NULL;
 }
 
-/* the bool fields: a copy's pageable, a capture's on, a call's raised */
+/* the bool fields: a copy's pageable, a capture's on, a call's raised
+ * and yielded */
 static inline bool *
 ist_field_bool(struct ist_event *ev, enum ist_field f)
 {
 	return f == IST_F_ON ? &ev->on : f == IST_F_RAISED ? &ev->raised :
-	    &ev->pageable;
+	    f == IST_F_YIELDED ? &ev->yielded : &ev->pageable;
 }
 
 static inline struct ist_blob *
@@ -223,9 +224,12 @@ struct ist_wdef {
 	uint32_t name_id, more_id;
 	uint32_t seg;           /* the writer's segment they belong to */
 	uint8_t type;           /* the record type they were made for */
+	bool yielded;           /* a call's: a generator's run that yielded */
 	uint8_t nhead, ntail;
 	uint8_t head[2];        /* the record's array head and kind */
-	uint8_t tail[24];       /* after its times: name, file/domain, line */
+	uint8_t tail[24];       /* after its times: name, file/domain, line
+	                         * (and null, null, true: cut and raised
+	                         * absent, yielded) */
 };
 enum ist_status ist_writer_timed(struct ist_writer *w, enum ist_type type,
     int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns,

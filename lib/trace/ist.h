@@ -22,7 +22,7 @@
 
 #define IST_FORMAT_NAME "inferscope-trace"
 #define IST_VERSION_MAJOR 1
-#define IST_VERSION_MINOR 3
+#define IST_VERSION_MINOR 4
 #define IST_PACKAGE_VERSION "0.1.0"
 /* A garbage collection, as the Python collector records it: a cpu_call
  * named "gc (generation 2)" (formats/trace-format.md). */
@@ -121,6 +121,7 @@ enum ist_field {
 	IST_F_UUID, IST_F_GRAPH_ID, IST_F_GRAPH_NODE,          /* 1.1 */
 	IST_F_CUT, IST_F_ON,                                   /* 1.2 */
 	IST_F_RAISED,                                          /* 1.3 */
+	IST_F_YIELDED,                                         /* 1.4 */
 	/* header only */
 	IST_F_FORMAT, IST_F_VERSION, IST_F_PRODUCER, IST_F_PIDS, IST_F_CLOCKS,
 	IST_F_REALTIME_NS, IST_F_MONOTONIC_NS, IST_F_SOURCES,
@@ -166,6 +167,8 @@ struct ist_event {
 	bool pageable;
 	bool on;                   /* capture: recording from here */
 	bool raised;               /* a call that ended by an exception */
+	bool yielded;              /* a generator's run that ended at a
+	                            * yield: it is resumed later */
 	int64_t cut;               /* IST_CUT_* bits of a range the capture
 	                            * window cut */
 	bool value_is_int;         /* counter: integer or float value */

@@ -57,6 +57,7 @@ static const struct ist_fieldspec f_device[] = {
 static const struct ist_fieldspec f_cpu_call[] = {
 	PID, TID, NAME, P(FILE, "file", STR, false), P(LINE, "line", INT, false),
 	START, END, CUT, P(RAISED, "raised", BOOL, false),
+	P(YIELDED, "yielded", BOOL, false),
 };
 static const struct ist_fieldspec f_scope[] = {
 	PID, TID, NAME, START, END, CUT,

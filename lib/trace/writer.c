@@ -1073,7 +1073,9 @@ timed_def(struct ist_writer *w, enum ist_type type, struct ist_wdef *d,
 	uint8_t *t = d->tail;
 	int extra;       /* payload after the name: file/domain, line */
 
-	if (type == IST_CPU_CALL)
+	if (type == IST_CPU_CALL && d->yielded)
+		extra = 5;       /* file, line, cut, raised, yielded */
+	else if (type == IST_CPU_CALL)
 		extra = d->line > 0 ? 2 : d->more.p ? 1 : 0;
 	else if (type == IST_NVTX_RANGE)
 		extra = d->more.p ? 1 : 0;
@@ -1100,8 +1102,17 @@ timed_def(struct ist_writer *w, enum ist_type type, struct ist_wdef *d,
 		else
 			*t++ = 0xf6;
 	}
-	if (extra == 2)
-		t += enc_head(false, (uint64_t)d->line, t, 9);
+	if (extra >= 2) {
+		if (d->line > 0)
+			t += enc_head(false, (uint64_t)d->line, t, 9);
+		else
+			*t++ = 0xf6;
+	}
+	if (extra == 5) {
+		*t++ = 0xf6;     /* cut */
+		*t++ = 0xf6;     /* raised */
+		*t++ = 0xf5;     /* yielded: true */
+	}
 	d->ntail = (uint8_t)(t - d->tail);
 	d->seg = w->seg;
 	d->type = (uint8_t)type;

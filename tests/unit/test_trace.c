@@ -644,18 +644,23 @@ write_runs(struct ist_writer *w, const struct ist_timed *run, size_t n,
  * ist_writer_write writes for the same events: every type it takes, with
  * and without file, line and domain, across tracks, frames, self-contained
  * frames (which define strings again), definitions used for several types,
- * and definitions whose cached ids belong to another writer.
+ * definitions whose cached ids belong to another writer, and a generator's
+ * runs that yielded (with and without file and line: the fields between
+ * written null).
  */
 static void
 test_writer_timed(void)
 {
-	struct ist_wdef defs[6] = {
+	struct ist_wdef defs[8] = {
 		{ .name = S("mod.fn"), .more = S("/a.py"), .line = 12 },
 		{ .name = S("mod.g"), .more = S("/a.py") },
 		{ .name = S("mod.h"), .line = 7 },
 		{ .name = S("step") },
 		{ .name = S("nv"), .more = S("dom") },
 		{ .name = S("") },
+		{ .name = S("mod.gen"), .more = S("/a.py"), .line = 3,
+		    .yielded = true },
+		{ .name = S("gen"), .yielded = true },
 	};
 	static const enum ist_type types[6] = {
 		IST_CPU_CALL, IST_CPU_CALL, IST_CPU_CALL, IST_SCOPE,
@@ -688,7 +693,7 @@ test_writer_timed(void)
 			ist_writer_header(wc, &h, &e);
 			for (int i = 0; i < 5000; i++) {
 				/* a definition serves several types */
-				struct ist_wdef *d = &defs[i * 7 % 6];
+				struct ist_wdef *d = &defs[i * 7 % 8];
 				enum ist_type t = types[(i * 5 + i / 97) % 6];
 				int64_t tid = 100 + i % 4 / 3, t0 = i * 97 -
 				    (i % 5) * 300;
@@ -712,6 +717,10 @@ test_writer_timed(void)
 				if (t == IST_NVTX_RANGE && d->more.p) {
 					ev.domain = d->more;
 					SET(&ev, DOMAIN);
+				}
+				if (t == IST_CPU_CALL && d->yielded) {
+					ev.yielded = true;
+					SET(&ev, YIELDED);
 				}
 				bad += ist_writer_write(wa, &ev, &e) != IST_OK;
 				bad += ist_writer_timed(wb, t, 9, tid, t0,

@@ -156,7 +156,7 @@ def dataframe(src, type):
     times and other integers as int64 (pandas' nullable Int64 where some
     row lacks the field), strings as pandas' category (each distinct
     string once, in sorted order; NaN where absent), flags as bool (a
-    call's raised False where absent, as the format says).  Read
+    call's raised and yielded False where absent, as the format says).  Read
     by libinferscope's reader into columns, with no Python object per
     record; pandas is imported only here.  A truncated trace warns and
     gives the rows before the cut."""
