@@ -75,13 +75,15 @@ find_fake(void)
 	return 0;
 }
 
-/* a launch through the runtime: the call, then its kernel */
-static void
+/* a launch through the runtime: the call, then its kernel; the kernel's
+ * start */
+static uint64_t
 launch(const char *name, uint32_t corr)
 {
 	uint64_t t = now();
 	api("cudaLaunchKernel_v7000", t, t + 3000, corr);
 	kernel(name, t + 5000, t + 25000, corr, 7);
+	return t + 5000;
 }
 
 static void
@@ -89,13 +91,17 @@ basic(void)
 {
 	static const uint8_t uuid[16] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4,
 	    5, 6, 7, 8, 9, 10, 11, 12 };
-	uint64_t t;
+	uint64_t t, k1, k2;
 
 	device(0, "Fake H100", uuid);
-	launch("_Z6matmulPfS_S_i", 1);
+	k1 = launch("_Z6matmulPfS_S_i", 1);
+	/* the next launch's kernel starts after the first's on their stream,
+	 * as a GPU runs them: its call may come within a microsecond of the
+	 * first's (a quick machine), when 4 us after it had been first */
 	t = now();
+	k2 = t + 4000 > k1 ? t + 4000 : k1 + 1000;
 	api("cuLaunchKernel", t, t + 2000, 2);
-	kernel("triton_fused_0", t + 4000, t + 9000, 2, 7);
+	kernel("triton_fused_0", k2, k2 + 5000, 2, 7);
 	t = now();
 	api("cudaGetDevice_v3020", t, t + 100, 3);
 	api("cuCtxGetCurrent", t + 200, t + 300, 4);
