@@ -394,6 +394,55 @@ PY
 	[ "$over" -ge $((all / 2)) ] || fail "$over of $all ticks"
 }
 
+@test "real verdicts: as many busy processes as cores, whose calls keep InferScope's own threads busy, are not oversubscribed by the program: its runnable threads exclude the recorder's" {
+	# each worker calls perf_counter in a loop: hundreds of thousands of
+	# C calls a second for its collector's writer to encode, on the
+	# cores the workers use (the verdict had read 'the program runs more
+	# threads than there are cores', its own ticks counting the writers:
+	# 27 of 38 and 14 of 36)
+	n=$(nproc)
+	cat > app.py <<PY
+import multiprocessing as mp, time
+pc = time.perf_counter
+def spin(_):
+    for i in range(10):
+        t = pc()
+        while pc() - t < 0.03:
+            pass
+if __name__ == "__main__":
+    ps = [mp.Process(target=spin, args=(i,)) for i in range($n)]
+    for p in ps:
+        p.start()
+    for p in ps:
+        p.join()
+PY
+	is-record -o rec.ist -- /usr/bin/python3 app.py
+	is-merge rec.ist | is-analyze --json > a.json
+	run jq -r '.system | "\(.program_oversubscribed_samples) \(.program_runnable_samples) \(.recorder_runnable_samples) \(.recorder_oversubscribed_samples) \(.oversubscribed_samples)"' a.json
+	read -r pover all rall rover over <<< "$output"
+	src=$(jq -r '[.findings[] | select(.kind == "runqueue") | .evidence.source][0] // "none"' a.json)
+	echo "program over $pover of $all ticks, recorder's $rover of $over oversubscribed, source $src, recorder CPU $(jq .data_quality.profiler_cpu_ns a.json)" >&3
+	# the program's own runnable threads (its workers, the main thread
+	# a moment at the start) outnumbered the cores at no more than a
+	# tenth of the ticks
+	[ "$pover" -le $((all / 10)) ] || fail "$pover of $all ticks"
+	assert_equal "$rall" "$all"
+	run jq -r .verdict.reason a.json
+	refute_output --partial 'the program runs more threads than there are cores'
+	# the recorder's own threads did the writing, on these cores
+	[ "$(jq .data_quality.profiler_cpu_ns a.json)" -gt 0 ]
+	# a run-queue finding blames the recording, or on a machine busy
+	# with other work, the other processes; never the program
+	case $src in
+	"InferScope's recording")
+		[ "$rover" -ge $((over / 2)) ] || fail "$rover of $over"
+		run jq -r .verdict.classification a.json
+		refute_output CPU-oversubscribed ;;
+	"other processes"|none) ;;
+	*) fail "source $src" ;;
+	esac
+}
+
 @test "real memory growth: 320 MiB allocated over a second" {
 	cat > app.py <<'PY'
 import time

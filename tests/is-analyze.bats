@@ -228,6 +228,25 @@ fired() {
 	assert_equal "$(fired cpu_contention runqueue)" 1
 }
 
+@test "cpu_contention: a run queue that InferScope's own threads made (the program's fit the cores, the machine's did not only with them) is the recording's, and no verdict" {
+	# at each of 11 ticks 4 threads runnable beside the sampler on 2
+	# cores: the program's 2 and the recorder's 2
+	an contention_recorder
+	assert_equal "$(fired cpu_contention runqueue)" 1
+	run q '[.system.recorder_runnable_samples, .system.recorder_oversubscribed_samples, .system.program_oversubscribed_samples, (.findings[] | select(.kind == "runqueue") | .evidence | .source, .recorder_oversubscribed_samples)] | @tsv'
+	assert_output "$(printf "11\t11\t0\tInferScope's recording\t11")"
+	q '.findings[] | select(.kind == "runqueue") | .title' | grep -q "busy with InferScope's own recording threads)$"
+	q '.findings[] | select(.kind == "runqueue") | .suggestion' | grep -q 'is-record --py-min-us'
+	# the threads wait half their runnable time, yet not for the program
+	run q .verdict.classification
+	refute_output CPU-oversubscribed
+	# one of the recorder's and another program's: the others' load
+	an contention_recorder_others
+	run q '[.system.recorder_oversubscribed_samples, (.findings[] | select(.kind == "runqueue") | .evidence.source)] | @tsv'
+	assert_output "$(printf '0\tother processes')"
+	assert_equal "$(q .verdict.classification)" CPU-oversubscribed
+}
+
 @test "cpu_contention finds Python threads serialised on the GIL" {
 	an gil
 	assert_equal "$(fired cpu_contention gil)" 1

@@ -615,8 +615,9 @@ threads_json(struct ist_analyzer *a)
 		win = end - t->cpu0_ts;
 		cpu = t->cpu1 - t->cpu0;
 		wait = t->wait1 - t->wait0;
-		if (strcmp(thread_name(a, t), "inferscope") == 0) {
-			/* the collector's writer: overhead, not the app */
+		if (ist_recorder_thread(thread_name(a, t),
+		    strlen(thread_name(a, t)))) {
+			/* the collectors' threads: overhead, not the app */
 			a->profiler_cpu += cpu;
 			continue;
 		}
@@ -1022,11 +1023,13 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	    IST_ANALYSIS_VERSION, "producer", "is-analyze " IST_PACKAGE_VERSION,
 	    "run", run, "data_quality", dq)) != NULL;
 	ok &= put(an, "system", json_pack(
-	    "{s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "cpu_cores", JI(a->cores),
-	    "memory_bytes", JI(a->memory), "runnable_samples",
+	    "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "cpu_cores",
+	    JI(a->cores), "memory_bytes", JI(a->memory), "runnable_samples",
 	    JI(a->run_samples), "oversubscribed_samples", JI(a->oversub),
 	    "program_runnable_samples", JI(a->prog_samples),
 	    "program_oversubscribed_samples", JI(a->prog_oversub),
+	    "recorder_runnable_samples", JI(a->rec_samples),
+	    "recorder_oversubscribed_samples", JI(a->rec_oversub),
 	    "cpu_utilization_mean", jreal(a->util_n ? a->util_sum /
 	    (double)a->util_n : 0, 4)));
 	ok &= put(an, "devices", devices_json(a));

@@ -337,6 +337,12 @@ struct ist_analyzer {
 	int64_t cores, memory;
 	uint64_t run_samples, oversub;
 	uint64_t prog_samples, prog_oversub;  /* system.program_runnable */
+	/* system.recorder_runnable: the ticks read, and those at which the
+	 * machine's runnable threads outnumbered its cores only with
+	 * InferScope's own among them */
+	uint64_t rec_samples, rec_oversub;
+	int64_t tick_run;        /* the last tick's runnable threads, the
+	                          * sampler reading them not counted */
 	double util_sum;
 	uint64_t util_n;
 	bool cpu_samples;        /* thread.cpu_ns seen: functions' CPU time */

@@ -805,12 +805,19 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 			a->sys_tick = ev->ts_ns;
 			a->run_samples++;
 			/* procs_running counts the sampler reading it */
+			a->tick_run = v - 1;
 			if (a->cores && v - 1 > a->cores)
 				a->oversub++;
 		} else if (an_name_is(ev, "system.program_runnable")) {
 			a->prog_samples++;
 			if (a->cores && v > a->cores)
 				a->prog_oversub++;
+		} else if (an_name_is(ev, "system.recorder_runnable")) {
+			/* written after the tick's system.runnable */
+			a->rec_samples++;
+			if (a->cores && a->tick_run > a->cores &&
+			    a->tick_run - v <= a->cores)
+				a->rec_oversub++;
 		} else if (an_name_is(ev, "system.cpu_utilization")) {
 			a->util_sum += ev->value_is_int ? (double)ev->ivalue :
 			    ev->value;

@@ -90,7 +90,7 @@ struct othr {
 	struct oframe *st;
 	uint32_t n, cap;
 	bool listed;             /* in stepwork's act */
-	bool profiler;           /* is-record's own thread ("inferscope") */
+	bool profiler;           /* InferScope's own (ist_recorder_thread) */
 	int64_t busy, busy_w;    /* its time in calls (not waits), and the
 	                          * part of it within the steps' waits */
 	/* its CPU time (0) and run-queue time (1) counters: the last sample
@@ -521,8 +521,8 @@ oth_thread(struct stepwork *w, const struct ist_event *ev)
 	bool created;
 	struct othr *t;
 
-	if (IST_HAS(ev, IST_F_NAME) && an_name_is(ev, "inferscope") &&
-	    (t = oth_of(w, ev, &created)) != NULL)
+	if (IST_HAS(ev, IST_F_NAME) && ist_recorder_thread(ev->name.p,
+	    ev->name.n) && (t = oth_of(w, ev, &created)) != NULL)
 		t->profiler = true;
 }
 

@@ -49,6 +49,8 @@ struct sampler {
 	bool have_cpu;
 	int64_t prog_run;            /* the program's threads found in state R
 	                              * this tick (running or queued) */
+	int64_t rec_run;             /* and InferScope's own among them (not
+	                              * counted in prog_run) */
 	long page, ticks;
 	char host[256];
 	ist_note_fn note;

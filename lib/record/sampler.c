@@ -251,7 +251,9 @@ sample_thread(struct sampler *s, struct psample *p, int64_t tid, int64_t ts)
 		rec_swrite(s, &ev);
 	}
 	v[2] = state_code(f[0][0]);
-	if (v[2] == 1)
+	if (v[2] == 1 && ist_recorder_thread(comm, strlen(comm)))
+		s->rec_run++;
+	else if (v[2] == 1)
 		s->prog_run++;
 	/* run and wait time in ns from schedstat; else utime+stime ticks */
 	snprintf(path, sizeof(path), "/proc/%lld/task/%lld/schedstat",
@@ -349,6 +351,34 @@ sample_process(struct sampler *s, int64_t pid, int64_t ts)
 	closedir(d);
 }
 
+/* is-record's own threads in state R but the one reading (gathering and
+ * compressing the collectors' streams while the program runs): the
+ * recorder's, beside its collectors' threads in the program */
+static int64_t
+own_runnable(void)
+{
+	char path[300], buf[1024], *comm, *f[4];
+	long me = (long)gettid();
+	struct dirent *de;
+	int64_t n = 0;
+	DIR *d;
+
+	if ((d = opendir("/proc/self/task")) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' ||
+		    strtol(de->d_name, NULL, 10) == me)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat",
+		    de->d_name);
+		if (read_file(path, buf, sizeof(buf)) > 0 &&
+		    stat_fields(buf, &comm, f, 4) >= 1 && f[0][0] == 'R')
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
 static void
 sample_system(struct sampler *s, int64_t ts)
 {
@@ -390,9 +420,13 @@ sample_system(struct sampler *s, int64_t ts)
 		counter(s, 0, -1, "system.runnable", ts,
 		    strtoll(r + 15, NULL, 10), 0, true);
 		/* of them the program's own: whether it alone wanted more
-		 * cores than there are, or others' load queued it */
+		 * cores than there are, or others' load queued it; and
+		 * InferScope's own threads in its processes, which a run
+		 * without recording does not have */
 		counter(s, 0, -1, "system.program_runnable", ts, s->prog_run,
 		    0, true);
+		counter(s, 0, -1, "system.recorder_runnable", ts, s->rec_run +
+		    own_runnable(), 0, true);
 	}
 }
 
@@ -549,6 +583,7 @@ rec_sample(struct sampler *s, bool rescan)
 	ts = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 	s->gen++;
 	s->prog_run = 0;
+	s->rec_run = 0;
 	if (rescan || npids == 0)
 		npids = descendants(s->root, pids, MAX_PROCS);
 	else

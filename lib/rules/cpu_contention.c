@@ -176,8 +176,9 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	const struct ist_cpu_contention_params *p = &u->cpu_contention;
 	const json_t *sys = json_object_get(an, "system"), *t;
 	double cpu = 0, wait = 0, inv = 0, share, over = 0, samples;
-	double cores, demand, lim, progs;
-	bool others;
+	double cores, demand, lim, progs, over_n;
+	bool others, rec;
+	const char *source, *fix;
 	double wall = ist_jnum(json_object_get(an, "run"), "wall_ns");
 	size_t i, n = 0;
 	char title[256];
@@ -218,28 +219,44 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 		others = cores > 0 && (progs > 0 ? ist_jnum(sys,
 		    "program_oversubscribed_samples") < 0.1 * progs :
 		    demand <= cores - 0.5);
+		/* of the others, InferScope's own threads in the program's
+		 * processes (a writer encoding a busy process's calls):
+		 * the machine was oversubscribed only with them at half
+		 * the ticks it was, or more */
+		over_n = ist_jnum(sys, "oversubscribed_samples");
+		rec = others && over_n > 0 && ist_jnum(sys,
+		    "recorder_oversubscribed_samples") >= 0.5 * over_n;
+		source = !others ? "the program" : rec ?
+		    "InferScope's recording" : "other processes";
+		fix = !others ? "more threads want to run than there are "
+		    "cores: cap intra-op threads (torch.set_num_threads, "
+		    "OMP_NUM_THREADS, MKL_NUM_THREADS) so that workers x "
+		    "threads <= cores, use fewer worker processes, or run on "
+		    "more cores" : rec ? "the program's own threads wanted "
+		    "no more CPUs than the machine has: InferScope's own "
+		    "threads in its processes, encoding what they recorded, "
+		    "took the rest (data_quality.profiler_cpu_ns), which a run "
+		    "without recording leaves to the program; record fewer "
+		    "calls (is-record --py-min-us, --capture-range, "
+		    "--no-python-calls) or on a machine with a core to spare "
+		    "before tuning threads" : "the program's own threads "
+		    "wanted fewer CPUs than the machine has: the wait comes "
+		    "from other processes, and there is nothing to tune in "
+		    "the program; measure on an idle machine, or reserve cores "
+		    "for it (taskset, a cgroup cpuset)";
 		snprintf(title, sizeof(title), "threads wait for a CPU: %.1f%% "
 		    "of their runnable time was spent in the run queue "
-		    "(%.0f cores, %s)", share, cores, others ? "busy with "
-		    "other processes" : "the program's own threads");
+		    "(%.0f cores, %s)", share, cores, !others ? "the program's "
+		    "own threads" : rec ? "busy with InferScope's own "
+		    "recording threads" : "busy with other processes");
 		lim = share >= p->wait_pct ? p->wait_pct :
 		    p->oversubscribed_pct;
 		f = ist_finding(out, "cpu_contention", "runqueue",
 		    ist_severity(share > over ? share : over, lim),
 		    ist_margin_confidence(share >= p->wait_pct ? share : over,
-		    lim), title, others ?
-		    "the program's own threads wanted fewer CPUs than the "
-		    "machine has: the wait comes from other processes, and "
-		    "there is nothing to tune in the program; measure on an "
-		    "idle machine, or reserve cores for it (taskset, a cgroup "
-		    "cpuset)" : "more threads want to run than there are cores: "
-		    "cap intra-op threads (torch.set_num_threads, "
-		    "OMP_NUM_THREADS, MKL_NUM_THREADS) so that workers x "
-		    "threads <= cores, use fewer worker processes, or run on "
-		    "more cores");
+		    lim), title, fix);
 		ev = json_object_get(f, "evidence");
-		json_object_set_new(ev, "source", json_string(others ?
-		    "other processes" : "the program"));
+		json_object_set_new(ev, "source", json_string(source));
 		json_object_set_new(ev, "program_runnable_threads", json_real(
 		    ist_round(demand, 2)));
 		json_object_set_new(ev, "wait_ns", json_integer(ist_d2i(
@@ -256,6 +273,8 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 		    json_object_get(sys, "oversubscribed_samples"));
 		json_object_set(ev, "program_oversubscribed_samples",
 		    json_object_get(sys, "program_oversubscribed_samples"));
+		json_object_set(ev, "recorder_oversubscribed_samples",
+		    json_object_get(sys, "recorder_oversubscribed_samples"));
 		json_object_set_new(ev, "ctx_involuntary", json_integer(
 		    ist_d2i(inv)));
 		json_object_set_new(ev, "ctx_involuntary_per_s", json_real(

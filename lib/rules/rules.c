@@ -640,9 +640,13 @@ host_class(const struct facts *x, double *conf, char *reason, size_t rn)
 			    ist_jnum(ev, "combined_cores"));
 		return "GIL-bound";
 	}
-	/* a run-queue finding counts where the thread cited waited too */
+	/* a run-queue finding counts where the thread cited waited too; not
+	 * one whose queue InferScope's own recording threads made (a run
+	 * without them has none) */
 	if (x->best_run >= 0.5 && ((x->rq && x->run_wait >= 0.05) ||
-	    x->run_wait >= 0.2)) {
+	    x->run_wait >= 0.2) && !(x->rq && !strcmp(ist_jstr(
+	    json_object_get(x->rq, "evidence"), "source"),
+	    "InferScope's recording"))) {
 		const json_t *ev = x->rq ? json_object_get(x->rq, "evidence") :
 		    NULL;
 		*conf = 0.5 + 0.4 * (x->run_wait > 1 ? 1 : x->run_wait);

@@ -157,6 +157,19 @@ ist_field_int(struct ist_event *ev, enum ist_field f)
 	return ist_int_at[f] ? (int64_t *)((char *)ev + ist_int_at[f]) : NULL;
 }
 
+/*
+ * A thread of InferScope's own inside a recorded program: the collectors'
+ * writer ("inferscope") and the CUDA collector's ("inferscope-gpu") name
+ * themselves so.  None of the program's: their CPU is the recorder's
+ * overhead, and they are not the program's threads wanting a core.
+ */
+static inline bool
+ist_recorder_thread(const char *name, size_t n)
+{
+	return (n == 10 && memcmp(name, "inferscope", 10) == 0) ||
+	    (n == 14 && memcmp(name, "inferscope-gpu", 14) == 0);
+}
+
 /* the bool fields: a copy's pageable, a capture's on, a call's raised
  * and yielded */
 static inline bool *

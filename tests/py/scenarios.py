@@ -202,13 +202,21 @@ def scenario(name):
                 ev += [a, k]
         ev.sort(key=tkey)
     elif name in ("contention", "contention_ok", "contention_box",
-                  "contention_unmeasured"):
+                  "contention_unmeasured", "contention_recorder",
+                  "contention_recorder_others"):
         # box: the machine's other processes keep procs_running above
         # the cores, but these threads hardly wait (2%); unmeasured: no
-        # schedstat, the run queue is all there is
+        # schedstat, the run queue is all there is; recorder: two of the
+        # four runnable threads beside the sampler are InferScope's own
+        # (the program's two alone fit the cores); recorder_others: one
+        # is, and the other is another program's
         ev = meta(device=False)
-        wait = 500_000_000 if name == "contention" else 10_000_000
+        wait = 10_000_000 if name in ("contention_ok", "contention_box",
+                                      "contention_unmeasured") \
+            else 500_000_000
         runnable = 2 if name == "contention_ok" else 5
+        rec = {"contention_recorder": 2,
+               "contention_recorder_others": 1}.get(name)
         ev.append(counter("system.cpu_cores", T0, 2, pid=0))
         for k, tid in enumerate((101, 102, 103, 104)):
             ev.append({"type": "thread", "pid": PID, "tid": tid,
@@ -216,6 +224,10 @@ def scenario(name):
         for s in range(11):
             ts = T0 + s * 100_000_000
             ev.append(counter("system.runnable", ts, runnable, pid=0))
+            if rec is not None:
+                ev.append(counter("system.program_runnable", ts, 2, pid=0))
+                ev.append(counter("system.recorder_runnable", ts, rec,
+                                  pid=0))
             for tid in (101, 102, 103, 104):
                 ev.append(counter("thread.cpu_ns", ts, s * 50_000_000,
                                   tid=tid))
