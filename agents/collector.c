@@ -41,6 +41,8 @@ static struct {
 	struct ist_writer *w;
 	struct ist_ring *rings;
 	uint64_t budget, used, used_big;
+	uint64_t rec_bytes;          /* the rings' resident bytes last written
+	                              * (process.recorder_bytes) */
 	struct def *defs;            /* index id - 1 */
 	uint32_t ndefs, capdefs;
 	uint64_t flush_ms;
@@ -398,6 +400,8 @@ ring_populate(struct ist_ring *r, uint64_t head)
 	if (head < r->size && madvise(r->buf + r->populated, want -
 	    r->populated, MADV_POPULATE_WRITE) != 0)
 		want = r->size; /* an older kernel: let the producer do it */
+	else
+		r->faulted = want;
 	r->populated = want;
 }
 
@@ -786,6 +790,39 @@ loss_record(uint64_t n, const char *reason)
 	emit(&ev);
 }
 
+/*
+ * The rings' bytes resident in the process, list's (the rings of this
+ * pass): a ring's pages as its thread has written them (a huge ring's 2
+ * MiB at a time), or as the writer has faulted them in ahead of that
+ * (ring_populate), a ring that has wrapped whole.  They grow as recording goes on, which
+ * is-analyze would take for the program's memory creeping up: it leaves
+ * them out of the process's RSS.  Written as process.recorder_bytes when
+ * they have grown by a MiB, or shrunk (rings freed), right after the
+ * pages are faulted in, so that an RSS sample rarely falls between.
+ */
+static void
+rings_resident(struct ist_ring *list)
+{
+	struct ist_event ev;
+	uint64_t n = 0;
+
+	for (struct ist_ring *r = list; r; r = r->next) {
+		/* the pages its head has reached: a huge ring's in 2 MiB */
+		uint64_t pg = r->size >= RING_HUGE ? RING_PAGE : 4096;
+		uint64_t t = (atomic_load_explicit(&r->head,
+		    memory_order_relaxed) + pg - 1) & ~(pg - 1);
+		if (t > r->size)
+			t = r->size;
+		n += r->faulted > t ? r->faulted : t;
+	}
+	if (n < C.rec_bytes + (1u << 20) && n >= C.rec_bytes)
+		return;
+	ist_counter_init(&ev, C.pid, -1, S("process.recorder_bytes"),
+	    to_ns(ist_ticks()), (int64_t)n);
+	emit(&ev);
+	C.rec_bytes = n;
+}
+
 /* One pass over every ring; frees rings of threads that have exited.
  * Returns the bytes drained. */
 static uint64_t
@@ -848,6 +885,7 @@ drain_all(void)
 			r->reported = d;
 		}
 	}
+	rings_resident(list);
 	if (lost)
 		loss_record(lost, "buffer full");
 	if (!C.failed) {
@@ -1457,6 +1495,7 @@ ist_coll_after_fork(const char *path, struct ist_error *err)
 	C.rings = NULL;
 	C.used = 0;
 	C.used_big = 0;
+	C.rec_bytes = 0;
 	if (my_ring) {
 		uint64_t h = atomic_load(&my_ring->head);
 		atomic_store(&my_ring->tail, h);

@@ -54,7 +54,10 @@ struct ist_ring {
 	_Alignas(64) _Atomic uint64_t tail;
 	uint64_t reported;           /* dropped already written as loss */
 	uint64_t populated;          /* bytes of buf from its start faulted in
-	                              * by the writer (ring_populate) */
+	                              * by the writer (ring_populate), or its
+	                              * size where the producer faults them */
+	uint64_t faulted;            /* of them, those the writer did fault
+	                              * in (resident) */
 	int64_t tid;
 	clockid_t cpuclock;          /* the thread's CPU clock */
 	bool have_cpuclock;

@@ -752,6 +752,8 @@ processes_json(struct ist_analyzer *a, json_t **command)
 			    json_integer(p->rss1));
 			json_object_set_new(o, "rss_final_ns",
 			    json_integer(p->rss1_ts));
+			json_object_set_new(o, "recorder_peak_bytes",
+			    json_integer(p->rec_peak));
 		}
 		/* its life: to the end of its last Python call, or without
 		 * one to its last sample of any kind (its threads' CPU time

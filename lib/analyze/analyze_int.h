@@ -124,6 +124,10 @@ struct proc {
 	 * at or before it: before the interpreter's teardown frees memory */
 	int64_t py_end, rss_pre, rss_pre_ts;
 	int64_t *rts, *rv;       /* RSS samples, halved when full */
+	/* InferScope's own ring buffers resident in it, as its collector
+	 * last wrote them (process.recorder_bytes), and at their most: its
+	 * RSS samples leave them out */
+	int64_t rec_bytes, rec_peak;
 	uint32_t nr, rstride, rskip;
 	/* its outermost imports on all its threads, overlapping ones as
 	 * one, by start: its start-up, which the steady state leaves out */

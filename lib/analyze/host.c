@@ -836,9 +836,20 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 			p->exit_v = v;
 			return 0;
 		}
+		/* written by its collector, not the sampler: no sample */
+		if (an_name_is(ev, "process.recorder_bytes")) {
+			p->rec_bytes = v > 0 ? v : 0;
+			if (p->rec_bytes > p->rec_peak)
+				p->rec_peak = p->rec_bytes;
+			return 0;
+		}
 		p->last_sample = ev->ts_ns;
 		if (an_name_is(ev, "process.rss_bytes") && v > 0) {
-			/* 0: read as the process exited (a zombie has none) */
+			/* 0: read as the process exited (a zombie has none);
+			 * the program's memory, InferScope's buffers left out
+			 * (they grow as recording goes on: a creep of its
+			 * own), never below a page */
+			v = v - p->rec_bytes > 4096 ? v - p->rec_bytes : 4096;
 			if (!p->have_rss) {
 				p->have_rss = true;
 				p->rss0 = v;
