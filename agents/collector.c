@@ -803,12 +803,26 @@ loss_record(uint64_t n, const char *reason)
 static void
 rings_resident(struct ist_ring *list)
 {
+	/* whether the kernel gives huge rings huge pages (transparent huge
+	 * pages not "never"), asked once */
+	static int thp = -1;
 	struct ist_event ev;
 	uint64_t n = 0;
 
+	if (thp < 0) {
+		char b[128] = "";
+		int fd = open("/sys/kernel/mm/transparent_hugepage/enabled",
+		    O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			ssize_t k = read(fd, b, sizeof(b) - 1);
+			b[k > 0 ? k : 0] = '\0';
+			close(fd);
+		}
+		thp = fd >= 0 && strstr(b, "[never]") == NULL;
+	}
 	for (struct ist_ring *r = list; r; r = r->next) {
 		/* the pages its head has reached: a huge ring's in 2 MiB */
-		uint64_t pg = r->size >= RING_HUGE ? RING_PAGE : 4096;
+		uint64_t pg = r->size >= RING_HUGE && thp ? RING_PAGE : 4096;
 		uint64_t t = (atomic_load_explicit(&r->head,
 		    memory_order_relaxed) + pg - 1) & ~(pg - 1);
 		if (t > r->size)

@@ -1393,7 +1393,7 @@ by_call_json(struct stepwork *w, const struct hostby *hb, uint32_t n,
 static json_t *
 waited_on_json(struct stepwork *w)
 {
-	double in[2] = { 0, 0 };
+	double in[2] = { 0, 0 }, rec = 0;
 	bool have[2] = { false, false };
 	json_t *o;
 
@@ -1401,11 +1401,17 @@ waited_on_json(struct stepwork *w)
 		oth_advance(w, &w->oth[i], INT64_MAX);
 	if (w->wait_ns <= 0 || w->wo_ns <= 0)
 		return json_null();
-	for (uint32_t i = 0; i < w->noth; i++)
-		for (int k = 0; k < 2 && !w->oth[i].profiler; k++) {
+	for (uint32_t i = 0; i < w->noth; i++) {
+		/* InferScope's own threads: beside the others, not theirs */
+		if (w->oth[i].profiler) {
+			rec += w->oth[i].in[0];
+			continue;
+		}
+		for (int k = 0; k < 2; k++) {
 			in[k] += w->oth[i].in[k];
 			have[k] |= w->oth[i].c[k].have;
 		}
+	}
 	o = json_pack("{s:f,s:f}", "threads", ist_round((double)w->wo_ns /
 	    (double)w->wait_ns, 2), "in_c_calls", ist_round((double)
 	    w->wo_c_ns / (double)w->wait_ns, 2));
@@ -1413,6 +1419,8 @@ waited_on_json(struct stepwork *w)
 	    (double)w->wait_ns, 2)) : json_null());
 	json_object_set_new(o, "queued", have[1] ? json_real(ist_round(in[1] /
 	    (double)w->wait_ns, 2)) : json_null());
+	json_object_set_new(o, "recorder_cores", have[0] ? json_real(ist_round(
+	    rec / (double)w->wait_ns, 2)) : json_null());
 	json_object_set_new(o, "by", by_call_json(w, w->wo, w->nwo,
 	    w->wo_ns));
 	return o;

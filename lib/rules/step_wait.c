@@ -1,6 +1,7 @@
 /* step_wait - the steps wait for work that other threads and processes do
  * for them (a DataLoader's workers, a pool): they are fed too slowly. */
 #include <stdio.h>
+#include <string.h>
 
 #include "rules.h"
 
@@ -33,8 +34,8 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 {
 	const struct ist_step_wait_params *p = &u->step_wait;
 	const json_t *st = json_object_get(an, "steps"), *cp, *w;
-	double share, threads, cores, queued, machine, pct;
-	char title[512], by[400], top[400], fix[1000];
+	double share, threads, cores, queued, machine, pct, rec;
+	char title[512], by[400], top[400], fix[1200];
 	bool full;
 	json_t *f, *ev;
 
@@ -46,6 +47,7 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	threads = ist_jnum(w, "threads");
 	cores = ist_jnum(w, "cores");
 	queued = ist_jnum(w, "queued");
+	rec = ist_jnum(w, "recorder_cores");
 	machine = ist_jnum(json_object_get(an, "system"), "cpu_cores");
 	pct = 100 * share;
 	/* waiting for a sleep, a socket, a disk is not waiting for work the
@@ -55,8 +57,10 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	    cores + queued < 0.5 * threads)
 		return NULL;
 	/* the cores that do it are full: they queue for a core a quarter of
-	 * their time, or use every core the machine has */
-	full = queued >= 0.25 * threads || (machine > 0 && cores >=
+	 * their time, or use every core the machine has; InferScope's own
+	 * threads (rec, on that many cores meanwhile) took cores a run
+	 * without recording leaves to them, and made them queue as long */
+	full = queued - rec >= 0.25 * threads || (machine > 0 && cores + rec >=
 	    machine - 0.25);
 	by_text(by, sizeof(by), json_object_get(w, "by"), 3);
 	snprintf(title, sizeof(title), "each step waits %.0f%% of its time "
@@ -74,6 +78,12 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	    "(DataLoader prefetch_factor, a queue filled ahead), or make it "
 	    "cheaper%s%s%s", cores, queued, *top ? " (" : "", top, *top ? ")" :
 	    "");
+	if (rec >= 0.25) {
+		size_t k = strlen(fix);
+		snprintf(fix + k, sizeof(fix) - k, "; InferScope's own "
+		    "recording threads ran on %.2f cores meanwhile, which a run "
+		    "without recording leaves to that work", rec);
+	}
 	f = ist_finding(out, "step_wait", "others", ist_severity(pct,
 	    p->wait_pct), ist_margin_confidence(pct, p->wait_pct), title,
 	    fix);
@@ -85,6 +95,7 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	json_object_set_new(ev, "threads", json_real(threads));
 	json_object_set_new(ev, "cores", json_real(cores));
 	json_object_set_new(ev, "queued", json_real(queued));
+	json_object_set_new(ev, "recorder_cores", json_real(rec));
 	json_object_set_new(ev, "cores_full", json_boolean(full));
 	json_object_set(ev, "by", json_object_get(w, "by"));
 	return NULL;
