@@ -16,6 +16,33 @@ gen() {
 	    -o "$T/$1.ist"
 }
 
+# loop_steps NAME: the analysis in $T/a.json found NAME's 16 iterations
+# of tests' loops (two loops of 8, two next() calls before them), work()
+# among each one's calls, and they are the iterations the program stamped
+# in $T/stamps as each began: the 5 slowest within 2 ms (a loaded
+# machine), the mean of all 16 within 0.5 ms; the 30 and 40 ms sleeps
+# outside the loops would be far beyond
+loop_steps() {
+	run jq -r '.steps | "\(.name) \(.iteration) \(.count) \(.measured)"' "$T/a.json"
+	assert_output "$1 true 16 16"
+	run jq -r '.steps.critical_path.host_by | map(.call) | index("__main__.work") != null' "$T/a.json"
+	assert_output true
+	python3 - "$T/a.json" "$T/stamps" <<-'PY'
+	import json, sys
+	a = json.load(open(sys.argv[1]))["steps"]
+	st = [int(x) for x in open(sys.argv[2]).read().split()]
+	assert len(st) == 2 + 2 * 9, len(st)
+	its = [(s, e) for k in (2, 11) for s, e in zip(st[k:k + 8], st[k + 1:k + 9])]
+	assert len(a["slowest"]) == 5
+	for s in a["slowest"]:
+	    b, e = s["start_ns"], s["start_ns"] + s["wall_ns"]
+	    m = min(its, key=lambda i: abs(i[0] - b))
+	    assert abs(m[0] - b) < 2e6 and abs(m[1] - e) < 2e6, (s, m)
+	ours, theirs = a["mean_ns"], sum(e - s for s, e in its) / 16
+	assert abs(ours - theirs) < 0.5e6, (ours, theirs)
+	PY
+}
+
 @test "100 steps of 5 ms host work then 2 ms of kernels: 7 ms each, overlapping the host work saves 2 ms (28.6%)" {
 	gen overlap
 	is-analyze --json "$T/overlap.ist" > "$T/a.json"
@@ -941,30 +968,9 @@ ahead() {
 	PY
 	is-record -o "$T/a.ist" -- /usr/bin/python3 "$T/app.py" > "$T/stamps"
 	is-merge "$T/a.ist" | is-analyze --json > "$T/a.json"
-	run jq -r '.steps | "\(.name) \(.iteration) \(.count) \(.measured)"' "$T/a.json"
-	assert_output "__main__.Loader.__next__ true 16 16"
-	# the loop's body is the step's: work() ran in it
-	run jq -r '.steps.critical_path.host_by | map(.call) | index("__main__.work") != null' "$T/a.json"
-	assert_output true
-	# each of the slowest steps is one iteration the program stamped: from
-	# one __next__ to the next in its loop (a stamp is taken as the call
-	# begins, after the collector's; 2 ms allow for a loaded machine, the
-	# 30 and 40 ms sleeps outside the loops would be far beyond)
-	python3 - "$T/a.json" "$T/stamps" <<-'PY'
-	import json, sys
-	a = json.load(open(sys.argv[1]))["steps"]
-	st = [int(x) for x in open(sys.argv[2]).read().split()]
-	assert len(st) == 2 + 2 * 9, len(st)
-	its = [(s, e) for k in (2, 11) for s, e in zip(st[k:k + 8], st[k + 1:k + 9])]
-	assert len(a["slowest"]) == 5
-	for s in a["slowest"]:
-	    b, e = s["start_ns"], s["start_ns"] + s["wall_ns"]
-	    m = min(its, key=lambda i: abs(i[0] - b))
-	    assert abs(m[0] - b) < 2e6 and abs(m[1] - e) < 2e6, (s, m)
-	# all 16: their mean against the program's
-	ours, theirs = a["mean_ns"], sum(e - s for s, e in its) / 16
-	assert abs(ours - theirs) < 0.5e6, (ours, theirs)
-	PY
+	# from one __next__ to the next in its loop, work() in its body (a
+	# stamp is taken as the call begins, after the collector's)
+	loop_steps __main__.Loader.__next__
 }
 
 @test "a real run: a loop over a generator steps by iteration, from one run to the next, the loop's body included; the run that returns and next() calls made outside any loop begin none (3.11, 3.13)" {
@@ -1001,27 +1007,6 @@ ahead() {
 	for py in /usr/bin/python3 "$py313"; do
 		is-record -o "$T/a.ist" -- "$py" "$T/app.py" > "$T/stamps"
 		is-merge "$T/a.ist" | is-analyze --json > "$T/a.json"
-		run jq -r '.steps | "\(.name) \(.iteration) \(.count) \(.measured)"' "$T/a.json"
-		assert_output "__main__.batches true 16 16"
-		run jq -r '.steps.critical_path.host_by | map(.call) | index("__main__.work") != null' "$T/a.json"
-		assert_output true
-		# the slowest steps are iterations the program stamped, as the
-		# iterator's test above has them (2 ms for a loaded machine),
-		# and the mean of all 16 within 0.5 ms
-		python3 - "$T/a.json" "$T/stamps" <<-'PY'
-		import json, sys
-		a = json.load(open(sys.argv[1]))["steps"]
-		st = [int(x) for x in open(sys.argv[2]).read().split()]
-		assert len(st) == 2 + 2 * 9, len(st)
-		its = [(s, e) for k in (2, 11) for s, e in zip(st[k:k + 8], st[k + 1:k + 9])]
-		assert len(a["slowest"]) == 5
-		for s in a["slowest"]:
-		    b, e = s["start_ns"], s["start_ns"] + s["wall_ns"]
-		    m = min(its, key=lambda i: abs(i[0] - b))
-		    assert abs(m[0] - b) < 2e6 and abs(m[1] - e) < 2e6, (s, m)
-		ours, theirs = a["mean_ns"], sum(e - s for s, e in its) / 16
-		print(sys.argv[1], ours, theirs, file=sys.stderr)
-		assert abs(ours - theirs) < 0.5e6, (ours, theirs)
-		PY
+		loop_steps __main__.batches
 	done
 }
