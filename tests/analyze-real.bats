@@ -443,6 +443,46 @@ PY
 	esac
 }
 
+@test "real recorder CPU: InferScope's own threads' CPU against the kernel's rusage of each child beyond its main thread's thread_time; in cores over the run, a note from a quarter of one" {
+	# children that spin on perf_counter for 0.3 s: their writers encode
+	# every call; the kernel counts every thread of a child (wait4)
+	cat > app.py <<'PY'
+import os, time
+pc = time.perf_counter
+r, w = os.pipe()
+kids = []
+for k in range(os.cpu_count()):
+    pid = os.fork()
+    if pid == 0:
+        t = pc()
+        while pc() - t < 0.3:
+            pass
+        os.write(w, b"%d\n" % time.thread_time_ns())
+        os._exit(0)
+    kids.append(pid)
+rec = 0
+for pid in kids:
+    _, _, ru = os.wait4(pid, 0)
+    rec += round((ru.ru_utime + ru.ru_stime) * 1e9)
+print(rec - sum(int(x) for x in os.read(r, 4096).split()))
+PY
+	is-record -o rec.ist -- /usr/bin/python3 app.py > ref.txt
+	is-merge rec.ist | is-analyze --json > a.json
+	read -r cpu cores wall < <(jq -r '"\(.data_quality.profiler_cpu_ns) \(.data_quality.profiler_cores) \(.run.wall_ns)"' a.json)
+	echo "the children's CPU beyond their main threads $(cat ref.txt), ours $cpu ($cores cores)" >&3
+	# ours: the writers' CPU as the sampler last read it, and the parent's
+	# writer's (a few ms); never a worker's own 0.3 s
+	python3 -c "import sys; r = $(cat ref.txt); sys.exit(not (0.5 * r <= $cpu <= r + 5e6))" ||
+	    fail "ours $cpu, the kernel's $(cat ref.txt)"
+	python3 -c "import sys; sys.exit(abs($cores - $cpu / $wall) > 0.006)" || fail "$cores cores"
+	run jq -r '.data_quality.notes[]' a.json
+	if python3 -c "import sys; sys.exit($cores < 0.25)"; then
+		assert_output --partial "InferScope's own recording threads used $cores cores on average over the run (of $(nproc))"
+	else
+		refute_output --partial "InferScope's own recording threads"
+	fi
+}
+
 @test "real memory: InferScope's own buffers, resident as recording goes on, are not the program's memory creeping up: workers' steady state against their own RSS untraced" {
 	# two workers calling perf_counter in a loop fill their collectors'
 	# rings, whose pages become resident as they fill: the workers read

@@ -940,7 +940,7 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	json_t *an, *run, *dq, *notes, *command = NULL, *procs, *threads, *d,
 	    *kernels;
 	bool ok;
-	double lost_share, factor = 1;
+	double lost_share, factor = 1, rec_cores;
 	size_t k;
 
 	*out = NULL;
@@ -1009,6 +1009,21 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 		dq_note(notes, &factor, 0.8, "%lld source(s) could not be "
 		    "aligned exactly: times are uncertain by up to %.3f ms",
 		    (long long)a->unaligned, (double)a->clock_unc / 1e6);
+	/* InferScope's own threads' CPU in cores over the run: from a
+	 * quarter of one, the program shared its cores with them (two
+	 * workers whose every call a writer encodes: 0.66 of 2) */
+	rec_cores = ist_jnum(run, "wall_ns") > 0 ? (double)a->profiler_cpu /
+	    ist_jnum(run, "wall_ns") : 0;
+	if (rec_cores >= 0.25) {
+		char of[32] = "";
+		if (a->cores > 0)
+			snprintf(of, sizeof(of), " (of %lld)",
+			    (long long)a->cores);
+		dq_note(notes, &factor, 1, "InferScope's own recording threads "
+		    "used %.2f cores on average over the run%s: the program "
+		    "shared the cores with them, and its threads' CPU and "
+		    "run-queue figures are as it ran recorded", rec_cores, of);
+	}
 	dq = json_pack("{s:I,s:I,s:o,s:I,s:b,s:I,s:I,s:I,s:o,s:o}",
 	    "events", JI(a->events), "lost_events", JI(a->lost),
 	    "lost_share", jreal(lost_share, 6), "truncated_bytes",
@@ -1018,6 +1033,7 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	    JI(a->clock_unc), "unaligned_sources", JI(a->unaligned),
 	    "confidence_factor", jreal(factor, 3), "notes", notes);
 	ok = put(dq, "profiler_cpu_ns", json_integer(a->profiler_cpu));
+	ok &= put(dq, "profiler_cores", jreal(rec_cores, 2));
 	ok &= put(dq, "damaged_inputs", json_incref(a->damaged));
 	ok &= put(dq, "read_error", *a->read_error ?
 	    json_string(a->read_error) : json_null());
