@@ -644,6 +644,19 @@ write_run(size_t n, int64_t tid)
 	return 0;
 }
 
+/* The definition a timed record h of d's takes the writer's short path
+ * with: d's own, or its yielded twin for a call whose one flag is
+ * IST_REC_YIELDED; NULL when its flags need the long path (cut_record). */
+static inline struct ist_wdef *
+short_def(const struct ist_rec *h, struct def *d)
+{
+	if (h->flags == 0)
+		return &d->wd;
+	if (h->flags == IST_REC_YIELDED && h->kind == IST_REC_CALL)
+		return &d->wy;
+	return NULL;
+}
+
 /* Converts and writes the records of ring r up to head.  Timed records,
  * nearly all of them, take the writer's short path. */
 static void
@@ -665,19 +678,19 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 		struct ist_rec h;
 		int64_t t[2], tid;
 		struct def *d;
+		struct ist_wdef *wd;
 
 		memcpy(&h, p, sizeof(h));
 		/* nearly every record: a call or scope of this thread, not
 		 * cut, defined; the same as the switch below makes of it */
-		if (h.kind - (unsigned)IST_REC_CALL < 2 && (h.flags == 0 ||
-		    (h.flags == IST_REC_YIELDED && h.kind == IST_REC_CALL)) &&
-		    h.len == 24 && h.id - 1u < ndefs) {
+		if (h.kind - (unsigned)IST_REC_CALL < 2 && h.len == 24 &&
+		    h.id - 1u < ndefs && (wd = short_def(&h,
+		    &defs[h.id - 1])) != NULL) {
 			if (nrun == RUN || (nrun && r->tid != run_tid))
 				nrun = write_run(nrun, run_tid);
 			run_tid = r->tid;
 			memcpy(t, p + 8, 16);
-			run[nrun].d = h.flags ? &defs[h.id - 1].wy :
-			    &defs[h.id - 1].wd;
+			run[nrun].d = wd;
 			run[nrun].type = timed[h.kind];
 			to_ns2(t[0], t[1], &run[nrun].start_ns,
 			    &run[nrun].end_ns);
@@ -724,9 +737,8 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 					break;
 				memcpy(&tid, p + 24, 8);
 			}
-			if (h.flags && h.kind != IST_REC_NVTX_ON &&
-			    !(h.flags == IST_REC_YIELDED && h.kind ==
-			    IST_REC_CALL)) {
+			wd = short_def(&h, d);
+			if (wd == NULL && h.kind != IST_REC_NVTX_ON) {
 				nrun = write_run(nrun, run_tid);
 				cut_record(timed[h.kind], r->tid, t, h.flags,
 				    d);
@@ -735,8 +747,7 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 			if (nrun == RUN || (nrun && tid != run_tid))
 				nrun = write_run(nrun, run_tid);
 			run_tid = tid;
-			run[nrun].d = h.flags == IST_REC_YIELDED && h.kind ==
-			    IST_REC_CALL ? &d->wy : &d->wd;
+			run[nrun].d = wd ? wd : &d->wd;
 			run[nrun].type = timed[h.kind];
 			to_ns2(t[0], t[1], &run[nrun].start_ns,
 			    &run[nrun].end_ns);

@@ -598,6 +598,7 @@ threads_json(struct ist_analyzer *a)
 		uint32_t *v = an_u64map_slot(&a->procmap, (uint64_t)t->pid,
 		    &found);
 		int64_t end, win, cpu, wait;
+		const char *name;
 		json_t *o;
 		if (v && found)
 			p = &a->proc[*v - 1];
@@ -615,15 +616,15 @@ threads_json(struct ist_analyzer *a)
 		win = end - t->cpu0_ts;
 		cpu = t->cpu1 - t->cpu0;
 		wait = t->wait1 - t->wait0;
-		if (ist_recorder_thread(thread_name(a, t),
-		    strlen(thread_name(a, t)))) {
+		name = thread_name(a, t);
+		if (ist_recorder_thread(name, strlen(name))) {
 			/* the collectors' threads: overhead, not the app */
 			a->profiler_cpu += cpu;
 			continue;
 		}
 		o = json_pack("{s:I,s:I,s:s,s:I,s:I,s:o,s:I,s:o,s:I}",
 		    "pid", JI(t->pid), "tid", JI(t->tid), "name",
-		    thread_name(a, t), "cpu_ns", JI(cpu), "window_ns",
+		    name, "cpu_ns", JI(cpu), "window_ns",
 		    JI(win), "cpu_util", jreal(util_of(cpu, win), 4),
 		    "wait_ns", JI(wait), "wait_share",
 		    jreal(cpu + wait > 0 ? (double)wait / (double)(cpu +
@@ -940,7 +941,7 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	json_t *an, *run, *dq, *notes, *command = NULL, *procs, *threads, *d,
 	    *kernels;
 	bool ok;
-	double lost_share, factor = 1, rec_cores;
+	double lost_share, factor = 1, rec_cores, wall;
 	size_t k;
 
 	*out = NULL;
@@ -1012,8 +1013,8 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 	/* InferScope's own threads' CPU in cores over the run: from a
 	 * quarter of one, the program shared its cores with them (two
 	 * workers whose every call a writer encodes: 0.66 of 2) */
-	rec_cores = ist_jnum(run, "wall_ns") > 0 ? (double)a->profiler_cpu /
-	    ist_jnum(run, "wall_ns") : 0;
+	wall = ist_jnum(run, "wall_ns");
+	rec_cores = wall > 0 ? (double)a->profiler_cpu / wall : 0;
 	if (rec_cores >= 0.25) {
 		char of[32] = "";
 		if (a->cores > 0)

@@ -227,7 +227,7 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 		rec = others && over_n > 0 && ist_jnum(sys,
 		    "recorder_oversubscribed_samples") >= 0.5 * over_n;
 		source = !others ? "the program" : rec ?
-		    "InferScope's recording" : "other processes";
+		    IST_SOURCE_RECORDER : "other processes";
 		fix = !others ? "more threads want to run than there are "
 		    "cores: cap intra-op threads (torch.set_num_threads, "
 		    "OMP_NUM_THREADS, MKL_NUM_THREADS) so that workers x "

@@ -646,7 +646,7 @@ host_class(const struct facts *x, double *conf, char *reason, size_t rn)
 	if (x->best_run >= 0.5 && ((x->rq && x->run_wait >= 0.05) ||
 	    x->run_wait >= 0.2) && !(x->rq && !strcmp(ist_jstr(
 	    json_object_get(x->rq, "evidence"), "source"),
-	    "InferScope's recording"))) {
+	    IST_SOURCE_RECORDER))) {
 		const json_t *ev = x->rq ? json_object_get(x->rq, "evidence") :
 		    NULL;
 		*conf = 0.5 + 0.4 * (x->run_wait > 1 ? 1 : x->run_wait);

@@ -173,6 +173,10 @@ const char *ist_severity(double value, double threshold);
 double ist_margin_confidence(double value, double threshold);
 /* The steps measured that a rule needs to judge by the steps */
 #define IST_STEPS_MIN 3
+
+/* cpu_contention's runqueue source when InferScope's own threads made
+ * the queue: the verdict leaves such a finding out */
+#define IST_SOURCE_RECORDER "InferScope's recording"
 /* The median step's GPU busy share (0-1) where steps repeat, three or more
  * measured with GPU work, and *n how many; else -1.  A model's loading
  * keeps the GPU idle before the first step: the steady state is the
