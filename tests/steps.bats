@@ -299,9 +299,21 @@ loop_steps() {
 	assert_output "12 62 true"
 }
 
+@test "a pool worker's library machinery (SimpleQueue.put, more time than the main loop's step) ranks after the program's functions; one that runs the program's own (pickling its objects) does not" {
+	gen pool
+	is-analyze --json "$T/pool.ist" > "$T/a.json"
+	run jq -c '.steps | [.name, .count, .measured, .mean_ns]' "$T/a.json"
+	assert_output '["app.consume",40,40,2000000]'
+	gen pool_held
+	is-analyze --json "$T/pool_held.ist" > "$T/b.json"
+	run jq -c '.steps | [.name, .count, .measured, .mean_ns]' "$T/b.json"
+	assert_output '["multiprocessing.queues.SimpleQueue.put",20,20,5000000]'
+}
+
 @test "a real multiprocessing.Pool run: the step is the program's work, not the pool's result-handler thread receiving results (Python's library on a thread of its own ranks after the program's functions)" {
 	# the result handler's Connection.recv (41 times, the most time) was
-	# the step of an imap loop
+	# the step of an imap loop; then on a loaded CI machine a worker's
+	# SimpleQueue.put, waiting for the main loop to take its results
 	cat > "$T/app.py" <<-'PY'
 	import multiprocessing as mp, time
 	def tok(s):

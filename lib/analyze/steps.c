@@ -62,6 +62,8 @@ struct cand {
 	                          * INT64_MIN none */
 	int64_t in_own;          /* of total, inside a recurring function of
 	                          * the program's (lib only) */
+	uint64_t held;           /* occurrences that ran a function of the
+	                          * program's (lib only) */
 };
 
 /* a thread's counted occurrences still open, innermost last: a wait call
@@ -71,6 +73,9 @@ struct open_occ {
 	int64_t line, end;
 	bool own;                /* of a function of the program's (not the
 	                          * library's, no module's body) met before */
+	bool lib;                /* of a function of Python's library */
+	bool held;               /* a function of the program's ran inside
+	                          * (then so did inside every one below) */
 };
 struct othread {
 	int64_t tid;
@@ -262,6 +267,22 @@ thread_at(struct ist_steps *s, int64_t tid, int64_t now)
 	return t;
 }
 
+/* A function of the program's starts on t: the occurrences open around
+ * it ran one.  Marked from the innermost out to the first already marked,
+ * below which all are: each is marked once */
+static void
+hold(struct ist_steps *s, struct othread *t, int64_t tid)
+{
+	struct cand *c;
+
+	for (uint32_t i = t->n; i-- > 0 && !t->o[i].held;) {
+		t->o[i].held = true;
+		if (t->o[i].lib && (c = slot(s, tid, t->o[i].nid,
+		    t->o[i].line))->name)
+			c->held++;
+	}
+}
+
 /* ev a call made to wait?  By its name's id when it has one (0: none) */
 static bool
 is_wait(struct ist_steps *s, const struct ist_event *ev, uint64_t nid)
@@ -418,11 +439,14 @@ found:
 		if (t == NULL || (o = an_push((void **)&t->o, &t->n, &t->cap,
 		    sizeof(*o))) == NULL)
 			goto nomem;
+		bool prog = !c->lib && (c->nlen < 9 || memcmp(c->name +
+		    c->nlen - 9, ".<module>", 9) != 0);
 		if (c->lib && t->own)
 			c->in_own += ev->end_ns - ev->start_ns;
-		*o = (struct open_occ){ nid, line, ev->end_ns, !c->lib &&
-		    c->count >= 2 && (c->nlen < 9 || memcmp(c->name + c->nlen -
-		    9, ".<module>", 9) != 0) };
+		if (prog)
+			hold(s, t, ev->tid);
+		*o = (struct open_occ){ nid, line, ev->end_ns, prog &&
+		    c->count >= 2, c->lib, false };
 		t->own += o->own;
 		c->in_imp += ev->start_ns < t->imp_end;
 	}
@@ -453,6 +477,18 @@ static bool
 helper(const struct cand *c)
 {
 	return c->lib && c->tid != c->pid;
+}
+
+/* A function of Python's library that seldom runs one of the program's
+ * (fewer than a quarter of its calls) nor runs inside one: the library's
+ * own machinery (a pool worker's SimpleQueue.put pickling and sending its
+ * results, as long as the main loop's step while it waits for the
+ * consumer).  An event loop's tick runs the program's coroutines, an
+ * iterator's loop holds the program's body */
+static bool
+machinery(const struct cand *c)
+{
+	return c->lib && c->loop == IST_LOOP_NONE && c->held * 4 < c->count;
 }
 
 /* b is a better step than a; blib, alib: each is the library's, to rank
@@ -505,9 +541,9 @@ eligible(const struct cand *c)
  * their time or more lies inside a function of the program's that
  * recurs (a ProcessPoolExecutor.map loop's result generator, resumed for
  * each result inside the program's step, 93 times in 30 steps and a
- * warm-up, held 2 ms more than the step around it); an event loop's tick
- * (asyncio's _run_once) runs the program's coroutines, not inside them,
- * and stays one.
+ * warm-up, held 2 ms more than the step around it), and when they are its
+ * machinery (above); an event loop's tick (asyncio's _run_once) runs the
+ * program's coroutines, not inside them, and stays one.
  */
 static const struct cand *
 best(const struct ist_steps *s)
@@ -527,7 +563,8 @@ best(const struct ist_steps *s)
 		bool lib;
 		if (!eligible(c))
 			continue;
-		lib = helper(c) || (c->lib && c->in_own >= c->total / 2);
+		lib = helper(c) || machinery(c) || (c->lib && c->in_own >=
+		    c->total / 2);
 		if (chosen == NULL || better(c, lib, chosen, chosen_lib,
 		    launcher)) {
 			chosen = c;

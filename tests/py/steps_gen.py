@@ -13,6 +13,12 @@ lead_change: 3000 calls of app.warm (1 ms, 10 calls of app.inner each),
   candidates for the first 33k events, app.step from about 45k on (for
   the second reading read beside the first, lib/analyze/ahead.c).
 sync_many: sync with 12000 steps (60k events).
+pool: a multiprocessing.Pool imap loop: the main process's app.consume,
+  40 x 2 ms; a worker process's library loop (multiprocessing.pool.worker)
+  runs app.tok 20 x 1 ms, each result sent by the library's
+  SimpleQueue.put, 5 ms (20 x 5 = 100 ms, more than consume's 80).
+pool_held: pool, but put pickles objects of the program's: each put runs
+  app.Item.__reduce__ (1 ms of its 5).
 """
 import json
 import sys
@@ -90,9 +96,39 @@ def sync_many(out):
     sync(out, 12000)
 
 
+def pool(out, held=False):
+    lib = "/usr/lib/python3.11/multiprocessing/"
+    out.append({"type": "thread", "pid": 1, "tid": 1, "name": "MainThread"})
+    out.append({"type": "thread", "pid": 2, "tid": 2, "name": "MainThread"})
+    for i in range(40):
+        s = 1_000_000 + i * 3_000_000
+        out.append({"type": "cpu_call", "pid": 1, "tid": 1,
+                    "name": "app.consume", "file": "app.py", "line": 5,
+                    "start_ns": s, "end_ns": s + 2_000_000})
+    out.append({"type": "cpu_call", "pid": 2, "tid": 2,
+                "name": "multiprocessing.pool.worker",
+                "file": lib + "pool.py", "line": 97,
+                "start_ns": 500_000, "end_ns": 500_000 + 20 * 6_000_000})
+    for i in range(20):
+        s = 500_000 + i * 6_000_000
+        out.append({"type": "cpu_call", "pid": 2, "tid": 2,
+                    "name": "app.tok", "file": "app.py", "line": 2,
+                    "start_ns": s, "end_ns": s + 1_000_000})
+        out.append({"type": "cpu_call", "pid": 2, "tid": 2,
+                    "name": "multiprocessing.queues.SimpleQueue.put",
+                    "file": lib + "queues.py", "line": 370,
+                    "start_ns": s + 1_000_000, "end_ns": s + 6_000_000})
+        if held:
+            out.append({"type": "cpu_call", "pid": 2, "tid": 2,
+                        "name": "app.Item.__reduce__", "file": "app.py",
+                        "line": 9, "start_ns": s + 1_100_000,
+                        "end_ns": s + 2_100_000})
+
+
 out = []
 {"overlap": overlap, "sync": sync, "lead_change": lead_change,
- "sync_many": sync_many}[sys.argv[1]](out)
+ "sync_many": sync_many, "pool": pool,
+ "pool_held": lambda out: pool(out, True)}[sys.argv[1]](out)
 out.sort(key=lambda r: r.get("start_ns", 0))
 print(json.dumps({"type": "header", "format": "inferscope-trace",
                   "version": [1, 2], "producer": "steps_gen.py"}))
