@@ -133,6 +133,42 @@ loop_steps() {
 	assert_output '["warm","scope",3,3]'
 }
 
+@test "a real asyncio run: requests marked as scopes that one event loop runs at once are counted as begun inside the step they overlap, not dropped unsaid" {
+	# 40 requests, 4 at a time: the step was "found 10 times", the 30
+	# begun while another was open on the thread said nowhere
+	cat > "$T/app.py" <<-'PY'
+	import asyncio, sys
+	from inferscope import scope
+	n = 0
+	def tokenize(s):
+	    return [hash(w) % 50000 for w in s.split()]
+	async def handle():
+	    global n
+	    with scope("request"):
+	        n += 1
+	        tokenize("the quick brown fox " * 100)
+	        await asyncio.sleep(0.003)
+	async def main():
+	    for r in range(10):
+	        # the loop starts all four in one tick: each is open when
+	        # the next begins
+	        await asyncio.gather(*(handle() for i in range(4)))
+	asyncio.run(main())
+	print(n, file=sys.stderr)
+	PY
+	is-record -o "$T/a.ist" -- /usr/bin/python3 "$T/app.py" 2> "$T/n"
+	is-merge "$T/a.ist" | is-analyze -o "$T/an.ist"
+	is-report -f json "$T/an.ist" | jq '.analysis.steps' > "$T/s.json"
+	run jq -c '[.name, .record, .count, .measured, .overlapped]' "$T/s.json"
+	assert_output '["request","scope",10,10,30]'
+	run jq '.count + .overlapped' "$T/s.json"
+	assert_output "$(tail -1 "$T/n")"
+	run is-report -f md "$T/an.ist"
+	assert_output --partial 'found 10 times, and 30 more began while one of those was open on its thread (concurrent requests of one event loop, or nested)'
+	COLUMNS=200 run is-report -f text "$T/an.ist"
+	assert_output --partial 'Steps (10 measured; 30 more began inside them, concurrent or nested'
+}
+
 @test "a real run: functions that share a name (one defined twice, a comprehension per step beside one at start-up) are steps apart, by line, on every Python" {
 	cat > "$T/app.py" <<-'PY'
 	import time

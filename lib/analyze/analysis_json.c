@@ -899,6 +899,9 @@ an_step_json(const struct ist_steps *s, uint64_t count, uint64_t measured)
 		json_object_set_new(j, "count", json_integer((json_int_t)count));
 		json_object_set_new(j, "measured",
 		    json_integer((json_int_t)measured));
+		if (ist_steps_overlapped(s))
+			json_object_set_new(j, "overlapped", json_integer(
+			    (json_int_t)ist_steps_overlapped(s)));
 	}
 	return j;
 }

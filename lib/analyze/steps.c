@@ -64,6 +64,9 @@ struct cand {
 	                          * the program's (lib only) */
 	uint64_t held;           /* occurrences that ran a function of the
 	                          * program's (lib only) */
+	uint64_t overlapped;     /* a scope's or range's occurrences begun
+	                          * while one counted was open (concurrent
+	                          * requests of an event loop, or nested) */
 };
 
 /* a thread's counted occurrences still open, innermost last: a wait call
@@ -405,8 +408,12 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 	    (uint32_t)nid, (uint32_t)(c - s->c) + 1) != 0)
 		goto nomem;
 found:
-	if (ev->start_ns < c->last_end)
-		return IST_OK;          /* inside another of its name */
+	if (ev->start_ns < c->last_end) {
+		/* inside another of its name: a function's recursion, or a
+		 * scope's or range's nesting or concurrency */
+		c->overlapped += k == 0;
+		return IST_OK;
+	}
 	if (c->loop == IST_LOOP_NONE && k == 1 && IST_HAS(ev, IST_F_YIELDED) &&
 	    ev->yielded) {
 		/* a generator's: its loop's iterations from here */
@@ -666,6 +673,12 @@ uint64_t
 ist_steps_found(const struct ist_steps *s)
 {
 	return s->chosen ? s->chosen->count : 0;
+}
+
+uint64_t
+ist_steps_overlapped(const struct ist_steps *s)
+{
+	return s->chosen ? s->chosen->overlapped : 0;
 }
 
 size_t

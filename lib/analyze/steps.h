@@ -72,6 +72,9 @@ void ist_steps_chosen(const struct ist_steps *s, int64_t *pid, int64_t *tid,
 const char *ist_steps_file(const struct ist_steps *s);
 /* How many times the chosen step occurs (the first pass's count) */
 uint64_t ist_steps_found(const struct ist_steps *s);
+/* How many more of a scope's or range's occurrences began while one of
+ * those was open on its thread, and are no steps of their own */
+uint64_t ist_steps_overlapped(const struct ist_steps *s);
 /* How many steps are warm-up: the first ones, until one takes at most 1.5
  * times the median step (never all of them). */
 size_t ist_steps_warmup(const struct ist_steps *s);

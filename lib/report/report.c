@@ -604,6 +604,12 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 	ist_buf_printf(o, "%s), found %lld times", iter ? "; each from one "
 	    "call to the next, its body included" : "",
 	    (long long)ist_jint(st, "count"));
+	if (ist_jint(st, "overlapped") > 0)
+		ist_buf_printf(o, ", and %lld more began while one of those "
+		    "was open on its thread (concurrent requests of one event "
+		    "loop, or nested): they are no steps of their own, and "
+		    "what they ran inside one is that one's",
+		    (long long)ist_jint(st, "overlapped"));
 	if (ist_jint(st, "measured") == 0) {
 		ist_buf_printf(o, "; none was measured (none lies wholly in "
 		    "the analysis, or the trace could not be read a second "

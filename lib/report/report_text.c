@@ -537,6 +537,13 @@ steps(struct tx *t, const json_t *an)
 		    "inferscope.scope(\"step\"); the saving per step from a "
 		    "replay of each)", (long long)ist_jint(st, "measured"),
 		    100 * json_number_value(cov));
+	else if (ist_jint(st, "overlapped") > 0)
+		/* as the Markdown report says it */
+		snprintf(head, sizeof(head), "(%lld measured; %lld more began "
+		    "inside them, concurrent or nested, and are theirs; the "
+		    "saving per step from a replay of each)",
+		    (long long)ist_jint(st, "measured"),
+		    (long long)ist_jint(st, "overlapped"));
 	else
 		snprintf(head, sizeof(head), "(%lld measured; the saving per "
 		    "step from a replay of each)",
