@@ -635,13 +635,16 @@ for i in range(40): f(12); json.dumps({"i": i})'
 	    b.v = b.v + b.v
 	PY
 	is-record -o "$T/b.ist" -- /usr/bin/python3 "$T/app.py" 0.0002
-	is-record -o "$T/n.ist" -- /usr/bin/python3 "$T/app.py" 0.0006
+	is-record -o "$T/n.ist" -- /usr/bin/python3 "$T/app.py" 0.002
 	is-merge -o "$T/bm.ist" "$T/b.ist"
 	is-merge -o "$T/nm.ist" "$T/n.ist"
 	is-analyze --json --baseline "$T/bm.ist" "$T/nm.ist" > "$T/a.json"
-	# the getter: 200 calls both times, as fast; the setter: 100, slower
-	run jq -r '[.baseline.deltas[] | select(.what == "function" and .name == "__main__.Box.v") | "\(.count_base)/\(.count_now) \(.delta_pct > 100)"] | sort | join(" ")' "$T/a.json"
-	assert_output "100/100 true 200/200 false"
+	# the getter: 200 calls both times, as fast; the setter: 100, ten
+	# times slower.  A loaded machine stretches any call it preempts (a
+	# 0.2 ms call by 3 ms, as often in either run): the setter's change
+	# (+900%) stands out of the getter's (0 give or take that) by far
+	run jq -r '[.baseline.deltas[] | select(.what == "function" and .name == "__main__.Box.v")] | sort_by(.count_base) | "\(.[0].count_base)/\(.[0].count_now) \(.[1].count_base)/\(.[1].count_now) \(.[0].delta_pct > .[1].delta_pct + 300) \(.[0].delta_pct)"' "$T/a.json"
+	[[ $output == "100/100 200/200 true "* ]] || fail "$output"
 }
 
 @test "one name at 50,000 lines (a generated or hostile trace): 50,000 functions, each with its own count, found by hash, not along the name's list" {
