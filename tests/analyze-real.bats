@@ -977,7 +977,8 @@ PY
 	# the run mostly slept: the verdict cites the worker's share of it
 	assert_equal "$(jq -r .verdict.classification a.json)" unknown
 	run -0 jq -r '.verdict.reason' a.json
-	[[ $output =~ ^"no GPU activity, and the busiest thread used only "([0-9]+)"% of a core over the run: the run mostly waited" ]] ||
+	# (under 10%, as a loaded machine leaves it, with a decimal: 9.9%)
+	[[ $output =~ ^"no GPU activity, and the busiest thread used only "([0-9]+(\.[0-9])?)"% of a core over the run: the run mostly waited" ]] ||
 	    fail "$output"
 	run -0 jq -r --argjson p "${BASH_REMATCH[1]}" '(.threads | map(.cpu_ns) | max) / .run.wall_ns * 100 - $p | fabs <= 0.5' a.json
 	assert_output true
