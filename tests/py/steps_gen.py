@@ -98,31 +98,27 @@ def sync_many(out):
 
 def pool(out, held=False):
     lib = "/usr/lib/python3.11/multiprocessing/"
-    out.append({"type": "thread", "pid": 1, "tid": 1, "name": "MainThread"})
-    out.append({"type": "thread", "pid": 2, "tid": 2, "name": "MainThread"})
+
+    def call(pid, name, where, s, length):
+        out.append({"type": "cpu_call", "pid": pid, "tid": pid, "name": name,
+                    "file": where[0], "line": where[1], "start_ns": s,
+                    "end_ns": s + length})
+    for pid in (1, 2):
+        out.append({"type": "thread", "pid": pid, "tid": pid,
+                    "name": "MainThread"})
     for i in range(40):
-        s = 1_000_000 + i * 3_000_000
-        out.append({"type": "cpu_call", "pid": 1, "tid": 1,
-                    "name": "app.consume", "file": "app.py", "line": 5,
-                    "start_ns": s, "end_ns": s + 2_000_000})
-    out.append({"type": "cpu_call", "pid": 2, "tid": 2,
-                "name": "multiprocessing.pool.worker",
-                "file": lib + "pool.py", "line": 97,
-                "start_ns": 500_000, "end_ns": 500_000 + 20 * 6_000_000})
+        call(1, "app.consume", ("app.py", 5), 1_000_000 + i * 3_000_000,
+             2_000_000)
+    call(2, "multiprocessing.pool.worker", (lib + "pool.py", 97), 500_000,
+         20 * 6_000_000)
     for i in range(20):
         s = 500_000 + i * 6_000_000
-        out.append({"type": "cpu_call", "pid": 2, "tid": 2,
-                    "name": "app.tok", "file": "app.py", "line": 2,
-                    "start_ns": s, "end_ns": s + 1_000_000})
-        out.append({"type": "cpu_call", "pid": 2, "tid": 2,
-                    "name": "multiprocessing.queues.SimpleQueue.put",
-                    "file": lib + "queues.py", "line": 370,
-                    "start_ns": s + 1_000_000, "end_ns": s + 6_000_000})
+        call(2, "app.tok", ("app.py", 2), s, 1_000_000)
+        call(2, "multiprocessing.queues.SimpleQueue.put",
+             (lib + "queues.py", 370), s + 1_000_000, 5_000_000)
         if held:
-            out.append({"type": "cpu_call", "pid": 2, "tid": 2,
-                        "name": "app.Item.__reduce__", "file": "app.py",
-                        "line": 9, "start_ns": s + 1_100_000,
-                        "end_ns": s + 2_100_000})
+            call(2, "app.Item.__reduce__", ("app.py", 9), s + 1_100_000,
+                 1_000_000)
 
 
 out = []
