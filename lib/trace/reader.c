@@ -754,17 +754,24 @@ ah_stop(struct ist_reader *r)
 
 	if (a == NULL)
 		return;
-	/* in a child forked since, no producer runs, and its lock may be
-	 * held for ever: only the memory is freed */
-	if (getpid() == a->pid) {
-		pthread_mutex_lock(&a->mu);
-		a->stop = true;
-		pthread_cond_broadcast(&a->cv);
-		pthread_mutex_unlock(&a->mu);
-		pthread_join(a->th, NULL);
-		pthread_cond_destroy(&a->cv);
-		pthread_mutex_destroy(&a->mu);
+	/* In a child forked since, no producer runs, its lock may be held
+	 * for ever, and its memory is as the fork found the producer, in the
+	 * middle of a change maybe (a frame's buffer grown as it was read,
+	 * its new address not yet stored with the frame: freeing the old
+	 * one again aborted such a child): it is left as it is. */
+	if (getpid() != a->pid) {
+		r->ah = NULL;
+		r->fbuf = NULL;
+		r->fn = r->fpos = 0;
+		return;
 	}
+	pthread_mutex_lock(&a->mu);
+	a->stop = true;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	pthread_join(a->th, NULL);
+	pthread_cond_destroy(&a->cv);
+	pthread_mutex_destroy(&a->mu);
 	a->p->fbuf = NULL;   /* one of the frames, or none */
 	ist_reader_free(a->p);
 	for (int i = 0; i < AH_FRAMES; i++) {
