@@ -756,9 +756,10 @@ ah_stop(struct ist_reader *r)
 		return;
 	/* In a child forked since, no producer runs, its lock may be held
 	 * for ever, and its memory is as the fork found the producer, in the
-	 * middle of a change maybe (a frame's buffer grown as it was read,
-	 * its new address not yet stored with the frame: freeing the old
-	 * one again aborted such a child): it is left as it is. */
+	 * middle of a change maybe (a buffer it had just grown, a frame's or
+	 * a chunk's tokens', its new address not yet stored where the frame
+	 * or the chunk keeps it: freeing the old one again aborted such a
+	 * child): it is left as it is. */
 	if (getpid() != a->pid) {
 		r->ah = NULL;
 		r->fbuf = NULL;
