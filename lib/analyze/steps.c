@@ -487,10 +487,11 @@ helper(const struct cand *c)
 }
 
 /* A function of Python's library that seldom runs one of the program's
- * (fewer than a quarter of its calls do): the library's own machinery (a pool worker's SimpleQueue.put pickling and sending its
- * results, as long as the main loop's step while it waits for the
- * consumer).  An event loop's tick runs the program's coroutines, an
- * iterator's loop holds the program's body */
+ * (fewer than a quarter of its calls do): the library's own machinery (a
+ * pool worker's SimpleQueue.put pickling and sending its results, as long
+ * as the main loop's step while it waits for the consumer).  An event
+ * loop's tick runs the program's coroutines, an iterator's loop holds the
+ * program's body */
 static bool
 machinery(const struct cand *c)
 {
