@@ -684,10 +684,13 @@ loop_steps() {
 	cat > "$T/app.py" <<-'PY'
 	import queue, sys, threading, time
 	N = 30
+	cpu = [0, 0]
 	def preprocess(i):
-	    t = time.perf_counter()
+	    t, c = time.perf_counter(), time.thread_time()
 	    while time.perf_counter() - t < 0.004:
 	        pass
+	    cpu[0] += time.thread_time() - c
+	    cpu[1] += time.perf_counter() - t
 	    return i
 	def step(batch):
 	    time.sleep(0.003)        # stands in for the device's work
@@ -714,7 +717,8 @@ loop_steps() {
 	        step(q.get())
 	        walls.append(time.perf_counter_ns() - t0)
 	walls.sort()
-	print(walls[N // 2])
+	# and how much of a core the host work had while it ran
+	print(walls[N // 2], cpu[0] / cpu[1])
 	PY
 	is-record -o "$T/t.ist" -- /usr/bin/python3 "$T/app.py" serial > "$T/serial"
 	is-merge "$T/t.ist" | is-analyze --json > "$T/a.json"
@@ -727,11 +731,17 @@ loop_steps() {
 		/usr/bin/python3 "$T/app.py" serial >> "$T/s2"
 		/usr/bin/python3 "$T/app.py" overlap >> "$T/o2"
 	done
-	meas=$(( $(sort -n "$T/s2" | head -1) - $(sort -n "$T/o2" | head -1) ))
-	echo "predicted $pred measured $meas (least of 3 medians of the program's own step times)" >&3
+	read -r s2 _ <<< "$(sort -n "$T/s2" | head -1)"
+	read -r o2 share <<< "$(sort -n "$T/o2" | head -1)"
+	meas=$((s2 - o2))
+	echo "predicted $pred measured $meas (least of 3 medians of the program's own step times; the overlapped host work had $share of a core)" >&3
 	# the sleep (3 ms) is what overlapping saves: within 30% here, 10% in
 	# make bench
-	python3 -c "import sys; p, m = $pred, $meas; sys.exit(not (m > 0 and abs(p - m) <= 0.3 * m))"
+	python3 -c "import sys; p = $pred; sys.exit(not (abs(p - 3e6) <= 0.3 * 3e6))"
+	# the change applied saves it only where the machine gives the
+	# overlapped host work a core of its own beside the step: a loaded
+	# one (two busy loops on two cores) did not, and it saved less
+	python3 -c "import sys; p, m, c = $pred, $meas, $share; sys.exit(not (c < 0.9 or m > 0 and abs(p - m) <= 0.3 * m))"
 }
 
 @test "--baseline on two real runs: the steps' medians and each function's mean against the program's own clocks; --fail-on step" {
