@@ -95,6 +95,13 @@ struct ahead {
 	struct ah_chunk *cur;
 	size_t ci;
 	int frame;               /* the frame it is in, -1 none */
+	/* the producer's: the next frame's buffer, decompressed early (a
+	 * slice at a time while every chunk is full), -1 none; once done,
+	 * what decompressing it said */
+	int nf;
+	bool nf_done;
+	enum ist_status nf_st;
+	struct ist_error nf_err;
 };
 
 struct ist_reader {
@@ -113,6 +120,11 @@ struct ist_reader {
 				 * input stopped inside */
 	uint64_t cut_in, cut_off;    /* that frame's bytes read, its offset */
 	uint64_t fr_in0, fr_in1;     /* the current frame's compressed span */
+	/* frame_step: a frame begun and not yet whole, its offset, its
+	 * compressed bytes so far and its declared size */
+	bool fs_open;
+	uint64_t fs_off, fs_in;
+	size_t fs_decl;
 	uint64_t frame_records; /* records read from fbuf */
 	uint64_t gen;
 	enum ist_status sticky;
@@ -380,80 +392,99 @@ declared_size(const struct ist_reader *r)
 }
 
 /*
- * Decompresses the next frame into fbuf.  IST_OK, IST_END at a clean end,
- * IST_TRUNCATED when the input stops inside a frame.
+ * Decompresses the next frame into fbuf, up to limit bytes more of it a
+ * call (SIZE_MAX: whole); *more when it is not whole yet, the next call
+ * going on with it (the producer reading ahead decompresses the next frame
+ * a slice at a time while its chunks are full).  IST_OK, IST_END at a
+ * clean end, IST_TRUNCATED when the input stops inside a frame.
  */
 static enum ist_status
-read_frame(struct ist_reader *r, struct ist_error *err)
+frame_step(struct ist_reader *r, size_t limit, bool *more,
+    struct ist_error *err)
 {
-	uint64_t frame_in = 0, frame_off;
-	size_t decl = 0;        /* the frame's declared content */
+	size_t stop = limit == SIZE_MAX ? SIZE_MAX : r->fn + limit;
 	long k;
 
-	r->zf_whole = false;
+	*more = false;
 	for (;;) { /* skippable frames decode to nothing: loop past them */
-		frame_off = r->in_off + r->in_pos;
-		frame_in = 0;
-		r->fn = r->fpos = 0;
-		r->zf.n = 0;
-		r->zf_lost = false;
-		ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+		if (!r->fs_open) {
+			r->zf_whole = false;
+			r->fs_off = r->in_off + r->in_pos;
+			r->fs_in = 0;
+			r->fs_decl = 0;
+			r->fn = r->fpos = 0;
+			r->zf.n = 0;
+			r->zf_lost = false;
+			ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+			r->fs_open = true;
+			stop = limit == SIZE_MAX ? SIZE_MAX : limit;
+		}
 		for (;;) {
 			ZSTD_inBuffer in;
 			ZSTD_outBuffer out;
 			size_t ret;
 
-			if ((k = fill(r, err)) < 0)
+			if (r->fn >= stop) {
+				*more = true;
+				return IST_OK;
+			}
+			if ((k = fill(r, err)) < 0) {
+				r->fs_open = false;
 				return stick(r, err, IST_EIO);
+			}
 			if (k == 0) {
-				if (frame_in == 0)
+				r->fs_open = false;
+				if (r->fs_in == 0)
 					return IST_END;
 				if (r->fn > 0) {
 					/* its complete blocks decoded: their
 					 * whole records are read, then the
 					 * cut is said (cut_frame) */
 					r->cut = true;
-					r->cut_in = frame_in;
-					r->cut_off = frame_off;
+					r->cut_in = r->fs_in;
+					r->cut_off = r->fs_off;
 					break;
 				}
-				r->st.truncated_bytes = frame_in;
+				r->st.truncated_bytes = r->fs_in;
 				ist_seterr(err, IST_TRUNCATED, "trace '%s' is "
 				    "truncated: last %llu bytes dropped",
-				    r->name, (unsigned long long)frame_in);
+				    r->name, (unsigned long long)r->fs_in);
 				if (err)
-					err->offset = frame_off;
+					err->offset = r->fs_off;
 				r->sticky = IST_END;
 				return IST_TRUNCATED;
 			}
-			if (r->fn == 0 && frame_in == 0)
-				decl = declared_size(r);
+			if (r->fn == 0 && r->fs_in == 0)
+				r->fs_decl = declared_size(r);
 			if (r->fcap - r->fn < (64u << 10)) {
 				size_t cap = r->fcap ? r->fcap * 2 : 1u << 20;
-				size_t fit = (decl + (128u << 10)) &
+				size_t fit = (r->fs_decl + (128u << 10)) &
 				    ~(size_t)0xffff;
 				uint8_t *p;
-				if (decl && fit < cap && fit > r->fcap &&
+				if (r->fs_decl && fit < cap && fit > r->fcap &&
 				    fit - r->fn >= (64u << 10))
 					cap = fit;
 				if (r->fcap >= IST_MAX_FRAME) {
 					ist_seterr(err, IST_ELIMIT, "'%s': frame "
 					    "at byte %llu is larger than %u MiB",
 					    r->name,
-					    (unsigned long long)frame_off,
+					    (unsigned long long)r->fs_off,
 					    IST_MAX_FRAME >> 20);
+					r->fs_open = false;
 					return stick(r, err, IST_ELIMIT);
 				}
 				if ((p = realloc(r->fbuf, cap)) == NULL) {
 					ist_seterr(err, IST_ENOMEM, "'%s': %s",
 					    r->name, strerror(ENOMEM));
+					r->fs_open = false;
 					return stick(r, err, IST_ENOMEM);
 				}
 				r->fbuf = p;
 				r->fcap = cap;
 			}
 			in = (ZSTD_inBuffer){ r->in, r->in_end, r->in_pos };
-			out = (ZSTD_outBuffer){ r->fbuf, r->fcap, r->fn };
+			out = (ZSTD_outBuffer){ r->fbuf, r->fcap < stop ?
+			    r->fcap : stop, r->fn };
 			ret = ZSTD_decompressStream(r->dctx, &out, &in);
 			/* the bytes it took, for a copy of the frame as it
 			 * came (ist_reader_frame_z); a buffer that cannot grow
@@ -462,37 +493,47 @@ read_frame(struct ist_reader *r, struct ist_error *err)
 			    ist_buf_append(&r->zf, r->in + r->in_pos,
 			    in.pos - r->in_pos) != 0)
 				r->zf_lost = true;
-			frame_in += in.pos - r->in_pos;
+			r->fs_in += in.pos - r->in_pos;
 			r->in_pos = in.pos;
 			r->fn = out.pos;
 			if (ZSTD_isError(ret)) {
 				ist_seterr(err, IST_ECORRUPT, "'%s' is corrupt: "
 				    "frame at byte %llu: %s", r->name,
-				    (unsigned long long)frame_off,
+				    (unsigned long long)r->fs_off,
 				    ZSTD_getErrorName(ret));
 				if (err)
-					err->offset = frame_off;
+					err->offset = r->fs_off;
 				r->sticky = IST_ECORRUPT;
 				if (err)
 					r->sticky_err = *err;
+				r->fs_open = false;
 				return IST_ECORRUPT;
 			}
 			if (ret == 0)
 				break;
 		}
+		r->fs_open = false;
 		if (r->fn > 0)
 			break;
 	}
 	r->st.frames++;
 	r->st.raw_bytes += r->fn;
 	r->zf_whole = r->keep_z && !r->cut && !r->zf_lost;
-	r->fr_in0 = frame_off;
+	r->fr_in0 = r->fs_off;
 	r->fr_in1 = r->in_off + r->in_pos;
 	r->gen++;
 	r->frame_start = true;
 	r->frame_left = false;
 	r->frame_records = 0;
 	return IST_OK;
+}
+
+static enum ist_status
+read_frame(struct ist_reader *r, struct ist_error *err)
+{
+	bool more;
+
+	return frame_step(r, SIZE_MAX, &more, err);
 }
 
 /* The end of a frame the input stopped inside: what it lost is said, what
@@ -583,22 +624,69 @@ ah_facts(struct ah_chunk *c, const struct ist_reader *p)
 	c->fr_in1 = p->fr_in1;
 }
 
+/*
+ * The next frame is decompressed as the one before is split, AH_SLICE
+ * bytes at a time into a buffer the reader has left, keeping pace with
+ * the split (as many bytes of it as of the frame split, pos), and more
+ * while every chunk is full (the reader has work for a while).
+ * Decompressed whole only once the last chunk of the frame before was
+ * made, as it was, a 4 MiB frame (is-merge writes them) took 3 to 4 ms,
+ * and the reader, its 32 chunks read in 1.6, waited for the rest.  What
+ * it says (an error, the end) is said in its turn, after that frame.
+ */
+#define AH_SLICE (256u << 10)
+
+static void
+ah_early(struct ahead *a, size_t pos)
+{
+	struct ist_reader *p = a->p;
+	bool more;
+
+	while (!a->nf_done && !atomic_load_explicit(&a->stop,
+	    memory_order_relaxed) && ((a->nf >= 0 ? p->fn : 0) < pos ||
+	    atomic_load_explicit(&a->made, memory_order_relaxed) -
+	    atomic_load(&a->taken) >= AH_CHUNKS)) {
+		if (a->nf < 0) {
+			if (p->sticky != IST_OK)
+				return;         /* said after this frame */
+			pthread_mutex_lock(&a->mu);
+			for (int i = 0; i < AH_FRAMES && a->nf < 0; i++)
+				if (!a->fr[i].busy) {
+					a->fr[i].busy = true;
+					a->nf = i;
+				}
+			pthread_mutex_unlock(&a->mu);
+			if (a->nf < 0)
+				return;         /* the reader is in both */
+			p->fbuf = a->fr[a->nf].buf;
+			p->fcap = a->fr[a->nf].cap;
+		}
+		a->nf_err = (struct ist_error){ 0 };
+		a->nf_st = frame_step(p, AH_SLICE, &more, &a->nf_err);
+		a->fr[a->nf].buf = p->fbuf;
+		a->fr[a->nf].cap = p->fcap;
+		a->nf_done = a->nf_st != IST_OK || !more;
+	}
+}
+
 /* Splits frame f's records into chunks; false when told to stop. */
 static bool
 ah_split(struct ahead *a, struct ah_chunk *c, int f)
 {
 	const struct ist_reader *p = a->p;
-	size_t pos = 0, ntok = 0, used;
+	/* the frame's own: p's go on to the next frame (ah_early) */
+	const uint8_t *buf = p->fbuf;
+	size_t fn = p->fn, pos = 0, ntok = 0, used;
 
 	/* the reader takes the frame's facts from its first chunk */
 	c->enter = true;
 	c->frame = f;
 	ah_facts(c, p);
 	for (;;) {
-		while (c->nrec < AH_RECS && pos < p->fn) {
+		while (c->nrec < AH_RECS && pos < fn) {
 			const char *why = NULL;
 			enum ist_status st = ist_tokenize_at(&c->tz, ntok,
-			    p->fbuf + pos, p->fn - pos, &used, &why);
+			    buf + pos, fn - pos, &used, &why);
 			if (st != IST_OK) {
 				c->tst = st;
 				c->why = why;
@@ -610,10 +698,11 @@ ah_split(struct ahead *a, struct ah_chunk *c, int f)
 			pos += used;
 		}
 		c->ntok = ntok;
-		c->leave = pos >= p->fn || c->tst != IST_OK;
+		c->leave = pos >= fn || c->tst != IST_OK;
 		ah_chunk_put(a, c->leave);
 		if (c->leave)
 			return true;
+		ah_early(a, pos);
 		if ((c = ah_chunk_get(a)) == NULL)
 			return false;
 		ntok = 0;
@@ -634,7 +723,7 @@ ah_main(void *arg)
 		int f = -1;
 
 		pthread_mutex_lock(&a->mu);
-		while (!a->stop) {
+		while (!a->stop && (f = a->nf) < 0) {
 			for (int i = 0; i < AH_FRAMES && f < 0; i++)
 				if (!a->fr[i].busy)
 					f = i;
@@ -647,14 +736,27 @@ ah_main(void *arg)
 		pthread_mutex_unlock(&a->mu);
 		if (stop || (c = ah_chunk_get(a)) == NULL)
 			break;
-		p->fbuf = a->fr[f].buf;
-		p->fcap = a->fr[f].cap;
-		if (p->st.frames == 0 && p->st.in_bytes == 0)
-			st = sniff(p, &e);
-		if (st == IST_OK && p->sticky == IST_OK)
-			st = read_frame(p, &e);
-		else if (st == IST_OK)
-			st = p->sticky;
+		if (a->nf >= 0) {
+			/* begun early: the rest of it, or what it said */
+			if (a->nf_done) {
+				st = a->nf_st;
+				e = a->nf_err;
+			} else {
+				bool more;
+				st = frame_step(p, SIZE_MAX, &more, &e);
+			}
+			a->nf = -1;
+			a->nf_done = false;
+		} else {
+			p->fbuf = a->fr[f].buf;
+			p->fcap = a->fr[f].cap;
+			if (p->st.frames == 0 && p->st.in_bytes == 0)
+				st = sniff(p, &e);
+			if (st == IST_OK && p->sticky == IST_OK)
+				st = read_frame(p, &e);
+			else if (st == IST_OK)
+				st = p->sticky;
+		}
 		a->fr[f].buf = p->fbuf;
 		a->fr[f].cap = p->fcap;
 		if (p->keep_z) {
@@ -699,6 +801,7 @@ ist_reader_ahead(struct ist_reader *r)
 		return false;
 	}
 	a->frame = -1;
+	a->nf = -1;
 	a->pid = getpid();
 	/* an on_frame set already: each frame's compressed bytes are kept
 	 * with it, as read_frame keeps them (ist_reader_frame_z) */

@@ -1412,6 +1412,68 @@ test_ahead(void)
 	ist_buf_release(&m.b);
 }
 
+/*
+ * Frames of many chunks (1 MB, about 75,000 records, 150 chunks): the
+ * producer decompresses each next frame a slice (256 KiB) at a time as it
+ * splits the one before, and says what it found there only after that
+ * one.  Cut, broken and damaged in each frame: what reading here says,
+ * where it says it.
+ */
+static void
+test_ahead_early(void)
+{
+	struct mem m = { 0 };
+	struct ist_writer *w;
+	struct ist_writer_opts o = { .frame_bytes = 1000000 };
+	struct ist_error e;
+	struct ist_event h;
+	int bad = 0, n = 0;
+
+	ist_writer_new(&w, sink, &m, &o, &e);
+	ist_event_init(&h, IST_HEADER);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 300000);
+	ist_writer_close(w, &e);
+	ok(m.nframes >= 4 && alike("whole", m.b.p, m.b.n, 0, false, 0, &bad,
+	    NULL) && alike("by 777 bytes", m.b.p, m.b.n, 777, false, 0, &bad,
+	    NULL), "%d frames of 1 MB read ahead: the same records, spans, "
+	    "frames, status and stats", m.nframes);
+	for (int f = 1; f < m.nframes; f++)
+		for (int i = 1; i < 4; i++, n++) {
+			size_t cut = m.frames[f - 1] + (m.frames[f] -
+			    m.frames[f - 1]) * i / 4;
+			alike("cut in a big frame", m.b.p, cut, 0, false, 0,
+			    &bad, NULL);
+		}
+	for (int f = 1; f < m.nframes; f++, n++) {
+		size_t a = m.frames[f - 1], z = m.frames[f];
+		unsigned long long raw = ZSTD_getFrameContentSize(m.b.p + a,
+		    z - a);
+		uint8_t *cb = malloc(raw), *zb = malloc(ZSTD_compressBound(raw));
+		struct ist_buf t = { 0 };
+		size_t k;
+
+		/* a record broken two thirds in, its frame compressed again */
+		if (ZSTD_decompress(cb, raw, m.b.p + a, z - a) != raw)
+			abort();
+		cb[raw / 3 * 2] = 0xff;
+		k = ZSTD_compress(zb, ZSTD_compressBound(raw), cb, raw, 1);
+		ist_buf_append(&t, m.b.p, a);
+		ist_buf_append(&t, zb, k);
+		ist_buf_append(&t, m.b.p + z, m.b.n - z);
+		alike("a big frame broken", t.p, t.n, 0, false, 0, &bad, NULL);
+		/* and its compressed bytes damaged half-way: zstd says so */
+		memcpy(t.p + a + k / 2, "\377\377\377\377", 4);
+		alike("a big frame damaged", t.p, t.n, 0, false, 0, &bad, NULL);
+		free(cb);
+		free(zb);
+		ist_buf_release(&t);
+	}
+	ok(bad == 0, "cut, broken and damaged in %d places of big frames: the "
+	    "same as reading here", n);
+	ist_buf_release(&m.b);
+}
+
 struct copy {
 	struct ist_writer *w;
 	int frames;
@@ -1654,6 +1716,7 @@ main(void)
 	test_skim();
 	test_promises();
 	test_ahead();
+	test_ahead_early();
 	test_raw_frames();
 	test_raw_frames_z();
 	test_writer_errors();
