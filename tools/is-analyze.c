@@ -365,6 +365,7 @@ main(int argc, char **argv)
 	    &wo, &e) != IST_OK))
 		errx(1, "%s", e.msg);
 	pg.r = r;
+	ist_reader_input_fd(r, fd);
 	st = ist_analyze_trace(r, w, o.summary, rules, &win, &again, &an, &e);
 	/* the reader's thread reads ahead (ist_analyze_trace), showing the
 	 * progress as it reads: it is stopped before the line is cleared.

@@ -319,6 +319,12 @@ bool ist_reader_ahead(struct ist_reader *r);
 /* The same for a reader of ist_fd_source on fd, when fd is a regular
  * file; false otherwise. */
 bool ist_reader_ahead_fd(struct ist_reader *r, int fd);
+/* The descriptor r's source reads (for a source other than ist_fd_source
+ * and ist_pread_source), told before ist_reader_ahead: reading ahead, the
+ * next frame is decompressed as the one before is split only from bytes
+ * already there (poll), never waiting for a pipe's writer meanwhile;
+ * not told, only from bytes read already. */
+void ist_reader_input_fd(struct ist_reader *r, int fd);
 /* Whether the regular file fd holds a trace whose first header promises
  * an analysis (analysis_version): a report skims such a trace to its
  * analysis, which reading ahead would not; it reads any other whole.  Read

@@ -1,5 +1,6 @@
 /* reader.c - a source -> zstd frames -> CBOR records -> events. */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -49,6 +50,13 @@ struct rtrack {
  * only splits: it never waits for input there) */
 #define AH_READY (AH_CHUNKS / 2)
 #define AH_FRAMES 2
+/* frame_step's nowait: the input read as it comes (a regular file's, or
+ * for a frame decompressed now), or only bytes there already: those read
+ * (IN_BUFFERED: a source we know nothing of), or those poll says a
+ * descriptor holds.  Decompressing early never waits for a pipe's writer
+ * while the frame being split, all there, waits. */
+#define IN_WAITS (-2)
+#define IN_BUFFERED (-1)
 
 struct ah_chunk {
 	struct tokenizer tz;     /* its records' tokens, one after another */
@@ -100,6 +108,7 @@ struct ahead {
 	 * slice at a time while every chunk is full), -1 none; once done,
 	 * what decompressing it said */
 	int nf;
+	int in;                  /* frame_step's nowait, for early frames */
 	bool nf_done;
 	enum ist_status nf_st;
 	struct ist_error nf_err;
@@ -126,6 +135,7 @@ struct ist_reader {
 	bool fs_open;
 	uint64_t fs_off, fs_in;
 	size_t fs_decl;
+	int in_fd;              /* ist_reader_input_fd, or -1 */
 	uint64_t frame_records; /* records read from fbuf */
 	uint64_t gen;
 	enum ist_status sticky;
@@ -201,6 +211,7 @@ ist_reader_new(struct ist_reader **out, ist_source_fn src, void *ctx,
 		goto nomem;
 	r->src = src;
 	r->ctx = ctx;
+	r->in_fd = -1;
 	r->name = strdup(strcmp(name, "-") == 0 ? "<stdin>" : name);
 	r->in_cap = ZSTD_DStreamInSize();
 	r->in = malloc(r->in_cap);
@@ -396,11 +407,14 @@ declared_size(const struct ist_reader *r)
  * Decompresses the next frame into fbuf, up to limit bytes more of it a
  * call (SIZE_MAX: whole); *more when it is not whole yet, the next call
  * going on with it (the producer reading ahead decompresses the next frame
- * a slice at a time while its chunks are full).  IST_OK, IST_END at a
- * clean end, IST_TRUNCATED when the input stops inside a frame.
+ * a slice at a time as it splits the one before).  nowait: IN_WAITS, the
+ * input is read as it comes; else it is read only when it is there
+ * already (IN_BUFFERED: only what was read; a descriptor: what poll says
+ * it holds), *more set when it is not.  IST_OK, IST_END at a clean end,
+ * IST_TRUNCATED when the input stops inside a frame.
  */
 static enum ist_status
-frame_step(struct ist_reader *r, size_t limit, bool *more,
+frame_step(struct ist_reader *r, size_t limit, int nowait, bool *more,
     struct ist_error *err)
 {
 	size_t stop = limit == SIZE_MAX ? SIZE_MAX : r->fn + limit;
@@ -425,7 +439,10 @@ frame_step(struct ist_reader *r, size_t limit, bool *more,
 			ZSTD_outBuffer out;
 			size_t ret;
 
-			if (r->fn >= stop) {
+			if (r->fn >= stop || (nowait != IN_WAITS &&
+			    r->in_pos >= r->in_end && !r->eof && (nowait ==
+			    IN_BUFFERED || poll(&(struct pollfd){ nowait,
+			    POLLIN, 0 }, 1, 0) != 1))) {
 				*more = true;
 				return IST_OK;
 			}
@@ -534,7 +551,7 @@ read_frame(struct ist_reader *r, struct ist_error *err)
 {
 	bool more;
 
-	return frame_step(r, SIZE_MAX, &more, err);
+	return frame_step(r, SIZE_MAX, IN_WAITS, &more, err);
 }
 
 /* The end of a frame the input stopped inside: what it lost is said, what
@@ -663,10 +680,13 @@ ah_early(struct ahead *a, size_t pos)
 			p->fcap = a->fr[a->nf].cap;
 		}
 		a->nf_err = (struct ist_error){ 0 };
-		a->nf_st = frame_step(p, AH_SLICE, &more, &a->nf_err);
+		a->nf_st = frame_step(p, AH_SLICE, a->in, &more,
+		    &a->nf_err);
 		a->fr[a->nf].buf = p->fbuf;
 		a->fr[a->nf].cap = p->fcap;
 		a->nf_done = a->nf_st != IST_OK || !more;
+		if (!a->nf_done && p->in_pos >= p->in_end)
+			return;         /* the input is not there yet */
 	}
 }
 
@@ -744,7 +764,8 @@ ah_main(void *arg)
 				e = a->nf_err;
 			} else {
 				bool more;
-				st = frame_step(p, SIZE_MAX, &more, &e);
+				st = frame_step(p, SIZE_MAX, IN_WAITS, &more,
+				    &e);
 			}
 			a->nf = -1;
 			a->nf_done = false;
@@ -786,6 +807,28 @@ ah_main(void *arg)
 	return NULL;
 }
 
+/* How the producer may read its input early (frame_step's nowait). */
+static int
+input_kind(const struct ist_reader *r)
+{
+	int fd = r->in_fd;
+	struct stat sb;
+
+	if (r->src == ist_pread_source)
+		return IN_WAITS;
+	if (fd < 0 && r->src == ist_fd_source)
+		fd = *(const int *)r->ctx;
+	if (fd < 0)
+		return IN_BUFFERED;
+	return fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ? IN_WAITS : fd;
+}
+
+void
+ist_reader_input_fd(struct ist_reader *r, int fd)
+{
+	r->in_fd = fd;
+}
+
 bool
 ist_reader_ahead(struct ist_reader *r)
 {
@@ -803,6 +846,7 @@ ist_reader_ahead(struct ist_reader *r)
 	}
 	a->frame = -1;
 	a->nf = -1;
+	a->in = input_kind(r);
 	a->pid = getpid();
 	/* an on_frame set already: each frame's compressed bytes are kept
 	 * with it, as read_frame keeps them (ist_reader_frame_z) */

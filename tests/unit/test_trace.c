@@ -1253,6 +1253,8 @@ count_frame(void *ctx, const uint8_t *p, size_t n)
 /* One reading of p[0..n) in chunks of chunk bytes, here or ahead: every
  * record's JSON and span, each frame left, the status, message and stats,
  * into out.  Stops after stop records when stop > 0 (then freed early). */
+static bool ahead_file;  /* read ahead from a file, not from memory */
+
 static void
 read_way(const char *p, size_t n, size_t chunk, bool ahead, bool sk,
     long stop, struct ist_buf *out)
@@ -1264,8 +1266,18 @@ read_way(const char *p, size_t n, size_t chunk, bool ahead, bool sk,
 	const struct ist_event *ev;
 	enum ist_status rs;
 	long k = 0;
+	int fd = -1;
 
-	if (ist_reader_new(&r, source, &s, "mem", &e) != IST_OK)
+	if (ahead && ahead_file) {
+		/* a file: its next frame decompressed early reads on */
+		FILE *f = tmpfile();
+		if (f == NULL || fwrite(p, 1, n, f) != n || fflush(f) != 0 ||
+		    (fd = dup(fileno(f))) < 0 || lseek(fd, 0, SEEK_SET) != 0)
+			abort();
+		fclose(f);
+	}
+	if ((fd >= 0 ? ist_reader_new(&r, ist_fd_source, &fd, "mem", &e) :
+	    ist_reader_new(&r, source, &s, "mem", &e)) != IST_OK)
 		abort();
 	if (ahead && !ist_reader_ahead(r))
 		abort();
@@ -1292,6 +1304,8 @@ read_way(const char *p, size_t n, size_t chunk, bool ahead, bool sk,
 	if (rs == IST_END)
 		ist_buf_printf(out, "in %llu\n", (unsigned long long)st.in_bytes);
 	ist_reader_free(r);
+	if (fd >= 0)
+		close(fd);
 }
 
 /* Whether both ways read p[0..n) alike; the first difference said once.
@@ -1470,7 +1484,9 @@ test_ahead_early(void)
 		ist_buf_release(&t);
 	}
 	ok(bad == 0, "cut, broken and damaged in %d places of big frames: the "
-	    "same as reading here", n);
+	    "same as reading here (%s)", n, ahead_file ? "a file" :
+	    "from memory, the next frame decompressed early from bytes "
+	    "read already");
 	ist_buf_release(&m.b);
 }
 
@@ -1717,6 +1733,9 @@ main(void)
 	test_promises();
 	test_ahead();
 	test_ahead_early();
+	ahead_file = true;
+	test_ahead_early();
+	ahead_file = false;
 	test_raw_frames();
 	test_raw_frames_z();
 	test_writer_errors();
