@@ -105,8 +105,8 @@ struct ahead {
 	size_t ci;
 	int frame;               /* the frame it is in, -1 none */
 	/* the producer's: the next frame's buffer, decompressed early (a
-	 * slice at a time while every chunk is full), -1 none; once done,
-	 * what decompressing it said */
+	 * slice at a time as the one before is split: ah_early), -1 none;
+	 * once done, what decompressing it said */
 	int nf;
 	int in;                  /* frame_step's nowait, for early frames */
 	bool nf_done;
