@@ -1335,6 +1335,39 @@ alike(const char *what, const char *p, size_t n, size_t chunk, bool sk,
 	return same;
 }
 
+/* The CBOR bytes frame f of m holds (frame 0 is the first). */
+static size_t
+frame_raw(const struct mem *m, int f)
+{
+	size_t a = f ? m->frames[f - 1] : 0;
+
+	return (size_t)ZSTD_getFrameContentSize(m->b.p + a, m->frames[f] - a);
+}
+
+/* m's trace into t, with frame f's CBOR byte at set to v (-1: its 0x40
+ * bit flipped) and the frame compressed again; that frame's compressed
+ * size. */
+static size_t
+with_byte(const struct mem *m, int f, size_t at, int v, struct ist_buf *t)
+{
+	size_t a = f ? m->frames[f - 1] : 0, z = m->frames[f];
+	size_t raw = frame_raw(m, f), k;
+	uint8_t *cb = malloc(raw), *zb = malloc(ZSTD_compressBound(raw));
+
+	if (cb == NULL || zb == NULL ||
+	    ZSTD_decompress(cb, raw, m->b.p + a, z - a) != raw)
+		abort();
+	cb[at] = (uint8_t)(v < 0 ? cb[at] ^ 0x40 : v);
+	k = ZSTD_compress(zb, ZSTD_compressBound(raw), cb, raw, 1);
+	t->n = 0;
+	ist_buf_append(t, m->b.p, a);
+	ist_buf_append(t, zb, k);
+	ist_buf_append(t, m->b.p + z, m->b.n - z);
+	free(cb);
+	free(zb);
+	return k;
+}
+
 /*
  * Reading ahead reads what reading here does: frames of a few thousand
  * records (several chunks each), two segments; cut anywhere; a record
@@ -1393,29 +1426,15 @@ test_ahead(void)
 	    "whole blocks): the same as reading here", cuts, kept);
 	/* a byte of a frame's CBOR changed: the frame compressed again */
 	for (int f = 1; f < m.nframes; f++) {
-		size_t a = m.frames[f - 1], z = m.frames[f];
-		unsigned long long raw = ZSTD_getFrameContentSize(m.b.p + a,
-		    z - a);
-		uint8_t *cb = malloc(raw), *zb = malloc(ZSTD_compressBound(raw));
+		size_t raw = frame_raw(&m, f);
 		struct ist_buf t = { 0 };
 		for (size_t at = raw / 9; at < raw; at += raw / 9 + 1) {
-			size_t k;
-			if (ZSTD_decompress(cb, raw, m.b.p + a, z - a) != raw)
-				abort();
-			cb[at] = (uint8_t)(at % 3 == 0 ? 0xff : at % 3 == 1 ?
-			    0x9f : cb[at] ^ 0x40);
-			k = ZSTD_compress(zb, ZSTD_compressBound(raw), cb, raw,
-			    1);
-			t.n = 0;
-			ist_buf_append(&t, m.b.p, a);
-			ist_buf_append(&t, zb, k);
-			ist_buf_append(&t, m.b.p + z, m.b.n - z);
+			with_byte(&m, f, at, at % 3 == 0 ? 0xff : at % 3 == 1 ?
+			    0x9f : -1, &t);
 			alike("a byte changed", t.p, t.n, 0, false, 0, &bad,
 			    NULL);
 			broken++;
 		}
-		free(cb);
-		free(zb);
 		ist_buf_release(&t);
 	}
 	ok(bad == 0, "a byte changed in %d places: the same errors", broken);
@@ -1460,27 +1479,15 @@ test_ahead_early(void)
 			    &bad, NULL);
 		}
 	for (int f = 1; f < m.nframes; f++, n++) {
-		size_t a = m.frames[f - 1], z = m.frames[f];
-		unsigned long long raw = ZSTD_getFrameContentSize(m.b.p + a,
-		    z - a);
-		uint8_t *cb = malloc(raw), *zb = malloc(ZSTD_compressBound(raw));
 		struct ist_buf t = { 0 };
-		size_t k;
-
 		/* a record broken two thirds in, its frame compressed again */
-		if (ZSTD_decompress(cb, raw, m.b.p + a, z - a) != raw)
-			abort();
-		cb[raw / 3 * 2] = 0xff;
-		k = ZSTD_compress(zb, ZSTD_compressBound(raw), cb, raw, 1);
-		ist_buf_append(&t, m.b.p, a);
-		ist_buf_append(&t, zb, k);
-		ist_buf_append(&t, m.b.p + z, m.b.n - z);
+		size_t k = with_byte(&m, f, frame_raw(&m, f) / 3 * 2, 0xff,
+		    &t);
+
 		alike("a big frame broken", t.p, t.n, 0, false, 0, &bad, NULL);
 		/* and its compressed bytes damaged half-way: zstd says so */
-		memcpy(t.p + a + k / 2, "\377\377\377\377", 4);
+		memcpy(t.p + m.frames[f - 1] + k / 2, "\377\377\377\377", 4);
 		alike("a big frame damaged", t.p, t.n, 0, false, 0, &bad, NULL);
-		free(cb);
-		free(zb);
 		ist_buf_release(&t);
 	}
 	ok(bad == 0, "cut, broken and damaged in %d places of big frames: the "
