@@ -114,7 +114,7 @@ endif
 endif
 
 .PHONY: pyext all deps check check-gpu check-unit check-bats check-man demo \
-        bench fuzz load install uninstall clean vectors
+        bench floors fuzz load install uninstall clean vectors
 
 all: $(B)/.deps $(TOOL_BIN) $(B)/bench/bench $(B)/tests/replay_reader pyext \
     $(NVTX_LIB) $(NVTX_EXAMPLE) $(CUPTI_LIB)
@@ -302,7 +302,19 @@ fuzz:
 	build-fuzz/fuzz_merge -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=65536 tests/fuzz/corpus-merge tests/fuzz/corpus-reader
 
-bench: all
+# make bench's floors (agents/python/_inferscope.c, IST_FLOOR): the Python
+# collector for 3.12+ with callbacks that return at once ($(B)/floor1, the
+# dispatch of sys.monitoring's events alone) or that read the clock first
+# ($(B)/floor2); never installed
+FLOOR_PYTHONS = $(foreach v,12 13 14,$(lastword $(sort \
+    $(wildcard $(PYENV_ROOT)/versions/3.$(v).*/bin/python3))))
+floors: $(B)/.deps $(PYIO_LIB)
+	@for n in 1 2; do for p in $(FLOOR_PYTHONS); do \
+	    sh scripts/build-pyext.sh "$$p" $(B)/floor$$n "$(CC)" \
+	    "$(CFLAGS) -DIST_FLOOR=$$n" "agents/collector.c $(AGENT_CORE)" \
+	    "-lcbor -lzstd" "$(PYIO_LIB) $(LIBS)" || exit 1; done; done
+
+bench: all floors
 	@command -v zstd >/dev/null || sh scripts/deps.sh build install
 	sh bench/run.sh $(B)
 	PYTHON_SYS=$(PYTHON_SYS) sh bench/pipeline.sh $(B)

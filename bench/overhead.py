@@ -133,6 +133,17 @@ def main():
             runs = [([py, path] + args, ENV),
                     ([rec, "-o", trace, "--", py, path] + args, ENV),
                     (pcmd, penv)]
+            # 3.12+: is-record with the collector's floors (make floors):
+            # callbacks that return at once, and that read the clock
+            floors = [os.path.join(build, "floor%d" % k) for k in (1, 2)]
+            floors = [f for f in floors if name == "fib" and any(
+                x.startswith("_inferscope.cpython-%s%s" % tuple(
+                    ver.split("."))) for x in (os.listdir(f) if
+                                               os.path.isdir(f) else []))]
+            for f in floors:
+                runs.append(([rec, "-o", os.path.join(tmp, "floor.ist"),
+                              "--", py, path] + args,
+                             dict(ENV, INFERSCOPE_PYTHON_DIR=f)))
             w = rounds(runs, n)
             plain, ours, peer_t = (statistics.median(x) for x in w)
             st = json.loads(subprocess.run([info, "--json", trace],
@@ -144,6 +155,19 @@ def main():
                                     ratio(w[0], w[2]), st["events"],
                                     st["bytes_per_event"] or 0,
                                     st["events"] / ours / 1e6))
+            if floors:
+                # what is left to us: the target is half the peer's
+                # overhead, and sys.monitoring's dispatch of the events
+                # (each call's CALL, PY_START, PY_RETURN) and the clock are
+                # paid before our own work
+                target = 1 + (statistics.median(w[2]) /
+                              statistics.median(w[0]) - 1) / 2
+                print("%-14s %-5s floors, is-record with callbacks that "
+                      "return at once %s, that read the clock %s; "
+                      "half of %s's overhead %.2f" % (
+                          "", ver, ratio(w[0], w[3]).strip(),
+                          ratio(w[0], w[4]).strip() if len(w) > 4 else
+                          "n/a", peer, target))
             sys.stdout.flush()
             if name == "torch-encoder":
                 w = rounds(runs, n, tmp)

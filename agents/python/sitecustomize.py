@@ -56,10 +56,12 @@ def _inferscope_boot():
     producer = "inferscope-python 0.1.0 (CPython %d.%d.%d)" % \
         sys.version_info[:3]
     # imported before recording starts: the program's imports are its
-    # own, these are ours
+    # own, these are ours (threading up to 3.11, where each thread needs
+    # its hook; from 3.12 it is the program's, if it imports it: below)
     import atexit
     import gc
-    import threading
+    if sys.version_info < (3, 12):
+        import threading
     try:
         _inferscope._start(env["INFERSCOPE_DIR"], mb, min_us, calls, producer,
                            ring)
@@ -85,13 +87,36 @@ def _inferscope_boot():
     atexit.register(stop)
     # garbage collections, each as a call on the thread it paused
     gc.callbacks.append(_inferscope._gc)
-    # the first event of each new thread names it (and, with calls
-    # recorded through setprofile, hands over to the C hook)
-    threading.setprofile(_inferscope._thread_hook)
+
+    def named(threading):
+        # the first event of each new thread names it (and, with calls
+        # recorded through setprofile, hands over to the C hook)
+        threading.setprofile(_inferscope._thread_hook)
+        # a thread that renames itself (current_thread().name = ...) is
+        # named again; a name given before start is taken by the hook
+        name = threading.Thread.name
+
+        def set_name(self, value, _set=name.fset):
+            _set(self, value)
+            if self is threading.current_thread():
+                _inferscope._name_thread(str(value))
+
+        threading.Thread.name = property(name.fget, set_name, name.fdel,
+                                         name.__doc__)
+
+    if "threading" in sys.modules:
+        named(sys.modules["threading"])
+    else:
+        # sys.monitoring sees every thread without threading's hook: a
+        # program that never imports threading does not pay for it (4 ms
+        # of every process's start, its imports); one that does has its
+        # threads named from then on, before any can start
+        _inferscope_after_import("threading", named)
+
     if calls and sys.version_info < (3, 12):
         # threads started by _thread directly (threading keeps its own
-        # reference to the function, taken at its import above): up to 3.11
-        # the profile hook is per thread, so each starts it first
+        # reference to the function, taken at its import above): up to
+        # 3.11 the profile hook is per thread, so each starts it first
         import _thread
 
         def start_new_thread(function, args, kwargs={},
@@ -103,18 +128,6 @@ def _inferscope_boot():
             return _real(recorded, args, kwargs)
 
         _thread.start_new_thread = _thread.start_new = start_new_thread
-
-    # a thread that renames itself (current_thread().name = ...) is named
-    # again; a name given before start is taken by the hook above
-    name = threading.Thread.name
-
-    def set_name(self, value, _set=name.fset):
-        _set(self, value)
-        if self is threading.current_thread():
-            _inferscope._name_thread(str(value))
-
-    threading.Thread.name = property(name.fget, set_name, name.fdel,
-                                     name.__doc__)
 
     real_exit = os._exit
 
@@ -146,6 +159,59 @@ def _inferscope_boot():
 
     os.execv = exec_flushed(os.execv)
     os.execve = exec_flushed(os.execve)
+
+
+class _InferscopeAfter(object):
+    """Calls fn(module) just after the module name is imported (executed),
+    found by the finders after this one: the import is the program's own,
+    as it would have been.  Leaves sys.meta_path at its first look."""
+
+    def __init__(self, name, fn):
+        self.name, self.fn = name, fn
+
+    def find_spec(self, fullname, path=None, target=None):
+        import sys
+        if fullname != self.name:
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(fullname, path, target) if find else None
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _InferscopeLoader(spec.loader, self.fn)
+        return spec
+
+
+class _InferscopeLoader(object):
+    """The real loader, and fn on its module once executed: the module's
+    __loader__ and __spec__.loader are the real one again."""
+
+    def __init__(self, real, fn):
+        self.real, self.fn = real, fn
+
+    def create_module(self, spec):
+        return self.real.create_module(spec)
+
+    def exec_module(self, module):
+        real = self.real
+        module.__loader__ = real
+        if getattr(module, "__spec__", None) is not None:
+            module.__spec__.loader = real
+        real.exec_module(module)
+        self.fn(module)
+
+
+def _inferscope_after_import(name, fn):
+    import sys
+    sys.meta_path.insert(0, _InferscopeAfter(name, fn))
 
 
 def _inferscope_chain(path):

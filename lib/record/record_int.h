@@ -77,8 +77,8 @@ struct sampler {
  * must not: under a CPU quota (s->sysfs's control groups), where the
  * program would pay for it. */
 struct rec_ahead *rec_ahead_start(const char *dir, struct sampler *s);
-void rec_ahead_stop(struct rec_ahead *a);       /* joins the thread */
-void rec_ahead_free(struct rec_ahead *a);       /* a may be NULL */
+void rec_ahead_stop(struct rec_ahead *a);       /* its work as it is */
+void rec_ahead_free(struct rec_ahead *a);       /* joins it; a may be NULL */
 /* scandir's filter of a process's stream (<pid>.ist, <pid>-cupti.ist),
  * not the sampler's */
 struct dirent;
