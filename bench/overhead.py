@@ -145,7 +145,7 @@ def main():
                               "--", py, path] + args,
                              dict(ENV, INFERSCOPE_PYTHON_DIR=f)))
             w = rounds(runs, n)
-            plain, ours, peer_t = (statistics.median(x) for x in w)
+            plain, ours, peer_t = (statistics.median(x) for x in w[:3])
             st = json.loads(subprocess.run([info, "--json", trace],
                                            capture_output=True, text=True,
                                            check=True).stdout)

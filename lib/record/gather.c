@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -94,12 +93,13 @@ squeeze_free(struct squeeze *z)
  * and squeezes only the frames it had not reached: the trace is written
  * soon after the program ends, however long it ran.
  *
- * It looks when inotify says a stream was written to (a collector writes
- * a frame at a time), so that a frame is squeezed as soon as it is
- * finished: looking every 20 ms left the frames of the last 20 ms to the
- * end, 4.8 MB after fib(30), 12 of the 20 ms between the program's end
- * and the trace's.  Without inotify (its limits reached) it looks every
- * AHEAD_MS while there is work.
+ * While the streams grow it looks every 2 ms (a look is a few system
+ * calls at the lowest priority): looking every 20 ms left the frames of
+ * the last 20 ms to the end, 4.8 MB after fib(30), 12 of the 20 ms between
+ * the program's end and the trace's.  inotify would wake it as a frame is
+ * written, but closing it waits for the kernel's RCU grace period, 5 to
+ * 25 ms here, even with its watch removed first, and is-record cannot
+ * exit before.
  *
  * A stream is only ever appended to (stream.c), and only whole frames are
  * squeezed ahead; gather() checks the stream is the same file, no shorter,
@@ -108,9 +108,8 @@ squeeze_free(struct squeeze *z)
  * again.  The streams come first: where their file system has less than
  * AHEAD_ROOM left, the copies are deleted and no more are made.
  */
-#define AHEAD_MS 20             /* between looks, while there is work */
-#define AHEAD_IDLE_MS 500       /* at most, while there is none, and
-                                 * with inotify, between any two looks */
+#define AHEAD_MS 2              /* between looks, while there is work */
+#define AHEAD_IDLE_MS 500       /* at most, while there is none */
 #define AHEAD_STREAMS 4096
 #define AHEAD_ROOM (256u << 20)
 #define AHEAD_CHUNK (8u << 20)  /* read at a time */
@@ -142,9 +141,6 @@ struct rec_ahead {
 	 * state) only under it and while stop is false; busy, it is looking
 	 * at the streams; abandoned, it frees all as it ends */
 	bool stop, busy, abandoned;
-	int ino;                        /* inotify on dir, or -1: timed;
-	                                 * the thread's, which closes it */
-	bool inotify;                   /* whether it had one */
 	struct timespec dir_mtime;      /* the listing last read */
 	unsigned passes;
 	struct early *e;
@@ -395,65 +391,27 @@ ahead_pass(struct rec_ahead *a)
 	return got;
 }
 
-/* Whether inotify's events waiting on fd name a stream (not a copy, not
- * the sampler's): all are read. */
-static bool
-streams_written(int fd)
-{
-	union {
-		struct inotify_event e;
-		char b[16384];
-	} u;
-	bool any = false;
-	ssize_t n;
-
-	while ((n = read(fd, u.b, sizeof(u.b))) > 0)
-		for (ssize_t at = 0; at + (ssize_t)sizeof(u.e) <= n; ) {
-			struct inotify_event *e = (void *)(u.b + at);
-			struct dirent d = { 0 };
-			if (e->mask & IN_Q_OVERFLOW)
-				any = true;
-			else if (e->len > 0 && e->len <= sizeof(d.d_name)) {
-				memcpy(d.d_name, e->name, e->len);
-				d.d_name[sizeof(d.d_name) - 1] = '\0';
-				any |= rec_is_stream(&d) != 0;
-			}
-			at += (ssize_t)(sizeof(*e) + e->len);
-		}
-	return any;
-}
-
 static void *
 ahead_main(void *arg)
 {
 	struct rec_ahead *a = arg;
 	struct sched_param sp = { 0 };
-	struct pollfd pf[2];
+	struct pollfd pf = { .fd = a->wake, .events = POLLIN };
 	long ms = AHEAD_MS;
-	int ino = a->ino;
 	bool abandoned;
 
 	(void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
-	pf[0] = (struct pollfd){ .fd = a->wake, .events = POLLIN };
-	pf[1] = (struct pollfd){ .fd = ino, .events = POLLIN };
 	pthread_mutex_lock(&a->mu);
 	while (!a->stop) {
-		bool look = true;
-
 		a->busy = false;
 		pthread_mutex_unlock(&a->mu);
-		if (poll(pf, ino >= 0 ? 2 : 1, ino >= 0 ? AHEAD_IDLE_MS :
-		    (int)ms) > 0 && ino >= 0 && (pf[1].revents & POLLIN))
-			look = streams_written(ino);
+		(void)poll(&pf, 1, (int)ms);
 		pthread_mutex_lock(&a->mu);
 		if (a->stop)
 			break;
-		if (!look)
-			continue;
 		a->busy = true;
 		pthread_mutex_unlock(&a->mu);
-		/* without inotify, a program that writes little is looked
-		 * at less often */
+		/* a program that writes little is looked at less often */
 		ms = ahead_pass(a) ? AHEAD_MS : ms * 2 > AHEAD_IDLE_MS ?
 		    AHEAD_IDLE_MS : ms * 2;
 		pthread_mutex_lock(&a->mu);
@@ -461,8 +419,6 @@ ahead_main(void *arg)
 	a->busy = false;
 	abandoned = a->abandoned;
 	pthread_mutex_unlock(&a->mu);
-	if (ino >= 0)
-		close(ino);     /* ms, beside gather() (rec_ahead_stop) */
 	if (abandoned)
 		ahead_release(a);
 	return NULL;
@@ -565,17 +521,8 @@ rec_ahead_start(const char *dir, struct sampler *s)
 		return NULL;
 	}
 	pthread_mutex_init(&a->mu, NULL);
-	if ((a->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) >= 0 &&
-	    inotify_add_watch(a->ino, dir, IN_MODIFY | IN_CREATE |
-	    IN_MOVED_TO) < 0) {
-		close(a->ino);
-		a->ino = -1;
-	}
-	a->inotify = a->ino >= 0;
 	if ((a->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
 	    pthread_create(&a->t, NULL, ahead_main, a) != 0) {
-		if (a->ino >= 0)
-			close(a->ino);
 		a->t = 0;
 		rec_ahead_free(a);
 		return NULL;
@@ -586,9 +533,7 @@ rec_ahead_start(const char *dir, struct sampler *s)
 /*
  * Stops the thread: what it has squeezed is what gather() uses.  It is not
  * waited for: a frame it is squeezing, at the lowest priority, on a
- * machine busy with other work, could take a second, and the inotify
- * descriptor it closes as it ends took 5 ms here (the kernel waits for an
- * RCU grace period): both go on beside gather().
+ * machine busy with other work, could take a second.
  */
 void
 rec_ahead_stop(struct rec_ahead *a)
@@ -748,9 +693,7 @@ rec_gather(const char *path, int out, struct sampler *s, struct rec_ahead *a,
 		off = n;
 	else if (a != NULL && n > 0)
 		rec_note(s, IST_NOTE_DEBUG, "%s: %zu of %zu bytes compressed "
-		    "while the program ran, %s", base, off, n, a->inotify ?
-		    "each as inotify said it was written" :
-		    "looking at the stream every 20 ms");
+		    "while the program ran", base, off, n);
 	/* the window holds the stream's bytes from wbase; off is in it */
 	while (off < n && e == 0) {
 		size_t at = off - wbase, from, fk;
