@@ -981,10 +981,14 @@ die_of(int sig)
 	ist_term_die(sig);
 }
 
+#define KEEP (256u << 10)       /* bytes a pass drains, busy */
+
 static void *
 writer_main(void *arg)
 {
 	uint64_t last = 0, switches = C.switches0, dumps = C.dumps0;
+	int64_t pass_t = 0, gap = 0;    /* the last pass's start, and the
+	                                 * time from the one before's */
 
 	(void)arg;
 	/* is-analyze tells the profiler's own CPU use by this name */
@@ -998,11 +1002,22 @@ writer_main(void *arg)
 			pthread_mutex_unlock(&C.lock);
 			die_of(ist_term_pending());
 		}
-		/* rest 20 ms, unless the last pass found a lot: then keep up */
-		if (last < (256u << 10)) {
+		/* rest until about KEEP bytes will have come at the rate the
+		 * last pass found, 1 ms to 20 ms; none when it found that
+		 * much: keep up.  Resting 20 ms whenever a pass found less
+		 * let a busy thread's calls pile up 20 ms at a time (fib: 5
+		 * MB), and at the program's end 2 to 5 ms of them were left
+		 * to drain */
+		if (last < KEEP) {
 			struct timespec ts;
+			int64_t rest = 20000000;
+			if (last > 0 && gap > 0 && gap < rest &&
+			    gap * (int64_t)KEEP / (int64_t)last < rest)
+				rest = gap * (int64_t)KEEP / (int64_t)last;
+			if (rest < 1000000)
+				rest = 1000000;
 			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 20 * 1000 * 1000;
+			ts.tv_nsec += rest;
 			if (ts.tv_nsec >= 1000000000) {
 				ts.tv_sec++;
 				ts.tv_nsec -= 1000000000;
@@ -1018,6 +1033,11 @@ writer_main(void *arg)
 		if (on_switch != NULL && ist_capture_n() != switches) {
 			switches = ist_capture_n();
 			on_switch();
+		}
+		{
+			int64_t now = ist_now_ns();
+			gap = pass_t ? now - pass_t : 0;
+			pass_t = now;
 		}
 		last = drain_all();
 		if (ist_capture_dumps() != dumps) {

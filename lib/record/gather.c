@@ -136,7 +136,10 @@ struct rec_ahead {
 	char *dir;
 	pthread_t t;
 	pthread_mutex_t mu;
-	int wake;                       /* eventfd: stop asked */
+	int wake;                       /* eventfd: stop asked (poll's
+	                                 * timeouts are the monotonic
+	                                 * clock's, unlike a condition
+	                                 * variable's by default) */
 	/* under mu: the thread changes what gather() reads (the streams'
 	 * state) only under it and while stop is false; busy, it is looking
 	 * at the streams; abandoned, it frees all as it ends */
