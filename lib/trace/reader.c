@@ -654,6 +654,17 @@ ah_facts(struct ah_chunk *c, const struct ist_reader *p)
  */
 #define AH_SLICE (256u << 10)
 
+/* A frame buffer the reader is not in, or -1 when it is in both (under
+ * a->mu). */
+static int
+ah_free_frame(const struct ahead *a)
+{
+	for (int i = 0; i < AH_FRAMES; i++)
+		if (!a->fr[i].busy)
+			return i;
+	return -1;
+}
+
 static void
 ah_early(struct ahead *a, size_t pos)
 {
@@ -668,11 +679,8 @@ ah_early(struct ahead *a, size_t pos)
 			if (p->sticky != IST_OK)
 				return;         /* said after this frame */
 			pthread_mutex_lock(&a->mu);
-			for (int i = 0; i < AH_FRAMES && a->nf < 0; i++)
-				if (!a->fr[i].busy) {
-					a->fr[i].busy = true;
-					a->nf = i;
-				}
+			if ((a->nf = ah_free_frame(a)) >= 0)
+				a->fr[a->nf].busy = true;
 			pthread_mutex_unlock(&a->mu);
 			if (a->nf < 0)
 				return;         /* the reader is in both */
@@ -744,14 +752,9 @@ ah_main(void *arg)
 		int f = -1;
 
 		pthread_mutex_lock(&a->mu);
-		while (!a->stop && (f = a->nf) < 0) {
-			for (int i = 0; i < AH_FRAMES && f < 0; i++)
-				if (!a->fr[i].busy)
-					f = i;
-			if (f >= 0)
-				break;
+		while (!a->stop && (f = a->nf) < 0 &&
+		    (f = ah_free_frame(a)) < 0)
 			pthread_cond_wait(&a->cv, &a->mu);
-		}
 		if (!(stop = a->stop))
 			a->fr[f].busy = true;
 		pthread_mutex_unlock(&a->mu);
@@ -763,9 +766,7 @@ ah_main(void *arg)
 				st = a->nf_st;
 				e = a->nf_err;
 			} else {
-				bool more;
-				st = frame_step(p, SIZE_MAX, IN_WAITS, &more,
-				    &e);
+				st = read_frame(p, &e);
 			}
 			a->nf = -1;
 			a->nf_done = false;
