@@ -61,6 +61,9 @@ static struct {
 	 * after are its to act on, however late the thread first runs */
 	uint64_t switches0, dumps0;
 	int64_t frame_t0;            /* the frame's oldest event's end */
+	/* the writer thread's tid, and its CPU time (ns) as it ended at
+	 * ts (0: not read), for its last thread.cpu_ns */
+	int64_t wtid, wcpu_ns, wcpu_ts;
 } C = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
     .flushed = PTHREAD_COND_INITIALIZER, .out.fd = -1,
     .frame_t0 = INT64_MAX };
@@ -559,6 +562,24 @@ thread_cpu_record(int64_t tid, int64_t ts, int64_t v)
 	emit(&ev);
 }
 
+/* The writer thread's last CPU time, under its name: the thread record
+ * tells a collector's stream read without the sampler's whose it is */
+static void
+writer_cpu_write(void)
+{
+	struct ist_event ev;
+
+	ist_event_init(&ev, IST_THREAD);
+	ev.pid = C.pid;
+	ev.tid = C.wtid;
+	ev.name = S("inferscope");
+	IST_SET(&ev, IST_F_PID);
+	IST_SET(&ev, IST_F_TID);
+	IST_SET(&ev, IST_F_NAME);
+	emit(&ev);
+	thread_cpu_record(C.wtid, C.wcpu_ts, C.wcpu_ns);
+}
+
 /* A range a capture window cut, or a call that raised (flags: the
  * ring record's): with its cut, raised and yielded fields, by the long
  * path */
@@ -993,6 +1014,7 @@ writer_main(void *arg)
 	(void)arg;
 	/* is-analyze tells the profiler's own CPU use by this name */
 	pthread_setname_np(pthread_self(), "inferscope");
+	C.wtid = (int64_t)syscall(SYS_gettid);
 	pthread_mutex_lock(&C.lock);
 	while (!C.stopping) {
 		uint64_t req;
@@ -1056,6 +1078,17 @@ writer_main(void *arg)
 	C.flush_done = C.flush_req;
 	pthread_cond_broadcast(&C.flushed);
 	pthread_mutex_unlock(&C.lock);
+	/* at the stop, what is left is drained here, not by the thread
+	 * that stops us (the program's, in its exit); at the stop or a
+	 * fork's pause, this thread's CPU is read as it ends: the
+	 * sampler's last reading of it was up to a tick before, and a
+	 * backlog a loaded machine left it (70 ms in 0.3 s) was ours
+	 * uncounted, in the program's thread after its end */
+	if (!C.running)
+		drain_all();
+	if (C.thread_cpu && cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID,
+	    &C.wcpu_ns))
+		C.wcpu_ts = ist_now_ns();
 	return NULL;
 }
 
@@ -1387,6 +1420,11 @@ ist_coll_pause(void)
 		long n0 = os_threads();
 		stop_writer();
 		C.paused = true;
+		if (C.wcpu_ts > 0) {    /* the thread that ended, before the
+		                         * fork: the parent's alone */
+			writer_cpu_write();
+			C.wcpu_ts = 0;
+		}
 		/* the joined thread is still counted until the kernel has
 		 * released it, after the join returns: a fork then reads
 		 * "multi-threaded" (a sanitized build, where the exit takes
@@ -1482,6 +1520,10 @@ finish(struct ist_error *err)
 	drain_all();
 	if (C.thread_cpu)
 		live_cpu_write();
+	if (C.wcpu_ts > 0) {
+		writer_cpu_write();
+		C.wcpu_ts = 0;
+	}
 	if (C.ring)
 		flush_now();     /* the kept frames, unless only dumps write */
 	ist_writer_stats(C.w, &ws);

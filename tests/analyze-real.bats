@@ -470,9 +470,12 @@ PY
 	is-merge rec.ist | is-analyze --json > a.json
 	read -r cpu cores wall < <(jq -r '"\(.data_quality.profiler_cpu_ns) \(.data_quality.profiler_cores) \(.run.wall_ns)"' a.json)
 	echo "the children's CPU beyond their main threads $(cat ref.txt), ours $cpu ($cores cores)" >&3
-	# ours: the writers' CPU as the sampler last read it, and the parent's
-	# writer's (a few ms); never a worker's own 0.3 s
-	python3 -c "import sys; r = $(cat ref.txt); sys.exit(not (0.5 * r <= $cpu <= r + 5e6))" ||
+	# ours: the writers' CPU as each read its own at its end, what it
+	# drained at the stop included, and the parent's writer's (a few
+	# ms); never a worker's own 0.3 s.  The CI's loaded run read ours
+	# 26 ms against the kernel's 96 when the program's thread drained
+	# the writers' backlog at the stop
+	python3 -c "import sys; r = $(cat ref.txt); sys.exit(not (0.75 * r - 2e6 <= $cpu <= r + 5e6))" ||
 	    fail "ours $cpu, the kernel's $(cat ref.txt)"
 	python3 -c "import sys; sys.exit(abs($cores - $cpu / $wall) > 0.006)" || fail "$cores cores"
 	run jq -r '.data_quality.notes[]' a.json

@@ -886,8 +886,9 @@ PY
 	assert_success
 	run python3 - t.jsonl <<'CHK'
 import json, sys
-marks = names = lost = exits = 0
+marks = names = lost = exits = ours = 0
 py = False
+writer = None
 for l in open(sys.argv[1]):
     e = json.loads(l)
     if e["type"] == "header":
@@ -896,14 +897,23 @@ for l in open(sys.argv[1]):
         marks += 1
     elif e["type"] == "thread" and e.get("name", "").startswith("w-"):
         names += 1
+    elif e["type"] == "thread" and e.get("name") == "inferscope" and py:
+        writer = e["tid"]
+        ours += 1
     elif e["type"] == "loss":
         lost += e["events"]
+    elif (e["type"] == "counter" and e["name"] == "thread.cpu_ns" and py and
+          e["tid"] == writer):
+        ours += 1
     elif (e["type"] == "counter" and e["name"] == "thread.cpu_ns" and py and
           e["tid"] != e["pid"]):
         exits += 1
 # every thread made one name record, 1000 markers and its CPU time as it
-# exited (the main thread's, read as recording stops, is not one of them)
-assert marks + names + lost + exits == 200 * 1002, (marks, names, lost, exits)
+# exited (the main thread's, read as recording stops, is not one of them);
+# the collector's writer, its name and its CPU as it ended: written, or
+# among the lost
+assert marks + names + lost + exits + ours == 200 * 1002 + 2, \
+    (marks, names, lost, exits, ours)
 print(marks, names, lost, exits)
 CHK
 	assert_success
@@ -1147,9 +1157,10 @@ PY
 	run -0 --separate-stderr is-record --no-python-calls -o "$T/d.ist" -- $PY "$T/del.py"
 	pid=$(is-cat "$T/d.ist" | jq -r 'select(.type == "loss") | .pid')
 	n=$(is-cat "$T/d.ist" | jq -r 'select(.type == "loss") | .events')
-	# the 100 scopes, the process record, its thread names and its
+	# the 100 scopes, the process record, its thread names, its
 	# collector's buffers (process.recorder_bytes: its ring's first page)
-	(( n >= 100 && n <= 104 ))
+	# and its writer thread's name and CPU time as it ended
+	(( n >= 100 && n <= 106 ))
 	assert_equal "$stderr" "is-record: warning: process $pid: $n events are lost: the stream could not be written: No such file or directory"
 	is-analyze -o "$T/a.ist" <(is-merge "$T/d.ist")
 	is-report -o "$T/r.md" "$T/a.ist"
