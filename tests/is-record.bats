@@ -955,6 +955,58 @@ PY
 	done
 }
 
+@test "each collector writer thread gives its own CPU time as it ends: at the stop, and at each fork's pause; the analysis counts them as InferScope's" {
+	# the writer drains what is left at the stop and reads its clock as
+	# it ends; a fork stops it (and starts another after), so the parent
+	# of three forks has had four, each child one
+	cat > app.py <<'PY'
+import os
+for i in range(3):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+x = 0
+for i in range(300000):
+    x += abs(i)
+print(os.getpid())
+PY
+	rec -- $PY app.py
+	assert_success
+	parent=$output
+	is-merge "$T/t.ist" | is-analyze --json > a.json
+	run python3 - "$parent" "$(jq .data_quality.profiler_cpu_ns a.json)" <<-'CHK'
+	import json, sys
+	parent, ours = int(sys.argv[1]), int(sys.argv[2])
+	py, named, cpu, prev = False, {}, {}, None
+	for l in open("t.jsonl"):
+	    e = json.loads(l)
+	    if e["type"] == "header":
+	        py = e["producer"].startswith("inferscope-python")
+	    elif py and e["type"] == "thread" and e.get("name") == "inferscope":
+	        assert e["tid"] not in named, e
+	        named[e["tid"]] = e["pid"]
+	    elif (py and e["type"] == "counter" and e["name"] == "thread.cpu_ns"
+	          and e["tid"] in named):
+	        # right after its thread record, once
+	        assert prev["type"] == "thread" and prev["tid"] == e["tid"], e
+	        assert e["tid"] not in cpu and e["value"] > 0, e
+	        cpu[e["tid"]] = e["value"]
+	    prev = e
+	pids = sorted(named.values())
+	print("writers by pid", pids, "their CPU", sum(cpu.values()),
+	      "the analysis", ours)
+	assert pids.count(parent) == 4 and len(pids) == 7, pids
+	assert len(set(pids)) == 4 and sorted(cpu) == sorted(named)
+	# the analysis: every writer's CPU from its birth to its end (a
+	# sampled thread's first reading counted from its birth), within
+	# a tenth, or a ms
+	total = sum(cpu.values())
+	assert abs(ours - total) <= max(total / 10, 1e6), (ours, total)
+	CHK
+	assert_success
+}
+
 @test "SIGKILL at random moments: every trace well-formed, flushed data kept" {
 	cat > app.py <<'PY'
 import sys, time
