@@ -1278,6 +1278,53 @@ PY
 	assert_equal "${stderr_lines[0]}" "is-record: --recover takes no command"
 }
 
+@test "is-record SIGKILLed after it compressed part of a stream and gave its blocks back: --recover copies that part from the notes beside it, every call kept" {
+	mkdir "$T/tmp"
+	# two million calls (about 26 MB stored), then idle until killed
+	cat > "$T/busy.py" <<'PY'
+import sys, time
+def work(i):
+    return i
+for i in range(2000000):
+    work(i)
+print("done", flush=True)
+time.sleep(600)
+PY
+	TMPDIR=$T/tmp is-record -o "$T/out.ist" -- $PY "$T/busy.py" > "$T/done" &
+	rec=$!
+	for _ in $(seq 600); do [ -s "$T/done" ] && break; sleep 0.1; done
+	# until most of the program's stream is compressed, its blocks given
+	# back (the thread takes only an idle core: on a busy machine it
+	# gets little, not nothing)
+	for _ in $(seq 600); do
+		s=$(ls "$T"/tmp/inferscope.*/[0-9]*.ist.sqi 2>/dev/null | head -1)
+		if [ -n "$s" ]; then
+			read -r blocks bsize size < <(stat -c '%b %B %s' "${s%.sqi}")
+			(( blocks * bsize < size / 2 )) && break
+		fi
+		sleep 0.1
+	done
+	prog=$(pgrep -P $rec)
+	kill -KILL $rec
+	wait $rec || true
+	for _ in $(seq 200); do
+		state=$(awk '{ print $3 }' "/proc/$prog/stat" 2>/dev/null || echo gone)
+		[[ $state == Z || $state == gone ]] && break
+		sleep 0.05
+	done
+	read -r blocks bsize size < <(stat -c '%b %B %s' "${s%.sqi}")
+	echo "the stream: $((blocks * bsize)) bytes on disk of $size; $(( $(stat -c %s "$s") / 24 )) frames noted" >&3
+	(( blocks * bsize < size / 2 ))
+	dir=$(echo "$T"/tmp/inferscope.*)
+	run -0 --separate-stderr is-record --recover "$dir" -o "$T/out.ist"
+	assert_equal "$stderr" ""
+	# whole: no frame cut or skipped, and every call
+	run -0 --separate-stderr is-info --json "$T/out.ist"
+	assert_equal "$stderr" ""
+	assert_equal "$(jq -c '[.truncated_bytes, .skipped_records]' <<< "$output")" "[0,0]"
+	assert_equal "$(is-cat "$T/out.ist" | grep -c '"name":"__main__.work"')" 2000000
+}
+
 # bytes, raw_bytes and frames of a trace, from is-info --json
 sizes() {
 	is-info --json "$1" | python3 -c '

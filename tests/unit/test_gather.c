@@ -1,7 +1,9 @@
 /* test_gather.c - is-record's gathering of the streams (lib/record/gather.c):
  * what it compresses while the program runs comes out as the same bytes
- * as gathering after the run, and is thrown away where the stream changed
- * under it. */
+ * as gathering the stream as written after the run (a copy of it kept in
+ * ref/, which no thread touches), with the stream's blocks given back as
+ * they are squeezed, and from its notes alone (is-record --recover); it
+ * is thrown away where the stream changed under it. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,22 +16,49 @@
 #include "record_int.h"
 #include "tap.h"
 
-static char dir[256];
+static char dir[256], ref[300];
+
+static void append_in(const char *in, const char *name, int from, int n);
 
 /* Appends a live stream's frames (stored, as the collectors write them)
- * of n calls, from call `from`, to dir/name; header first when from is
- * 0. */
+ * of n calls, from call `from`, to dir/name and its copy ref/name; header
+ * first when from is 0. */
 static void
 append(const char *name, int from, int n)
 {
-	char path[512];
+	append_in(dir, name, from, n);
+	append_in(ref, name, from, n);
+}
+
+/* name cut to len bytes (-k: k shorter), or with len -1 unlinked, in dir
+ * and in ref */
+static void
+both(const char *name, off_t len)
+{
+	const char *in[] = { dir, ref };
+	char path[600];
+	struct stat st;
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", in[i], name);
+		if (len == -1)
+			unlink(path);
+		else if (stat(path, &st) == 0)
+			(void)!truncate(path, len < 0 ? st.st_size + len : len);
+	}
+}
+
+static void
+append_in(const char *in, const char *name, int from, int n)
+{
+	char path[600];
 	struct ist_writer_opts o = { .store = true, .frame_bytes = 64 << 10 };
 	struct ist_writer *w;
 	struct ist_error e;
 	struct ist_event ev;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", in, name);
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
 	ist_writer_new(&w, ist_fd_sink, &fd, &o, &e);
 	ist_event_init(&ev, IST_HEADER);
@@ -64,6 +93,17 @@ size_of(const char *name)
 	return stat(path, &st) == 0 ? st.st_size : -1;
 }
 
+/* the bytes dir/name takes on disk */
+static off_t
+disk_of(const char *name)
+{
+	char path[600];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return stat(path, &st) == 0 ? st.st_blocks * 512 : -1;
+}
+
 /* Waits until the thread has squeezed some of name, and no more for
  * 200 ms: false after a minute (it runs only on an idle core: on a busy
  * machine it gets little, not nothing). */
@@ -83,17 +123,29 @@ caught_up(const char *name)
 	return false;
 }
 
-/* dir/name gathered (with a's work, or none) into a buffer of *n bytes. */
-static char *
-gathered(const char *name, struct rec_ahead *a, size_t *n)
+static int warned;
+
+static void
+note(void *ctx, int level, const char *msg)
 {
-	char path[512], out[512], *p;
-	struct sampler s = { .fd = -1 };
+	(void)ctx;
+	if (level == IST_NOTE_WARN) {
+		warned++;
+		printf("# %s\n", msg);
+	}
+}
+
+/* in/name gathered (with a's work, or none) into a buffer of *n bytes. */
+static char *
+gathered(const char *in, const char *name, struct rec_ahead *a, size_t *n)
+{
+	char path[600], out[600], *p;
+	struct sampler s = { .fd = -1, .note = note };
 	struct ist_error e;
 	FILE *f;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", in, name);
 	snprintf(out, sizeof(out), "%s/out", dir);
 	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	if (rec_gather(path, fd, &s, a, &e) != IST_OK)
@@ -109,17 +161,24 @@ gathered(const char *name, struct rec_ahead *a, size_t *n)
 	return p;
 }
 
+/* name gathered with a's work, and from the notes alone, as the stream
+ * written (ref/name) is gathered after the run */
 static bool
 same(const char *name, struct rec_ahead *a, const char *what)
 {
-	size_t n0, n1;
-	char *x = gathered(name, NULL, &n0), *y = gathered(name, a, &n1);
-	bool eq = x && y && n0 == n1 && memcmp(x, y, n0) == 0;
+	size_t n0, n1, n2;
+	char *x = gathered(ref, name, NULL, &n0);
+	char *y = gathered(dir, name, a, &n1);
+	char *z = gathered(dir, name, NULL, &n2);
+	bool eq = x && y && z && n0 == n1 && n0 == n2 &&
+	    memcmp(x, y, n0) == 0 && memcmp(x, z, n0) == 0;
 
-	ok(eq, "%s: %zu bytes, the same as gathered after the run (%zu)",
-	    what, n1, n0);
+	ok(eq, "%s: %zu bytes, and %zu from the notes alone, the same as "
+	    "the stream written gathered after the run (%zu)", what, n1, n2,
+	    n0);
 	free(x);
 	free(y);
+	free(z);
 	return eq;
 }
 
@@ -186,10 +245,15 @@ main(void)
 	char path[600];
 	off_t sq;
 	bool up;
+	size_t n0, n1;
+	char *x;
 
 	snprintf(dir, sizeof(dir), "%s/gather.XXXXXX",
 	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (mkdtemp(dir) == NULL)
+		return 1;
+	snprintf(ref, sizeof(ref), "%s/ref", dir);
+	if (mkdir(ref, 0700) != 0)
 		return 1;
 	/* a stream being written: squeezed ahead, then more after the
 	 * thread stopped, a frame cut short at its end */
@@ -202,13 +266,16 @@ main(void)
 	ok(up, "it squeezed the stream as it grew: %lld bytes of .sq for "
 	    "%lld", (long long)size_of("1.ist.sq"),
 	    (long long)size_of("1.ist"));
+	/* each frame's blocks but its last (64 KiB frames: 60 of 64) */
+	ok(disk_of("1.ist") < size_of("1.ist") / 4, "the stream's blocks "
+	    "given back as it was squeezed: %lld bytes on disk of %lld",
+	    (long long)disk_of("1.ist"), (long long)size_of("1.ist"));
 	append("2.ist", 0, 5000);
 	caught_up("2.ist");
 	rec_ahead_stop(a);
 	sq = size_of("1.ist.sq");
 	append("1.ist", 40000, 12000);
-	snprintf(path, sizeof(path), "%s/1.ist", dir);
-	truncate(path, size_of("1.ist") - 10);
+	both("1.ist", -10);
 	ok(sq > 0 && sq < size_of("1.ist") / 2, "stored frames compressed "
 	    "ahead: %lld bytes for %lld", (long long)sq,
 	    (long long)size_of("1.ist"));
@@ -216,18 +283,27 @@ main(void)
 	same("2.ist", a, "a stream squeezed whole");
 	/* the stream cut back and written again in place: the frames'
 	 * ends differ, all is done again */
-	truncate(path, 0);
+	both("1.ist", 0);
 	append("1.ist", 100, 43000);
 	ok(size_of("1.ist") > sq, "rewritten longer than what was squeezed");
 	same("1.ist", a, "a stream rewritten in place");
 	/* another file by that name: not the stream squeezed */
-	unlink(path);
+	both("1.ist", -1);
 	append("1.ist", 5, 41000);
 	same("1.ist", a, "a stream replaced by another file");
-	/* no .sq to read back: gathered after the run, all of it */
+	/* the copy lost, of frames whose blocks were given back: the stream
+	 * ends before them, said; not garbage, nor what they defined
+	 * missing under the frames after */
 	snprintf(path, sizeof(path), "%s/2.ist.sq", dir);
-	truncate(path, 0);
-	same("2.ist", a, "an empty .sq");
+	(void)!truncate(path, 0);
+	warned = 0;
+	x = gathered(dir, "2.ist", a, &n0);
+	free(x);
+	x = gathered(dir, "2.ist", NULL, &n1);
+	free(x);
+	ok(n0 == 0 && n1 == 0 && warned == 2, "an empty .sq of a stream "
+	    "given back: the stream ends there (%zu bytes, %zu from the "
+	    "notes), and a warning each time (%d)", n0, n1, warned);
 	rec_ahead_free(a);
 	/* stopped as it squeezes a long stream: the frames it had finished
 	 * are used, the one it was on is not waited for, and the thread,
