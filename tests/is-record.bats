@@ -20,6 +20,19 @@ q() {
 	python3 "$ROOT/tests/py/events.py" "$T/t.jsonl" "$@"
 }
 
+# kill_recorder PID: SIGKILLs the is-record PID (started with &), then
+# waits up to 10 s for its program, $prog, to end ($state: Z or gone)
+kill_recorder() {
+	prog=$(pgrep -P "$1")
+	kill -KILL "$1"
+	wait "$1" || true
+	for _ in $(seq 200); do
+		state=$(awk '{ print $3 }' "/proc/$prog/stat" 2>/dev/null || echo gone)
+		[[ $state == Z || $state == gone ]] && break
+		sleep 0.05
+	done
+}
+
 # term_when_ready: records $PY app.py in the background, sends is-record
 # SIGTERM once the program has printed "ready"; $st is is-record's exit
 # status, out.txt and err.txt its output, $T/t.jsonl the trace
@@ -1236,15 +1249,8 @@ PY
 	rec=$!
 	for _ in $(seq 200); do [ -s "$T/done" ] && break; sleep 0.05; done
 	sleep 0.5
-	prog=$(pgrep -P $rec)
-	kill -KILL $rec
-	wait $rec || true
 	# the program got SIGTERM as its recorder died, and ended
-	for _ in $(seq 200); do
-		state=$(awk '{ print $3 }' "/proc/$prog/stat" 2>/dev/null || echo gone)
-		[[ $state == Z || $state == gone ]] && break
-		sleep 0.05
-	done
+	kill_recorder $rec
 	[[ $state == Z || $state == gone ]] || fail "the program still runs ($state)"
 	# no output, not even an empty one
 	run ls "$T"
@@ -1304,14 +1310,7 @@ PY
 		fi
 		sleep 0.1
 	done
-	prog=$(pgrep -P $rec)
-	kill -KILL $rec
-	wait $rec || true
-	for _ in $(seq 200); do
-		state=$(awk '{ print $3 }' "/proc/$prog/stat" 2>/dev/null || echo gone)
-		[[ $state == Z || $state == gone ]] && break
-		sleep 0.05
-	done
+	kill_recorder $rec
 	read -r blocks bsize size < <(stat -c '%b %B %s' "${s%.sqi}")
 	echo "the stream: $((blocks * bsize)) bytes on disk of $size; $(( $(stat -c %s "$s") / 24 )) frames noted" >&3
 	(( blocks * bsize < size / 2 ))
