@@ -118,8 +118,9 @@ squeeze_free(struct squeeze *z)
  * that was killed) reads the notes from the .sqi.  Where the copy cannot
  * be used for a frame whose blocks were given back, that frame is lost,
  * and said.  The streams come first: where their file system has less
- * than AHEAD_ROOM left, no more copies are made (those made stay: they
- * take less than what they freed).
+ * than AHEAD_ROOM left, no more copies are made, and those made are
+ * deleted unless blocks were given back (then they take less than what
+ * they freed).
  */
 #define AHEAD_MS 2              /* between looks, while there is work */
 #define AHEAD_IDLE_MS 500       /* at most, while there is none */
@@ -147,6 +148,7 @@ struct early {                  /* a stream */
 	size_t nm, capm;
 	bool broken;            /* squeezed ahead no further */
 	bool no_punch;          /* its blocks cannot be given back */
+	bool punched;           /* some were: its copy holds them alone */
 };
 
 struct rec_ahead {
@@ -209,12 +211,23 @@ sq_path(const struct rec_ahead *a, const struct early *e, char *path,
 	snprintf(path, n, "%s/%s.sq%s", a->dir, e->name, i ? "i" : "");
 }
 
-/* Squeezing ahead of e ends: gather() does the rest.  Its copy stays:
- * frames whose blocks were given back are only there. */
+/* Squeezing ahead of e ends: gather() does the rest.  Its copy goes,
+ * and gather() does it all, unless blocks were given back: those frames
+ * are only there (once stopped, gather() has what it needs: nothing
+ * changes). */
 static void
 give_up(struct rec_ahead *a, struct early *e)
 {
+	char path[4400];
+
 	pthread_mutex_lock(&a->mu);
+	if (!a->stop && !e->punched) {
+		sq_path(a, e, path, sizeof(path), false);
+		unlink(path);
+		sq_path(a, e, path, sizeof(path), true);
+		unlink(path);
+		e->nm = 0;
+	}
 	if (!a->stop)
 		e->broken = true;
 	pthread_mutex_unlock(&a->mu);
@@ -222,16 +235,17 @@ give_up(struct rec_ahead *a, struct early *e)
 
 /* Gives back the blocks of the stream (open as fd) wholly inside the
  * frame [from, end), but its last, which holds the bytes gather()
- * checks; false where the file system cannot. */
-static bool
+ * checks: 1 when it did, 0 when there were none, -1 where the file
+ * system cannot. */
+static int
 punch(int fd, uint64_t from, uint64_t end)
 {
 	uint64_t b = 4096, lo = (from + b - 1) / b * b, hi = (end - 4) / b * b;
 
 	if (hi <= lo)
-		return true;
+		return 0;
 	return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-	    (off_t)lo, (off_t)(hi - lo)) == 0;
+	    (off_t)lo, (off_t)(hi - lo)) == 0 ? 1 : -1;
 }
 
 /* The frame at f (k bytes), squeezed, onto e's copy (open as fd) and
@@ -272,8 +286,15 @@ ahead_put(struct rec_ahead *a, struct early *e, int fd, int fi, int st,
 	}
 	pthread_mutex_unlock(&a->mu);
 	/* counted: gather() copies it whatever the stream holds there */
-	if (kept && !e->no_punch && (st < 0 || !punch(st, m.end - k, m.end)))
-		e->no_punch = true;
+	if (kept && !e->no_punch) {
+		int p = st < 0 ? -1 : punch(st, m.end - k, m.end);
+		if (p > 0) {
+			pthread_mutex_lock(&a->mu);
+			e->punched = true;
+			pthread_mutex_unlock(&a->mu);
+		}
+		e->no_punch = p < 0;
+	}
 	return kept;
 }
 
