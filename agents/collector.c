@@ -562,13 +562,16 @@ thread_cpu_record(int64_t tid, int64_t ts, int64_t v)
 	emit(&ev);
 }
 
-/* The writer thread's last CPU time, under its name: the thread record
- * tells a collector's stream read without the sampler's whose it is */
+/* The writer thread's last CPU time, under its name (the thread record
+ * tells a collector's stream read without the sampler's whose it is),
+ * once, when the thread that ended read it */
 static void
 writer_cpu_write(void)
 {
 	struct ist_event ev;
 
+	if (C.wcpu_ts <= 0)
+		return;
 	ist_event_init(&ev, IST_THREAD);
 	ev.pid = C.pid;
 	ev.tid = C.wtid;
@@ -578,6 +581,7 @@ writer_cpu_write(void)
 	IST_SET(&ev, IST_F_NAME);
 	emit(&ev);
 	thread_cpu_record(C.wtid, C.wcpu_ts, C.wcpu_ns);
+	C.wcpu_ts = 0;
 }
 
 /* A range a capture window cut, or a call that raised (flags: the
@@ -1420,11 +1424,7 @@ ist_coll_pause(void)
 		long n0 = os_threads();
 		stop_writer();
 		C.paused = true;
-		if (C.wcpu_ts > 0) {    /* the thread that ended, before the
-		                         * fork: the parent's alone */
-			writer_cpu_write();
-			C.wcpu_ts = 0;
-		}
+		writer_cpu_write();     /* before the fork: the parent's alone */
 		/* the joined thread is still counted until the kernel has
 		 * released it, after the join returns: a fork then reads
 		 * "multi-threaded" (a sanitized build, where the exit takes
@@ -1520,10 +1520,7 @@ finish(struct ist_error *err)
 	drain_all();
 	if (C.thread_cpu)
 		live_cpu_write();
-	if (C.wcpu_ts > 0) {
-		writer_cpu_write();
-		C.wcpu_ts = 0;
-	}
+	writer_cpu_write();
 	if (C.ring)
 		flush_now();     /* the kept frames, unless only dumps write */
 	ist_writer_stats(C.w, &ws);

@@ -203,12 +203,12 @@ early_of(struct rec_ahead *a, const char *name)
 	return e;
 }
 
-/* <stream>.sq, or with i its notes, <stream>.sqi */
+/* The copy of the stream at path, <stream>.sq, or with notes its notes,
+ * <stream>.sqi, into out */
 static void
-sq_path(const struct rec_ahead *a, const struct early *e, char *path,
-    size_t n, bool i)
+sq_path(char *out, size_t n, const char *path, bool notes)
 {
-	snprintf(path, n, "%s/%s.sq%s", a->dir, e->name, i ? "i" : "");
+	snprintf(out, n, "%s.sq%s", path, notes ? "i" : "");
 }
 
 /* Squeezing ahead of e ends: gather() does the rest.  Its copy goes,
@@ -218,14 +218,15 @@ sq_path(const struct rec_ahead *a, const struct early *e, char *path,
 static void
 give_up(struct rec_ahead *a, struct early *e)
 {
-	char path[4400];
+	char path[4400], copy[4404];
 
 	pthread_mutex_lock(&a->mu);
 	if (!a->stop && !e->punched) {
-		sq_path(a, e, path, sizeof(path), false);
-		unlink(path);
-		sq_path(a, e, path, sizeof(path), true);
-		unlink(path);
+		snprintf(path, sizeof(path), "%s/%s", a->dir, e->name);
+		sq_path(copy, sizeof(copy), path, false);
+		unlink(copy);
+		sq_path(copy, sizeof(copy), path, true);
+		unlink(copy);
 		e->nm = 0;
 	}
 	if (!a->stop)
@@ -335,7 +336,7 @@ read_at(int fd, struct ist_buf *b, size_t want, uint64_t at)
 static int
 ahead_stream(struct rec_ahead *a, struct early *e)
 {
-	char path[4400];
+	char path[4400], copy[4404];
 	struct statvfs vfs;
 	struct stat st;
 	size_t n, chunk = AHEAD_CHUNK;
@@ -370,10 +371,10 @@ ahead_stream(struct rec_ahead *a, struct early *e)
 		e->ino = st.st_ino;
 	}
 	pthread_mutex_unlock(&a->mu);
-	sq_path(a, e, path, sizeof(path), false);
-	sq = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	sq_path(a, e, path, sizeof(path), true);
-	if (sq < 0 || (fi = open(path, O_WRONLY | O_CREAT | O_APPEND |
+	sq_path(copy, sizeof(copy), path, false);
+	sq = open(copy, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	sq_path(copy, sizeof(copy), path, true);
+	if (sq < 0 || (fi = open(copy, O_WRONLY | O_CREAT | O_APPEND |
 	    O_CLOEXEC, 0600)) < 0) {
 		if (sq >= 0)
 			close(sq);
@@ -653,13 +654,13 @@ ahead_release(struct rec_ahead *a)
 static size_t
 marks_read(const char *path, struct mark **m)
 {
-	char p[4400];
+	char p[4404];
 	struct stat sb;
 	size_t nm = 0;
 	int fd;
 
 	*m = NULL;
-	snprintf(p, sizeof(p), "%s.sqi", path);
+	sq_path(p, sizeof(p), path, true);
 	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
 		return 0;
 	if (fstat(fd, &sb) == 0 && sb.st_size >= (off_t)sizeof(**m) &&
@@ -706,9 +707,10 @@ ahead_out(struct rec_ahead *a, const char *path, const char *name,
 {
 	struct early *e = NULL;
 	struct mark *m = NULL, *own = NULL;
-	char buf[65536], sqp[4400];
+	char buf[65536], sqp[4404];
 	uint64_t at = 0, sq_len = 0, from = 0;
-	size_t nm = 0, good = 0, lost = 0;
+	size_t nm = 0, good = 0;
+	bool lost = false;
 	struct stat sb;
 	int sq;
 
@@ -723,7 +725,7 @@ ahead_out(struct rec_ahead *a, const char *path, const char *name,
 		m = e->m;
 		nm = e->nm;
 	}
-	snprintf(sqp, sizeof(sqp), "%s.sq", path);
+	sq_path(sqp, sizeof(sqp), path, false);
 	if (nm == 0) {
 		free(own);
 		return 0;
@@ -746,10 +748,9 @@ ahead_out(struct rec_ahead *a, const char *path, const char *name,
 	 * were given back; then the stream ends with those copied (the
 	 * frames after would name strings and tracks the lost ones
 	 * defined, or none) */
-	for (size_t i = good; i < nm && m[i].end <= n && lost == 0; i++)
-		if (has_hole(fd, i ? m[i - 1].end : 0, m[i].end))
-			lost = i + 1;
-	if (lost > 0) {
+	for (size_t i = good; i < nm && m[i].end <= n && !lost; i++)
+		lost = has_hole(fd, i ? m[i - 1].end : 0, m[i].end);
+	if (lost) {
 		rec_note(s, IST_NOTE_WARN, "the stream of process %.*s is cut "
 		    "after %llu bytes: the %llu after, compressed while the "
 		    "program ran, are lost (their copy, %s, is shorter than "
@@ -781,7 +782,7 @@ ahead_out(struct rec_ahead *a, const char *path, const char *name,
 			if (k < 0 && errno == EINTR)
 				continue;
 			close(sq);
-			if (at == 0 && lost == 0 && !has_hole(fd, 0, from))
+			if (at == 0 && !lost && !has_hole(fd, 0, from))
 				return 0;       /* nothing out yet: all again */
 			*err = k < 0 ? errno : EIO;
 			return (size_t)-1;

@@ -104,27 +104,39 @@ disk_of(const char *name)
 	return stat(path, &st) == 0 ? st.st_blocks * 512 : -1;
 }
 
+/* The file at path, *n bytes, or NULL */
+static char *
+slurp(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	char *p;
+
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	*n = (size_t)ftell(f);
+	rewind(f);
+	p = malloc(*n + 1);
+	*n = fread(p, 1, *n, f);
+	fclose(f);
+	return p;
+}
+
 /* Whether dir/a's bytes are the first of dir/b's */
 static bool
 prefix_of(const char *a, const char *b)
 {
-	char pa[600], pb[600], x[65536], y[65536];
-	FILE *fa, *fb;
-	bool same = true;
-	size_t k;
+	char pa[600], pb[600], *x, *y;
+	size_t na = 0, nb = 0;
+	bool same;
 
 	snprintf(pa, sizeof(pa), "%s/%s", dir, a);
 	snprintf(pb, sizeof(pb), "%s/%s", dir, b);
-	if ((fa = fopen(pa, "rb")) == NULL)
-		return false;
-	if ((fb = fopen(pb, "rb")) == NULL) {
-		fclose(fa);
-		return false;
-	}
-	while (same && (k = fread(x, 1, sizeof(x), fa)) > 0)
-		same = fread(y, 1, k, fb) == k && memcmp(x, y, k) == 0;
-	fclose(fa);
-	fclose(fb);
+	x = slurp(pa, &na);
+	y = slurp(pb, &nb);
+	same = x && y && na <= nb && memcmp(x, y, na) == 0;
+	free(x);
+	free(y);
 	return same;
 }
 
@@ -163,10 +175,9 @@ note(void *ctx, int level, const char *msg)
 static char *
 gathered(const char *in, const char *name, struct rec_ahead *a, size_t *n)
 {
-	char path[600], out[600], *p;
+	char path[600], out[600];
 	struct sampler s = { .fd = -1, .note = note };
 	struct ist_error e;
-	FILE *f;
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", in, name);
@@ -175,14 +186,7 @@ gathered(const char *in, const char *name, struct rec_ahead *a, size_t *n)
 	if (rec_gather(path, fd, &s, a, &e) != IST_OK)
 		return NULL;
 	close(fd);
-	f = fopen(out, "rb");
-	fseek(f, 0, SEEK_END);
-	*n = (size_t)ftell(f);
-	rewind(f);
-	p = malloc(*n + 1);
-	*n = fread(p, 1, *n, f);
-	fclose(f);
-	return p;
+	return slurp(out, n);
 }
 
 /* name gathered with a's work, and from the notes alone, as the stream
