@@ -562,6 +562,10 @@ thread_cpu_record(int64_t tid, int64_t ts, int64_t v)
 	emit(&ev);
 }
 
+/* the writer thread's name, by which is-analyze tells the profiler's own
+ * CPU use (ist_recorder_thread) */
+#define WRITER_NAME "inferscope"
+
 /* The writer thread's last CPU time, under its name (the thread record
  * tells a collector's stream read without the sampler's whose it is),
  * once, when the thread that ended read it */
@@ -575,7 +579,7 @@ writer_cpu_write(void)
 	ist_event_init(&ev, IST_THREAD);
 	ev.pid = C.pid;
 	ev.tid = C.wtid;
-	ev.name = S("inferscope");
+	ev.name = S(WRITER_NAME);
 	IST_SET(&ev, IST_F_PID);
 	IST_SET(&ev, IST_F_TID);
 	IST_SET(&ev, IST_F_NAME);
@@ -1017,7 +1021,7 @@ writer_main(void *arg)
 
 	(void)arg;
 	/* is-analyze tells the profiler's own CPU use by this name */
-	pthread_setname_np(pthread_self(), "inferscope");
+	pthread_setname_np(pthread_self(), WRITER_NAME);
 	C.wtid = (int64_t)syscall(SYS_gettid);
 	pthread_mutex_lock(&C.lock);
 	while (!C.stopping) {
