@@ -315,29 +315,42 @@ cpu_clock_ns(clockid_t c, int64_t *ns)
 	return true;
 }
 
+void
+ist_coll_thread_cpu(struct ist_ring *r, int64_t t)
+{
+	struct ist_rec *h;
+	int64_t cpu;
+
+	if (!C.thread_cpu || r == NULL || r != my_ring ||
+	    !cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID, &cpu) ||
+	    (h = ist_coll_reserve(r, 24)) == NULL)
+		return;
+	*h = (struct ist_rec){ IST_REC_THREAD_CPU, 0, 24, 0 };
+	((int64_t *)(h + 1))[0] = t;
+	((int64_t *)(h + 1))[1] = cpu;
+	ist_coll_commit(r, 24);
+}
+
 static void
 ring_dead(void *p)
 {
 	struct ist_ring *r = p;
 	int none = CPU_NONE;
-	int64_t cpu;
 
 	/* recording may be stopping on another thread (live_threads_cpu):
 	 * one of the two gives the thread's last CPU time, never both */
 	if (C.thread_cpu && r == my_ring && atomic_compare_exchange_strong(
 	    &r->cpu_given, &none, CPU_EXITING)) {
-		struct ist_rec *h;
-		if (cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID, &cpu) &&
-		    (h = ist_coll_reserve(r, 24)) != NULL) {
-			int64_t *t = (int64_t *)(h + 1);
-			*h = (struct ist_rec){ IST_REC_THREAD_CPU, 0, 24, 0 };
-			t[0] = ist_ticks();
-			t[1] = cpu;
-			ist_coll_commit(r, 24);
-		}
+		ist_coll_thread_cpu(r, ist_ticks());
 		atomic_store(&r->cpu_given, CPU_EXITED);
 	}
 	atomic_store(&r->dead, 1);
+}
+
+int64_t
+ist_coll_cpu_every_ticks(void)
+{
+	return C.thread_cpu ? ist_coll_duration_ticks(1000000) : 0;
 }
 
 static void
@@ -387,11 +400,17 @@ ring_alloc(size_t size)
 #define MADV_POPULATE_WRITE 23
 #endif
 
+static void rings_resident(struct ist_ring *list);
+
+/* Ring r of list faulted in ahead of its head; the rings' resident bytes
+ * said first, so that an RSS sample read while the pages are faulted in
+ * holds them as ours, not as the program's (a peak of the program's
+ * memory 8 MiB too high for each ring faulted in before it was said). */
 static void
-ring_populate(struct ist_ring *r, uint64_t head)
+ring_populate(struct ist_ring *r, uint64_t head, struct ist_ring *list)
 {
 	uint64_t want = (head + RING_AHEAD + RING_PAGE - 1) &
-	    ~(uint64_t)(RING_PAGE - 1);
+	    ~(uint64_t)(RING_PAGE - 1), was = r->faulted;
 
 	if (r->size < RING_HUGE || r->populated >= r->size ||
 	    head < RING_PAGE / 4)
@@ -400,11 +419,16 @@ ring_populate(struct ist_ring *r, uint64_t head)
 		want = r->size;
 	if (want <= r->populated)
 		return;
-	if (head < r->size && madvise(r->buf + r->populated, want -
-	    r->populated, MADV_POPULATE_WRITE) != 0)
-		want = r->size; /* an older kernel: let the producer do it */
-	else
-		r->faulted = want;
+	r->faulted = want;
+	if (head < r->size) {
+		rings_resident(list);
+		if (madvise(r->buf + r->populated, want - r->populated,
+		    MADV_POPULATE_WRITE) != 0) {
+			/* an older kernel: let the producer do it */
+			r->faulted = was;
+			want = r->size;
+		}
+	}
 	r->populated = want;
 }
 
@@ -834,11 +858,13 @@ loss_record(uint64_t n, const char *reason)
  * The rings' bytes resident in the process, list's (the rings of this
  * pass): a ring's pages as its thread has written them (a huge ring's 2
  * MiB at a time), or as the writer has faulted them in ahead of that
- * (ring_populate), a ring that has wrapped whole.  They grow as recording goes on, which
- * is-analyze would take for the program's memory creeping up: it leaves
- * them out of the process's RSS.  Written as process.recorder_bytes when
- * they have grown by a MiB, or shrunk (rings freed), right after the
- * pages are faulted in, so that an RSS sample rarely falls between.
+ * (ring_populate), a ring that has wrapped whole.  They grow as
+ * recording goes on, which is-analyze would take for the program's memory
+ * creeping up: it leaves them out of the process's RSS.  Written as
+ * process.recorder_bytes when they have grown by a MiB, or shrunk (rings
+ * freed): before the writer faults pages in ahead of a thread
+ * (ring_populate), and after each pass (the pages threads faulted in
+ * themselves), so that an RSS sample rarely holds them as the program's.
  */
 static void
 rings_resident(struct ist_ring *list)
@@ -928,10 +954,15 @@ drain_all(void)
 	for (r = list; r; r = r->next, i++) {
 		uint64_t d;
 		if (r->size) {
+			/* the pages ahead faulted in before the drain, which
+			 * can take tens of ms, and said first: faulted in
+			 * after it, from the head before it, they were
+			 * behind a busy thread, which faulted its own in
+			 * meanwhile, unsaid */
+			ring_populate(r, heads[i], list);
 			drained += heads[i] - atomic_load_explicit(&r->tail,
 			    memory_order_relaxed);
 			drain_ring(r, heads[i], defs, ndefs);
-			ring_populate(r, heads[i]);
 		}
 		d = atomic_load_explicit(&r->dropped, memory_order_relaxed);
 		if (d > r->reported) {
@@ -1025,7 +1056,7 @@ writer_main(void *arg)
 	C.wtid = (int64_t)syscall(SYS_gettid);
 	pthread_mutex_lock(&C.lock);
 	while (!C.stopping) {
-		uint64_t req;
+		uint64_t req, d;
 		bool final;
 
 		if (ist_term_pending()) {
@@ -1069,9 +1100,17 @@ writer_main(void *arg)
 			gap = pass_t ? now - pass_t : 0;
 			pass_t = now;
 		}
+		/* a dump asked before this pass's drain: its window holds
+		 * every record written before the ask.  One asked while the
+		 * drain went on is the next pass's (it had been written
+		 * here, without the asking thread's records since the drain
+		 * began: a dump at the end of 300 calls kept fewer once in
+		 * about 40 runs on a loaded machine; the asker waits for that
+		 * pass) */
+		d = ist_capture_dumps();
 		last = drain_all();
-		if (ist_capture_dumps() != dumps) {
-			dumps = ist_capture_dumps();
+		if (d != dumps) {
+			dumps = d;
 			dump_now();
 		}
 		if (final)

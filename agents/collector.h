@@ -92,6 +92,14 @@ enum ist_status ist_coll_flush(void);
  * ring (--ring, --dump-on) or a capture page. */
 bool ist_coll_dump(void);
 bool ist_coll_running(void);
+/* The calling thread's CPU time, read now, at t (ist_ticks()) into its
+ * ring r as a thread.cpu_ns sample; a no-op where is-record does not
+ * sample /proc.  The in-process readings between the sampler's ticks, at
+ * the edges of gaps of ist_coll_cpu_every_ticks or more */
+void ist_coll_thread_cpu(struct ist_ring *r, int64_t t);
+/* A gap between a thread's events that its CPU time is read after (1 ms,
+ * in ticks), 0 when none is read (no sampler: no CPU time analysed) */
+int64_t ist_coll_cpu_every_ticks(void);
 
 /* The calling thread's ring, created on first use (NULL: not running). */
 struct ist_ring *ist_coll_ring(void);
@@ -141,11 +149,29 @@ ist_ticks(void)
 		return (int64_t)__rdtsc();
 	return ist_now_ns();
 }
+
+/* The clock in *t where reading it calls nothing (the TSC), for a hook's
+ * fast path that keeps nothing in a register; false: take the slow path */
+static inline bool
+ist_ticks_inline(int64_t *t)
+{
+	if (!ist_coll_use_tsc)
+		return false;
+	*t = (int64_t)__rdtsc();
+	return true;
+}
 #else
 static inline int64_t
 ist_ticks(void)
 {
 	return ist_now_ns();
+}
+
+static inline bool
+ist_ticks_inline(int64_t *t)
+{
+	(void)t;
+	return false;
 }
 #endif
 

@@ -393,6 +393,7 @@ flusher(void *arg)
 	pthread_setname_np(pthread_self(), "inferscope-gpu");
 	while (!atomic_load(&S.stopping)) {
 		struct timespec ts = { 0, 50000000 };
+		uint64_t d;
 		int sig = 0;
 		for (int i = 0; i < 20 && !atomic_load(&S.stopping) &&
 		    (sig = ist_term_pending()) == 0 &&
@@ -405,12 +406,15 @@ flusher(void *arg)
 		}
 		if (atomic_load(&S.stopping))
 			break;
+		/* a dump asked before this flush (one asked during it is
+		 * the next round's, after a flush of its own) */
+		d = ist_capture_dumps();
 		pthread_mutex_lock(&S.lock);
 		clock_pair();
 		pthread_mutex_unlock(&S.lock);
 		K.cuptiActivityFlushAll(0);
-		if (ist_capture_dumps() != dumps) {
-			dumps = ist_capture_dumps();
+		if (d != dumps) {
+			dumps = d;
 			dump_now();
 		}
 	}

@@ -482,7 +482,8 @@ PY
 	# the note's threshold is on the figure before it is rounded to two
 	# places for the JSON (0.2497 of a core there says 0.25, and no note)
 	if python3 -c "import sys; sys.exit($cpu / $wall < 0.25)"; then
-		assert_output --partial "InferScope's own recording threads used $cores cores on average over the run (of $(nproc))"
+		# (two places as the note has them: jq writes 0.30 as 0.3)
+		assert_output --partial "InferScope's own recording threads used $(printf %.2f "$cores") cores on average over the run (of $(nproc))"
 	else
 		refute_output --partial "InferScope's own recording threads"
 	fi
@@ -558,6 +559,29 @@ PY
 	# sees most of the growth
 	g=$(jq -r '.findings[] | select(.kind == "growth") | .evidence.growth_bytes' a.json)
 	[ "$g" -ge $((128 << 20)) ] && [ "$g" -le $((320 << 20)) ]
+}
+
+@test "real flat memory: a program that allocates nothing while its every call is recorded peaks within 4 MiB of its steady state: the ring pages InferScope faults in ahead of its thread are said before they are (three runs)" {
+	# the collector's writer faults ring pages in 8 MiB ahead of a busy
+	# thread and says so (process.recorder_bytes); it said so after its
+	# first pass had drained the ring, tens of ms later, and samples in
+	# between held them as the program's: in 4 runs of 6, a peak 6 to 8
+	# MiB above the steady state
+	cat > app.py <<-'PY'
+	import time
+	def fib(n): return n if n < 2 else fib(n - 1) + fib(n - 2)
+	t = time.perf_counter()
+	while time.perf_counter() - t < 2:
+	    fib(18)
+	PY
+	for k in 1 2 3; do
+		pipeline app.py
+		read -r peak mid rec < <(jq -r '.processes[0] | "\(.rss_peak_bytes) \(.rss_steady_mid_bytes) \(.recorder_peak_bytes)"' a.json)
+		echo "run $k: peak $((peak >> 10)) KiB, steady $((mid >> 10)) KiB, InferScope's $((rec >> 10)) KiB" >&3
+		[ "$rec" -ge $((8 << 20)) ] || fail "the ring was not faulted in ahead: $rec bytes"
+		[ $((peak - mid)) -le $((4 << 20)) ] ||
+		    fail "run $k: peak $peak, steady $mid"
+	done
 }
 
 @test "real leak: 60 MiB kept on top of 48 MiB, below any absolute threshold, found; the last RSS read before teardown" {
@@ -870,8 +894,10 @@ PY
 			# the thread's start, before the profile hook is set in
 			# it, is not) to its last, its CPU at the window's start
 			# from the sampler's readings around it (each stamped as
-			# its tick starts: a loaded sampler reads a little late)
-			python3 -c "import sys; sys.exit(not ($ref - 1e5 <= $cpu <= $ref + 2e6 and $work - 1e6 <= $pycpu <= $cpu))" ||
+			# the sampler starts on its process: a sampler kept from
+			# a core on a loaded machine reads the thread later, by
+			# a ms or two under ASan and two busy neighbours)
+			python3 -c "import sys; sys.exit(not ($ref - 1e5 <= $cpu <= $ref + 2e6 and $work - 2e6 <= $pycpu <= $cpu))" ||
 			    fail "$py: thread $tid used $ref ns ($work in its work), ours $cpu (Python $pycpu)"
 			n=$((n + 1))
 		done < ref.txt
@@ -1158,9 +1184,11 @@ PY
 	cd "$T"
 	# a 3-5 ms busy call just before the exit: the time after the last
 	# 10-ms sample went uncosted (0.03-1.3 ms of it); each recorded thread
-	# still alive when recording stops gives its CPU time then.  Within
-	# 0.03 ms here; with three busy loops beside it on two cores, -25% to
-	# +11% (the window's CPU shared at one rate with the exit's own work)
+	# still alive when recording stops gives its CPU time then.  With
+	# three busy loops beside it on two cores, a preemption inside the
+	# cheap call after it took up to 65% of its CPU time, the window's
+	# shared at one rate: Python's collector reads the thread's CPU clock
+	# at the edges of what lasts a millisecond, within 5% of thread_time so
 	cat > app.py <<'PY'
 import time
 def busy():
@@ -1176,7 +1204,42 @@ ref = int(sys.argv[1])
 f = {x["name"]: x for x in json.load(open("a.json"))["functions"]}
 cpu = sum(f[n]["cpu_ns"] for n in ("__main__.busy", "builtins.sum") if n in f)
 print("busy: %.2f ms of CPU, thread_time %.2f" % (cpu / 1e6, ref / 1e6))
-assert abs(cpu - ref) <= 0.3 * ref + 0.5e6, (cpu, ref)
+assert abs(cpu - ref) <= 0.15 * ref + 0.3e6, (cpu, ref)
+PY
+	on_each_python check.py
+}
+
+@test "real per-function CPU time: a busy call and a blocked one that is no known wait (libc usleep through ctypes, no call recorded), turn about inside each sampler tick, against thread_time around the busy one (3.11, 3.13)" {
+	cd "$T"
+	# a window between two of the sampler's readings (10 ms) held both,
+	# and its CPU time went to its calls at one rate: the busy call had
+	# 37 of its 68 ms.  Python's collector now reads the thread's CPU
+	# clock at an event a millisecond or more after its last, and the
+	# sampler's readings of a running thread, which lag its clock by up
+	# to a scheduler tick, give what the window after holds beyond a
+	# core back to the window before (carried forward, into the blocked
+	# stretch, 154 of 180 ms on 3.13): within 1.3% beside a full test
+	# run, on 3.11 and 3.13
+	cat > app.py <<'PY'
+import ctypes, time
+libc = ctypes.CDLL(None)
+def busy():
+    return sum(range(300_000))
+cpu = 0
+for i in range(20):
+    c = time.thread_time_ns()
+    busy()
+    cpu += time.thread_time_ns() - c
+    libc.usleep(3000)
+print(cpu)
+PY
+	cat > check.py <<'PY'
+import json, sys
+ref = int(sys.argv[1])
+f = {x["name"]: x for x in json.load(open("a.json"))["functions"]}
+cpu = sum(f[n]["cpu_ns"] for n in ("__main__.busy", "builtins.sum") if n in f)
+print("busy: %.1f ms of CPU, thread_time %.1f" % (cpu / 1e6, ref / 1e6))
+assert abs(cpu - ref) <= 0.15 * ref, (cpu, ref)
 PY
 	on_each_python check.py
 }
@@ -1407,4 +1470,68 @@ PY
 		*) grep -qx "| Exit | killed by $how (signal $((ref - 128))) |" r.md ;;
 		esac || fail "$how: $(grep -A1 Duration r.md)"
 	done
+}
+
+@test "real subprocesses: their memory is their own program's, not the 200 MB parent's they were copies of until their exec; copies seen only before their exec fold into the program" {
+	# 9,000 missing PATH directories: each child tries an exec in each
+	# before /bin, some 15 ms as a copy of the program (vfork: its
+	# memory, read as the child's RSS), which the sampler at 1000 Hz
+	# sees; some only then
+	cat > app.py <<-'EOF2'
+	import resource, subprocess
+	x = bytearray(200 * 1024 * 1024)
+	path = ":".join("/no/%d" % i for i in range(9000)) + ":/bin"
+	for i in range(20):
+	    subprocess.run(["true"], env={"PATH": path})
+	print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+	EOF2
+	is-record --sample-hz 1000 -o rec.ist -- $PY app.py > ref.txt
+	is-cat rec.ist > t.jsonl
+	is-merge rec.ist | is-analyze --json > a.json
+	run -0 python3 - "$(cat ref.txt)" <<-'CHK'
+	import json, sys
+	ref = int(sys.argv[1])
+	names, execs = {}, {}
+	for l in open("t.jsonl"):
+	    e = json.loads(l)
+	    if e["type"] == "process" and e["pid"]:
+	        names.setdefault(e["pid"], []).append(e["name"])
+	    if e["type"] == "counter" and e["name"] == "process.execs":
+	        execs[e["pid"]] = e["value"]
+	a = json.load(open("a.json"))
+	prog = a["processes"][0]
+	kids = {p: n for p, n in names.items() if p != prog["pid"]}
+	copies = [p for p, n in kids.items() if set(n) == {"python3"}]
+	execd = [p for p, n in kids.items() if n[0] == "python3" and n[-1] == "true"]
+	print("program peak %d (its own ru_maxrss %d); %d copies seen only "
+	      "before their exec, %d before and after" % (prog["rss_peak_bytes"],
+	      ref, len(copies), len(execd)))
+	assert copies or execd, "no child sampled as a copy"
+	# the sampler saw each exec, once
+	assert all(execs.get(p) == 1 for p in execd), (execd, execs)
+	rows = a["processes"][1:]
+	assert all(r["name"] == "true" for r in rows), rows
+	# and so are their threads, the one that exec'd named for it even
+	# when it was not read again
+	kt = [t for t in a["threads"] if t["pid"] != prog["pid"]]
+	assert all(t["name"] == "true" for t in kt), kt
+	# a true's memory: its own (under 1 MB here), not the 200 MB
+	big = [r for r in rows if (r.get("rss_peak_bytes") or 0) > 20 << 20]
+	assert not big, big
+	assert (prog.get("helpers") or {}).get("processes", 0) == len(copies), prog
+	# the program's own peak, as getrusage says (its high-water mark,
+	# InferScope's buffers in it, which ours leaves out: within 10%)
+	peak = prog["rss_peak_bytes"]
+	assert 200 << 20 <= peak <= ref, (prog, ref)
+	assert abs(peak + prog["recorder_peak_bytes"] - ref) <= ref / 10, (prog, ref)
+	CHK
+	echo "$output" >&3
+	# the report says where they went
+	n=$(jq '.processes[0].helpers.processes // 0' a.json)
+	if (( n > 0 )); then
+		is-merge rec.ist > m.ist
+		run -0 is-report -f md m.ist
+		es=es; (( n == 1 )) && es=
+		assert_line --partial ": $n helper process$es (\`python3\`) that started it, that it started before its first recorded call, or that were copies of it seen only before their exec, "
+	fi
 }

@@ -209,8 +209,11 @@ print(r["start_ns"] - r["window"]["trace_start_ns"], r["wall_ns"])' "$output"
 # (the one capture record, off) and to count the program's calls exactly
 dumped_window() {
 	is-cat "$1" > "$T/t.jsonl"
-	[ "$(calls __main__.before "$T/t.jsonl")" -eq 300 ]
-	[ "$(calls __main__.after "$T/t.jsonl")" -eq 0 ]
+	# every call before the ask (a dump taken by a writer pass whose
+	# drain began before the ask kept fewer than the 300, once in about
+	# 40 runs beside three busy loops)
+	assert_equal "$(calls __main__.before "$T/t.jsonl")" 300
+	assert_equal "$(calls __main__.after "$T/t.jsonl")" 0
 	is-merge "$1" | is-analyze --json > "$T/a.json"
 	python3 - "$T/t.jsonl" "$T/a.json" "$2" <<-'PY'
 	import json, sys

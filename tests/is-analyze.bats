@@ -667,3 +667,122 @@ for i in range(40): f(12); json.dumps({"i": i})'
 	run jq -c '[.functions_distinct, ([.functions[].count] | unique), ([.functions[].line] | unique | length)]' "$T/a.json"
 	assert_output '[50000,[4],25]'
 }
+
+@test "a launcher's helpers fold by the parent that started them: one read as the kernel released it (ppid 0) and one handed to init when its parent ended still fold; a child after the first call stays a row" {
+	# pid 10 the program, its first call at 5 s; 11 a helper it ran (read
+	# once more as it was released: ppid 0); 12 a helper 11 started,
+	# handed to init as 11 ended; 13 a child after the first call
+	cat > "$T/h.jsonl" <<-'JL'
+	{"type":"header","format":"inferscope-trace","version":[1,0],"producer":"test","host":"h","pids":[10]}
+	{"type":"process","pid":10,"name":"python3"}
+	{"type":"process","pid":11,"name":"bash"}
+	{"type":"process","pid":12,"name":"readlink"}
+	{"type":"process","pid":13,"name":"sleep"}
+	{"type":"thread","pid":10,"tid":10,"name":"main"}
+	{"type":"counter","pid":10,"name":"process.ppid","ts_ns":1000000000,"value":9}
+	{"type":"counter","pid":11,"name":"process.ppid","ts_ns":1000000000,"value":10}
+	{"type":"counter","pid":12,"name":"process.ppid","ts_ns":1000000000,"value":11}
+	{"type":"counter","pid":11,"name":"process.ppid","ts_ns":1100000000,"value":0}
+	{"type":"counter","pid":12,"name":"process.ppid","ts_ns":1200000000,"value":1}
+	{"type":"cpu_call","pid":10,"tid":10,"name":"main","start_ns":5000000000,"end_ns":7000000000}
+	{"type":"counter","pid":13,"name":"process.ppid","ts_ns":6000000000,"value":10}
+	JL
+	is-cat -e -o "$T/h.ist" "$T/h.jsonl"
+	run -0 --separate-stderr is-analyze --json "$T/h.ist"
+	assert_equal "$(jq -c '[.processes[] | .pid]' <<< "$output")" '[10,13]'
+	assert_equal "$(jq -c '.processes[0].helpers | [.processes, .names]' <<< "$output")" '[2,["bash","readlink"]]'
+}
+
+@test "a thread's CPU before the first tick that found it: counted from its birth when the sampler read the machine before (is-record starts the command after it), every thread of the process alike; from that tick in a trace without that reading" {
+	# the machine read at 1.0 s; the command's first tick at 1.15 s (a
+	# loaded machine's, late), its worker already 40 ms into its work,
+	# 90 ms at 1.3 s: it used 90 ms, not the 50 ms since the first tick.
+	# The worker is the process's second thread read at that tick (the
+	# first, the main thread, marks the tick)
+	tick() {
+		for t in "10 $2" "11 $3"; do
+			set -- "$1" $t
+			echo '{"type":"counter","pid":10,"tid":'$2',"name":"thread.cpu_ns","ts_ns":'$1',"value":'$3'}'
+			echo '{"type":"counter","pid":10,"tid":'$2',"name":"thread.wait_ns","ts_ns":'$1',"value":0}'
+		done
+	}
+	machine() {
+		echo '{"type":"process","pid":0,"name":"system","host":"h"}'
+		echo '{"type":"counter","pid":0,"name":"system.cpu_cores","ts_ns":'$1',"value":2}'
+	}
+	# trace NAME WHEN: the process, its two ticks, the machine read
+	# first or (an older is-record's) after the processes of the first
+	# tick; its threads' [tid, cpu_ns, window_ns] in $output
+	trace() {
+		{
+			echo '{"type":"header","format":"inferscope-trace","version":[1,0],"producer":"test","host":"h","pids":[10]}'
+			[ "$2" = first ] && machine 1000000000
+			echo '{"type":"process","pid":10,"name":"app"}'
+			tick 1150000000 2000000 40000000
+			[ "$2" = after ] && machine 1150000000
+			tick 1300000000 2000000 90000000
+		} > "$T/$1.jsonl"
+		is-cat -e -o "$T/$1.ist" "$T/$1.jsonl"
+		run -0 --separate-stderr is-analyze --json "$T/$1.ist"
+		output=$(jq -c '[.threads[] | [.tid, .cpu_ns, .window_ns]]' <<< "$output")
+	}
+	trace a first
+	assert_output '[[10,2000000,152000000],[11,90000000,190000000]]'
+	trace b after
+	assert_output '[[10,0,150000000],[11,50000000,150000000]]'
+}
+
+@test "a thread's CPU time read back (an older is-record's reading of a thread as it exited, from stat's ticks) is not its clock: its last reading stands" {
+	# 50.1 ms at 1.2 s; read at its exit as 40 ms (utime and stime each
+	# cut to a whole 10-ms tick): it used 50.1 ms
+	{
+		echo '{"type":"header","format":"inferscope-trace","version":[1,0],"producer":"test","host":"h","pids":[10]}'
+		echo '{"type":"process","pid":10,"name":"app"}'
+		for r in "1000000000 0" "1100000000 20000000" "1200000000 50100000" "1210000000 40000000"; do
+			set -- $r
+			echo '{"type":"counter","pid":10,"tid":10,"name":"thread.cpu_ns","ts_ns":'$1',"value":'$2'}'
+		done
+	} > "$T/b.jsonl"
+	is-cat -e -o "$T/b.ist" "$T/b.jsonl"
+	run -0 --separate-stderr is-analyze --json "$T/b.ist"
+	run -0 jq -c '[.threads[] | [.tid, .cpu_ns, .window_ns]]' <<< "$output"
+	assert_output '[[10,50100000,200000000]]'
+}
+
+@test "a subprocess's memory is its program's: a copy of a recorded Python seen only before its exec folds into it, one seen before and after counts from its exec (process.execs); a fork with its own stream stays a row" {
+	# 10 the program (its stream's header names it); 11 a copy of it,
+	# never seen after its exec; 12 a copy that exec'd true at 3.01 s;
+	# 13 a fork that went on in Python, with a stream of its own.  The
+	# copies' RSS, read while they shared their parent's memory, is
+	# its 500 MB
+	cat > "$T/c.jsonl" <<-'JL'
+	{"type":"header","format":"inferscope-trace","version":[1,0],"producer":"test","host":"h","pids":[10]}
+	{"type":"process","pid":10,"name":"python3","cmdline":["python3","app.py"]}
+	{"type":"process","pid":11,"name":"python3","cmdline":["python3","app.py"]}
+	{"type":"process","pid":12,"name":"python3","cmdline":["python3","app.py"]}
+	{"type":"process","pid":12,"name":"true","cmdline":["true"]}
+	{"type":"process","pid":13,"name":"python3","cmdline":["python3","app.py"]}
+	{"type":"thread","pid":10,"tid":10,"name":"MainThread"}
+	{"type":"cpu_call","pid":10,"tid":10,"name":"main","start_ns":1000000000,"end_ns":9000000000}
+	{"type":"counter","pid":10,"name":"process.rss_bytes","ts_ns":1000000000,"value":500000000}
+	{"type":"counter","pid":11,"name":"process.ppid","ts_ns":2000000000,"value":10}
+	{"type":"counter","pid":11,"name":"process.rss_bytes","ts_ns":2000000000,"value":500000000}
+	{"type":"counter","pid":12,"name":"process.ppid","ts_ns":3000000000,"value":10}
+	{"type":"counter","pid":12,"name":"process.rss_bytes","ts_ns":3000000000,"value":500000000}
+	{"type":"counter","pid":12,"name":"process.threads","ts_ns":3000000000,"value":3}
+	{"type":"counter","pid":12,"name":"process.execs","ts_ns":3010000000,"value":1}
+	{"type":"counter","pid":12,"name":"process.rss_bytes","ts_ns":3010000000,"value":1000000}
+	{"type":"counter","pid":12,"name":"process.threads","ts_ns":3010000000,"value":1}
+	{"type":"counter","pid":12,"name":"process.rss_bytes","ts_ns":3020000000,"value":2000000}
+	{"type":"counter","pid":13,"name":"process.ppid","ts_ns":4000000000,"value":10}
+	{"type":"counter","pid":13,"name":"process.rss_bytes","ts_ns":4000000000,"value":600000000}
+	{"type":"header","format":"inferscope-trace","version":[1,0],"producer":"test","host":"h","pids":[13]}
+	{"type":"thread","pid":13,"tid":13,"name":"MainThread"}
+	{"type":"cpu_call","pid":13,"tid":13,"name":"work","start_ns":4000000000,"end_ns":5000000000}
+	JL
+	is-cat -e -o "$T/c.ist" "$T/c.jsonl"
+	run -0 --separate-stderr is-analyze --json "$T/c.ist"
+	assert_equal "$(jq -c '[.processes[] | [.pid, .name, .rss_first_bytes, .rss_peak_bytes, .threads_peak]]' <<< "$output")" \
+	    '[[10,"python3",500000000,500000000,0],[12,"true",1000000,2000000,1],[13,"python3",600000000,600000000,0]]'
+	assert_equal "$(jq -c '.processes[0].helpers | [.processes, .names]' <<< "$output")" '[1,["python3"]]'
+}

@@ -43,6 +43,20 @@ loop_steps() {
 	PY
 }
 
+# step_on_each_python JQ EXPECTED: $T/app.py recorded on Debian's 3.11
+# and pyenv's 3.13, its analysis in $T/a.json; the step's JQ (a filter of
+# .steps, raw) is EXPECTED each time
+step_on_each_python() {
+	local py313
+	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 | tail -1)
+	for py in /usr/bin/python3 "$py313"; do
+		is-record -o "$T/t.ist" -- "$py" "$T/app.py"
+		is-merge "$T/t.ist" | is-analyze --json > "$T/a.json"
+		run jq -r ".steps | $1" "$T/a.json"
+		assert_output "$2"
+	done
+}
+
 @test "100 steps of 5 ms host work then 2 ms of kernels: 7 ms each, overlapping the host work saves 2 ms (28.6%)" {
 	gen overlap
 	is-analyze --json "$T/overlap.ist" > "$T/a.json"
@@ -531,14 +545,22 @@ loop_steps() {
 	        for i in range(20):
 	            step(ex)
 	PY
-	local py313
-	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 | tail -1)
-	for py in /usr/bin/python3 "$py313"; do
-		is-record -o "$T/t.ist" -- "$py" "$T/app.py"
-		is-merge "$T/t.ist" | is-analyze --json > "$T/a.json"
-		run jq -r '.steps | "\(.name) \(.count)"' "$T/a.json"
-		assert_output "__main__.step 20"
-	done
+	step_on_each_python '"\(.name) \(.count)"' "__main__.step 20"
+}
+
+@test "a real run: a generator the library loops over itself (the one subprocess joins, an item per PATH directory) is no step of a program that runs 20 subprocesses, nor the program's own generator run once at start-up: subprocess.run is, its count the program's own loop's (3.11, 3.13)" {
+	# Popen._execute_child joins a generator expression over PATH's
+	# directories: 2,002 iterations a call of a few us had been the step
+	# (a loop of the library's ranked as the program's own); and the
+	# program's own, 2,000 items once, would have been (the program's
+	# functions rank first, but for a trifle beside the library's)
+	cat > "$T/app.py" <<-'PY'
+	import subprocess
+	path = ":".join("/no/%d" % i for i in range(2000)) + ":/usr/bin:/bin"
+	for i in range(20):
+	    subprocess.run(["true"], env={"PATH": path})
+	PY
+	step_on_each_python '"\(.name) \(.count) \(.iteration)"' "subprocess.run 20 false"
 }
 
 @test "a real run: on how many cores the other threads ran while the step waited, two threads (the GIL) and two processes, against thread_time inside the workers (3.11, 3.13)" {

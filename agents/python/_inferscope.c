@@ -125,6 +125,7 @@ struct pstate {
 	int sdepth;
 	uint64_t seen;          /* capture switches this thread has seen */
 	bool rec;               /* recording, as this thread last saw */
+	int64_t last_t;         /* its last event recorded on the hot way */
 	struct frame stack[MAX_DEPTH];
 	struct frame scopes[MAX_SCOPES];
 };
@@ -185,29 +186,33 @@ name_thread(struct pstate *p, PyObject *name)
 /* A call or scope, written as it ends (cut: the IST_CUT_* bits of a
  * capture window's edge, IST_REC_RAISED for a call that raised and
  * IST_REC_YIELDED for a generator's run that yielded) */
-static inline void
+static inline __attribute__((always_inline)) void
 write_frame(struct pstate *p, int kind, const struct frame *f, int64_t t,
     int cut)
 {
-	if (f->cut | cut)
-		ist_coll_cut(p->ring, kind, f->id, f->t0, t < f->t0 ? f->t0 :
-		    t, f->cut | cut);
-	else
-		ist_coll_timed(p->ring, kind, f->id, f->t0, t);
+	cut |= f->cut;
+	/* one record written, inlined once: a cut range ends no earlier
+	 * than it began */
+	ist_coll_rec(p->ring, kind, cut, f->id, f->t0, cut && t < f->t0 ?
+	    f->t0 : t);
 }
 
-/* Stack of open calls: records the call when it returns. */
-static inline void
+/* Stack of open calls: records the call when it returns.  The frame
+ * pushed, or NULL past MAX_DEPTH (counted as dropped, not kept). */
+static inline struct frame *
 push(struct pstate *p, uint32_t id, int64_t t, int cfn)
 {
+	struct frame *f = NULL;
+
 	if (p->depth < MAX_DEPTH) {
-		p->stack[p->depth] = (struct frame){ t, id, (uint8_t)cfn, 0,
-		    0, 0 };
+		f = &p->stack[p->depth];
+		*f = (struct frame){ t, id, (uint8_t)cfn, 0, 0, 0 };
 	} else if (p->ring) {
 		atomic_fetch_add_explicit(&p->ring->dropped, 1,
 		    memory_order_relaxed);
 	}
 	p->depth++;
+	return f;
 }
 
 /* raised: IST_REC_RAISED, the call ended by an exception,
@@ -232,13 +237,54 @@ pop(struct pstate *p, int64_t t, int raised)
  * then may or may not say that it returns.  In a run that is never paused
  * the top is always the right kind.
  */
-static inline void
-pop_py(struct pstate *p, int64_t t, int raised)
+static __attribute__((noinline)) void
+pop_py_under(struct pstate *p, int64_t t, int raised)
 {
 	while (p->depth > 0 && p->depth <= MAX_DEPTH &&
 	    p->stack[p->depth - 1].cfn)
 		pop(p, t, 0);
 	pop(p, t, raised);
+}
+
+/* The Python frame on top of the stack kept; NULL when the top is a C
+ * call's, or none is kept (pop_py_under's cases) */
+static inline const struct frame *
+py_top(const struct pstate *p)
+{
+	unsigned d = (unsigned)p->depth - 1;
+
+	return d < MAX_DEPTH && !p->stack[d].cfn ? &p->stack[d] : NULL;
+}
+
+/* The C call on top of the stack kept; NULL when the top is a Python
+ * frame's, or none is kept */
+static inline const struct frame *
+c_top(const struct pstate *p)
+{
+	unsigned d = (unsigned)p->depth - 1;
+
+	return d < MAX_DEPTH && p->stack[d].cfn ? &p->stack[d] : NULL;
+}
+
+/* Pops f, the frame on top, and writes it (inlined: the hooks' short
+ * ways call nothing) */
+static inline __attribute__((always_inline)) void
+pop_top(struct pstate *p, const struct frame *f, int64_t t, int raised)
+{
+	p->depth--;
+	if (f->id && t - f->t0 >= min_ticks)
+		write_frame(p, IST_REC_CALL, f, t, raised);
+}
+
+static inline void
+pop_py(struct pstate *p, int64_t t, int raised)
+{
+	const struct frame *f = py_top(p);
+
+	if (f != NULL)          /* nearly always */
+		pop_top(p, f, t, raised);
+	else
+		pop_py_under(p, t, raised);
 }
 
 static inline void
@@ -435,6 +481,9 @@ resume_now(void *arg)
 	}
 	return 0;
 }
+#define RESUME_PENDING resume_pending
+#else
+#define RESUME_PENDING 0
 #endif
 
 /* ---- the capture switch (capture_agent.h) ---- */
@@ -542,6 +591,57 @@ capture_sync(struct pstate *p, PyFrameObject *f, int at)
 #define RECORDING(p, f, at) (((ist_cap == NULL || ist_capture_n() == \
 	(p)->seen) || (capture_sync((p), (f), (at)), 1)) && (p)->rec)
 
+/*
+ * The thread's CPU time, read at t, an event that comes a millisecond or
+ * more after the thread's last (ist_coll_thread_cpu): the end of a long
+ * call, of a stretch the program ran unrecorded (a C library's wait, a
+ * ctypes call), or of a preemption.  The sampler reads it every 10 ms,
+ * and a window's CPU time is shared among the calls in it at one rate,
+ * so that a 4 ms preemption inside a cheap call after a busy one had
+ * taken half of the busy one's CPU time; read at such edges, what lasts a
+ * millisecond or more has its own.  Gaps, not a clock: a run under
+ * valgrind, 50 times slower, reads no more often than a native one.  One
+ * clock_gettime a millisecond at most (none where is-record does not
+ * sample: cpu_gap INT64_MAX)
+ */
+static int64_t cpu_gap;         /* ticks: 0 until the first event */
+
+static __attribute__((noinline, cold)) void
+cpu_read(struct pstate *p, int64_t t)
+{
+	int64_t every = ist_coll_cpu_every_ticks();
+
+	cpu_gap = every > 0 ? every : INT64_MAX;
+	ist_coll_thread_cpu(p->ring, t);        /* none without the sampler */
+}
+
+/*
+ * The hooks' short way, taken by nearly every event: the clock read with
+ * no call (the TSC) into *t, p set up, recording, and the capture switch
+ * where p last saw it, and no gap since its last event (cpu_edge).  What
+ * it then does calls nothing, so that nothing is saved around a call; any
+ * other case takes the hook's slow way.
+ */
+static inline bool
+hot(struct pstate *p, int64_t *t)
+{
+	if (!(ist_ticks_inline(t) && p != NULL &&
+	    ist_capture_n() == p->seen && p->rec) ||
+	    __builtin_expect(*t - p->last_t >= cpu_gap, 0))
+		return false;
+	p->last_t = *t;
+	return true;
+}
+
+/* The slow ways' look at the gap since the thread's last event */
+static inline void
+cpu_edge(struct pstate *p, int64_t t)
+{
+	if (p->rec && t - p->last_t >= cpu_gap)
+		cpu_read(p, t);
+	p->last_t = t;
+}
+
 /* ---- the profile hook ---- */
 
 /*
@@ -582,27 +682,24 @@ py_ended(const struct pstate *p, PyFrameObject *frame, PyObject *arg)
 #endif
 }
 
-static int
-profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+static __attribute__((noinline)) int
+profile_slow(PyFrameObject *frame, int what, PyObject *arg)
 {
 	struct pstate *p = me;
 	int64_t t = ist_ticks();
-	uint32_t id;
+	struct frame *f;
 
-	(void)obj;
 	if (p == NULL && (p = pstate()) == NULL)
 		return 0;
+	cpu_edge(p, t);
 	switch (what) {
 	case PyTrace_CALL: {
 		PyCodeObject *code;
 		if (!RECORDING(p, frame, AT_ENTER))
 			break;
 		code = PyFrame_GetCode(frame);
-		id = code_id(code, frame);
-		push(p, id, t, 0);
-		if (p->depth <= MAX_DEPTH)
-			p->stack[p->depth - 1].gen = (code->co_flags &
-			    CO_GENERATOR) != 0;
+		if ((f = push(p, code_id(code, frame), t, 0)) != NULL)
+			f->gen = (code->co_flags & CO_GENERATOR) != 0;
 		Py_DECREF(code);
 		break;
 	}
@@ -624,6 +721,93 @@ profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 		break;
 	}
 	return 0;
+}
+
+/* The return of a Python function that is no generator's (hot) */
+static __attribute__((noinline)) int
+profile_return(PyFrameObject *frame, PyObject *arg)
+{
+	struct pstate *p = me;
+	const struct frame *f;
+	int64_t t;
+
+	if (arg != NULL && hot(p, &t) && (f = py_top(p)) != NULL && !f->gen) {
+		pop_top(p, f, t, 0);
+		return 0;
+	}
+	return profile_slow(frame, PyTrace_RETURN, arg);
+}
+
+/* A call of a code named already (hot, but for PyFrame_GetCode) */
+static __attribute__((noinline)) int
+profile_call(PyFrameObject *frame)
+{
+	PyCodeObject *code = PyFrame_GetCode(frame);
+	uint8_t gen = (code->co_flags & CO_GENERATOR) != 0;
+	uint32_t id = code_extra_id((PyObject *)code, extra_index);
+	struct pstate *p;
+	struct frame *f;
+	int64_t t;
+
+	Py_DECREF(code);        /* the frame holds it */
+	p = me;
+	if (id != 0 && hot(p, &t)) {
+		if ((f = push(p, id, t, 0)) != NULL)
+			f->gen = gen;
+		return 0;
+	}
+	return profile_slow(frame, PyTrace_CALL, NULL);
+}
+
+/* A C function's call, named already (hot, but for cfunc_id) */
+static __attribute__((noinline)) int
+profile_ccall(PyFrameObject *frame, PyObject *arg)
+{
+	uint32_t id = cfunc_id(arg);
+	struct pstate *p = me;
+	int64_t t;
+
+	if (id != 0 && hot(p, &t)) {
+		push(p, id, t, 1);
+		return 0;
+	}
+	return profile_slow(frame, PyTrace_C_CALL, arg);
+}
+
+/* A C function's return, its call on top (hot) */
+static __attribute__((noinline)) int
+profile_creturn(PyFrameObject *frame, PyObject *arg)
+{
+	struct pstate *p = me;
+	const struct frame *f;
+	int64_t t;
+
+	if (hot(p, &t) && (f = c_top(p)) != NULL) {
+		pop_top(p, f, t, 0);
+		return 0;
+	}
+	return profile_slow(frame, PyTrace_C_RETURN, arg);
+}
+
+/* The profile hook (3.11 and earlier; 3.12+ where sys.monitoring has no
+ * tool id free): calls and returns, nearly every event, take their short
+ * ways; the rest (an exception, a generator's run, a paused thread, a
+ * moved switch), profile_slow */
+static int
+profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+	(void)obj;
+	switch (what) {
+	case PyTrace_RETURN:
+		return profile_return(frame, arg);
+	case PyTrace_CALL:
+		return profile_call(frame);
+	case PyTrace_C_CALL:
+		return profile_ccall(frame, arg);
+	case PyTrace_C_RETURN:
+		return profile_creturn(frame, arg);
+	}
+	return profile_slow(frame, what, arg);
 }
 
 /* ---- sys.monitoring (3.12+): C callbacks, about 3x cheaper ---- */
@@ -655,21 +839,20 @@ static volatile int64_t floor_sink;
 		Py_RETURN_NONE;						\
 } while (0)
 
-/* PY_START, PY_RESUME, PY_THROW: (code, offset[, exc]) */
-static PyObject *
-mon_enter(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+/* mon_enter's every case: the switch looked at, a code named, a stack
+ * past MAX_DEPTH, a clock read with a call */
+static __attribute__((noinline)) PyObject *
+mon_enter_slow(PyObject *const *args, size_t nargsf)
 {
 	Py_ssize_t n = PyVectorcall_NARGS(nargsf);
 	int64_t t;
 	struct pstate *p = me;
 	uint32_t id;
 
-	(void)self;
-	(void)kw;
-	FLOOR();
 	t = ist_ticks();
 	if (p == NULL && (p = pstate()) == NULL)
 		Py_RETURN_NONE;
+	cpu_edge(p, t);
 	if (n < 1 || !PyCode_Check(args[0]) || !RECORDING(p, NULL, AT_ENTER))
 		Py_RETURN_NONE;
 	if ((id = code_extra_id(args[0], extra_index)) == 0) {
@@ -680,19 +863,56 @@ mon_enter(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 	Py_RETURN_NONE;
 }
 
+/* PY_START, PY_RESUME, PY_THROW: (code, offset[, exc]).  A code named
+ * already (hot); the rest, mon_enter_slow */
+static PyObject *
+mon_enter(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+	struct pstate *p = me;
+	int64_t t;
+	uint32_t id;
+
+	(void)self;
+	(void)kw;
+	FLOOR();
+	if (hot(p, &t) && PyVectorcall_NARGS(nargsf) >= 1 &&
+	    PyCode_Check(args[0]) &&
+	    (id = code_extra_id(args[0], extra_index)) != 0) {
+		push(p, id, t, 0);
+		Py_RETURN_NONE;
+	}
+	return mon_enter_slow(args, nargsf);
+}
+
 /* PY_RETURN (0), PY_YIELD (IST_REC_YIELDED: a generator's run ends at a
  * yield) and PY_UNWIND (IST_REC_RAISED: an exception ends the call) */
-static inline PyObject *
-py_leave(int raised)
+static __attribute__((noinline)) PyObject *
+py_leave_slow(int raised)
 {
-	int64_t t;
+	int64_t t = ist_ticks();
 	struct pstate *p = me;
 
-	FLOOR();
-	t = ist_ticks();
+	if (p != NULL)
+		cpu_edge(p, t);
 	if (p != NULL && RECORDING(p, NULL, AT_IN))
 		pop_py(p, t, raised);
 	Py_RETURN_NONE;
+}
+
+/* A Python frame on top (hot); the rest, py_leave_slow */
+static inline PyObject *
+py_leave(int raised)
+{
+	struct pstate *p = me;
+	const struct frame *f;
+	int64_t t;
+
+	FLOOR();
+	if (hot(p, &t) && (f = py_top(p)) != NULL) {
+		pop_top(p, f, t, raised);
+		Py_RETURN_NONE;
+	}
+	return py_leave_slow(raised);
 }
 
 static PyObject *
@@ -737,6 +957,16 @@ mon_unwind(PyObject *self, PyObject *const *args, size_t nargsf,
  * that 3.11 and earlier report: its method def and the type of its self,
  * without making the bound method (cdescr_id).
  */
+/* mon_is_ccall's answer where the callable's type is exactly a builtin
+ * function's or a method descriptor's: no walk of a type's bases */
+static inline int
+mon_is_ccall_exact(Py_ssize_t n, PyObject *const *args)
+{
+	return Py_IS_TYPE(args[2], &PyCFunction_Type) ||
+	    (Py_IS_TYPE(args[2], &PyMethodDescr_Type) && n >= 4 &&
+	    args[3] != mon_missing);
+}
+
 static inline int
 mon_is_ccall(Py_ssize_t n, PyObject *const *args)
 {
@@ -744,9 +974,7 @@ mon_is_ccall(Py_ssize_t n, PyObject *const *args)
 	 * which walks the type's bases (PyType_IsSubtype) when it fails */
 	if (Py_IS_TYPE(args[2], &PyFunction_Type))
 		return 0;
-	return PyCFunction_Check(args[2]) ||
-	    (Py_TYPE(args[2]) == &PyMethodDescr_Type && n >= 4 &&
-	    args[3] != mon_missing);
+	return mon_is_ccall_exact(n, args) || PyCFunction_Check(args[2]);
 }
 
 /*
@@ -758,19 +986,14 @@ mon_is_ccall(Py_ssize_t n, PyObject *const *args)
  * CPython sends with the same callable and arg0, so both sides decide
  * alike and the stack stays balanced.
  */
-static PyObject *
-mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+static __attribute__((noinline)) PyObject *
+mon_ccall(PyObject *const *args, Py_ssize_t n)
 {
-	Py_ssize_t n = PyVectorcall_NARGS(nargsf);
 	struct pstate *p = me;
 	PyObject *c;
 	int64_t t;
 
-	(void)self;
-	(void)kw;
-	if (IST_FLOOR)
-		Py_RETURN_NONE;
-	if (n < 3 || !mon_is_ccall(n, args))
+	if (!mon_is_ccall(n, args))
 		Py_RETURN_NONE;
 	/* the clock is read only for a C call, a few instructions late */
 	t = ist_ticks();
@@ -778,22 +1001,38 @@ mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 		Py_RETURN_NONE;
 	if (!RECORDING(p, NULL, AT_IN))
 		Py_RETURN_NONE;
+	cpu_edge(p, t);
 	c = args[2];
 	push(p, PyCFunction_Check(c) ? cfunc_id(c) : cdescr_id(
 	    ((PyMethodDescrObject *)c)->d_method, Py_TYPE(args[3])), t, 1);
 	Py_RETURN_NONE;
 }
 
+/* A call of a Python function, most of them, returns before anything is
+ * kept in a register: the rest is mon_ccall's, a call of its own */
+static PyObject *
+mon_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+	Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+
+	(void)self;
+	(void)kw;
+	if (IST_FLOOR || n < 3 || Py_IS_TYPE(args[2], &PyFunction_Type))
+		Py_RETURN_NONE;
+	return mon_ccall(args, n);
+}
+
 /* C_RETURN, C_RAISE: (code, offset, callable, arg0) */
-static inline PyObject *
-c_leave(PyObject *const *args, size_t nargsf, int raised)
+static __attribute__((noinline)) PyObject *
+c_leave_slow(PyObject *const *args, size_t nargsf, int raised)
 {
 	Py_ssize_t n = PyVectorcall_NARGS(nargsf);
 	int64_t t;
 	struct pstate *p = me;
 
-	FLOOR();
 	t = ist_ticks();
+	if (p != NULL)
+		cpu_edge(p, t);
 	if (n >= 3 && p != NULL && mon_is_ccall(n, args) &&
 	    RECORDING(p, NULL, AT_C_LEAVE))
 		pop_c(p, t, raised);
@@ -804,13 +1043,27 @@ c_leave(PyObject *const *args, size_t nargsf, int raised)
 	Py_RETURN_NONE;
 }
 
+/* The return of a builtin function or of a method descriptor called
+ * with its self (mon_is_ccall_exact), its call on top (hot), no fork's
+ * resumption pending; the rest, c_leave_slow */
 static PyObject *
 mon_c_leave(PyObject *self, PyObject *const *args, size_t nargsf,
     PyObject *kw)
 {
+	Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+	struct pstate *p = me;
+	const struct frame *f;
+	int64_t t;
+
 	(void)self;
 	(void)kw;
-	return c_leave(args, nargsf, 0);
+	FLOOR();
+	if (!RESUME_PENDING && hot(p, &t) && n >= 3 &&
+	    mon_is_ccall_exact(n, args) && (f = c_top(p)) != NULL) {
+		pop_top(p, f, t, 0);
+		Py_RETURN_NONE;
+	}
+	return c_leave_slow(args, nargsf, 0);
 }
 
 static PyObject *
@@ -819,7 +1072,8 @@ mon_c_raise(PyObject *self, PyObject *const *args, size_t nargsf,
 {
 	(void)self;
 	(void)kw;
-	return c_leave(args, nargsf, IST_REC_RAISED);
+	FLOOR();
+	return c_leave_slow(args, nargsf, IST_REC_RAISED);
 }
 
 /*

@@ -519,7 +519,8 @@ util_of(int64_t cpu, int64_t win)
  * (a pyenv shim's bash and readlink, a wrapper script) fold into the
  * program they started: an ancestor of a recorded process, or a child of
  * one (or of a helper folded into one) that ended before its first
- * recorded range.  Children the program started later stay rows.
+ * recorded range.  Children the program started later stay rows, but
+ * for a copy of it seen only before its exec (copy_of).
  */
 /* The index + 1 of process p's parent; 0 when it is not in the trace. */
 static uint32_t
@@ -532,6 +533,33 @@ parent_of(struct ist_analyzer *a, const struct proc *p)
 		return 0;
 	v = an_u64map_slot(&a->procmap, (uint64_t)p->ppid, &found);
 	return v && found ? *v : 0;
+}
+
+/* Whether process pid wrote a stream of its own (a collector's). */
+static bool
+streamed(struct ist_analyzer *a, int64_t pid)
+{
+	bool found;
+
+	return an_u64map_slot(&a->streamed, (uint64_t)pid, &found) &&
+	    found;
+}
+
+/*
+ * Whether p, with no stream of its own, is a copy of its parent q, which
+ * has one: the same name and command line (or none read, in the middle
+ * of its exec), as the sampler saw it between its fork and its exec (a
+ * subprocess that ran a program, exec'd and ended between two ticks).
+ * A fork of a recorded Python that went on in Python writes a stream of
+ * its own.
+ */
+static bool
+copy_of(struct ist_analyzer *a, const struct proc *p, const struct proc *q)
+{
+	return !streamed(a, p->pid) && streamed(a, q->pid) &&
+	    p->name == q->name && (p->cmdline.n == 0 ||
+	    (p->cmdline.n == q->cmdline.n &&
+	    memcmp(p->cmdline.p, q->cmdline.p, p->cmdline.n) == 0));
 }
 
 static void
@@ -575,6 +603,13 @@ fold_helpers(struct ist_analyzer *a)
 			int to;
 			if (rec[i] || p->fold || p->pid == 0 || k == 0)
 				continue;
+			if (copy_of(a, p, &a->proc[k - 1])) {
+				/* its memory was its parent's: no row */
+				p->fold = a->proc[k - 1].fold ?
+				    a->proc[k - 1].fold : (int)k;
+				changed = true;
+				continue;
+			}
 			to = rec[k - 1] ? (int)k : a->proc[k - 1].fold;
 			if (to && p->last_sample <= first[to - 1]) {
 				p->fold = to;

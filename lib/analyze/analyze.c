@@ -237,6 +237,26 @@ header(struct ist_analyzer *a, const struct ist_event *ev)
 			return -1;
 		a->host = (uint32_t)h;
 	}
+	if (IST_HAS(ev, IST_F_PIDS)) {
+		/* the processes whose stream this is (a merge's: all) */
+		int64_t *pids = NULL;
+		size_t n = 0;
+		int r = ist_pids(ev->pids, &pids, &n);
+		for (size_t i = 0; i < n && r == 0; i++) {
+			bool found;
+			uint32_t *v = an_u64map_slot(&a->streamed,
+			    (uint64_t)pids[i], &found);
+			if (v == NULL)
+				r = -1;
+			else if (!found) {
+				*v = 1;
+				a->streamed.n++;
+			}
+		}
+		free(pids);
+		if (r != 0)
+			return -1;
+	}
 	if (IST_HAS(ev, IST_F_SOURCES)) {
 		struct ist_buf b = { 0 };
 		struct ist_error e;
@@ -760,6 +780,7 @@ ist_analyzer_free(struct ist_analyzer *a)
 		free(a->thr[i].wmap.key);
 		free(a->thr[i].wmap.val);
 		free(a->thr[i].w);
+		free(a->thr[i].pw);
 		free(a->thr[i].ocnt);
 	}
 	free(a->thr);
@@ -772,6 +793,7 @@ ist_analyzer_free(struct ist_analyzer *a)
 	}
 	free(a->proc);
 	an_u64map_release(&a->procmap);
+	an_u64map_release(&a->streamed);
 	for (int i = 0; i < MAXDEV; i++) {
 		an_dist_release(&a->dev[i].kdur);
 		an_dist_release(&a->dev[i].gapd);

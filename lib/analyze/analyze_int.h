@@ -106,6 +106,12 @@ struct thr {
 	struct u64map wmap;      /* function -> index + 1 in w */
 	struct wcost { uint32_t fn; int64_t ns; } *w;
 	uint32_t wn, wcap, wlast;   /* wlast: index + 1 of the last */
+	/* the window before's calls not made to wait, the time they had
+	 * (pnb) and the CPU they were costed (pcpu): what a window holds
+	 * beyond a core goes back to them, up to that time */
+	struct wcost *pw;
+	uint32_t pwn, pwcap;
+	int64_t pnb, pcpu;
 };
 
 struct proc {
@@ -117,7 +123,7 @@ struct proc {
 	int64_t tick[3];         /* the sampler's last three readings of its
 	                          * threads (thread.wait_ns), newest first */
 	bool have_ppid;
-	int64_t ppid;            /* its parent (the process.ppid counter) */
+	int64_t ppid;            /* its parent: the first process.ppid */
 	int fold;                /* folded into process fold - 1 (0: not) */
 	int64_t helper_cpu;      /* the CPU of those folded into it */
 	/* the end of its last Python call so far, and the last RSS sample
@@ -282,6 +288,8 @@ struct ist_analyzer {
 	struct proc *proc;
 	uint32_t nproc, capproc;
 	struct u64map procmap;
+	struct u64map streamed;  /* pids a header names: with a stream of
+	                          * their own (a collector's) */
 	struct dev dev[MAXDEV];
 	int ndev;
 	/* (pid, device number) -> dev index, from device records with a UUID */

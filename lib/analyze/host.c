@@ -672,12 +672,36 @@ an_cpu_credit(struct ist_analyzer *a, struct thr *t, int64_t s, int64_t e)
  * ticks in stat) is brought up to date at the scheduler's tick and at
  * context switches: a running thread's lags by up to a tick.  A window
  * whose CPU time exceeds its length holds some of the window before; what
- * is beyond a full core is carried into the next window (a tick at most:
- * 10 ms, HZ=100's), rather than dropped.  Dropped, it had cost a busy C
- * call 10% of its CPU time on a 250 Hz kernel (builtins.sum: 247 ms
- * against thread_time's 274).
+ * is beyond a full core (a tick at most: 10 ms, HZ=100's) goes back to
+ * the window before's calls, as far as they had time for it, and the rest
+ * is carried into the next window, rather than dropped.  Dropped, it had
+ * cost a busy C call 10% of its CPU time on a 250 Hz kernel (builtins.sum:
+ * 247 ms against thread_time's 274); carried forward only, a busy call
+ * turn about with a blocked stretch, read in between by Python's
+ * collector, lost 14% to the stretch.
  */
 #define CPU_CARRY_MAX 10000000
+
+/* The window just costed, for what the next one holds beyond a core:
+ * its calls not made to wait, their time nb and the CPU they had. */
+static int
+keep_window(struct ist_analyzer *a, struct thr *t, int64_t nb, int64_t cpu)
+{
+	if (t->pwcap < t->wn) {
+		struct wcost *n = realloc(t->pw, t->wn * sizeof(*n));
+		if (n == NULL)
+			return -1;
+		t->pw = n;
+		t->pwcap = t->wn;
+	}
+	t->pwn = 0;
+	for (uint32_t i = 0; i < t->wn; i++)
+		if (!a->fn[t->w[i].fn].wait)
+			t->pw[t->pwn++] = t->w[i];
+	t->pnb = t->pwn ? nb : 0;
+	t->pcpu = cpu;
+	return 0;
+}
 
 /*
  * Thread t's CPU time read v at ts: the window since its last sample
@@ -685,8 +709,8 @@ an_cpu_credit(struct ist_analyzer *a, struct thr *t, int64_t s, int64_t e)
  * window used, not when: the time in calls made to wait (an_is_wait) is
  * taken as off CPU as far as the rest of the window can hold the CPU time
  * used, at most a core: what is beyond is the lag of the window before
- * (above), carried into the next, and only what is beyond that goes to
- * the waits.  The rest share theirs at one rate.  (At one rate for all,
+ * (above), given back to it or carried into the next, and only what is
+ * beyond that goes to the waits.  The rest share theirs at one rate.  (At one rate for all,
  * an asyncio loop's epoll.poll, 6 ms of CPU by thread_time around it, was
  * costed 110 ms of its 175.)
  */
@@ -714,6 +738,18 @@ cpu_window(struct ist_analyzer *a, struct thr *t, int64_t ts, int64_t v)
 			carry = dv - nb < CPU_CARRY_MAX ? dv - nb :
 			    CPU_CARRY_MAX;
 			dv -= carry;
+			/* back to the window before, whose closing reading
+			 * lagged, as far as its calls had time for it */
+			if (t->pnb > t->pcpu && carry > 0) {
+				int64_t back = t->pnb - t->pcpu < carry ?
+				    t->pnb - t->pcpu : carry;
+				for (uint32_t i = 0; i < t->pwn; i++)
+					a->fn[t->pw[i].fn].cpu +=
+					    (double)t->pw[i].ns *
+					    (double)back / (double)t->pnb;
+				t->pcpu += back;
+				carry -= back;
+			}
 		}
 		if (dv > dt)
 			dv = dt;
@@ -723,6 +759,8 @@ cpu_window(struct ist_analyzer *a, struct thr *t, int64_t ts, int64_t v)
 		for (uint32_t i = 0; i < t->wn; i++)
 			a->fn[t->w[i].fn].cpu += (double)t->w[i].ns *
 			    (a->fn[t->w[i].fn].wait ? wrate : rate);
+		if (keep_window(a, t, nb, dv < nb ? dv : nb))
+			return -1;
 	}
 	if (t->wn) {
 		memset(t->wmap.val, 0, (t->wmap.mask + 1) * sizeof(uint32_t));
@@ -775,10 +813,11 @@ an_host_range(struct ist_analyzer *a, const struct ist_event *ev,
 	}
 }
 
-/* How late the sampler may read a clock after stamping its tick (it
- * stamps a tick as it starts, then reads each process in turn): a child
- * busy from its fork just after a tick read 10.12 ms of CPU at a tick
- * 10.04 ms after that one */
+/* How late the sampler may read a clock after stamping its reading (it
+ * stamps each process's as it starts on it, then reads its threads in
+ * turn; older traces, the tick's start for all): a child busy from its
+ * fork just after a tick read 10.12 ms of CPU at a tick 10.04 ms after
+ * that one */
 #define TICK_LATE 2000000
 
 /* A sample this soon after a thread's last Python call ends is its
@@ -797,8 +836,14 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 	bool born = false;
 
 	if (ev->pid == 0 && !IST_HAS(ev, IST_F_TID)) {
-		if (an_name_is(ev, "system.cpu_cores"))
+		if (an_name_is(ev, "system.cpu_cores")) {
+			/* the sampler's first reading of the machine: since
+			 * 2026-11 before it started the command, the tick
+			 * before the first of every process of the run */
 			a->cores = v;
+			if (a->sys_tick == 0)
+				a->sys_tick = ev->ts_ns;
+		}
 		else if (an_name_is(ev, "system.memory_bytes"))
 			a->memory = v;
 		else if (an_name_is(ev, "system.runnable")) {
@@ -844,6 +889,18 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 			return 0;
 		}
 		p->last_sample = ev->ts_ns;
+		if (an_name_is(ev, "process.execs")) {
+			/* it runs another program from here: its memory
+			 * figures are that program's, the one it is named
+			 * for (a subprocess's until its exec were its
+			 * parent's, whose copy it was; a launcher's, its
+			 * own) */
+			p->have_rss = false;
+			p->rss_peak = p->rss_pre = p->threads_peak = 0;
+			p->rss_pre_ts = 0;
+			p->nr = p->rstride = p->rskip = 0;
+			return 0;
+		}
 		if (an_name_is(ev, "process.rss_bytes") && v > 0) {
 			/* 0: read as the process exited (a zombie has none);
 			 * the program's memory, InferScope's buffers left out
@@ -890,7 +947,11 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 		} else if (an_name_is(ev, "process.threads") &&
 		    v > p->threads_peak) {
 			p->threads_peak = v;
-		} else if (an_name_is(ev, "process.ppid")) {
+		} else if (an_name_is(ev, "process.ppid") && v > 0 &&
+		    !p->have_ppid) {
+			/* the process that started it: not the one it was
+			 * handed to when that ended (init, a subreaper), nor
+			 * the 0 of one read as the kernel released it */
 			p->have_ppid = true;
 			p->ppid = v;
 		}
@@ -909,17 +970,21 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 	 * but gone when its clocks are read) and its CPU time fits in the
 	 * time since (TICK_LATE over it at most): the thread was born since,
 	 * its clocks at 0 then (a thread of a pool, one shorter than a tick,
-	 * whose one sample is its exit's), and what they count is all of it.  Its birth: its first
-	 * call or earlier, as early as its CPU time says, not before that
-	 * tick.  At a process's first tick, the tick before is the
-	 * sampler's last of the system, which it reads after the processes
-	 * of a tick: a process it finds since was started since (a worker
-	 * forked mid-run, a subprocess), its threads' clocks at 0 then, when
-	 * their CPU time fits.  (A thread found at the recording's first
-	 * tick, or the first in a window, counts from its first sample.)
+	 * whose one sample is its exit's), and what they count is all of
+	 * it.  Its birth: its first call or earlier, as early as its CPU
+	 * time says, not before that tick.  At a process's first tick, the
+	 * tick before is the sampler's last reading of the system, which it
+	 * makes after the processes of a tick, and once before it starts the
+	 * command: a process it finds since was started since (the command,
+	 * a worker forked mid-run, a subprocess), its threads' clocks at 0
+	 * then, when their CPU time fits, however late the first tick that
+	 * found it.  (A thread found at the first tick of an older trace,
+	 * with no reading before it, counts from its first sample.)
 	 */
 	for (int k = 0; k < 3; k++) {
-		before = k == 0 && p->tick[0] == 0 ? a->sys_tick : p->tick[k];
+		/* none yet: the process's first tick, this thread not the
+		 * first read at it */
+		before = p->tick[k] == 0 ? a->sys_tick : p->tick[k];
 		if (before < ev->ts_ns && (born = before > 0 && v >= 0 &&
 		    v <= ev->ts_ns - before + TICK_LATE))
 			break;
@@ -935,6 +1000,11 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 		p->tick[0] = ev->ts_ns;
 	}
 	if (an_name_is(ev, "thread.cpu_ns")) {
+		/* less than it had read: not its clock (an older is-record's
+		 * reading of a thread as it exited, from stat's ticks, each
+		 * cut to a whole one); its last reading stands */
+		if (t->have_cpu && v < t->cpu1)
+			return 0;
 		if (cpu_window(a, t, ev->ts_ns, v))
 			return -1;
 		if (!t->have_cpu && born) {

@@ -110,32 +110,6 @@ array_items(struct ist_blob b, struct ist_buf *out)
 	return n;
 }
 
-/* The pids a segment's header lists: integers from 0 to INT64_MAX. */
-static void
-segment_pids(const struct segment *s, int64_t **all, size_t *np)
-{
-	struct tokenizer tz = { 0 };
-	const char *why;
-	size_t used;
-
-	if (s->pids.n == 0 || ist_tokenize(&tz, true, s->pids.p, s->pids.n,
-	    &used, &why) != IST_OK || tz.toks[0].t != TK_ARRAY) {
-		free(tz.toks);
-		return;
-	}
-	for (size_t k = 1; k < tz.ntok; k = tz.toks[k].next) {
-		int64_t *na;
-
-		if (tz.toks[k].t != TK_UINT || tz.toks[k].v > INT64_MAX)
-			continue;
-		if ((na = realloc(*all, (*np + 1) * sizeof(*na))) == NULL)
-			break;
-		*all = na;
-		(*all)[(*np)++] = (int64_t)tz.toks[k].v;
-	}
-	free(tz.toks);
-}
-
 /* The source entry (formats/spec.md, header) of segment i, as JSON. */
 static void
 source_json(struct merger *m, size_t i, struct ist_buf *js)
@@ -235,7 +209,7 @@ mg_write_header(struct merger *m, struct ist_writer *w, struct ist_error *err)
 	    11 };
 	IST_SET(&h, IST_F_CLOCKS);
 	for (size_t i = 0; i < m->nseg; i++) {
-		segment_pids(&m->seg[i], &allp, &np);
+		(void)ist_pids(m->seg[i].pids, &allp, &np);
 		if (m->seg[i].sources.n) {
 			nitems += array_items(m->seg[i].sources, &items);
 			continue;

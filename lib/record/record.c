@@ -40,38 +40,51 @@ by_name(const struct dirent **a, const struct dirent **b)
 	return x < y ? -1 : x > y ? 1 : strcmp((*a)->d_name, (*b)->d_name);
 }
 
+/* Whether process pid wrote a stream (<pid>.ist), or said why not:
+ * <pid>.nopy, its bootstrap warned already (no collector for that
+ * Python); <pid>.lost, its stream could not be written, which add_lost
+ * says. */
+static bool
+accounted(const char *dir, struct dirent **names, int n, int64_t pid)
+{
+	char want[4400];
+
+	snprintf(want, sizeof(want), "%lld.ist", (long long)pid);
+	for (int k = 0; k < n; k++)
+		if (strcmp(names[k]->d_name, want) == 0)
+			return true;
+	snprintf(want, sizeof(want), "%s/%lld.nopy", dir, (long long)pid);
+	if (access(want, F_OK) == 0)
+		return true;
+	snprintf(want, sizeof(want), "%s/%lld.lost", dir, (long long)pid);
+	return access(want, F_OK) == 0;
+}
+
 /*
  * A Python process the sampler saw that wrote no stream ran without our
- * bootstrap: say so, or its calls are missing without a word.
+ * bootstrap: say so, or its calls are missing without a word.  But not a
+ * copy of a recorded Python, seen between its fork and its exec (a
+ * subprocess it started): a fork that ran Python would have written a
+ * stream of its own.
  */
 static void
 warn_silent_pythons(struct sampler *s, const char *dir,
     struct dirent **names, int n)
 {
 	for (size_t i = 0; i < s->np; i++) {
-		struct psample *p = &s->p[i];
-		char want[4400];
-		bool found = false;
+		const struct psample *p = &s->p[i], *q;
 
-		if (!p->python)
+		if (!p->python || accounted(dir, names, n, p->pid))
 			continue;
-		snprintf(want, sizeof(want), "%lld.ist", (long long)p->pid);
-		for (int k = 0; k < n && !found; k++)
-			found = strcmp(names[k]->d_name, want) == 0;
-		/* <pid>.nopy: its bootstrap has warned already (no collector
-		 * for that Python); <pid>.lost: its stream could not be
-		 * written, which add_lost said */
-		snprintf(want, sizeof(want), "%s/%lld.nopy", dir,
-		    (long long)p->pid);
-		found = found || access(want, F_OK) == 0;
-		snprintf(want, sizeof(want), "%s/%lld.lost", dir,
-		    (long long)p->pid);
-		if (!found && access(want, F_OK) != 0)
-			rec_note(s, IST_NOTE_WARN, "Python process %lld "
-			    "(%s) recorded no Python calls: it did not load "
-			    "InferScope's bootstrap (python -I, -E or -S, or "
-			    "PYTHONPATH cleared for it)", (long long)p->pid,
-			    p->cmd);
+		q = rec_proc_find(s, p->ppid);
+		if (q != NULL && q->python && strcmp(q->comm, p->comm) == 0 &&
+		    strcmp(q->cmd, p->cmd) == 0 &&
+		    accounted(dir, names, n, q->pid))
+			continue;
+		rec_note(s, IST_NOTE_WARN, "Python process %lld (%s) recorded "
+		    "no Python calls: it did not load InferScope's bootstrap "
+		    "(python -I, -E or -S, or PYTHONPATH cleared for it)",
+		    (long long)p->pid, p->cmd);
 	}
 }
 
@@ -255,6 +268,7 @@ start_dir(struct sampler *s, const char *tmp, char *dir, size_t n,
 	}
 	s->page = sysconf(_SC_PAGESIZE);
 	s->ticks = sysconf(_SC_CLK_TCK);
+	s->schedstat = access("/proc/self/schedstat", R_OK) == 0;
 	gethostname(s->host, sizeof(s->host) - 1);
 	snprintf(path, sizeof(path), "%s/sampler.ist", dir);
 	s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -450,6 +464,8 @@ ist_record_run(const struct ist_record_opts *o, int out_fd, int *exit_status,
 	if ((e = rec_capture_start(&s, o, dir)) != 0)
 		rec_note(&s, IST_NOTE_WARN, "cannot make the capture switch "
 		    "in %s (%s): recording all of the run", dir, strerror(e));
+	if (o->sample_hz > 0)
+		rec_sample_begin(&s);
 	if ((pid = launch(o, dir, out_fd, &s, &old, exit_status, err)) < 0) {
 		st = err->status;
 	} else {

@@ -33,6 +33,7 @@ struct psample {
 	bool python;            /* named python*: should have a stream */
 	char cmd[120];          /* its command line, for a warning */
 	int64_t rss, majflt, nthreads, ppid;
+	int64_t execs;          /* new names seen: execs */
 	struct tsample *t;
 	size_t nt, capt;
 	uint64_t gen;
@@ -47,11 +48,13 @@ struct sampler {
 	uint64_t gen;
 	unsigned long long last_busy, last_total;
 	bool have_cpu;
+	bool have_sys;             /* the machine's record written */
 	int64_t prog_run;            /* the program's threads found in state R
 	                              * this tick (running or queued) */
 	int64_t rec_run;             /* and InferScope's own among them (not
 	                              * counted in prog_run) */
 	long page, ticks;
+	bool schedstat;          /* this kernel shows it (its run time in ns) */
 	char host[256];
 	ist_note_fn note;
 	void *ctx;
@@ -107,9 +110,15 @@ void rec_capture_tick(struct sampler *s, int64_t now, bool toggle,
     bool dump);
 /* The last switches written; the page unmapped. */
 void rec_capture_end(struct sampler *s);
+/* The machine's record, before the command is started: the reading
+ * every process of the run comes after (is-analyze: their clocks count
+ * from their birth) */
+void rec_sample_begin(struct sampler *s);
 /* one sample of the recorded processes and the machine; rescan: look for
  * new processes and sample the NUMA nodes too */
 void rec_sample(struct sampler *s, bool rescan);
+/* The process pid as sampled so far, or NULL */
+struct psample *rec_proc_find(struct sampler *s, int64_t pid);
 /* The command's end, its wait status: process.exit_code or exit_signal. */
 void rec_exit(struct sampler *s, pid_t pid, int status);
 

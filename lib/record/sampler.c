@@ -107,12 +107,22 @@ stat_fields(char *buf, char **comm, char **f, int max)
 	return n;
 }
 
-static struct psample *
-proc_get(struct sampler *s, int64_t pid)
+struct psample *
+rec_proc_find(struct sampler *s, int64_t pid)
 {
 	for (size_t i = 0; i < s->np; i++)
 		if (s->p[i].pid == pid)
 			return &s->p[i];
+	return NULL;
+}
+
+static struct psample *
+proc_get(struct sampler *s, int64_t pid)
+{
+	struct psample *p = rec_proc_find(s, pid);
+
+	if (p != NULL)
+		return p;
 	if (s->np == s->capp) {
 		size_t cap = s->capp ? s->capp * 2 : 16;
 		struct psample *np = realloc(s->p, cap * sizeof(*np));
@@ -217,6 +227,27 @@ state_code(char c)
 	}
 }
 
+/* Thread t of p named comm: a thread record when that is a new name, or
+ * first. */
+static void
+name_thread(struct sampler *s, struct psample *p, struct tsample *t,
+    const char *comm, bool first)
+{
+	struct ist_event ev;
+
+	if (!first && strncmp(t->comm, comm, sizeof(t->comm)) == 0)
+		return;
+	snprintf(t->comm, sizeof(t->comm), "%s", comm);
+	ist_event_init(&ev, IST_THREAD);
+	ev.pid = p->pid;
+	ev.tid = t->tid;
+	ev.name = (struct ist_str){ comm, strlen(comm) };
+	IST_SET(&ev, IST_F_PID);
+	IST_SET(&ev, IST_F_TID);
+	IST_SET(&ev, IST_F_NAME);
+	rec_swrite(s, &ev);
+}
+
 static void
 sample_thread(struct sampler *s, struct psample *p, int64_t tid, int64_t ts)
 {
@@ -231,31 +262,12 @@ sample_thread(struct sampler *s, struct psample *p, int64_t tid, int64_t ts)
 		return;
 	if ((nf = stat_fields(buf, &comm, f, 48)) < 14)
 		return;
-	if ((t = thread_get(p, tid)) == NULL)
-		return;
-	t->gen = s->gen;
-	/* named when first read, and again when it renames itself (is-record's
-	 * own thread in the program: read before it took its name, it had
-	 * been taken for one of the program's threads, its CPU the
-	 * program's) */
-	if (!t->seen || strncmp(t->comm, comm, sizeof(t->comm)) != 0) {
-		struct ist_event ev;
-		snprintf(t->comm, sizeof(t->comm), "%s", comm);
-		ist_event_init(&ev, IST_THREAD);
-		ev.pid = p->pid;
-		ev.tid = tid;
-		ev.name = (struct ist_str){ comm, strlen(comm) };
-		IST_SET(&ev, IST_F_PID);
-		IST_SET(&ev, IST_F_TID);
-		IST_SET(&ev, IST_F_NAME);
-		rec_swrite(s, &ev);
-	}
-	v[2] = state_code(f[0][0]);
-	if (v[2] == 1 && ist_recorder_thread(comm, strlen(comm)))
-		s->rec_run++;
-	else if (v[2] == 1)
-		s->prog_run++;
-	/* run and wait time in ns from schedstat; else utime+stime ticks */
+	/* run and wait time in ns from schedstat, where the kernel shows
+	 * it; else utime+stime ticks.  Where it does, a thread whose stat
+	 * was read but whose schedstat is gone was released as it exited:
+	 * its last reading stands (its ticks, each of utime and stime cut
+	 * down to a whole tick, had read as up to 20 ms less CPU than the
+	 * reading before, and a thread's last reading is its CPU time) */
 	snprintf(path, sizeof(path), "/proc/%lld/task/%lld/schedstat",
 	    (long long)p->pid, (long long)tid);
 	{
@@ -266,6 +278,8 @@ sample_thread(struct sampler *s, struct psample *p, int64_t tid, int64_t ts)
 			v[0] = (int64_t)run;
 			v[1] = (int64_t)wait;
 			v[5] = (int64_t)slices;
+		} else if (s->schedstat) {
+			return;
 		} else {
 			v[0] = (strtoll(f[11], NULL, 10) + strtoll(f[12], NULL,
 			    10)) * (1000000000 / s->ticks);
@@ -273,6 +287,19 @@ sample_thread(struct sampler *s, struct psample *p, int64_t tid, int64_t ts)
 			v[5] = -1;
 		}
 	}
+	if ((t = thread_get(p, tid)) == NULL)
+		return;
+	t->gen = s->gen;
+	/* named when first read, and again when it renames itself (is-record's
+	 * own thread in the program: read before it took its name, it had
+	 * been taken for one of the program's threads, its CPU the
+	 * program's) */
+	name_thread(s, p, t, comm, !t->seen);
+	v[2] = state_code(f[0][0]);
+	if (v[2] == 1 && ist_recorder_thread(comm, strlen(comm)))
+		s->rec_run++;
+	else if (v[2] == 1)
+		s->prog_run++;
 	snprintf(path, sizeof(path), "/proc/%lld/task/%lld/status",
 	    (long long)p->pid, (long long)tid);
 	if (read_file(path, buf, sizeof(buf)) > 0) {
@@ -299,15 +326,23 @@ sample_process(struct sampler *s, int64_t pid, int64_t ts)
 	struct psample *p;
 	DIR *d;
 	struct dirent *de;
+	int64_t nthreads, ppid;
 	int nf;
 
 	snprintf(path, sizeof(path), "/proc/%lld/stat", (long long)pid);
 	if (read_file(path, buf, sizeof(buf)) <= 0)
 		return;
-	if ((nf = stat_fields(buf, &comm, f, 48)) < 22 ||
-	    (p = proc_get(s, pid)) == NULL)
+	if ((nf = stat_fields(buf, &comm, f, 48)) < 22)
 		return;
-	if (f[0][0] == 'Z')
+	nthreads = strtoll(f[17], NULL, 10);
+	ppid = strtoll(f[1], NULL, 10);
+	/* an exited process: a zombie, or one read as the kernel released
+	 * it (no threads, no parent, no memory; a helper's one reading had
+	 * been a row of its own, its parent unknown, and a process's last
+	 * reading its RSS at 0); its last reading stands */
+	if (f[0][0] == 'Z' || f[0][0] == 'X' || nthreads <= 0 || ppid <= 0)
+		return;
+	if ((p = proc_get(s, pid)) == NULL)
 		return;
 	p->gen = s->gen;
 	/* named again after an exec (a wrapper script, a pyenv shim, env):
@@ -318,17 +353,29 @@ sample_process(struct sampler *s, int64_t pid, int64_t ts)
 		    sizeof(p->comm) - 1) != 0;
 		if (!p->named || renamed || !p->have_cmd)
 			name_process(s, p, comm, !p->named || renamed);
+		/* the program it runs from here: its memory is that
+		 * program's (before, a subprocess's was its parent's, whose
+		 * copy it was), written before this reading's */
+		if (renamed) {
+			struct tsample *t = thread_get(p, pid);
+			counter(s, pid, -1, "process.execs", ts, ++p->execs,
+			    0, true);
+			p->rss = p->nthreads = -1;      /* written anew */
+			/* its one thread now, the one that exec'd, is named
+			 * for the program (even when it is not read again) */
+			if (t != NULL && t->seen)
+				name_thread(s, p, t, comm, false);
+		}
 	}
 	{
 		int64_t majflt = strtoll(f[9], NULL, 10);
-		int64_t nthreads = strtoll(f[17], NULL, 10);
 		int64_t rss = strtoll(f[21], NULL, 10) * s->page;
-		int64_t ppid = strtoll(f[1], NULL, 10);
 		/* its parent: a launcher's helpers (a pyenv shim's bash and
 		 * readlink) fold into the program they started */
-		if (ppid != p->ppid)
+		if (ppid != p->ppid) {
 			counter(s, pid, -1, "process.ppid", ts, ppid, 0, true);
-		p->ppid = ppid;
+			p->ppid = ppid;
+		}
 		if (rss != p->rss)
 			counter(s, pid, -1, "process.rss_bytes", ts, rss, 0,
 			    true);
@@ -379,6 +426,30 @@ own_runnable(void)
 	return n;
 }
 
+/* The machine's own record, its cores and memory: once, at the sampler's
+ * first reading of it */
+static void
+system_record(struct sampler *s, int64_t ts)
+{
+	struct ist_event ev;
+
+	if (s->have_sys)
+		return;
+	s->have_sys = true;
+	ist_event_init(&ev, IST_PROCESS);
+	ev.pid = 0;
+	ev.name = (struct ist_str){ "system", 6 };
+	ev.host = (struct ist_str){ s->host, strlen(s->host) };
+	IST_SET(&ev, IST_F_PID);
+	IST_SET(&ev, IST_F_NAME);
+	IST_SET(&ev, IST_F_HOST);
+	rec_swrite(s, &ev);
+	counter(s, 0, -1, "system.cpu_cores", ts,
+	    sysconf(_SC_NPROCESSORS_ONLN), 0, true);
+	counter(s, 0, -1, "system.memory_bytes", ts,
+	    (int64_t)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE), 0, true);
+}
+
 static void
 sample_system(struct sampler *s, int64_t ts)
 {
@@ -393,22 +464,7 @@ sample_system(struct sampler *s, int64_t ts)
 		return;
 	total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
 	busy = total - v[3] - v[4];
-	if (!s->have_cpu) {
-		struct ist_event ev;
-		ist_event_init(&ev, IST_PROCESS);
-		ev.pid = 0;
-		ev.name = (struct ist_str){ "system", 6 };
-		ev.host = (struct ist_str){ s->host, strlen(s->host) };
-		IST_SET(&ev, IST_F_PID);
-		IST_SET(&ev, IST_F_NAME);
-		IST_SET(&ev, IST_F_HOST);
-		rec_swrite(s, &ev);
-		counter(s, 0, -1, "system.cpu_cores", ts,
-		    sysconf(_SC_NPROCESSORS_ONLN), 0, true);
-		counter(s, 0, -1, "system.memory_bytes", ts,
-		    (int64_t)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE),
-		    0, true);
-	}
+	system_record(s, ts);
 	if (s->have_cpu && total > s->last_total)
 		counter(s, 0, -1, "system.cpu_utilization", ts, 0,
 		    (double)(busy - s->last_busy) /
@@ -572,15 +628,17 @@ new_children(int64_t *pids, size_t n, size_t max)
 }
 
 void
+rec_sample_begin(struct sampler *s)
+{
+	system_record(s, ist_capture_now_ns());
+}
+
+void
 rec_sample(struct sampler *s, bool rescan)
 {
 	static int64_t pids[MAX_PROCS];
 	static size_t npids;
-	int64_t ts;
-	struct timespec now;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	ts = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 	s->gen++;
 	s->prog_run = 0;
 	s->rec_run = 0;
@@ -588,10 +646,11 @@ rec_sample(struct sampler *s, bool rescan)
 		npids = descendants(s->root, pids, MAX_PROCS);
 	else
 		npids = new_children(pids, npids, MAX_PROCS);
+	/* each reading at its own time, not the tick's: a scan of /proc or
+	 * a wait for a core between them does not age it */
 	for (size_t i = 0; i < npids; i++)
-		sample_process(s, pids[i], ts);
-	sample_system(s, ts);
+		sample_process(s, pids[i], ist_capture_now_ns());
+	sample_system(s, ist_capture_now_ns());
 	if (rescan)
-		sample_numa(s, ts);     /* a tenth as often */
+		sample_numa(s, ist_capture_now_ns());     /* a tenth as often */
 }
-

@@ -932,7 +932,8 @@ threads_table(struct ist_buf *o, const json_t *an)
 		}
 		ist_buf_printf(o, "\n");
 	}
-	/* a launcher's helpers (a pyenv shim's bash), folded into it */
+	/* a launcher's helpers (a pyenv shim's bash), and copies of it seen
+	 * before their exec, folded into it */
 	json_array_foreach(json_object_get(an, "processes"), i, x) {
 		const json_t *h = json_object_get(x, "helpers"), *nm;
 		char who[300];
@@ -951,8 +952,9 @@ threads_table(struct ist_buf *o, const json_t *an)
 				ist_buf_printf(o, ", ");
 			code(o, json_string_value(nm));
 		}
-		ist_buf_printf(o, ") that started it or that it started before "
-		    "its first recorded call, %s of CPU.\n\n", dur(&u,
+		ist_buf_printf(o, ") that started it, that it started before "
+		    "its first recorded call, or that were copies of it seen "
+		    "only before their exec, %s of CPU.\n\n", dur(&u,
 		    ist_jnum(h, "cpu_ns")));
 	}
 }

@@ -414,6 +414,11 @@ bool ist_json_plain(const char *s, size_t n);
 enum ist_status ist_json_text_to_cbor(const char *json, size_t n,
     struct ist_buf *out, struct ist_error *err);
 
+/* A header's pids (IST_F_PIDS): the integers from 0 to INT64_MAX it
+ * lists, appended to *all (*np of them); none from a blob that is no
+ * array.  -1 when out of memory (those appended so far kept). */
+int ist_pids(struct ist_blob pids, int64_t **all, size_t *np);
+
 /* CBOR data item -> JSON text (appended), for metadata and friends. */
 enum ist_status ist_cbor_to_json(struct ist_blob blob, struct ist_buf *out,
     struct ist_error *err);

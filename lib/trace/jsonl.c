@@ -215,6 +215,35 @@ tok_to_json(const struct tok *tk, uint32_t i, struct ist_buf *b,
 	return IST_OK;
 }
 
+int
+ist_pids(struct ist_blob pids, int64_t **all, size_t *np)
+{
+	struct tokenizer tz = { 0 };
+	const char *why;
+	size_t used;
+	int r = 0;
+
+	if (pids.n == 0 || ist_tokenize(&tz, true, pids.p, pids.n, &used,
+	    &why) != IST_OK || tz.toks[0].t != TK_ARRAY) {
+		free(tz.toks);
+		return 0;
+	}
+	for (size_t k = 1; k < tz.ntok; k = tz.toks[k].next) {
+		int64_t *na;
+
+		if (tz.toks[k].t != TK_UINT || tz.toks[k].v > INT64_MAX)
+			continue;
+		if ((na = realloc(*all, (*np + 1) * sizeof(*na))) == NULL) {
+			r = -1;
+			break;
+		}
+		*all = na;
+		(*all)[(*np)++] = (int64_t)tz.toks[k].v;
+	}
+	free(tz.toks);
+	return r;
+}
+
 enum ist_status
 ist_cbor_to_json(struct ist_blob blob, struct ist_buf *out,
     struct ist_error *err)

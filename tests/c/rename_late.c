@@ -6,18 +6,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/prctl.h>
-#include <time.h>
 #include <unistd.h>
 
-/* the thread's own CPU time: 50 ms of work however loaded the machine */
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "thread_cpu.h"
 
 static void *
 work(void *arg)
@@ -29,7 +20,8 @@ work(void *arg)
 	fflush(stdout);
 	usleep(100000);               /* ten sampler ticks under its first name */
 	prctl(PR_SET_NAME, (const char *)arg);
-	for (end = now() + 0.05; now() < end; )
+	/* 50 ms of its own CPU time, however loaded the machine */
+	for (end = thread_cpu() + 0.05; thread_cpu() < end; )
 		n++;
 	usleep(300000);               /* its last reading: 30 ticks, however
 	                               * late a loaded machine's sampler runs */
