@@ -41,8 +41,10 @@ static struct {
 	struct ist_writer *w;
 	struct ist_ring *rings;
 	uint64_t budget, used, used_big;
-	uint64_t rec_bytes;          /* the rings' resident bytes last written
-	                              * (process.recorder_bytes) */
+	_Atomic uint64_t resident;   /* the rings' bytes said resident: their
+	                              * said, summed */
+	_Atomic uint64_t rec_bytes;  /* resident as last said, by a thread's
+	                              * record or the writer */
 	struct def *defs;            /* index id - 1 */
 	uint32_t ndefs, capdefs;
 	uint64_t flush_ms;
@@ -373,6 +375,8 @@ ist_coll_running(void)
  * untraced, 0.32 s in huge pages.  What a ring never reaches is never
  * touched; NULL when out of memory.
  */
+static bool thp_on(void);
+
 static void *
 ring_alloc(size_t size)
 {
@@ -400,17 +404,95 @@ ring_alloc(size_t size)
 #define MADV_POPULATE_WRITE 23
 #endif
 
-static void rings_resident(struct ist_ring *list);
+/*
+ * The rings' pages resident in the process: they grow as recording goes
+ * on, which is-analyze would take for the program's memory creeping up,
+ * and it leaves them out of the process's RSS.  A ring's pages are said
+ * (r->said, C.resident, a process.recorder_bytes) before they are
+ * touched, so that an RSS sample read meanwhile holds them as ours, never
+ * as the program's: by its thread as it reaches them (ist_coll_room), and
+ * by the writer before it faults them in ahead of that (ring_populate), a
+ * huge page at a time.  Said only after the writer's pass, the pages a
+ * thread had faulted in while its writer waited for a core read as the
+ * program's (its writer never running: 21 MB of steady growth), and 8 MiB
+ * faulted in ahead, said whole before they were, 8 MiB too little (a CI
+ * run read a steady worker growing 16 MiB).
+ */
+static void resident_say(int64_t ts, uint64_t n);
 
-/* Ring r of list faulted in ahead of its head; the rings' resident bytes
- * said first, so that an RSS sample read while the pages are faulted in
- * holds them as ours, not as the program's (a peak of the program's
- * memory 8 MiB too high for each ring faulted in before it was said). */
+/* Ring r's said moved up to want; the rings' resident bytes then, or 0
+ * where it had got there already (the other side said them) */
+static uint64_t
+said_to(struct ist_ring *r, uint64_t want)
+{
+	uint64_t was = atomic_load_explicit(&r->said, memory_order_relaxed);
+
+	do {
+		if (was >= want)
+			return 0;
+	} while (!atomic_compare_exchange_weak_explicit(&r->said, &was, want,
+	    memory_order_relaxed, memory_order_relaxed));
+	return atomic_fetch_add_explicit(&C.resident, want - was,
+	    memory_order_relaxed) + (want - was);
+}
+
+bool
+ist_coll_room(struct ist_ring *r, size_t len)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	uint64_t said = atomic_load_explicit(&r->said, memory_order_relaxed);
+	uint64_t room = r->size - (head & (r->size - 1));
+	uint64_t need = room < len ? room + len : len, want, n;
+	uint64_t free = r->size - (head - tail);
+	struct ist_rec *h;
+
+	if (free < need)
+		return false;
+	if (said >= r->size || head + need <= said) {
+		r->lim = said >= r->size ? tail + r->size : said;
+		return true;
+	}
+	/* the pages up to need and a record of ours (with its pad) past it
+	 * said, the record written: the caller's record fits.  A ring too
+	 * full for ours drops the caller's, its pages not touched unsaid */
+	if (free < need + 48)
+		return false;
+	want = (head + need + 48 + r->step - 1) & ~(r->step - 1);
+	if (want > r->size)
+		want = r->size;
+	n = said_to(r, want);
+	r->lim = want >= r->size ? tail + r->size : want;
+	if (n == 0 || (h = ist_coll_reserve_fast(r, 24)) == NULL)
+		return true;      /* the writer said them */
+	*h = (struct ist_rec){ IST_REC_RESIDENT, 0, 24, 0 };
+	((int64_t *)(h + 1))[0] = ist_ticks();
+	((int64_t *)(h + 1))[1] = (int64_t)n;
+	ist_coll_commit(r, 24);
+	atomic_store_explicit(&C.rec_bytes, n, memory_order_relaxed);
+	return true;
+}
+
+void
+ist_coll_rec_slow(struct ist_ring *r, int kind, int flags, uint32_t id,
+    int64_t t0, int64_t t1)
+{
+	size_t len = kind == IST_REC_NVTX_MARK || kind == IST_REC_MARK ? 16 :
+	    24;
+	void *h = ist_coll_reserve(r, len);
+
+	if (h == NULL)
+		return;
+	ist_coll_rec_put(h, len, kind, flags, id, t0, t1);
+	ist_coll_commit(r, len);
+}
+
+/* Ring r faulted in ahead of its head, each huge page said first */
 static void
-ring_populate(struct ist_ring *r, uint64_t head, struct ist_ring *list)
+ring_populate(struct ist_ring *r, uint64_t head)
 {
 	uint64_t want = (head + RING_AHEAD + RING_PAGE - 1) &
-	    ~(uint64_t)(RING_PAGE - 1), was = r->faulted;
+	    ~(uint64_t)(RING_PAGE - 1), n;
 
 	if (r->size < RING_HUGE || r->populated >= r->size ||
 	    head < RING_PAGE / 4)
@@ -419,14 +501,16 @@ ring_populate(struct ist_ring *r, uint64_t head, struct ist_ring *list)
 		want = r->size;
 	if (want <= r->populated)
 		return;
-	r->faulted = want;
-	if (head < r->size) {
-		rings_resident(list);
-		if (madvise(r->buf + r->populated, want - r->populated,
-		    MADV_POPULATE_WRITE) != 0) {
+	for (uint64_t at = r->populated; at < want && head < r->size;
+	    at += RING_PAGE) {
+		uint64_t end = at + RING_PAGE < want ? at + RING_PAGE : want;
+		if ((n = said_to(r, end)) != 0)
+			resident_say(to_ns(ist_ticks()), n);
+		if (madvise(r->buf + at, end - at, MADV_POPULATE_WRITE) !=
+		    0) {
 			/* an older kernel: let the producer do it */
-			r->faulted = was;
 			want = r->size;
+			break;
 		}
 	}
 	r->populated = want;
@@ -472,6 +556,8 @@ ist_coll_ring(void)
 	}
 	if (size >= RING_MIN && (r->buf = ring_alloc(size)) != NULL) {
 		r->size = size;
+		r->step = size < RING_HUGE ? size : thp_on() ? RING_PAGE :
+		    RING_MIN;
 		C.used += size;
 		if (size > RING_MIN)
 			C.used_big += size;
@@ -557,6 +643,25 @@ emit(const struct ist_event *ev)
 		C.dropped++;
 	else if (ist_writer_write(C.w, ev, &e) != IST_OK)
 		wfail(&e);
+}
+
+/* The rings' resident bytes n, said at ts (ns): by the writer, or a
+ * thread's record (drained: said already) */
+static void
+resident_write(int64_t ts, uint64_t n)
+{
+	struct ist_event ev;
+
+	ist_counter_init(&ev, C.pid, -1, S("process.recorder_bytes"), ts,
+	    (int64_t)n);
+	emit(&ev);
+}
+
+static void
+resident_say(int64_t ts, uint64_t n)
+{
+	atomic_store_explicit(&C.rec_bytes, n, memory_order_relaxed);
+	resident_write(ts, n);
 }
 
 static void
@@ -774,6 +879,12 @@ drain_ring(struct ist_ring *r, uint64_t head, struct def *defs,
 			tail += h.len;
 			continue;
 		}
+		if (h.kind == IST_REC_RESIDENT && h.len == 24) {
+			nrun = write_run(nrun, run_tid);
+			resident_write(to_ns(t[0]), (uint64_t)t[1]);
+			tail += h.len;
+			continue;
+		}
 		if (h.id == 0 || h.id > ndefs) {
 			tail += h.len;
 			continue;
@@ -854,26 +965,12 @@ loss_record(uint64_t n, const char *reason)
 	emit(&ev);
 }
 
-/*
- * The rings' bytes resident in the process, list's (the rings of this
- * pass): a ring's pages as its thread has written them (a huge ring's 2
- * MiB at a time), or as the writer has faulted them in ahead of that
- * (ring_populate), a ring that has wrapped whole.  They grow as
- * recording goes on, which is-analyze would take for the program's memory
- * creeping up: it leaves them out of the process's RSS.  Written as
- * process.recorder_bytes when they have grown by a MiB, or shrunk (rings
- * freed): before the writer faults pages in ahead of a thread
- * (ring_populate), and after each pass (the pages threads faulted in
- * themselves), so that an RSS sample rarely holds them as the program's.
- */
-static void
-rings_resident(struct ist_ring *list)
+/* whether the kernel gives huge rings huge pages (transparent huge pages
+ * not "never"), asked once */
+static bool
+thp_on(void)
 {
-	/* whether the kernel gives huge rings huge pages (transparent huge
-	 * pages not "never"), asked once */
 	static int thp = -1;
-	struct ist_event ev;
-	uint64_t n = 0;
 
 	if (thp < 0) {
 		char b[128] = "";
@@ -886,21 +983,7 @@ rings_resident(struct ist_ring *list)
 		}
 		thp = fd >= 0 && strstr(b, "[never]") == NULL;
 	}
-	for (struct ist_ring *r = list; r; r = r->next) {
-		/* the pages its head has reached: a huge ring's in 2 MiB */
-		uint64_t pg = r->size >= RING_HUGE && thp ? RING_PAGE : 4096;
-		uint64_t t = (atomic_load_explicit(&r->head,
-		    memory_order_relaxed) + pg - 1) & ~(pg - 1);
-		if (t > r->size)
-			t = r->size;
-		n += r->faulted > t ? r->faulted : t;
-	}
-	if (n < C.rec_bytes + (1u << 20) && n >= C.rec_bytes)
-		return;
-	ist_counter_init(&ev, C.pid, -1, S("process.recorder_bytes"),
-	    to_ns(ist_ticks()), (int64_t)n);
-	emit(&ev);
-	C.rec_bytes = n;
+	return thp;
 }
 
 /* One pass over every ring; frees rings of threads that have exited.
@@ -959,7 +1042,7 @@ drain_all(void)
 			 * after it, from the head before it, they were
 			 * behind a busy thread, which faulted its own in
 			 * meanwhile, unsaid */
-			ring_populate(r, heads[i], list);
+			ring_populate(r, heads[i]);
 			drained += heads[i] - atomic_load_explicit(&r->tail,
 			    memory_order_relaxed);
 			drain_ring(r, heads[i], defs, ndefs);
@@ -970,7 +1053,6 @@ drain_all(void)
 			r->reported = d;
 		}
 	}
-	rings_resident(list);
 	if (lost)
 		loss_record(lost, "buffer full");
 	if (!C.failed) {
@@ -986,6 +1068,8 @@ drain_all(void)
 		    r->reported &&
 		    atomic_load(&r->cpu_given) != CPU_AT_STOP) {
 			*pp = r->next;
+			atomic_fetch_sub_explicit(&C.resident,
+			    atomic_load(&r->said), memory_order_relaxed);
 			C.used -= r->size;
 			if (r->size > RING_MIN)
 				C.used_big -= r->size;
@@ -996,6 +1080,11 @@ drain_all(void)
 		pp = &r->next;
 	}
 	pthread_mutex_unlock(&C.lock);
+	/* the rings freed, or a ring a forked child kept */
+	if (atomic_load_explicit(&C.resident, memory_order_relaxed) !=
+	    atomic_load_explicit(&C.rec_bytes, memory_order_relaxed))
+		resident_say(to_ns(ist_ticks()), atomic_load_explicit(
+		    &C.resident, memory_order_relaxed));
 	return drained;
 }
 
@@ -1622,11 +1711,14 @@ ist_coll_after_fork(const char *path, struct ist_error *err)
 	C.rings = NULL;
 	C.used = 0;
 	C.used_big = 0;
-	C.rec_bytes = 0;
+	/* the ring kept is resident here too (its pages shared with the
+	 * parent's until written) */
+	atomic_store(&C.resident, my_ring ? atomic_load(&my_ring->said) : 0);
+	atomic_store(&C.rec_bytes, 0);
 	if (my_ring) {
 		uint64_t h = atomic_load(&my_ring->head);
 		atomic_store(&my_ring->tail, h);
-		my_ring->tail_seen = h;
+		my_ring->lim = 0;
 		atomic_store(&my_ring->dropped, 0);
 		my_ring->reported = 0;
 		my_ring->tid = (int64_t)syscall(SYS_gettid);

@@ -31,8 +31,11 @@ enum ist_rec_kind {
 	IST_REC_THREAD_NAME,/* then the UTF-8 name */
 	IST_REC_NVTX_ON,   /* t0, t1, tid; id: a name: a range another
 	                    * thread started, written on that thread */
-	IST_REC_THREAD_CPU /* t0, then the thread's CPU time (ns): written
+	IST_REC_THREAD_CPU,/* t0, then the thread's CPU time (ns): written
 	                    * as it exits, a thread.cpu_ns counter */
+	IST_REC_RESIDENT   /* t0, then the rings' resident bytes: said by a
+	                    * thread as its ring reaches pages not yet said
+	                    * (ist_coll_room), a process.recorder_bytes */
 };
 
 /* A ring record starts with this 8-byte head; sizes are multiples of 8. */
@@ -49,15 +52,23 @@ struct ist_ring {
 	size_t size;                 /* a power of two, or 0: drop all */
 	_Atomic uint64_t head;       /* producer's position */
 	_Atomic uint64_t dropped;    /* records that did not fit */
-	uint64_t tail_seen;          /* the producer's copy of tail */
+	uint64_t lim;                /* head goes this far without looking:
+	                              * tail as last seen plus size, or the
+	                              * pages said resident before the ring
+	                              * first wraps (ist_coll_room) */
 	/* the consumer's: only the writer thread writes these */
 	_Alignas(64) _Atomic uint64_t tail;
 	uint64_t reported;           /* dropped already written as loss */
 	uint64_t populated;          /* bytes of buf from its start faulted in
 	                              * by the writer (ring_populate), or its
 	                              * size where the producer faults them */
-	uint64_t faulted;            /* of them, those the writer did fault
-	                              * in (resident) */
+	/* both sides' */
+	_Atomic uint64_t said;       /* bytes of buf from its start counted
+	                              * in the process's resident bytes:
+	                              * whole steps, or size */
+	uint64_t step;               /* what they grow by: a huge page where
+	                              * a huge ring has them, else 64 KiB; a
+	                              * small ring's (malloc's) whole */
 	int64_t tid;
 	clockid_t cpuclock;          /* the thread's CPU clock */
 	bool have_cpuclock;
@@ -175,26 +186,26 @@ ist_ticks_inline(int64_t *t)
 }
 #endif
 
-/* Reserves len bytes (a multiple of 8) on ring r; NULL when full. */
-static inline void *
-ist_coll_reserve(struct ist_ring *r, size_t len)
-{
-	uint64_t head, tail, off, room, need;
+/* Ring r's producer past its limit, wanting len bytes: looks at the
+ * consumer's line, and says the pages it is about to reach resident before
+ * it touches them (a record of its own).  false: the ring is full; true:
+ * look again. */
+bool ist_coll_room(struct ist_ring *r, size_t len);
 
-	if (r == NULL || r->size == 0 || len > 65528)
-		goto drop;
+/* The fast part of ist_coll_reserve: len bytes (a multiple of 8, 65528 at
+ * most) on ring r (not NULL, size not 0), or NULL where the producer is
+ * past its limit (ist_coll_room's to look at). */
+static inline void *
+ist_coll_reserve_fast(struct ist_ring *r, size_t len)
+{
+	uint64_t head, off, room, need;
+
 	head = atomic_load_explicit(&r->head, memory_order_relaxed);
 	off = head & (r->size - 1);
 	room = r->size - off;         /* contiguous bytes to the end */
 	need = room < len ? room + len : len;   /* with the pad, if any */
-	/* look at the consumer's line only when our copy says full */
-	tail = r->tail_seen;
-	if (r->size - (head - tail) < need) {
-		tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-		r->tail_seen = tail;
-		if (r->size - (head - tail) < need)
-			goto drop;
-	}
+	if (head + need > r->lim)
+		return NULL;
 	if (room < len) {
 		/* pad to the end, then start at 0 */
 		struct ist_rec *pad = (struct ist_rec *)(r->buf + off);
@@ -206,6 +217,20 @@ ist_coll_reserve(struct ist_ring *r, size_t len)
 		off = 0;
 	}
 	return r->buf + off;
+}
+
+/* Reserves len bytes (a multiple of 8) on ring r; NULL when full. */
+static inline void *
+ist_coll_reserve(struct ist_ring *r, size_t len)
+{
+	void *h;
+
+	if (r == NULL || r->size == 0 || len > 65528)
+		goto drop;
+	while ((h = ist_coll_reserve_fast(r, len)) == NULL)
+		if (!ist_coll_room(r, len))
+			goto drop;
+	return h;
 drop:
 	if (r)
 		atomic_store_explicit(&r->dropped, atomic_load_explicit(
@@ -258,6 +283,28 @@ ist_coll_range_on(struct ist_ring *r, uint32_t id, int64_t t0, int64_t t1,
 #define IST_REC_RAISED 4
 #define IST_REC_YIELDED 8
 
+/* ist_coll_rec past the ring's limit, or on no ring: not inlined, so that
+ * a hook's fast path keeps no register across a call */
+void ist_coll_rec_slow(struct ist_ring *r, int kind, int flags, uint32_t id,
+    int64_t t0, int64_t t1);
+
+/* A timed record's bytes at h, len of them (ist_coll_rec) */
+static inline void
+ist_coll_rec_put(void *h, size_t len, int kind, int flags, uint32_t id,
+    int64_t t0, int64_t t1)
+{
+	struct ist_rec *hd = h;
+	int64_t *t = (int64_t *)(hd + 1);
+
+	hd->kind = (uint8_t)kind;
+	hd->flags = (uint8_t)flags;
+	hd->len = (uint16_t)len;
+	hd->id = id;
+	t[0] = t0;
+	if (len == 24)
+		t[1] = t1;
+}
+
 /* A timed record: t0 and t1 for a range; t0 alone for the mark kinds
  * (IST_REC_NVTX_MARK, and IST_REC_MARK without metadata).  flags: the
  * IST_CUT_* bits of a range a capture window cut, IST_REC_RAISED and
@@ -269,19 +316,14 @@ ist_coll_rec(struct ist_ring *r, int kind, int flags, uint32_t id,
 {
 	size_t len = kind == IST_REC_NVTX_MARK || kind == IST_REC_MARK ? 16 :
 	    24;
-	struct ist_rec *h = ist_coll_reserve(r, len);
-	int64_t *t;
+	void *h;
 
-	if (h == NULL)
+	if (r == NULL || r->size == 0 ||
+	    (h = ist_coll_reserve_fast(r, len)) == NULL) {
+		ist_coll_rec_slow(r, kind, flags, id, t0, t1);
 		return;
-	h->kind = (uint8_t)kind;
-	h->flags = (uint8_t)flags;
-	h->len = (uint16_t)len;
-	h->id = id;
-	t = (int64_t *)(h + 1);
-	t[0] = t0;
-	if (len == 24)
-		t[1] = t1;
+	}
+	ist_coll_rec_put(h, len, kind, flags, id, t0, t1);
 	ist_coll_commit(r, len);
 }
 
