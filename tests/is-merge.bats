@@ -125,6 +125,30 @@ PY
 	assert_output 1070
 }
 
+@test "through a pipe the merged frames are stored, to a file compressed: the same records and frames, the same report" {
+	# a real recording: 500,000 calls, two frames merged
+	is-record -o "$T/r.ist" -- /usr/bin/python3 -c '
+def f(i): return i
+for i in range(500000): f(i)'
+	is-merge -o "$T/f.ist" "$T/r.ist"
+	is-merge "$T/r.ist" | cat > "$T/p.ist"
+	cmp <(is-cat "$T/f.ist") <(is-cat "$T/p.ist")
+	run jq -sr '"\(.[0].frames) \(.[1].frames) \(.[0].raw_bytes) \(.[1].raw_bytes) \(.[0].bytes) \(.[1].bytes)"' \
+	    <(is-info --json "$T/f.ist") <(is-info --json "$T/p.ist")
+	read -r ff pf fraw praw fb pb <<< "$output"
+	echo "frames $ff/$pf, CBOR $fraw/$praw bytes; to a file $fb bytes, through a pipe $pb" >&3
+	assert_equal "$pf $praw" "$ff $fraw"
+	# stored: the CBOR and zstd's few bytes a block; compressed: a
+	# fifth of it or less
+	[ "$pb" -ge "$praw" ] && [ "$pb" -le $((praw + praw / 100 + 1024)) ] ||
+	    fail "through a pipe: $pb bytes of $praw"
+	[ "$fb" -le $((fraw / 5)) ] || fail "to a file: $fb bytes of $fraw"
+	# is-analyze through a pipe too: the report is the file's
+	is-merge "$T/r.ist" | is-analyze | is-report -f md > "$T/p.md"
+	is-analyze "$T/f.ist" | is-report -f md > "$T/f.md"
+	cmp "$T/f.md" "$T/p.md"
+}
+
 @test "bounded memory: sorted runs spill and merge to the same bytes" {
 	python3 - "$T/big.jsonl" <<'PY'
 import json, random, sys

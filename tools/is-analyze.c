@@ -360,6 +360,8 @@ main(int argc, char **argv)
 	tool_progress_start(&pg, fd, o.quiet);
 	tool_spool_init(&sp, fd, true);
 	pg.spool = &sp;
+	/* through a pipe, stored: the next tool reads it at once */
+	wo.store = ist_output_is_pipe(out.fd);
 	if (ist_reader_new(&r, tool_progress_source, &pg, o.path, &e) !=
 	    IST_OK || (!o.json && ist_writer_new(&w, ist_fd_sink, &out.fd,
 	    &wo, &e) != IST_OK))

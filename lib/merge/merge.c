@@ -18,6 +18,7 @@
 #include <zstd.h>
 
 #include "merge_int.h"
+#include "output.h"
 
 void
 mg_note(struct merger *m, int level, const char *fmt, ...)
@@ -772,6 +773,7 @@ write_out(struct merger *m, int out_fd, struct ist_error *err)
 	 * has room for */
 	if ((st = ist_writer_new(&w, ist_fd_sink, &out_fd,
 	    &(struct ist_writer_opts){ .stable_strings = true,
+	    .store = ist_output_is_pipe(out_fd),
 	    .background = m->o->memory_bytes >= (64u << 20) }, err)) !=
 	    IST_OK)
 		return st;

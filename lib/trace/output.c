@@ -149,3 +149,11 @@ ist_output_fail(struct ist_output *o, struct ist_error *err)
 	ist_output_abort(o);
 	return err->msg;
 }
+
+bool
+ist_output_is_pipe(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+}

@@ -23,5 +23,11 @@ void ist_output_abort(struct ist_output *o);
 /* Abandons the output after err, naming it in err when writing it was what
  * failed ("cannot write 'F': No space left on device"); returns err->msg. */
 const char *ist_output_fail(struct ist_output *o, struct ist_error *err);
+/* Whether fd is a pipe: what is written there is read at once by the next
+ * tool, on this machine, and a trace is stored there rather than
+ * compressed (ist_writer_opts.store): compressing it cost the pipeline
+ * is-merge | is-analyze | is-report two compressions and two
+ * decompressions */
+bool ist_output_is_pipe(int fd);
 
 #endif
