@@ -628,7 +628,7 @@ done:
 static void
 host_event(struct stepwork *w, struct open_step *o, const struct ist_event *ev)
 {
-	int64_t s = ev->start_ns, e = ev->end_ns;
+	int64_t s = ev->start_ns, e = ev->end_ns, nm = 0;
 	const char *sync;
 	struct frame2 *f;
 	struct seg *g;
@@ -640,8 +640,9 @@ host_event(struct stepwork *w, struct open_step *o, const struct ist_event *ev)
 	while (o->nfr && o->fr[o->nfr - 1].end <= s)
 		pop_frame(w, o);
 	if (ev->type == IST_CPU_CALL) {
-		int64_t nm = an_names_id(&w->nm, ev, IST_F_NAME);
-		int64_t fl = an_names_id(&w->nm, ev, IST_F_FILE);
+		int64_t fl;
+		nm = an_names_id(&w->nm, ev, IST_F_NAME);
+		fl = an_names_id(&w->nm, ev, IST_F_FILE);
 		if (nm < 0 || fl < 0 || (f = an_push((void **)&o->fr, &o->nfr,
 		    &o->capfr, sizeof(*f))) == NULL) {
 			w->oom = true;
@@ -670,8 +671,9 @@ host_event(struct stepwork *w, struct open_step *o, const struct ist_event *ev)
 			add_seg(w, o, s, e, S_GC);
 		else if (an_is_import(ev->name.p, ev->name.n))
 			add_seg(w, o, s, e, S_IMPORT);
-		else if (an_is_wait(ev->name.p, ev->name.n) &&
-		    add_seg(w, o, s, e, S_WAIT) != NULL)
+		else if (an_is_wait_id(&w->owait, &w->nowait, (uint32_t)nm,
+		    ev->name.p, ev->name.n) && add_seg(w, o, s, e, S_WAIT) !=
+		    NULL)
 			oth_wait(w, s, e);
 		return;
 	}
