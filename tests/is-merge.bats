@@ -147,6 +147,14 @@ for i in range(500000): f(i)'
 	is-merge "$T/r.ist" | is-analyze | is-report -f md > "$T/p.md"
 	is-analyze "$T/f.ist" | is-report -f md > "$T/f.md"
 	cmp "$T/f.md" "$T/p.md"
+	# and to a file it compresses the stored frames it came by (what
+	# inferscope run --trace keeps): the records of the analysed file
+	is-merge "$T/r.ist" | is-analyze -o "$T/k.ist"
+	is-analyze -o "$T/k2.ist" "$T/f.ist"
+	cmp <(is-cat "$T/k.ist") <(is-cat "$T/k2.ist")
+	run jq -r '"\(.bytes) \(.raw_bytes)"' <(is-info --json "$T/k.ist")
+	read -r kb kraw <<< "$output"
+	[ "$kb" -le $((kraw / 5)) ] || fail "kept: $kb bytes of $kraw"
 }
 
 @test "bounded memory: sorted runs spill and merge to the same bytes" {
