@@ -594,35 +594,35 @@ descendants(pid_t root, int64_t *out, size_t max)
 }
 
 /*
- * Between the full scans of /proc (a tenth of the ticks: they read every
- * process of the machine), the children each known process's main thread
- * started since: a worker forked or spawned is sampled from the next
- * tick, not up to 100 ms later (a Pool's or a DataLoader's workers are
- * started by the main thread; a child of another thread waits for the
- * scan).  Appended to pids; returns their number.
+ * The children pid's main thread started, not yet in pids: a worker
+ * forked or spawned is sampled in the tick it is found, right after its
+ * parent, not up to 100 ms later at the full scan of /proc (a tenth of
+ * the ticks: they read every process of the machine; a Pool's or a
+ * DataLoader's workers are started by the main thread; a child of another
+ * thread waits for the scan).  Read after the parent's reading, so that a
+ * child it forked before that reading's stamp is there: read before the
+ * tick's readings, a child forked in between was missed by that tick.
+ * Appended to pids; returns their number.
  */
 static size_t
-new_children(int64_t *pids, size_t n, size_t max)
+new_children(int64_t *pids, size_t n, size_t max, int64_t pid)
 {
-	char path[96], buf[4096];
+	char path[96], buf[4096], *p = buf, *end;
 
-	for (size_t i = 0; i < n; i++) {
-		char *p = buf, *end;
-		snprintf(path, sizeof(path), "/proc/%lld/task/%lld/children",
-		    (long long)pids[i], (long long)pids[i]);
-		if (read_file(path, buf, sizeof(buf)) <= 0)
-			continue;
-		for (;;) {
-			long long c = strtoll(p, &end, 10);
-			size_t j;
-			if (end == p)
-				break;
-			p = end;
-			for (j = 0; j < n && pids[j] != c; j++)
-				;
-			if (j == n && n < max && c > 0)
-				pids[n++] = c;
-		}
+	snprintf(path, sizeof(path), "/proc/%lld/task/%lld/children",
+	    (long long)pid, (long long)pid);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return n;
+	for (;;) {
+		long long c = strtoll(p, &end, 10);
+		size_t j;
+		if (end == p)
+			break;
+		p = end;
+		for (j = 0; j < n && pids[j] != c; j++)
+			;
+		if (j == n && n < max && c > 0)
+			pids[n++] = c;
 	}
 	return n;
 }
@@ -644,12 +644,13 @@ rec_sample(struct sampler *s, bool rescan)
 	s->rec_run = 0;
 	if (rescan || npids == 0)
 		npids = descendants(s->root, pids, MAX_PROCS);
-	else
-		npids = new_children(pids, npids, MAX_PROCS);
 	/* each reading at its own time, not the tick's: a scan of /proc or
-	 * a wait for a core between them does not age it */
-	for (size_t i = 0; i < npids; i++)
+	 * a wait for a core between them does not age it; then the
+	 * process's new children, read after it */
+	for (size_t i = 0; i < npids; i++) {
 		sample_process(s, pids[i], ist_capture_now_ns());
+		npids = new_children(pids, npids, MAX_PROCS, pids[i]);
+	}
 	sample_system(s, ist_capture_now_ns());
 	if (rescan)
 		sample_numa(s, ist_capture_now_ns());     /* a tenth as often */
