@@ -701,7 +701,9 @@ print(m // 1000000)' t.jsonl)
 	# after a child began (its monotonic clock, read after the fork)
 	# reads the child after, and ends before the next tick reads the
 	# parent, so every tick but the last that reads the parent before
-	# the child's last reading finds it alive
+	# the child's last reading finds it alive.  The children are read
+	# after their parent's reading: read before the tick's readings, a
+	# child forked in between was missed (a make check, once)
 	cat > app.py <<'PY'
 import os, time
 for i in range(8):
