@@ -327,9 +327,7 @@ ist_coll_thread_cpu(struct ist_ring *r, int64_t t)
 	    !cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID, &cpu) ||
 	    (h = ist_coll_reserve(r, 24)) == NULL)
 		return;
-	*h = (struct ist_rec){ IST_REC_THREAD_CPU, 0, 24, 0 };
-	((int64_t *)(h + 1))[0] = t;
-	((int64_t *)(h + 1))[1] = cpu;
+	ist_coll_rec_put(h, 24, IST_REC_THREAD_CPU, 0, 0, t, cpu);
 	ist_coll_commit(r, 24);
 }
 
@@ -465,9 +463,8 @@ ist_coll_room(struct ist_ring *r, size_t len)
 	r->lim = want >= r->size ? tail + r->size : want;
 	if (n == 0 || (h = ist_coll_reserve_fast(r, 24)) == NULL)
 		return true;      /* the writer said them */
-	*h = (struct ist_rec){ IST_REC_RESIDENT, 0, 24, 0 };
-	((int64_t *)(h + 1))[0] = ist_ticks();
-	((int64_t *)(h + 1))[1] = (int64_t)n;
+	ist_coll_rec_put(h, 24, IST_REC_RESIDENT, 0, 0, ist_ticks(),
+	    (int64_t)n);
 	ist_coll_commit(r, 24);
 	atomic_store_explicit(&C.rec_bytes, n, memory_order_relaxed);
 	return true;
@@ -477,8 +474,7 @@ void
 ist_coll_rec_slow(struct ist_ring *r, int kind, int flags, uint32_t id,
     int64_t t0, int64_t t1)
 {
-	size_t len = kind == IST_REC_NVTX_MARK || kind == IST_REC_MARK ? 16 :
-	    24;
+	size_t len = ist_coll_rec_len(kind);
 	void *h = ist_coll_reserve(r, len);
 
 	if (h == NULL)
@@ -1038,10 +1034,10 @@ drain_all(void)
 		uint64_t d;
 		if (r->size) {
 			/* the pages ahead faulted in before the drain, which
-			 * can take tens of ms, and said first: faulted in
+			 * can take tens of ms, each said first: faulted in
 			 * after it, from the head before it, they were
-			 * behind a busy thread, which faulted its own in
-			 * meanwhile, unsaid */
+			 * behind a busy thread, which had faulted its own in
+			 * meanwhile (saying them itself) */
 			ring_populate(r, heads[i]);
 			drained += heads[i] - atomic_load_explicit(&r->tail,
 			    memory_order_relaxed);

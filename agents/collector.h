@@ -288,7 +288,16 @@ ist_coll_range_on(struct ist_ring *r, uint32_t id, int64_t t0, int64_t t1,
 void ist_coll_rec_slow(struct ist_ring *r, int kind, int flags, uint32_t id,
     int64_t t0, int64_t t1);
 
-/* A timed record's bytes at h, len of them (ist_coll_rec) */
+/* The bytes of a timed record of kind: t0 alone for the mark kinds */
+static inline size_t
+ist_coll_rec_len(int kind)
+{
+	return kind == IST_REC_NVTX_MARK || kind == IST_REC_MARK ? 16 : 24;
+}
+
+/* A timed record's bytes at h, len of them (ist_coll_rec); also a
+ * 24-byte record of a time and a value (IST_REC_THREAD_CPU,
+ * IST_REC_RESIDENT) */
 static inline void
 ist_coll_rec_put(void *h, size_t len, int kind, int flags, uint32_t id,
     int64_t t0, int64_t t1)
@@ -314,8 +323,7 @@ static inline void
 ist_coll_rec(struct ist_ring *r, int kind, int flags, uint32_t id,
     int64_t t0, int64_t t1)
 {
-	size_t len = kind == IST_REC_NVTX_MARK || kind == IST_REC_MARK ? 16 :
-	    24;
+	size_t len = ist_coll_rec_len(kind);
 	void *h;
 
 	if (r == NULL || r->size == 0 ||
