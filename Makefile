@@ -303,11 +303,12 @@ fuzz:
 	    -max_len=65536 tests/fuzz/corpus-merge tests/fuzz/corpus-reader
 
 # make bench's floors (agents/python/_inferscope.c, IST_FLOOR): the Python
-# collector for 3.12+ with callbacks that return at once ($(B)/floor1, the
-# dispatch of sys.monitoring's events alone) or that read the clock first
+# collector with callbacks that return at once ($(B)/floor1, the dispatch
+# of sys.monitoring's events alone on 3.12+, of the profile hook's on
+# Debian's 3.11, the bench's numpy and torch) or that read the clock first
 # ($(B)/floor2); never installed
-FLOOR_PYTHONS = $(foreach v,12 13 14,$(lastword $(sort \
-    $(wildcard $(PYENV_ROOT)/versions/3.$(v).*/bin/python3))))
+FLOOR_PYTHONS = $(wildcard $(PYTHON_SYS)) $(foreach v,12 13 14,$(lastword \
+    $(sort $(wildcard $(PYENV_ROOT)/versions/3.$(v).*/bin/python3))))
 floors: $(B)/.deps $(PYIO_LIB)
 	@for n in 1 2; do for p in $(FLOOR_PYTHONS); do \
 	    sh scripts/build-pyext.sh "$$p" $(B)/floor$$n "$(CC)" \

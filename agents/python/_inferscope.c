@@ -789,14 +789,37 @@ profile_creturn(PyFrameObject *frame, PyObject *arg)
 	return profile_slow(frame, PyTrace_C_RETURN, arg);
 }
 
+/*
+ * make bench's floors, what recording costs where part of it costs nothing
+ * (the Makefile's floors, never installed): IST_FLOOR 1, callbacks that
+ * return at once (CPython's dispatch of each event alone); 2, that read
+ * the clock and return.
+ */
+#ifndef IST_FLOOR
+#define IST_FLOOR 0
+#endif
+static volatile int64_t floor_sink;
+#define FLOOR() do {							\
+	if (IST_FLOOR == 2)						\
+		floor_sink = ist_ticks();				\
+	if (IST_FLOOR)							\
+		Py_RETURN_NONE;						\
+} while (0)
+
 /* The profile hook (3.11 and earlier; 3.12+ where sys.monitoring has no
  * tool id free): calls and returns, nearly every event, take their short
  * ways; the rest (an exception, a generator's run, a paused thread, a
- * moved switch), profile_slow */
+ * moved switch), profile_slow.  A floor's returns at once: CPython's
+ * dispatch of each event to a profile function alone, which cProfile
+ * pays too (the frame object it makes for each Python call among it). */
 static int
 profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
 	(void)obj;
+	if (IST_FLOOR == 2)
+		floor_sink = ist_ticks();
+	if (IST_FLOOR)
+		return 0;
 	switch (what) {
 	case PyTrace_RETURN:
 		return profile_return(frame, arg);
@@ -821,23 +844,6 @@ static int tool_id = -1;
 static int monitoring;
 static long mon_mask;           /* the events we registered */
 static PyObject *mon_missing;   /* sys.monitoring.MISSING: no arg0 */
-
-/*
- * make bench's floors, what recording costs where part of it costs nothing
- * (the Makefile's floors, never installed): IST_FLOOR 1, callbacks that
- * return at once (CPython's dispatch of each event alone); 2, that read
- * the clock and return.
- */
-#ifndef IST_FLOOR
-#define IST_FLOOR 0
-#endif
-static volatile int64_t floor_sink;
-#define FLOOR() do {							\
-	if (IST_FLOOR == 2)						\
-		floor_sink = ist_ticks();				\
-	if (IST_FLOOR)							\
-		Py_RETURN_NONE;						\
-} while (0)
 
 /* mon_enter's every case: the switch looked at, a code named, a stack
  * past MAX_DEPTH, a clock read with a call */
