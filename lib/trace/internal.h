@@ -133,6 +133,8 @@ struct ist_plan {
 	int base;                     /* elements before the payload: kind,
 	                               * track, times */
 	int npay;                     /* payload fields, in table order */
+	int nreq;                     /* those up to the last required one:
+	                               * a record may end after them */
 	bool blobs;                   /* one of them is a value or object */
 	const struct ist_fieldspec *pay[IST_MAX_PAYLOAD];
 };

@@ -1423,6 +1423,8 @@ decode_event(struct ist_reader *r, int type, struct tok *tk, size_t nt,
 		const struct ist_fieldspec *fs = pl->pay[f];
 		const char *no;
 
+		if (left == 0 && f >= pl->nreq)
+			break;          /* the rest absent, none required */
 		if (left == 0 || tk[i].t == TK_NULL) {
 			if (fs->required) {
 				snprintf(why, sizeof(why), "%s record lacks "

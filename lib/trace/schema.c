@@ -465,6 +465,8 @@ make_plans(void)
 			if (fs->role != R_PAYLOAD || p->npay == IST_MAX_PAYLOAD)
 				continue;
 			p->pay[p->npay++] = fs;
+			if (fs->required)
+				p->nreq = p->npay;
 			if (fs->ft == FT_VALUE || fs->ft == FT_OBJECT)
 				p->blobs = true;
 		}
