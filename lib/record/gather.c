@@ -161,8 +161,9 @@ struct rec_ahead {
 	                                 * variable's by default) */
 	/* under mu: the thread changes what gather() reads (the streams'
 	 * state) only under it and while stop is false; busy, it is looking
-	 * at the streams; abandoned, it frees all as it ends */
-	bool stop, busy, abandoned;
+	 * at the streams; done, it has left its loop and touches nothing of
+	 * this again; abandoned, it frees all as it ends */
+	bool stop, busy, done, abandoned;
 	struct timespec dir_mtime;      /* the listing last read */
 	unsigned passes;
 	struct early *e;
@@ -481,6 +482,7 @@ ahead_main(void *arg)
 		pthread_mutex_lock(&a->mu);
 	}
 	a->busy = false;
+	a->done = true;
 	abandoned = a->abandoned;
 	pthread_mutex_unlock(&a->mu);
 	if (abandoned)
@@ -597,7 +599,8 @@ rec_ahead_start(const char *dir, struct sampler *s)
 /*
  * Stops the thread: what it has squeezed is what gather() uses.  It is not
  * waited for: a frame it is squeezing, at the lowest priority, on a
- * machine busy with other work, could take a second.
+ * machine busy with other work, could take a second; and so could its
+ * waking from its poll to leave, which needs a core as well.
  */
 void
 rec_ahead_stop(struct rec_ahead *a)
@@ -617,16 +620,22 @@ rec_ahead_free(struct rec_ahead *a)
 		return;
 	rec_ahead_stop(a);
 	if (a->t != 0) {
+		/* never joined: a thread at the lowest priority that has not
+		 * left its loop yet (squeezing a frame, or not yet woken from
+		 * its poll) may wait long for a core on a busy machine, and
+		 * the trace with it (fib(30) under a make check: 92 ms after
+		 * the rest was written); it frees all as it ends.  One that
+		 * has left it touches nothing of a again. */
 		pthread_t t = a->t;
 		pthread_mutex_lock(&a->mu);
-		if (a->busy) {          /* it frees all as it ends */
+		if (!a->done) {
 			a->abandoned = true;
 			pthread_mutex_unlock(&a->mu);
 			pthread_detach(t);
 			return;
 		}
 		pthread_mutex_unlock(&a->mu);
-		pthread_join(t, NULL);
+		pthread_detach(t);
 	}
 	ahead_release(a);
 }
