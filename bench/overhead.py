@@ -279,16 +279,6 @@ def main():
                 b = callgrind(["/usr/bin/python3", path, "25"], env)
                 per.append((b - a) / 20 if a and b else None)
                 whole.append(b)
-            # the whole process's peers: cProfile, and what CPython's
-            # profile hook costs with a callback that returns at once
-            # (make floors), paid by any profiler that sees every call
-            floor = os.path.join(build, "floor1")
-            peers = [callgrind(["/usr/bin/python3", "-m", "cProfile", "-o",
-                                os.path.join(tmp, "p.prof"), path, "25"],
-                               ENV)]
-            peers.append(callgrind(["/usr/bin/python3", path, "25"],
-                                   dict(oenv, PYTHONPATH=floor))
-                         if os.path.isdir(floor) else None)
             if None in per:
                 print("  torch-encoder loop: n/a (valgrind cannot run "
                       "torch on this CPU)")
@@ -301,6 +291,16 @@ def main():
                 print("  torch-encoder whole process (import torch and 25 "
                       "iterations), instructions: untraced %.4g, ours %.4g "
                       "(%.3fx)" % (whole[0], whole[1], whole[1] / whole[0]))
+                # the whole process's peers: cProfile, and what CPython's
+                # profile hook costs with a callback that returns at once
+                # (make floors), paid by any profiler that sees every call
+                floor = os.path.join(build, "floor1")
+                peers = [callgrind(["/usr/bin/python3", "-m", "cProfile",
+                                    "-o", os.path.join(tmp, "p.prof"), path,
+                                    "25"], ENV)]
+                peers.append(callgrind(["/usr/bin/python3", path, "25"],
+                                       dict(oenv, PYTHONPATH=floor))
+                             if os.path.isdir(floor) else None)
                 print("    peers: cProfile %s; the profile hook's dispatch "
                       "alone (floor1: a callback that returns at once) %s" %
                       tuple("%.4g (%.3fx)" % (x, x / whole[0]) if x else

@@ -799,12 +799,13 @@ profile_creturn(PyFrameObject *frame, PyObject *arg)
 #define IST_FLOOR 0
 #endif
 static volatile int64_t floor_sink;
-#define FLOOR() do {							\
+#define FLOOR_THEN(leave) do {						\
 	if (IST_FLOOR == 2)						\
 		floor_sink = ist_ticks();				\
 	if (IST_FLOOR)							\
-		Py_RETURN_NONE;						\
+		leave;							\
 } while (0)
+#define FLOOR() FLOOR_THEN(Py_RETURN_NONE)
 
 /* The profile hook (3.11 and earlier; 3.12+ where sys.monitoring has no
  * tool id free): calls and returns, nearly every event, take their short
@@ -816,10 +817,7 @@ static int
 profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
 	(void)obj;
-	if (IST_FLOOR == 2)
-		floor_sink = ist_ticks();
-	if (IST_FLOOR)
-		return 0;
+	FLOOR_THEN(return 0);
 	switch (what) {
 	case PyTrace_RETURN:
 		return profile_return(frame, arg);

@@ -160,10 +160,10 @@ struct rec_ahead {
 	                                 * clock's, unlike a condition
 	                                 * variable's by default) */
 	/* under mu: the thread changes what gather() reads (the streams'
-	 * state) only under it and while stop is false; busy, it is looking
-	 * at the streams; done, it has left its loop and touches nothing of
-	 * this again; abandoned, it frees all as it ends */
-	bool stop, busy, done, abandoned;
+	 * state) only under it and while stop is false; done, it has left
+	 * its loop and touches nothing of this again; abandoned, it frees
+	 * all as it ends */
+	bool stop, done, abandoned;
 	struct timespec dir_mtime;      /* the listing last read */
 	unsigned passes;
 	struct early *e;
@@ -468,20 +468,17 @@ ahead_main(void *arg)
 	(void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
 	pthread_mutex_lock(&a->mu);
 	while (!a->stop) {
-		a->busy = false;
 		pthread_mutex_unlock(&a->mu);
 		(void)poll(&pf, 1, (int)ms);
 		pthread_mutex_lock(&a->mu);
 		if (a->stop)
 			break;
-		a->busy = true;
 		pthread_mutex_unlock(&a->mu);
 		/* a program that writes little is looked at less often */
 		ms = ahead_pass(a) ? AHEAD_MS : ms * 2 > AHEAD_IDLE_MS ?
 		    AHEAD_IDLE_MS : ms * 2;
 		pthread_mutex_lock(&a->mu);
 	}
-	a->busy = false;
 	a->done = true;
 	abandoned = a->abandoned;
 	pthread_mutex_unlock(&a->mu);
@@ -626,16 +623,14 @@ rec_ahead_free(struct rec_ahead *a)
 		 * the trace with it (fib(30) under a make check: 92 ms after
 		 * the rest was written); it frees all as it ends.  One that
 		 * has left it touches nothing of a again. */
-		pthread_t t = a->t;
+		pthread_t t = a->t;     /* a may be gone once let go */
+		bool abandoned;
 		pthread_mutex_lock(&a->mu);
-		if (!a->done) {
-			a->abandoned = true;
-			pthread_mutex_unlock(&a->mu);
-			pthread_detach(t);
-			return;
-		}
+		abandoned = a->abandoned = !a->done;
 		pthread_mutex_unlock(&a->mu);
 		pthread_detach(t);
+		if (abandoned)
+			return;
 	}
 	ahead_release(a);
 }

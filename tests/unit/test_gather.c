@@ -333,6 +333,7 @@ free_while_starved(void)
 	if (a == NULL || pthread_create(&t, NULL, spin, NULL) != 0) {
 		ok(0, "the threads start");
 		rec_ahead_free(a);
+		(void)sched_setaffinity(0, sizeof(all), &all);
 		return;
 	}
 	nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
