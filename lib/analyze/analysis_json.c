@@ -767,7 +767,7 @@ processes_json(struct ist_analyzer *a, json_t **command)
 		o = json_pack("{s:I,s:s}", "pid", JI(p->pid), "name",
 		    a->nm.str.e[p->name].p);
 		/* the last sample before teardown: at or before the end of
-		 * its last Python call, for a Python process */
+		 * its last call from Python, for a Python process */
 		bool pre = p->rss_pre_ts > 0;
 		int64_t last = pre ? p->rss_pre : p->rss1;
 		int64_t last_ts = pre ? p->rss_pre_ts : p->rss1_ts;
@@ -791,11 +791,11 @@ processes_json(struct ist_analyzer *a, json_t **command)
 			json_object_set_new(o, "recorder_peak_bytes",
 			    json_integer(p->rec_peak));
 		}
-		/* its life: to the end of its last Python call, or without
-		 * one to its last sample of any kind (its threads' CPU time
+		/* its life: to the end of its last call from Python, or
+		 * without one to its last sample of any kind (its threads' CPU time
 		 * is written at every one), as RSS is written when it changes
 		 * and may stay put long before the end */
-		int64_t end = pre ? p->py_end : p->last_sample;
+		int64_t end = pre ? p->call_end : p->last_sample;
 		int64_t life = (end > last_ts ? end : last_ts) - p->rss0_ts;
 		int64_t ta = p->rss0_ts + life / 4;
 		int64_t tb = p->rss0_ts + life / 10 * 9;

@@ -98,16 +98,17 @@ an_thr_proc(struct ist_analyzer *a, struct thr *t)
 	return &a->proc[t->proc1 - 1];
 }
 
-/* Thread t's Python activity ends at its py_last: its process's too. */
+/* Thread t made a call from Python that ended at end: its process was at
+ * work until then at least. */
 int
-an_proc_py_end(struct ist_analyzer *a, struct thr *t)
+an_proc_call_end(struct ist_analyzer *a, struct thr *t, int64_t end)
 {
 	struct proc *p = an_thr_proc(a, t);
 
 	if (p == NULL)
 		return -1;
-	if (t->py_last > p->py_end)
-		p->py_end = t->py_last;
+	if (end > p->call_end)
+		p->call_end = end;
 	return 0;
 }
 

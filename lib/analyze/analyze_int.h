@@ -126,9 +126,11 @@ struct proc {
 	int64_t ppid;            /* its parent: the first process.ppid */
 	int fold;                /* folded into process fold - 1 (0: not) */
 	int64_t helper_cpu;      /* the CPU of those folded into it */
-	/* the end of its last Python call so far, and the last RSS sample
-	 * at or before it: before the interpreter's teardown frees memory */
-	int64_t py_end, rss_pre, rss_pre_ts;
+	/* the end of its last call from Python so far (a Python function's
+	 * or a builtin's: a loop of builtins alone is the program at work
+	 * too), and the last RSS sample at or before it: before the
+	 * interpreter's teardown frees memory */
+	int64_t call_end, rss_pre, rss_pre_ts;
 	int64_t *rts, *rv;       /* RSS samples, halved when full */
 	/* InferScope's own ring buffers resident in it, as its collector
 	 * last wrote them (process.recorder_bytes), and at their most: its
@@ -491,7 +493,7 @@ void an_names_event(struct an_names *nm, const struct ist_event *ev);
 void an_names_release(struct an_names *nm);
 struct proc *an_proc_of(struct ist_analyzer *a, int64_t pid);
 struct proc *an_thr_proc(struct ist_analyzer *a, struct thr *t);
-int an_proc_py_end(struct ist_analyzer *a, struct thr *t);
+int an_proc_call_end(struct ist_analyzer *a, struct thr *t, int64_t end);
 int64_t an_stat_of(struct u64map *m, void **arr, uint32_t *n, uint32_t *cap,
     size_t size, uint64_t key, bool *created);
 struct thr *an_thread_of(struct ist_analyzer *a, int64_t pid, int64_t tid);

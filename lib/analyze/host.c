@@ -418,7 +418,7 @@ python_call(struct ist_analyzer *a, struct thr *t,
 	}
 	if (ev->end_ns > t->py_last) {
 		t->py_last = ev->end_ns;
-		if (an_proc_py_end(a, t) != 0)
+		if (an_proc_call_end(a, t, t->py_last) != 0)
 			return -1;
 	}
 	/* every sample so far is before this call starts */
@@ -545,7 +545,8 @@ cpu_call(struct ist_analyzer *a, struct thr *t, struct frame *f,
 			rec = true;
 	if (!rec)
 		fs->incl += dur;
-	return f->py ? python_call(a, t, ev, dur) : 0;
+	return f->py ? python_call(a, t, ev, dur) :
+	    an_proc_call_end(a, t, ev->end_ns);
 }
 
 /* A scope or an NVTX range: its distribution. */
@@ -918,7 +919,7 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 			}
 			p->rss1 = v;
 			p->rss1_ts = ev->ts_ns;
-			if (ev->ts_ns <= p->py_end) {
+			if (ev->ts_ns <= p->call_end) {
 				p->rss_pre = v;
 				p->rss_pre_ts = ev->ts_ns;
 			}
