@@ -45,6 +45,9 @@ static struct {
 	                              * said, summed */
 	_Atomic uint64_t rec_bytes;  /* resident as last said, by a thread's
 	                              * record or the writer */
+	uint64_t wbytes;             /* the writer's buffers, allocated whole
+	                              * as it starts (ist_writer_reserve): in
+	                              * every process.recorder_bytes */
 	struct def *defs;            /* index id - 1 */
 	uint32_t ndefs, capdefs;
 	uint64_t flush_ms;
@@ -642,14 +645,15 @@ emit(const struct ist_event *ev)
 }
 
 /* The rings' resident bytes n, said at ts (ns): by the writer, or a
- * thread's record (drained: said already) */
+ * thread's record (drained: said already); the writer's buffers with
+ * them */
 static void
 resident_write(int64_t ts, uint64_t n)
 {
 	struct ist_event ev;
 
 	ist_counter_init(&ev, C.pid, -1, S("process.recorder_bytes"), ts,
-	    (int64_t)n);
+	    (int64_t)(n + C.wbytes));
 	emit(&ev);
 }
 
@@ -1076,11 +1080,15 @@ drain_all(void)
 		pp = &r->next;
 	}
 	pthread_mutex_unlock(&C.lock);
-	/* the rings freed, or a ring a forked child kept */
+	/* the rings freed, a ring a forked child kept, or the writer's
+	 * buffers grown for a record past a frame's room */
 	if (atomic_load_explicit(&C.resident, memory_order_relaxed) !=
-	    atomic_load_explicit(&C.rec_bytes, memory_order_relaxed))
+	    atomic_load_explicit(&C.rec_bytes, memory_order_relaxed) ||
+	    (C.w != NULL && ist_writer_bytes(C.w) != C.wbytes)) {
+		C.wbytes = ist_writer_bytes(C.w);
 		resident_say(to_ns(ist_ticks()), atomic_load_explicit(
 		    &C.resident, memory_order_relaxed));
+	}
 	return drained;
 }
 
@@ -1365,6 +1373,7 @@ open_stream(const char *path, struct ist_error *err)
 	char host[256] = "", cmd[4096];
 	enum ist_status st;
 	ssize_t n = 0;
+	int64_t reserved;
 	int fd, e;
 
 	C.pid = getpid();
@@ -1380,6 +1389,15 @@ open_stream(const char *path, struct ist_error *err)
 	if ((st = ist_writer_new(&C.w, ring_sink, &C.out, &wo, err)) !=
 	    IST_OK)
 		return st;
+	/* its buffers whole now, said as of before they are touched (the
+	 * counter's time; written once the stream has its header): grown
+	 * as frames filled, 2.5 MiB of them had read as the program's
+	 * memory growing wherever the writer first ran long */
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	reserved = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
+	if ((st = ist_writer_reserve(C.w, err)) != IST_OK)
+		return st;
+	C.wbytes = ist_writer_bytes(C.w);
 	gethostname(host, sizeof(host) - 1);
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_MONOTONIC, &mt);
@@ -1437,6 +1455,8 @@ open_stream(const char *path, struct ist_error *err)
 	} else {
 		emit(&p);
 	}
+	resident_say(reserved, atomic_load_explicit(&C.resident,
+	    memory_order_relaxed));
 	return IST_OK;
 }
 

@@ -887,6 +887,12 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 			p->rec_bytes = v > 0 ? v : 0;
 			if (p->rec_bytes > p->rec_peak)
 				p->rec_peak = p->rec_bytes;
+			/* the first, as it starts (the writer's buffers made
+			 * at once, a forked child's ring resident already),
+			 * and what was freed: held at once */
+			if (!p->rec_said || p->rec_bytes < p->rec_held)
+				p->rec_held = p->rec_bytes;
+			p->rec_said = true;
 			return 0;
 		}
 		p->last_sample = ev->ts_ns;
@@ -906,8 +912,17 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 			/* 0: read as the process exited (a zombie has none);
 			 * the program's memory, InferScope's buffers left out
 			 * (they grow as recording goes on: a creep of its
-			 * own), never below a page */
-			v = v - p->rec_bytes > 4096 ? v - p->rec_bytes : 4096;
+			 * own), never below a page.  Those said and not yet
+			 * held are held as the RSS rises: a writer kept from
+			 * a core between its saying 2 MiB of ring and its
+			 * faulting them in had the program 2 MiB short for
+			 * 159 ms, a steady state from there 2 MiB grown */
+			int64_t rise = v - p->rss_raw;
+			int64_t owed = p->rec_bytes - p->rec_held;
+			if (rise > 0 && owed > 0)
+				p->rec_held += rise < owed ? rise : owed;
+			p->rss_raw = v;
+			v = v - p->rec_held > 4096 ? v - p->rec_held : 4096;
 			if (!p->have_rss) {
 				p->have_rss = true;
 				p->rss0 = v;

@@ -230,6 +230,19 @@ int ist_fd_sink(void *ctx, const void *buf, size_t n);
 
 enum ist_status ist_writer_new(struct ist_writer **out, ist_sink_fn sink,
     void *ctx, const struct ist_writer_opts *opts, struct ist_error *err);
+/*
+ * Allocates now, whole and faulted in, the buffers a frame takes (its
+ * CBOR, the frame compressed, zstd's workspace; with background, the
+ * second frame's CBOR too), which would otherwise grow as it is written:
+ * a recorder's memory then holds still, and can be told apart from the
+ * program's.  A record larger than the room left past frame_bytes (64
+ * KiB) still grows them.
+ */
+enum ist_status ist_writer_reserve(struct ist_writer *w,
+    struct ist_error *err);
+/* The bytes its buffers hold (ist_writer_reserve's; not its string and
+ * track tables); not while a background frame is being compressed. */
+size_t ist_writer_bytes(const struct ist_writer *w);
 /* Starts a segment; ev->type must be IST_HEADER.  Required before events. */
 enum ist_status ist_writer_header(struct ist_writer *w,
     const struct ist_event *hdr, struct ist_error *err);

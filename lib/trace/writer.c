@@ -283,6 +283,56 @@ ist_writer_free(struct ist_writer *w)
 	free(w);
 }
 
+/* room past frame_bytes: the record that closes a frame (reserve) */
+#define RESERVE_PAST (64u << 10)
+
+static int
+grow_to(uint8_t **p, size_t *cap, size_t want)
+{
+	uint8_t *q;
+
+	if (*cap >= want)
+		return 0;
+	if ((q = realloc(*p, want)) == NULL)
+		return -1;
+	*p = q;
+	*cap = want;
+	return 0;
+}
+
+enum ist_status
+ist_writer_reserve(struct ist_writer *w, struct ist_error *err)
+{
+	size_t want = w->opts.frame_bytes + RESERVE_PAST;
+	enum ist_status st;
+
+	if ((st = join_frame(w, err)) != IST_OK)
+		return st;
+	if (grow_to(&w->buf, &w->cap, want) != 0 ||
+	    grow_to(&w->out, &w->outcap, ZSTD_compressBound(want)) != 0 ||
+	    (w->opts.background && grow_to(&w->zbuf, &w->zcap, want) != 0)) {
+		ist_seterr(err, IST_ENOMEM, "cannot reserve a frame's buffers: "
+		    "%s", strerror(ENOMEM));
+		return IST_ENOMEM;
+	}
+	/* faulted in past what they hold; zstd's workspace made by a
+	 * frame's worth of zeros (sized for frames of that size) */
+	memset(w->buf + w->n, 0, w->cap - w->n);
+	memset(w->out, 0, w->outcap);
+	if (w->zbuf)
+		memset(w->zbuf, 0, w->zcap);
+	ZSTD_compress2(w->cctx, w->out, w->outcap, w->buf + w->n,
+	    w->opts.frame_bytes < w->cap - w->n ? w->opts.frame_bytes :
+	    w->cap - w->n);
+	return IST_OK;
+}
+
+size_t
+ist_writer_bytes(const struct ist_writer *w)
+{
+	return w->cap + w->zcap + w->outcap + ZSTD_sizeof_CCtx(w->cctx);
+}
+
 void
 ist_writer_stats(const struct ist_writer *w, struct ist_writer_stats *st)
 {

@@ -1727,6 +1727,56 @@ test_raw_frames_z(void)
 	ist_buf_release(&st.b);
 }
 
+/* ist_writer_reserve: a frame's buffers whole and resident at once; the
+ * writer's bytes then hold as it writes, the same bytes out */
+static void
+test_writer_reserve(void)
+{
+	struct mem a = { 0 }, b = { 0 };
+	struct ist_writer *w, *v;
+	struct ist_writer_opts o = { .frame_bytes = 1u << 20, .store = true };
+	struct ist_error e;
+	struct ist_event h, big;
+	size_t b0, b1, b2;
+	enum ist_status k, kb;
+	static char s[(1 << 20) + 1];
+
+	ist_event_init(&h, IST_HEADER);
+	ist_writer_new(&w, sink, &a, &o, &e);
+	ist_writer_new(&v, sink, &b, &o, &e);
+	/* the CBOR and its stored copy, 1 MiB + 64 KiB each, and zstd's
+	 * workspace for such frames (made resident: the real runs'
+	 * tests, analyze-real.bats) */
+	k = ist_writer_reserve(w, &e);
+	b0 = ist_writer_bytes(w);
+	ok(k == IST_OK && b0 >= 2 * ((1u << 20) + (64u << 10)) &&
+	    b0 < (3u << 20), "reserved: %zu bytes", b0);
+	ist_writer_header(w, &h, &e);
+	ist_writer_header(v, &h, &e);
+	write_sample(w, 500000);
+	write_sample(v, 500000);
+	b1 = ist_writer_bytes(w);
+	/* a name of 1 MiB, the most a string may be, once the frame holds
+	 * more than its room past 1 MiB */
+	write_sample(w, 20000);
+	write_sample(v, 20000);
+	memset(s, 'x', sizeof(s) - 1);
+	ist_counter_init(&big, 10, -1, S(s), 1, 1);
+	kb = ist_writer_write(w, &big, &e);
+	ist_writer_write(v, &big, &e);
+	b2 = ist_writer_bytes(w);
+	ist_writer_close(w, &e);
+	ist_writer_close(v, &e);
+	ok(b1 == b0 && a.nframes > 4 && a.b.n == b.b.n &&
+	    memcmp(a.b.p, b.b.p, a.b.n) == 0,
+	    "%d frames written: its bytes as reserved, the same bytes out as "
+	    "a writer's that grew its buffers", a.nframes);
+	ok(kb == IST_OK && b2 > b0,
+	    "a record past a frame's room grows them: %zu bytes", b2);
+	ist_buf_release(&a.b);
+	ist_buf_release(&b.b);
+}
+
 int
 main(void)
 {
@@ -1747,6 +1797,7 @@ main(void)
 	test_raw_frames_z();
 	test_writer_errors();
 	test_writer_background();
+	test_writer_reserve();
 	test_writer_from();
 	test_reader_where();
 	test_many_names();
