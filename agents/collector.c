@@ -1136,6 +1136,26 @@ die_of(int sig)
 
 #define KEEP (256u << 10)       /* bytes a pass drains, busy */
 
+/*
+ * The writer's buffers whole (ist_writer_reserve), by its thread as it
+ * starts rather than in the program's start-up (1 to 2 ms of page faults
+ * there), said as of before they are made.  Grown as frames filled, 2.5
+ * MiB of them had read as the program's memory growing wherever the
+ * writer first ran long.  Without memory for them, they grow as before.
+ */
+static void
+writer_reserve(void)
+{
+	int64_t t = to_ns(ist_ticks());
+	struct ist_error e;
+
+	if (C.failed || ist_writer_reserve(C.w, &e) != IST_OK)
+		return;
+	C.wbytes = ist_writer_bytes(C.w);
+	resident_say(t, atomic_load_explicit(&C.resident,
+	    memory_order_relaxed));
+}
+
 static void *
 writer_main(void *arg)
 {
@@ -1148,6 +1168,11 @@ writer_main(void *arg)
 	pthread_setname_np(pthread_self(), WRITER_NAME);
 	C.wtid = (int64_t)syscall(SYS_gettid);
 	pthread_mutex_lock(&C.lock);
+	if (!C.stopping) {      /* a program ending at once waits for none */
+		pthread_mutex_unlock(&C.lock);
+		writer_reserve();
+		pthread_mutex_lock(&C.lock);
+	}
 	while (!C.stopping) {
 		uint64_t req, d;
 		bool final;
@@ -1373,7 +1398,6 @@ open_stream(const char *path, struct ist_error *err)
 	char host[256] = "", cmd[4096];
 	enum ist_status st;
 	ssize_t n = 0;
-	int64_t reserved;
 	int fd, e;
 
 	C.pid = getpid();
@@ -1389,15 +1413,7 @@ open_stream(const char *path, struct ist_error *err)
 	if ((st = ist_writer_new(&C.w, ring_sink, &C.out, &wo, err)) !=
 	    IST_OK)
 		return st;
-	/* its buffers whole now, said as of before they are touched (the
-	 * counter's time; written once the stream has its header): grown
-	 * as frames filled, 2.5 MiB of them had read as the program's
-	 * memory growing wherever the writer first ran long */
-	clock_gettime(CLOCK_MONOTONIC, &mt);
-	reserved = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
-	if ((st = ist_writer_reserve(C.w, err)) != IST_OK)
-		return st;
-	C.wbytes = ist_writer_bytes(C.w);
+	C.wbytes = 0;           /* its thread makes them (writer_reserve) */
 	gethostname(host, sizeof(host) - 1);
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_MONOTONIC, &mt);
@@ -1455,8 +1471,6 @@ open_stream(const char *path, struct ist_error *err)
 	} else {
 		emit(&p);
 	}
-	resident_say(reserved, atomic_load_explicit(&C.resident,
-	    memory_order_relaxed));
 	return IST_OK;
 }
 
