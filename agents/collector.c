@@ -48,6 +48,10 @@ static struct {
 	uint64_t wbytes;             /* the writer's buffers, allocated whole
 	                              * as it starts (ist_writer_reserve): in
 	                              * every process.recorder_bytes */
+	uint64_t fheld;              /* the flight recorder's kept frames, as
+	                              * last said */
+	int64_t fkept;               /* when a frame was first kept since (0:
+	                              * none): the time to say it at */
 	struct def *defs;            /* index id - 1 */
 	uint32_t ndefs, capdefs;
 	uint64_t flush_ms;
@@ -645,16 +649,23 @@ emit(const struct ist_event *ev)
 }
 
 /* The rings' resident bytes n, said at ts (ns): by the writer, or a
- * thread's record (drained: said already); the writer's buffers with
- * them */
+ * thread's record (drained: said already); the writer's buffers and a
+ * flight recorder's kept frames with them */
 static void
-resident_write(int64_t ts, uint64_t n)
+recorder_write(int64_t ts, uint64_t total)
 {
 	struct ist_event ev;
 
 	ist_counter_init(&ev, C.pid, -1, S("process.recorder_bytes"), ts,
-	    (int64_t)(n + C.wbytes));
+	    (int64_t)total);
+	C.flight.said = total;  /* kept with the frames that follow */
 	emit(&ev);
+}
+
+static void
+resident_write(int64_t ts, uint64_t n)
+{
+	recorder_write(ts, n + C.wbytes + C.fheld);
 }
 
 static void
@@ -1080,14 +1091,22 @@ drain_all(void)
 		pp = &r->next;
 	}
 	pthread_mutex_unlock(&C.lock);
-	/* the rings freed, a ring a forked child kept, or the writer's
-	 * buffers grown for a record past a frame's room */
+	/* the rings freed, a ring a forked child kept, the writer's
+	 * buffers grown for a record past a frame's room, or a flight
+	 * recorder's frames kept (said as of the first one's keeping,
+	 * before its copy was made) and forgotten: kept frames up to its
+	 * size had read as a flat program's memory growing 150% */
 	if (atomic_load_explicit(&C.resident, memory_order_relaxed) !=
 	    atomic_load_explicit(&C.rec_bytes, memory_order_relaxed) ||
-	    (C.w != NULL && ist_writer_bytes(C.w) != C.wbytes)) {
-		C.wbytes = ist_writer_bytes(C.w);
-		resident_say(to_ns(ist_ticks()), atomic_load_explicit(
-		    &C.resident, memory_order_relaxed));
+	    (C.w != NULL && ist_writer_bytes(C.w) != C.wbytes) ||
+	    C.flight.held != C.fheld) {
+		int64_t t = C.fkept ? C.fkept : to_ns(ist_ticks());
+		if (C.w != NULL)
+			C.wbytes = ist_writer_bytes(C.w);
+		C.fheld = C.flight.held;
+		C.fkept = 0;
+		resident_say(t, atomic_load_explicit(&C.resident,
+		    memory_order_relaxed));
 	}
 	return drained;
 }
@@ -1307,6 +1326,8 @@ ring_sink(void *ctx, const void *buf, size_t n)
 			C.events_ok = st.events;
 		return e;
 	}
+	if (C.fkept == 0)
+		C.fkept = to_ns(ist_ticks());
 	return ist_flight_keep(&C.flight, buf, n, st.events, t0);
 }
 
@@ -1344,8 +1365,14 @@ ring_write(struct ist_error *err, bool mid, int64_t at, int why)
 	if (lost)
 		loss_record(lost, "flight recorder: older events "
 		    "overwritten");
-	if (from != INT64_MIN)
+	if (from != INT64_MIN) {
 		capture_record(true, from, "ring");
+		/* what it held as the window began, as said with its
+		 * oldest frame: said in frames overwritten, InferScope's
+		 * memory read as the program's until the next */
+		if (C.flight.said)
+			recorder_write(from, C.flight.said);
+	}
 	if (!mid)
 		return IST_OK;
 	capture_record(false, at, ist_dump_reason(why));
@@ -1414,6 +1441,8 @@ open_stream(const char *path, struct ist_error *err)
 	    IST_OK)
 		return st;
 	C.wbytes = 0;           /* its thread makes them (writer_reserve) */
+	C.fheld = 0;
+	C.fkept = 0;
 	gethostname(host, sizeof(host) - 1);
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_MONOTONIC, &mt);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -195,20 +196,46 @@ ist_env_ring(void)
 
 struct ist_frame {
 	size_t n;
+	uint64_t said;
 	uint64_t events;
 	int64_t t0;
 	uint8_t data[];
 };
 
+/*
+ * A kept frame's pages: mapped for it, and unmapped when it is forgotten,
+ * so that its memory is the process's exactly while it is kept (held):
+ * malloc's threshold for mapping rises to the size of a block freed, and
+ * frames of the same size were then carved from a heap that kept what was
+ * freed.
+ */
+static size_t
+frame_size(size_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (sizeof(struct ist_frame) + n + page - 1) & ~(page - 1);
+}
+
+static void
+frame_free(struct ist_flight *fl, struct ist_frame *f)
+{
+	fl->held -= frame_size(f->n);
+	munmap(f, frame_size(f->n));
+}
+
 int
 ist_flight_keep(struct ist_flight *fl, const void *buf, size_t n,
     uint64_t events, int64_t t0)
 {
-	struct ist_frame *f;
+	struct ist_frame *f = mmap(NULL, frame_size(n), PROT_READ |
+	    PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	if ((f = malloc(sizeof(*f) + n)) == NULL)
+	if (f == MAP_FAILED)
 		return ENOMEM;
+	fl->held += frame_size(n);
 	f->n = n;
+	f->said = fl->said;
 	f->t0 = t0;
 	f->events = events - fl->events_seen;
 	fl->events_seen = events;
@@ -222,7 +249,7 @@ ist_flight_keep(struct ist_flight *fl, const void *buf, size_t n,
 			struct ist_frame **nf = realloc(fl->f,
 			    cap * sizeof(*nf));
 			if (nf == NULL) {
-				free(f);
+				frame_free(fl, f);
 				return ENOMEM;
 			}
 			fl->f = nf;
@@ -236,7 +263,7 @@ ist_flight_keep(struct ist_flight *fl, const void *buf, size_t n,
 		fl->n--;
 		fl->bytes -= old->n;
 		fl->lost += old->events;
-		free(old);
+		frame_free(fl, old);
 	}
 	return 0;
 }
@@ -258,6 +285,7 @@ ist_flight_write(struct ist_flight *fl, struct ist_stream *s,
 	*from = (fl->lost && t0 != INT64_MAX) ? t0 : fl->dumped ?
 	    fl->dump_at : INT64_MIN;
 	fl->lost = 0;
+	fl->said = fl->n ? fl->f[fl->first]->said : 0;
 	for (size_t i = 0; i < fl->n; i++) {
 		struct ist_frame *f = fl->f[fl->first + i];
 		if (e == 0 && (e = ist_stream_sink(s, f->data, f->n)) == 0)
@@ -278,7 +306,7 @@ void
 ist_flight_release(struct ist_flight *fl)
 {
 	for (size_t i = 0; i < fl->n; i++)
-		free(fl->f[fl->first + i]);
+		frame_free(fl, fl->f[fl->first + i]);
 	free(fl->f);
 	fl->f = NULL;
 	fl->n = fl->first = fl->cap = 0;

@@ -71,6 +71,11 @@ struct ist_flight {
 	struct ist_frame **f;
 	size_t first, n, cap;
 	uint64_t bytes, cap_bytes, lost;
+	uint64_t held;           /* the kept frames' pages, in bytes */
+	uint64_t said;           /* the owner's recorder bytes as last said
+	                          * (process.recorder_bytes), kept with each
+	                          * frame; ist_flight_write leaves there the
+	                          * oldest written frame's (0: none) */
 	uint64_t events_seen;    /* the writer's count at the last frame */
 	bool dumped;             /* a window was written mid-run */
 	int64_t dump_at;         /* when the last one ended */

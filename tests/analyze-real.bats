@@ -667,6 +667,27 @@ PY
 	done
 }
 
+@test "real flat memory under the flight recorder: the frames it keeps, 16 MiB of them, are InferScope's, not the program's memory growing" {
+	# the build before read this flat program as growing 150% in
+	# steady state (15.9 to 39.8 MiB with frames of 64 MiB kept)
+	cat > app.py <<-'PY'
+	import time
+	def fib(n): return n if n < 2 else fib(n - 1) + fib(n - 2)
+	t = time.perf_counter()
+	while time.perf_counter() - t < 2:
+	    fib(18)
+	PY
+	pipeline --ring --trace-size-mb=16 app.py
+	read -r g rec < <(jq -r '.processes[0] | "\(.rss_steady_to_bytes - .rss_steady_from_bytes) \(.recorder_peak_bytes)"' a.json)
+	echo "steady growth $g, InferScope's at most $rec" >&3
+	# its rings, its writer's buffers and 16 MiB of frames
+	[ "$rec" -ge $((16 << 20)) ] || fail "InferScope's $rec"
+	[ "$g" -le $((2 << 20)) ] && [ "$g" -ge $((-2 << 20)) ] ||
+	    fail "steady growth $g"
+	run jq '[.findings[] | select(.rule == "memory_pressure")] | length' a.json
+	assert_output 0
+}
+
 @test "real leak: 60 MiB kept on top of 48 MiB, below any absolute threshold, found; the last RSS read before teardown" {
 	cat > app.py <<'PY'
 import os, time

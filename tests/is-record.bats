@@ -951,10 +951,18 @@ lost = sum(e["events"] for e in ev if e["type"] == "loss" and
 assert ids == list(range(ids[0], last + 1)), "a gap among the kept events"
 assert ids[0] > 0, "nothing was overwritten"
 # overwritten: the markers before the first kept one, plus the process
-# and thread records of the first frame, and the ring's bytes said
-# resident as its thread first wrote to it (a small ring's, whole)
-assert lost == ids[0] + 3, (lost, ids[0])
-print("kept", len(ids), "of", last + 1)
+# and thread records of the first frame, and InferScope's memory said
+# (process.recorder_bytes): its ring's as its thread first wrote to it (a
+# small ring's, whole), its writer's buffers as it made them, and its
+# kept frames as each was kept: among the overwritten markers no more
+# often than among the kept ones (which end with its says as it stops),
+# within 3
+says = sum(1 for e in ev if e.get("name") == "process.recorder_bytes")
+more = lost - ids[0] - 3
+assert 2 <= more <= 2 + ids[0] * says / len(ids) + 3, (
+    lost, ids[0], says, len(ids))
+print("kept", len(ids), "of", last + 1, "and", says, "says;", more,
+      "overwritten", file=sys.stderr)
 CHK
 	assert_success
 	# the file stays near its bound
@@ -1310,9 +1318,11 @@ PY
 	pid=$(is-cat "$T/d.ist" | jq -r 'select(.type == "loss") | .pid')
 	n=$(is-cat "$T/d.ist" | jq -r 'select(.type == "loss") | .events')
 	# the 100 scopes, the process record, its thread names, its
-	# collector's buffers (process.recorder_bytes: its ring's first page)
-	# and its writer thread's name and CPU time as it ended
-	(( n >= 100 && n <= 106 ))
+	# collector's buffers (process.recorder_bytes: its ring's first page,
+	# its writer's buffers) and its writer thread's name and CPU time as
+	# it ended
+	echo "lost $n" >&3
+	(( n >= 100 && n <= 107 ))
 	assert_equal "$stderr" "is-record: warning: process $pid: $n events are lost: the stream could not be written: No such file or directory"
 	is-analyze -o "$T/a.ist" <(is-merge "$T/d.ist")
 	is-report -o "$T/r.md" "$T/a.ist"

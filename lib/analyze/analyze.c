@@ -98,6 +98,16 @@ an_thr_proc(struct ist_analyzer *a, struct thr *t)
 	return &a->proc[t->proc1 - 1];
 }
 
+/* Process p's RSS figures start again from its next sample */
+void
+an_proc_rss_restart(struct proc *p)
+{
+	p->have_rss = false;
+	p->rss_peak = p->rss_pre = 0;
+	p->rss_pre_ts = 0;
+	p->nr = p->rstride = p->rskip = 0;
+}
+
 /* Thread t made a call from Python that ended at end: its process was at
  * work until then at least. */
 int
@@ -403,6 +413,20 @@ an_paused(const struct ist_analyzer *a, int64_t x, int64_t y)
 static int
 capture(struct ist_analyzer *a, const struct ist_event *ev)
 {
+	struct proc *p;
+
+	/* a process whose recording begins here (its first capture record
+	 * switches on: a flight recorder's window): its memory from here,
+	 * where what InferScope holds in it is said; before, all of it
+	 * read as the program's (a flat program grew 20 MiB into its
+	 * window) */
+	if (IST_HAS(ev, IST_F_PID) && (p = an_proc_of(a, ev->pid)) != NULL) {
+		if (!p->captured && ev->on)
+			an_proc_rss_restart(p);
+		p->captured = true;
+	} else if (IST_HAS(ev, IST_F_PID)) {
+		return -1;
+	}
 	/* a first record that switches on: nothing was recorded before it
 	 * (a flight recorder's window, whose older events it overwrote) */
 	if (a->captures++ == 0 && ev->on && ev->ts_ns > a->t0) {

@@ -118,6 +118,7 @@ struct proc {
 	int64_t pid;
 	uint32_t name;
 	bool have_rss, have_flt;
+	bool captured;           /* a capture record of its own was read */
 	int64_t rss0, rss0_ts, rss_peak, rss_peak_ts, rss1, rss1_ts;
 	int64_t flt0, flt1, threads_peak, last_sample;
 	int64_t tick[3];         /* the sampler's last three readings of its
@@ -497,6 +498,7 @@ void an_names_event(struct an_names *nm, const struct ist_event *ev);
 void an_names_release(struct an_names *nm);
 struct proc *an_proc_of(struct ist_analyzer *a, int64_t pid);
 struct proc *an_thr_proc(struct ist_analyzer *a, struct thr *t);
+void an_proc_rss_restart(struct proc *p);
 int an_proc_call_end(struct ist_analyzer *a, struct thr *t, int64_t end);
 int64_t an_stat_of(struct u64map *m, void **arr, uint32_t *n, uint32_t *cap,
     size_t size, uint64_t key, bool *created);

@@ -902,10 +902,8 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 			 * for (a subprocess's until its exec were its
 			 * parent's, whose copy it was; a launcher's, its
 			 * own) */
-			p->have_rss = false;
-			p->rss_peak = p->rss_pre = p->threads_peak = 0;
-			p->rss_pre_ts = 0;
-			p->nr = p->rstride = p->rskip = 0;
+			an_proc_rss_restart(p);
+			p->threads_peak = 0;
 			return 0;
 		}
 		if (an_name_is(ev, "process.rss_bytes") && v > 0) {
