@@ -786,3 +786,30 @@ for i in range(40): f(12); json.dumps({"i": i})'
 	    '[[10,"python3",500000000,500000000,0],[12,"true",1000000,2000000,1],[13,"python3",600000000,600000000,0]]'
 	assert_equal "$(jq -c '.processes[0].helpers | [.processes, .names]' <<< "$output")" '[1,["python3"]]'
 }
+
+@test "InferScope's memory said before it is faulted in is held as the RSS rises: a sample read in between is not short of it; the first said and what is freed, at once" {
+	# 10 MiB; the recorder says 4 MiB as it starts (in the RSS by the
+	# next sample); then 2 MiB more of ring, not faulted in when the
+	# next sample reads 100 KiB more (the recorder's first, up to what
+	# it said: the program 10 MiB still); then they are (10 MiB and 100
+	# KiB); then 3 MiB freed.  The build before read 8 MiB and 100 KiB
+	# at 1.4 s, the steady state's middle
+	cat > "$T/m.jsonl" <<-'JL'
+	{"type":"header","format":"inferscope-trace","version":[1,0],"producer":"test","host":"h","pids":[7]}
+	{"type":"process","pid":7,"name":"python3"}
+	{"type":"thread","pid":7,"tid":7,"name":"main"}
+	{"type":"counter","pid":7,"name":"process.rss_bytes","ts_ns":1000000000,"value":10485760}
+	{"type":"counter","pid":7,"name":"process.recorder_bytes","ts_ns":1010000000,"value":4194304}
+	{"type":"counter","pid":7,"name":"process.rss_bytes","ts_ns":1020000000,"value":14680064}
+	{"type":"counter","pid":7,"name":"process.recorder_bytes","ts_ns":1390000000,"value":6291456}
+	{"type":"counter","pid":7,"name":"process.rss_bytes","ts_ns":1400000000,"value":14782464}
+	{"type":"counter","pid":7,"name":"process.rss_bytes","ts_ns":1600000000,"value":16879616}
+	{"type":"counter","pid":7,"name":"process.recorder_bytes","ts_ns":1800000000,"value":3145728}
+	{"type":"counter","pid":7,"name":"process.rss_bytes","ts_ns":1810000000,"value":13733888}
+	{"type":"cpu_call","pid":7,"tid":7,"name":"main","file":"app.py","line":1,"start_ns":1000000000,"end_ns":2000000000}
+	JL
+	is-cat -e -o "$T/m.ist" "$T/m.jsonl"
+	run -0 --separate-stderr is-analyze --json "$T/m.ist"
+	assert_equal "$(jq -c '.processes[0] | [.rss_first_bytes, .rss_steady_from_bytes, .rss_steady_mid_bytes, .rss_steady_to_bytes, .rss_peak_bytes, .recorder_peak_bytes]' <<< "$output")" \
+	    '[10485760,10485760,10485760,10588160,10588160,6291456]'
+}
