@@ -256,3 +256,20 @@ for f in sys.argv[1:]:
 	run -0 bats --count tests/gpu/
 	assert_output 14
 }
+
+@test "scripts/gpu-bundle.sh packs for a GPU host without the Debian packages: the libraries InferScope and jq link, jq, bats with its helpers, and a runner that parses" {
+	d=$PWD
+	cd "$BATS_TEST_TMPDIR"
+	run -0 sh "$d/scripts/gpu-bundle.sh" "$IST_BUILD"
+	for l in libcbor.so.0.8 libzstd.so.1 libjansson.so.4 libyaml-0.so.2 \
+	    libcmark-gfm.so.0.29.0.gfm.6 libjq.so.1; do
+		[ -f ".gpu/lib/$l" ] || fail "no $l"
+	done
+	[ ! -e .gpu/lib/libc.so.6 ] || fail "the C library is the host's"
+	[ -x .gpu/bin/jq ]
+	run -0 tar -tf .gpu/bats.tar
+	assert_line usr/bin/bats
+	assert_line usr/lib/bats/bats-assert/load.bash
+	assert_line usr/lib/bats/bats-support/load.bash
+	sh -n .gpu/run.sh
+}
