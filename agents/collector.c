@@ -1005,7 +1005,7 @@ drain_all(void)
 	static struct def *defs;
 	static uint32_t ndefs, cap;
 	struct ist_ring *r, **pp, *list;
-	uint64_t lost = 0;
+	uint64_t lost = 0, wbytes;
 
 	pthread_mutex_lock(&C.lock);
 	list = C.rings;
@@ -1096,13 +1096,12 @@ drain_all(void)
 	 * recorder's frames kept (said as of the first one's keeping,
 	 * before its copy was made) and forgotten: kept frames up to its
 	 * size had read as a flat program's memory growing 150% */
+	wbytes = C.w != NULL ? ist_writer_bytes(C.w) : C.wbytes;
 	if (atomic_load_explicit(&C.resident, memory_order_relaxed) !=
 	    atomic_load_explicit(&C.rec_bytes, memory_order_relaxed) ||
-	    (C.w != NULL && ist_writer_bytes(C.w) != C.wbytes) ||
-	    C.flight.held != C.fheld) {
+	    wbytes != C.wbytes || C.flight.held != C.fheld) {
 		int64_t t = C.fkept ? C.fkept : to_ns(ist_ticks());
-		if (C.w != NULL)
-			C.wbytes = ist_writer_bytes(C.w);
+		C.wbytes = wbytes;
 		C.fheld = C.flight.held;
 		C.fkept = 0;
 		resident_say(t, atomic_load_explicit(&C.resident,

@@ -220,8 +220,10 @@ frame_size(size_t n)
 static void
 frame_free(struct ist_flight *fl, struct ist_frame *f)
 {
-	fl->held -= frame_size(f->n);
-	munmap(f, frame_size(f->n));
+	size_t size = frame_size(f->n);
+
+	fl->held -= size;
+	munmap(f, size);
 }
 
 int

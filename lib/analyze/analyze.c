@@ -420,12 +420,12 @@ capture(struct ist_analyzer *a, const struct ist_event *ev)
 	 * where what InferScope holds in it is said; before, all of it
 	 * read as the program's (a flat program grew 20 MiB into its
 	 * window) */
-	if (IST_HAS(ev, IST_F_PID) && (p = an_proc_of(a, ev->pid)) != NULL) {
+	if (IST_HAS(ev, IST_F_PID)) {
+		if ((p = an_proc_of(a, ev->pid)) == NULL)
+			return -1;
 		if (!p->captured && ev->on)
 			an_proc_rss_restart(p);
 		p->captured = true;
-	} else if (IST_HAS(ev, IST_F_PID)) {
-		return -1;
 	}
 	/* a first record that switches on: nothing was recorded before it
 	 * (a flight recorder's window, whose older events it overwrote) */

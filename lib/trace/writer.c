@@ -286,6 +286,7 @@ ist_writer_free(struct ist_writer *w)
 /* room past frame_bytes: the record that closes a frame (reserve) */
 #define RESERVE_PAST (64u << 10)
 
+/* *p (of *cap bytes) made want bytes at least, its bytes kept; -1: ENOMEM */
 static int
 grow_to(uint8_t **p, size_t *cap, size_t want)
 {
@@ -362,18 +363,13 @@ static enum ist_status
 compress_out(struct ist_writer *w, const uint8_t *src, size_t n,
     uint64_t *raw, uint64_t *out, struct ist_error *err)
 {
-	size_t bound = ZSTD_compressBound(n), k;
+	size_t k;
 	enum ist_status st;
 
-	if (bound > w->outcap) {
-		uint8_t *p = realloc(w->out, bound);
-		if (p == NULL) {
-			ist_seterr(err, IST_ENOMEM, "cannot compress frame: %s",
-			    strerror(ENOMEM));
-			return IST_ENOMEM;
-		}
-		w->out = p;
-		w->outcap = bound;
+	if (grow_to(&w->out, &w->outcap, ZSTD_compressBound(n)) != 0) {
+		ist_seterr(err, IST_ENOMEM, "cannot compress frame: %s",
+		    strerror(ENOMEM));
+		return IST_ENOMEM;
 	}
 	k = ZSTD_compress2(w->cctx, w->out, w->outcap, src, n);
 	if (ZSTD_isError(k)) {
