@@ -108,20 +108,6 @@ an_proc_rss_restart(struct proc *p)
 	p->nr = p->rstride = p->rskip = 0;
 }
 
-/* Thread t made a call from Python that ended at end: its process was at
- * work until then at least. */
-int
-an_proc_call_end(struct ist_analyzer *a, struct thr *t, int64_t end)
-{
-	struct proc *p = an_thr_proc(a, t);
-
-	if (p == NULL)
-		return -1;
-	if (end > p->call_end)
-		p->call_end = end;
-	return 0;
-}
-
 /* Index of the stat for key in (arr, n, cap), created zeroed; -1 ENOMEM. */
 int64_t
 an_stat_of(struct u64map *m, void **arr, uint32_t *n, uint32_t *cap,
