@@ -240,6 +240,58 @@ count() {
 	assert_equal "$(count '.type=="loss"')" 0
 }
 
+@test "--ring: the frames the CUDA stream filled between its clock pairs (a pair a second) are on the program's clock too: every kernel within the run" {
+	LD_LIBRARY_PATH=$FAKE rec --ring --trace-size-mb 64 -- "$DRV" memory 16
+	assert_success
+	# 16 threads of 20,000 launches, the basic part's 2
+	assert_equal "$(count '.type=="gpu_kernel"')" 320002
+	assert_equal "$(count '.type=="loss"')" 0
+	# the fake CUPTI's clock is the epoch's (CLOCK_REALTIME), 10^18 ns
+	# off: a frame without a pair of its own had kept it (215,000 of
+	# the kernels)
+	t0=$(head -1 "$T/t.jsonl" | jq .monotonic_ns)
+	assert_equal "$(count "(.start_ns // .ts_ns // $t0) as \$t |
+	    \$t < $t0 or \$t > $t0 + 120e9")" 0
+	# each frame's source has its stream's fit
+	run jq -r 'select(.type=="header") | .sources[] |
+	    select(.producer | startswith("inferscope-cupti")) |
+	    .domains[0].pairs' "$T/t.jsonl"
+	[ "${#lines[@]}" -ge 2 ] || fail "$output"
+	assert_equal "$(printf '%s\n' "${lines[@]}" | sort -u | wc -l)" 1
+	[ "${lines[0]}" -ge 2 ]
+}
+
+@test "the CUDA collector's memory is InferScope's: 16 threads filling activity buffers, a program that allocates nothing, its RSS its own within 3 MiB" {
+	# the program's own memory at its end, untraced: the fake CUPTI
+	# loaded, nothing subscribed to it
+	run env FAKE_DLOPEN="$FAKE/libcupti.so.13" "$DRV" memory 16
+	assert_success
+	own=$(echo "$output" | sed -n 's/^rss //p')
+	for mode in "" --ring; do
+		LD_LIBRARY_PATH=$FAKE rec $mode --trace-size-mb 64 -- \
+		    "$DRV" memory 16
+		assert_success
+		traced=$(echo "$output" | sed -n 's/^rss //p')
+		is-merge "$T/t.ist" | is-analyze --json > "$T/a.json"
+		read -r peak last rec from to < <(jq -r '.processes[] |
+		    "\(.rss_peak_bytes) \(.rss_last_bytes) \(.recorder_peak_bytes) \(.rss_steady_from_bytes) \(.rss_steady_to_bytes)"' \
+		    "$T/a.json")
+		echo "${mode:-stream}: own $own, traced $traced; ours (peak, last, recorder's peak, steady from, to): $peak $last $rec $from $to" >&3
+		# the buffers, 2 MiB each, one a thread at least, are said:
+		# the program's statm held them all (47 MB of 49)
+		[ "$rec" -ge $((32 << 20)) ] || fail "recorder's peak $rec"
+		[ "$traced" -ge $((own + (32 << 20))) ] || fail "traced $traced"
+		# the program's: its own, and InferScope's code and its
+		# converter's tables (1-2 MiB: not said)
+		[ "$last" -le $((own + (3 << 20))) ] || fail "last $last"
+		[ "$peak" -le $((own + (6 << 20))) ] || fail "peak $peak"
+		[ $((to - from)) -le $((1 << 20)) ] || fail "steady $from to $to"
+		run jq -r '[.findings[].kind] | index("memory_pressure")' \
+		    "$T/a.json"
+		assert_output null
+	done
+}
+
 @test "--capture-range cudaProfilerApi: cudaProfilerStart/Stop switch recording; the window's kernels are analysed, those before and after are not" {
 	LD_LIBRARY_PATH=$FAKE rec --capture-range cudaProfilerApi -- "$DRV" profiler
 	assert_success

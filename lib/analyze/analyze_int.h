@@ -133,12 +133,14 @@ struct proc {
 	 * interpreter's teardown frees memory */
 	int64_t call_end, rss_pre, rss_pre_ts;
 	int64_t *rts, *rv;       /* RSS samples, halved when full */
-	/* InferScope's own buffers in it, as its collector last wrote them
-	 * (process.recorder_bytes), and at their most; of them, held: what
-	 * its RSS has risen to hold since they were said, which its RSS
-	 * samples leave out (said before they are faulted in: a sample
-	 * read in between holds them not yet); rss_raw: its last sample,
-	 * as read */
+	/* InferScope's own buffers in it, as its collectors last wrote
+	 * them (rec_py: process.recorder_bytes, the Python collector's;
+	 * rec_cuda: process.cuda_recorder_bytes), both, and at their most;
+	 * of them, held: what its RSS has risen to hold since they were
+	 * said, which its RSS samples leave out (said before they are
+	 * faulted in: a sample read in between holds them not yet);
+	 * rss_raw: its last sample, as read */
+	int64_t rec_py, rec_cuda;
 	int64_t rec_bytes, rec_peak, rec_held, rss_raw;
 	bool rec_said;
 	uint32_t nr, rstride, rskip;

@@ -882,17 +882,21 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 			p->exit_v = v;
 			return 0;
 		}
-		/* written by its collector, not the sampler: no sample */
-		if (an_name_is(ev, "process.recorder_bytes")) {
-			p->rec_bytes = v > 0 ? v : 0;
+		/* written by its collectors, not the sampler: no sample */
+		bool py = an_name_is(ev, "process.recorder_bytes");
+		if (py || an_name_is(ev, "process.cuda_recorder_bytes")) {
+			*(py ? &p->rec_py : &p->rec_cuda) = v > 0 ? v : 0;
+			p->rec_bytes = p->rec_py + p->rec_cuda;
 			if (p->rec_bytes > p->rec_peak)
 				p->rec_peak = p->rec_bytes;
-			/* the first, as it starts (the writer's buffers made
-			 * at once, a forked child's ring resident already),
-			 * and what was freed: held at once */
-			if (!p->rec_said || p->rec_bytes < p->rec_held)
+			/* the Python collector's first, as it starts (the
+			 * writer's buffers made at once, a forked child's
+			 * ring resident already), and what was freed: held
+			 * at once.  The CUDA collector's come as CUDA starts,
+			 * each said before it is faulted in */
+			if ((py && !p->rec_said) || p->rec_bytes < p->rec_held)
 				p->rec_held = p->rec_bytes;
-			p->rec_said = true;
+			p->rec_said |= py;
 			return 0;
 		}
 		p->last_sample = ev->ts_ns;

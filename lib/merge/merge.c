@@ -74,20 +74,22 @@ add_pair(struct segment *s, struct ist_str dom, int64_t host, int64_t d)
 	return ist_clock_add(p, host, d);
 }
 
-/* The clock domain of a GPU-side event, if its segment calibrated one. */
+/* The clock domain of a GPU-side event of segment s, if its stream
+ * calibrated one (the fits of c, the segment s's clock is) */
 static const struct ist_clock_fit *
-domain_of(const struct segment *s, const struct ist_event *ev)
+domain_of(const struct segment *s, const struct segment *c,
+    const struct ist_event *ev)
 {
 	char want[64];
 
-	if (s->ndom == 0)
+	if (c->ndom == 0)
 		return NULL;
 	if (s->all_cupti) {
 		/* the CUPTI collector's stream: API calls, syncs and
 		 * allocations are in CUPTI's clock as much as GPU work */
-		for (size_t i = 0; i < s->ndom; i++)
-			if (strcmp(s->dom[i].domain, "cupti") == 0)
-				return &s->dom[i];
+		for (size_t i = 0; i < c->ndom; i++)
+			if (strcmp(c->dom[i].domain, "cupti") == 0)
+				return &c->dom[i];
 		return NULL;
 	}
 	if (!IST_HAS(ev, IST_F_DEVICE))
@@ -100,12 +102,12 @@ domain_of(const struct segment *s, const struct ist_event *ev)
 		return NULL;
 	}
 	snprintf(want, sizeof(want), "cupti:%" PRId64, ev->device);
-	for (size_t i = 0; i < s->ndom; i++)
-		if (strcmp(s->dom[i].domain, want) == 0)
-			return &s->dom[i];
-	for (size_t i = 0; i < s->ndom; i++)
-		if (strcmp(s->dom[i].domain, "cupti") == 0)
-			return &s->dom[i];
+	for (size_t i = 0; i < c->ndom; i++)
+		if (strcmp(c->dom[i].domain, want) == 0)
+			return &c->dom[i];
+	for (size_t i = 0; i < c->ndom; i++)
+		if (strcmp(c->dom[i].domain, "cupti") == 0)
+			return &c->dom[i];
 	return NULL;
 }
 
@@ -319,6 +321,40 @@ add_event(struct merger *m, const struct ist_reader *r,
 	return IST_OK;
 }
 
+static bool
+same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/*
+ * The first segment of the stream new segment s continues, or s: one
+ * whose header is the same, to the clock snapshot taken as the stream
+ * opened.  A flight recorder's frames each begin with it, standing alone;
+ * the CUDA collector's clock pairs, every second, are in a few of them,
+ * and a frame without one had kept CUPTI's times.
+ */
+static size_t
+same_stream(const struct merger *m, const struct segment *s)
+{
+	size_t i = (size_t)(s - m->seg);
+
+	if (!s->have_snap || s->sources.n)
+		return i;
+	for (size_t j = 0; j < i; j++) {
+		const struct segment *o = &m->seg[j];
+		if (o->clk == j && o->have_snap && !o->sources.n &&
+		    o->realtime == s->realtime &&
+		    o->monotonic == s->monotonic &&
+		    same_str(o->producer, s->producer) &&
+		    same_str(o->host, s->host) && o->pids.n == s->pids.n &&
+		    (s->pids.n == 0 || memcmp(o->pids.p, s->pids.p,
+		    s->pids.n) == 0))
+			return j;
+	}
+	return i;
+}
+
 /* A segment for the header ev of input in: what its header says. */
 static struct segment *
 new_segment(struct merger *m, struct input *in, const struct ist_event *ev)
@@ -344,6 +380,7 @@ new_segment(struct merger *m, struct input *in, const struct ist_event *ev)
 	    IST_HAS(ev, IST_F_MONOTONIC_NS);
 	s->realtime = ev->realtime_ns;
 	s->monotonic = ev->monotonic_ns;
+	s->clk = same_stream(m, s);
 	return s;
 }
 
@@ -352,9 +389,10 @@ new_segment(struct merger *m, struct input *in, const struct ist_event *ev)
  * reader's own event: the next record overwrites it anyway).
  */
 static inline void
-move_times(const struct segment *s, struct ist_event *c)
+move_times(const struct merger *m, const struct segment *s,
+    struct ist_event *c)
 {
-	const struct ist_clock_fit *p = domain_of(s, c);
+	const struct ist_clock_fit *p = domain_of(s, &m->seg[s->clk], c);
 
 	if (p) {
 		if (IST_HAS(c, IST_F_START)) {
@@ -433,8 +471,8 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 			continue;
 		}
 		if (ev->type == IST_CLOCK) {
-			if (pass == 1 && add_pair(s, ev->domain, ev->ts_ns,
-			    ev->domain_ns) != 0)
+			if (pass == 1 && add_pair(&m->seg[s->clk], ev->domain,
+			    ev->ts_ns, ev->domain_ns) != 0)
 				goto nomem;
 			m->moving = true;
 			continue;    /* applied, then summarised in sources */
@@ -444,7 +482,7 @@ read_input(struct merger *m, struct input *in, int pass, size_t *segi,
 		/* pass 1 sorts too, in case nothing needs moving (until a
 		 * clock record says something does) */
 		if (pass == 2)
-			move_times(s, (struct ist_event *)ev);
+			move_times(m, s, (struct ist_event *)ev);
 		if ((st = add_event(m, r, ev, err)) != IST_OK) {
 			ist_reader_free(r);
 			close(fd);

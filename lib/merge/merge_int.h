@@ -28,6 +28,11 @@ struct segment {
 	bool all_cupti;                  /* every time is in CUPTI's clock */
 	struct ist_clock_fit *dom;
 	size_t ndom;
+	/* the segment whose clock pairs and fits this one's are: itself,
+	 * or the first of the same stream (a flight recorder's frames,
+	 * each beginning with the stream's header again, the pairs in a
+	 * few of them) */
+	size_t clk;
 };
 
 struct input {

@@ -131,8 +131,9 @@ source_json(struct merger *m, size_t i, struct ist_buf *js)
 	ist_buf_printf(js, ",\"offset_ns\":%" PRId64 ",\"aligned\":%s,"
 	    "\"uncertainty_ns\":%" PRId64 ",\"domains\":[", s->shift,
 	    s->aligned ? "true" : "false", s->uncertainty);
-	for (size_t d = 0; d < s->ndom; d++) {
-		struct ist_clock_fit *p = &s->dom[d];
+	/* its stream's fits: a flight recorder's frames share them */
+	for (size_t d = 0; d < m->seg[s->clk].ndom; d++) {
+		struct ist_clock_fit *p = &m->seg[s->clk].dom[d];
 		int64_t unc = p->n >= 2 ? (int64_t)llround(p->unc) :
 		    m->o->margin_ns;
 		ist_fmt_double((p->b - 1.0) * 1e6, num, sizeof(num));

@@ -136,6 +136,17 @@ worker(void *arg)
 	return NULL;
 }
 
+/* enough launches to fill a few of the collector's activity buffers (2
+ * MiB: 7,000 launches' records) */
+static void *
+filler(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+	for (int i = 0; i < 20000; i++)
+		launch("filler_kernel", (uint32_t)(100000 + id * 20000 + i));
+	return NULL;
+}
+
 static void
 late(void)
 {
@@ -176,6 +187,23 @@ main(int argc, char **argv)
 			pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
 		for (int i = 0; i < n && i < 256; i++)
 			pthread_join(t[i], NULL);
+	} else if (strcmp(what, "memory") == 0) {
+		/* threads that fill buffers, then a second of a program that
+		 * allocates nothing */
+		int n = argc > 2 ? atoi(argv[2]) : 8;
+		pthread_t t[256];
+		for (int i = 0; i < n && i < 256; i++)
+			pthread_create(&t[i], NULL, filler, (void *)(intptr_t)i);
+		for (int i = 0; i < n && i < 256; i++)
+			pthread_join(t[i], NULL);
+		usleep(1500000);
+		/* its resident memory as it ends, InferScope's in it */
+		FILE *f = fopen("/proc/self/statm", "r");
+		long pages = 0, rss = 0;
+		if (f && fscanf(f, "%ld %ld", &pages, &rss) == 2)
+			printf("rss %ld\n", rss * sysconf(_SC_PAGESIZE));
+		if (f)
+			fclose(f);
 	} else if (strcmp(what, "takeover") == 0) {
 		/* ours hold this launch when the other client comes */
 		flush(0);
