@@ -334,6 +334,16 @@ same_str(const char *a, const char *b)
  * the CUDA collector's clock pairs, every second, are in a few of them,
  * and a frame without one had kept CUPTI's times.
  */
+static bool
+stream_of(const struct segment *o, const struct segment *s)
+{
+	return o->have_snap && !o->sources.n && o->realtime == s->realtime &&
+	    o->monotonic == s->monotonic && same_str(o->producer,
+	    s->producer) && same_str(o->host, s->host) &&
+	    o->pids.n == s->pids.n && (s->pids.n == 0 ||
+	    memcmp(o->pids.p, s->pids.p, s->pids.n) == 0);
+}
+
 static size_t
 same_stream(const struct merger *m, const struct segment *s)
 {
@@ -341,17 +351,12 @@ same_stream(const struct merger *m, const struct segment *s)
 
 	if (!s->have_snap || s->sources.n)
 		return i;
-	for (size_t j = 0; j < i; j++) {
-		const struct segment *o = &m->seg[j];
-		if (o->clk == j && o->have_snap && !o->sources.n &&
-		    o->realtime == s->realtime &&
-		    o->monotonic == s->monotonic &&
-		    same_str(o->producer, s->producer) &&
-		    same_str(o->host, s->host) && o->pids.n == s->pids.n &&
-		    (s->pids.n == 0 || memcmp(o->pids.p, s->pids.p,
-		    s->pids.n) == 0))
+	/* the frame before's, mostly: a stream's frames come in a row */
+	if (i > 0 && stream_of(&m->seg[m->seg[i - 1].clk], s))
+		return m->seg[i - 1].clk;
+	for (size_t j = 0; j < i; j++)
+		if (m->seg[j].clk == j && stream_of(&m->seg[j], s))
 			return j;
-	}
 	return i;
 }
 
