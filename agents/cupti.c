@@ -749,25 +749,36 @@ finish(void)
 static void
 after_fork_child(void)
 {
-	/* CUPTI does not follow a fork; the child records without it */
+	/* CUPTI does not follow a fork; the child records without it, and
+	 * InferScope's memory copied into it, of no use there, is given
+	 * back: a DataLoader's workers, forked from a CUDA program, each
+	 * held the parent's buffers as their own memory.  Those kept for
+	 * reuse, surely ours: one CUPTI holds may have gone to another
+	 * client (Kineto), freed and reused by the program */
 	S.started = false;
+	ist_writer_free(S.w);
 	S.w = NULL;
+	for (unsigned i = 0; i < S.nfree; i++)
+		give_back(S.free_bufs[i]);
 	ist_flight_release(&S.flight);
 	ist_stream_close(&S.out);
+	pthread_mutex_unlock(&S.blk);
 	pthread_mutex_unlock(&S.lock);
 }
 
-/* The lock is taken across fork, so that the child never inherits it held
- * by a thread (CUPTI's, converting) that the child does not have. */
+/* The locks are taken across fork, so that the child never inherits one
+ * held by a thread (CUPTI's, converting) that the child does not have. */
 static void
 before_fork(void)
 {
 	pthread_mutex_lock(&S.lock);
+	pthread_mutex_lock(&S.blk);
 }
 
 static void
 after_fork_parent(void)
 {
+	pthread_mutex_unlock(&S.blk);
 	pthread_mutex_unlock(&S.lock);
 }
 
@@ -991,7 +1002,7 @@ set_buffers(uint64_t budget)
 	S.maxbufs = (unsigned)(budget / BUF_SIZE);
 	if (S.maxbufs < 4)
 		S.maxbufs = 4;
-	/* without it, those past FREE_MAX are freed */
+	/* without them, those past FREE_MAX are freed */
 	S.cold = calloc(S.maxbufs, sizeof(*S.cold));
 	if (K.cuptiActivitySetAttribute == NULL)
 		return;

@@ -292,6 +292,28 @@ count() {
 	done
 }
 
+@test "a child forked from a CUDA program (a DataLoader's worker) gives back the collector's buffers it was copied: its RSS its own within 3 MiB, by its statm and the sampler's" {
+	run env FAKE_DLOPEN="$FAKE/libcupti.so.13" "$DRV" forkmem 16
+	assert_success
+	own=$(echo "$output" | sed -n 's/^child //p')
+	LD_LIBRARY_PATH=$FAKE rec -- "$DRV" forkmem 16
+	assert_success
+	child=$(echo "$output" | sed -n 's/^child //p')
+	parent=$(echo "$output" | sed -n 's/^rss //p')
+	kid=$(jq -s '[.[] | select(.type=="process" and .name=="fake_driver") |
+	    .pid] | max' "$T/t.jsonl")
+	# its last sample (one read the instant after the fork holds what
+	# it was copied, before it gave it back)
+	sampled=$(jq -s "[.[] | select(.type==\"counter\" and .pid==$kid and
+	    .name==\"process.rss_bytes\" and .value > 0) | .value] | last" \
+	    "$T/t.jsonl")
+	echo "untraced child $own; traced: parent $parent, child $child, sampled $sampled" >&3
+	# the parent held them (before: the child 41.7 MB of the parent's 44)
+	[ "$parent" -ge $((own + (32 << 20))) ] || fail "parent $parent"
+	[ "$child" -le $((own + (3 << 20))) ] || fail "child $child"
+	[ "$sampled" -le $((own + (3 << 20))) ] || fail "sampled $sampled"
+}
+
 @test "--capture-range cudaProfilerApi: cudaProfilerStart/Stop switch recording; the window's kernels are analysed, those before and after are not" {
 	LD_LIBRARY_PATH=$FAKE rec --capture-range cudaProfilerApi -- "$DRV" profiler
 	assert_success

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 __attribute__((visibility("default"))) int cuDriverGetVersion(int *v);
@@ -136,6 +137,20 @@ worker(void *arg)
 	return NULL;
 }
 
+/* its resident memory, InferScope's in it */
+static void
+rss_line(const char *what)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long pages = 0, rss = 0;
+
+	if (f && fscanf(f, "%ld %ld", &pages, &rss) == 2)
+		printf("%s %ld\n", what, rss * sysconf(_SC_PAGESIZE));
+	if (f)
+		fclose(f);
+	fflush(stdout);
+}
+
 /* enough launches to fill a few of the collector's activity buffers (2
  * MiB: 7,000 launches' records) */
 static void *
@@ -187,23 +202,27 @@ main(int argc, char **argv)
 			pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
 		for (int i = 0; i < n && i < 256; i++)
 			pthread_join(t[i], NULL);
-	} else if (strcmp(what, "memory") == 0) {
-		/* threads that fill buffers, then a second of a program that
-		 * allocates nothing */
+	} else if (strcmp(what, "memory") == 0 ||
+	    strcmp(what, "forkmem") == 0) {
+		/* threads that fill buffers, then a second and a half of a
+		 * program that allocates nothing (the collector's flush
+		 * hands the buffers back); forkmem: then a child forked,
+		 * which lives half a second more (a DataLoader's worker) */
 		int n = argc > 2 ? atoi(argv[2]) : 8;
 		pthread_t t[256];
+		pid_t kid = -1;
 		for (int i = 0; i < n && i < 256; i++)
 			pthread_create(&t[i], NULL, filler, (void *)(intptr_t)i);
 		for (int i = 0; i < n && i < 256; i++)
 			pthread_join(t[i], NULL);
 		usleep(1500000);
-		/* its resident memory as it ends, InferScope's in it */
-		FILE *f = fopen("/proc/self/statm", "r");
-		long pages = 0, rss = 0;
-		if (f && fscanf(f, "%ld %ld", &pages, &rss) == 2)
-			printf("rss %ld\n", rss * sysconf(_SC_PAGESIZE));
-		if (f)
-			fclose(f);
+		if (strcmp(what, "forkmem") == 0 && (kid = fork()) == 0)
+			usleep(500000);
+		rss_line(kid == 0 ? "child" : "rss");
+		if (kid == 0)
+			_exit(0);
+		if (kid > 0)
+			waitpid(kid, NULL, 0);
 	} else if (strcmp(what, "takeover") == 0) {
 		/* ours hold this launch when the other client comes */
 		flush(0);
