@@ -314,6 +314,23 @@ count() {
 	[ "$sampled" -le $((own + (3 << 20))) ] || fail "sampled $sampled"
 }
 
+@test "a CUDA program that execs a shell: the shell's memory is its own, InferScope's went with the program before" {
+	LD_LIBRARY_PATH=$FAKE rec -- "$DRV" execsh
+	assert_success
+	own=$(echo "$output" | sed -n 's/^sh //p')
+	read -r name last rec < <(is-merge "$T/t.ist" | is-analyze --json |
+	    jq -r '.processes[] | select(.name=="sh") |
+	    "\(.name) \(.rss_last_bytes) \(.recorder_peak_bytes)"')
+	echo "the shell's statm $own, its analysis: last $last, InferScope's $rec" >&3
+	# the program before said 14 MB of its own (its writer's buffers and
+	# activity buffers): before, the shell read a page
+	[ "$(jq -s '[.[] | select(.name=="process.cuda_recorder_bytes") |
+	    .value] | max' "$T/t.jsonl")" -ge $((8 << 20)) ]
+	[ "$last" -ge $((own - (1 << 20))) ] || fail "last $last"
+	[ "$last" -le $((own + (1 << 20))) ] || fail "last $last"
+	assert_equal "$rec" 0
+}
+
 @test "--capture-range cudaProfilerApi: cudaProfilerStart/Stop switch recording; the window's kernels are analysed, those before and after are not" {
 	LD_LIBRARY_PATH=$FAKE rec --capture-range cudaProfilerApi -- "$DRV" profiler
 	assert_success

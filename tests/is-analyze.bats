@@ -787,6 +787,35 @@ for i in range(40): f(12); json.dumps({"i": i})'
 	assert_equal "$(jq -c '.processes[0].helpers | [.processes, .names]' <<< "$output")" '[1,["python3"]]'
 }
 
+@test "a process that execs: what InferScope's collectors said up to the sample before went with the program before; what they said since is the new one's (a shim's python, quicker than the sampler)" {
+	# a shell (its CUDA collector said 8 MiB, the Python one 2 MiB: 10
+	# MiB of its 12) execs python3; the sample at 1.2 s sees it; the new
+	# collector said 3 MiB at 1.15 s, after the sample before (1.1 s)
+	# saw the shell still.  The program: 12 - 10 = 2 MiB, then python's
+	# 7 - 3 = 4 MiB.  The build before kept the shell's 8 MiB (a page
+	# after the exec); all forgotten at the exec, python's 3 MiB would
+	# be too (7 MiB)
+	cat > "$T/x.jsonl" <<-'JL'
+	{"type":"header","format":"inferscope-trace","version":[1,0],"producer":"test","host":"h","pids":[7]}
+	{"type":"process","pid":7,"name":"sh"}
+	{"type":"thread","pid":7,"tid":7,"name":"main"}
+	{"type":"counter","pid":7,"name":"process.recorder_bytes","ts_ns":1000000000,"value":2097152}
+	{"type":"counter","pid":7,"name":"process.cuda_recorder_bytes","ts_ns":1000000000,"value":8388608}
+	{"type":"counter","pid":7,"name":"process.rss_bytes","ts_ns":1010000000,"value":12582912}
+	{"type":"counter","pid":7,"name":"process.rss_bytes","ts_ns":1100000000,"value":12582912}
+	{"type":"counter","pid":7,"name":"process.recorder_bytes","ts_ns":1150000000,"value":3145728}
+	{"type":"process","pid":7,"name":"python3"}
+	{"type":"counter","pid":7,"name":"process.execs","ts_ns":1200000000,"value":1}
+	{"type":"counter","pid":7,"name":"process.rss_bytes","ts_ns":1200000000,"value":7340032}
+	{"type":"counter","pid":7,"name":"process.rss_bytes","ts_ns":1900000000,"value":7340032}
+	{"type":"cpu_call","pid":7,"tid":7,"name":"main","file":"app.py","line":1,"start_ns":1200000000,"end_ns":2000000000}
+	JL
+	is-cat -e -o "$T/x.ist" "$T/x.jsonl"
+	run -0 --separate-stderr is-analyze --json "$T/x.ist"
+	assert_equal "$(jq -c '.processes[0] | [.name, .rss_first_bytes, .rss_last_bytes, .recorder_peak_bytes]' <<< "$output")" \
+	    '["python3",4194304,4194304,3145728]'
+}
+
 @test "InferScope's memory said before it is faulted in is held as the RSS rises: a sample read in between is not short of it; the first said and what is freed, at once" {
 	# 10 MiB; the recorder says 4 MiB as it starts (in the RSS by the
 	# next sample); then 2 MiB more of ring, not faulted in when the

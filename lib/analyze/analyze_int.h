@@ -140,7 +140,7 @@ struct proc {
 	 * said, which its RSS samples leave out (said before they are
 	 * faulted in: a sample read in between holds them not yet);
 	 * rss_raw: its last sample, as read */
-	int64_t rec_py, rec_cuda;
+	int64_t rec_py, rec_cuda, rec_py_ts, rec_cuda_ts;  /* and when */
 	int64_t rec_bytes, rec_peak, rec_held, rss_raw;
 	bool rec_said;
 	uint32_t nr, rstride, rskip;

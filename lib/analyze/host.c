@@ -886,6 +886,7 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 		bool py = an_name_is(ev, "process.recorder_bytes");
 		if (py || an_name_is(ev, "process.cuda_recorder_bytes")) {
 			*(py ? &p->rec_py : &p->rec_cuda) = v > 0 ? v : 0;
+			*(py ? &p->rec_py_ts : &p->rec_cuda_ts) = ev->ts_ns;
 			p->rec_bytes = p->rec_py + p->rec_cuda;
 			if (p->rec_bytes > p->rec_peak)
 				p->rec_peak = p->rec_bytes;
@@ -899,6 +900,7 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 			p->rec_said |= py;
 			return 0;
 		}
+		int64_t prev = p->last_sample;
 		p->last_sample = ev->ts_ns;
 		if (an_name_is(ev, "process.execs")) {
 			/* it runs another program from here: its memory
@@ -908,6 +910,23 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 			 * own) */
 			an_proc_rss_restart(p);
 			p->threads_peak = 0;
+			/* InferScope's memory in it went with the program
+			 * before (a CUDA program's 14 MB, kept, had read the
+			 * shell it ran next as a page): what a collector said
+			 * up to the sample before, which saw that program
+			 * still.  One said since may be the new program's
+			 * (a shim's python, its collector quicker than the
+			 * sampler on a busy machine), and stays */
+			if (p->rec_py_ts <= prev) {
+				p->rec_py = 0;
+				p->rec_said = false;
+			}
+			if (p->rec_cuda_ts <= prev)
+				p->rec_cuda = 0;
+			p->rec_bytes = p->rec_py + p->rec_cuda;
+			if (p->rec_held > p->rec_bytes)
+				p->rec_held = p->rec_bytes;
+			p->rec_peak = p->rec_bytes;
 			return 0;
 		}
 		if (an_name_is(ev, "process.rss_bytes") && v > 0) {

@@ -268,6 +268,16 @@ main(int argc, char **argv)
 		execl("/proc/self/exe", argv[0], "basic", (char *)NULL);
 		perror("fake_driver: exec");
 		return 1;
+	} else if (strcmp(what, "execsh") == 0) {
+		/* a CUDA program that fills buffers, then, once its stream
+		 * has said them (a frame a second), runs a shell in its
+		 * place that prints its own resident memory */
+		filler((void *)(intptr_t)0);
+		usleep(2500000);
+		execl("/bin/sh", "sh", "-c", "sleep 0.6; read -r a b c < "
+		    "/proc/$$/statm; echo \"sh $((b * 4096))\"", (char *)NULL);
+		perror("fake_driver: exec");
+		return 1;
 	} else if (strcmp(what, "term") == 0) {
 		printf("app done\n");
 		fflush(stdout);
