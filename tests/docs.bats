@@ -254,7 +254,7 @@ for f in sys.argv[1:]:
     ast.parse(open(f).read(), f)' tests/gpu/gpucheck.py \
 	    tests/gpu/serve_check.py tests/gpu/cuda_probes.py
 	run -0 bats --count tests/gpu/
-	assert_output 14
+	assert_output 16
 }
 
 @test "scripts/gpu-bundle.sh packs for a GPU host without the Debian packages: the libraries InferScope and jq link, jq, bats with its helpers, and a runner that parses" {

@@ -307,6 +307,66 @@ def p_spawn(d):
     check(early == 0, "%d kernels before their launch" % early)
 
 
+def p_ring(d):
+    # frames filled faster than the collector's clock pairs (one a
+    # second): each frame of the flight recorder stands alone, and one
+    # without a pair had kept CUPTI's times (the fake CUPTI: 10^18 ns off)
+    ev, a, err = record("ring", """
+        import time, torch
+        x = torch.ones(1024, device="cuda")
+        t = time.perf_counter()
+        while time.perf_counter() - t < 2.5:
+            for _ in range(200):
+                x.add_(1)
+            torch.cuda.synchronize()
+        """, "--ring --trace-size-mb 256")
+    host = [e for e in ev if e["type"] in ("cpu_call", "scope")]
+    lo = min(e["start_ns"] for e in host)
+    hi = max(e["end_ns"] for e in host)
+    api, ok, k = linked(ev)
+    out = [e for e in of(ev, "gpu_kernel", "cuda_api")
+           if not lo - 10**9 <= e["start_ns"] <= hi + 10**9]
+    frames = [s for s in of(ev, "header")[0].get("sources", [])
+              if "cupti" in (s.get("producer") or "")]
+    d.update(kernels=len(k), linked=len(ok), outside=len(out),
+             frames=len(frames), pairs=sorted({
+                 s["domains"][0]["pairs"] for s in frames
+                 if s.get("domains")}))
+    check(len(k) >= 20000, "kernels: %d" % len(k))
+    check(not out, "%d CUDA records outside the program's span" % len(out))
+    check(len(ok) == len(k), "every kernel linked: %d of %d" % (
+        len(ok), len(k)))
+
+
+def p_memory(d):
+    # the CUDA collector's own memory (activity buffers, its writer's) is
+    # said, and is-analyze leaves it out of the program's
+    ev, a, err = record("memory", """
+        import threading, time, torch
+        def work():
+            x = torch.ones(1024, device="cuda")
+            for _ in range(20000):
+                x.add_(1)
+            torch.cuda.synchronize()
+        ts = [threading.Thread(target=work) for _ in range(4)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+        time.sleep(1.5)
+        """)
+    said = [e["value"] for e in ev if e.get("name") ==
+            "process.cuda_recorder_bytes"]
+    procs = [p for p in a.get("processes", []) if p.get("recorder_peak_bytes")]
+    d.update(cuda_said_max=max(said or [0]), says=len(said),
+             processes=[{k: p.get(k) for k in (
+                 "name", "rss_first_bytes", "rss_peak_bytes",
+                 "rss_last_bytes", "recorder_peak_bytes")} for p in procs],
+             findings=[f["kind"] for f in a.get("findings", [])])
+    check(max(said or [0]) >= 8 << 20, "the CUDA collector said %s" % (
+        max(said or [0])))
+    check(procs and procs[0]["recorder_peak_bytes"] >= max(said or [0]),
+          "the analysis holds it: %s" % d["processes"])
+
+
 def p_bad_injection(d):
     b = os.environ["IST_BUILD"]
     os.makedirs("bad/bin", exist_ok=True)
@@ -332,7 +392,7 @@ PROBES = collections.OrderedDict(
     (f.__name__[2:], f) for f in (
         p_version, p_exit_unsynced, p_query_loop, p_memcpy,
         p_profiler_inside, p_pinned, p_graph, p_fork, p_spawn,
-        p_bad_injection))
+        p_ring, p_memory, p_bad_injection))
 
 
 def main():

@@ -137,6 +137,14 @@ probe() {
 	probe spawn
 }
 
+@test "--ring on a GPU: frames filled between the collector's clock pairs are on the program's clock, every kernel inside its span" {
+	probe ring
+}
+
+@test "the CUDA collector's own memory is said and left out of the program's" {
+	probe memory
+}
+
 @test "a CUDA collector that cannot load leaves the program running" {
 	probe bad_injection
 }
