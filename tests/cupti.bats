@@ -241,11 +241,19 @@ count() {
 }
 
 @test "--ring: the frames the CUDA stream filled between its clock pairs (a pair a second) are on the program's clock too: every kernel within the run" {
-	LD_LIBRARY_PATH=$FAKE rec --ring --trace-size-mb 64 -- "$DRV" memory 16
+	LD_LIBRARY_PATH=$FAKE rec --ring --trace-size-mb 256 -- "$DRV" memory 16
 	assert_success
-	# 16 threads of 20,000 launches, the basic part's 2
-	assert_equal "$(count '.type=="gpu_kernel"')" 320002
-	assert_equal "$(count '.type=="loss"')" 0
+	# 16 threads of 20,000 launches, the basic part's 2: each kernel
+	# recorded, or a record CUPTI dropped and counted (every buffer in
+	# use, the threads faster than the converter on a busy machine)
+	k=$(count '.type=="gpu_kernel"')
+	lost=$(jq -s '[.[] | select(.type=="loss") | .events] | add // 0' \
+	    "$T/t.jsonl")
+	assert_equal "$(count '.type=="loss" and
+	    (.reason | startswith("CUPTI dropped") | not)')" 0
+	[ "$k" -le 320002 ] && [ $((k + lost)) -ge 320002 ] ||
+	    fail "$k kernels, $lost lost"
+	[ "$k" -ge 300000 ] || fail "$k kernels"
 	# the fake CUPTI's clock is the epoch's (CLOCK_REALTIME), 10^18 ns
 	# off: a frame without a pair of its own had kept it (215,000 of
 	# the kernels)
