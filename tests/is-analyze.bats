@@ -247,6 +247,15 @@ fired() {
 	assert_equal "$(q .verdict.classification)" CPU-oversubscribed
 }
 
+@test "verdict: threads that waited 9% of their runnable time on a busy machine are CPU-bound, the run-queue finding beside it; at 50% CPU-oversubscribed" {
+	an contention_light
+	assert_equal "$(q '.findings[] | select(.kind == "runqueue") | .evidence.wait_pct')" 9.09
+	assert_equal "$(q .verdict.classification)" CPU-bound
+	an contention
+	assert_equal "$(q .verdict.classification)" CPU-oversubscribed
+	q .verdict.reason | grep -q 'waited for a CPU 50% of that'
+}
+
 @test "cpu_contention finds Python threads serialised on the GIL" {
 	an gil
 	assert_equal "$(fired cpu_contention gil)" 1
