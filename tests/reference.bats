@@ -26,6 +26,39 @@ check_program() {
 	check_program calls.py 5
 }
 
+@test "reference: C functions bound to a class are named as cProfile names them where it says their module (torch.add, not type.add), else by their class (dict.fromkeys), on every Python" {
+	local prog=$ROOT/tests/reference/cnames.py n=0 want
+	for py in $(built_pythons _inferscope); do
+		want=$(sed -n 's/^# names: //p' "$prog")
+		"$py" -c 'import torch' 2>/dev/null &&
+		    want="$want $(sed -n 's/^# torch: //p' "$prog")"
+		run -0 is-record --no-sample -o "$T/n.ist" -- "$py" "$prog"
+		is-cat "$T/n.ist" | jq -r 'select(.type == "cpu_call" and
+		    (has("file") | not)) | .name' | sort -u > "$T/names"
+		for w in $want; do
+			grep -qxF "$w" "$T/names" || fail "$py: no $w in
+$(grep -v '^_' "$T/names" | head -50)"
+		done
+		! grep -E '^type\.(add|ones|tensor|maketrans|fromkeys|from_bytes|now)$' \
+		    "$T/names" || fail "$py: named by the class's type"
+		if "$py" -c 'import torch' 2>/dev/null; then
+			# cProfile's own labels of torch's functions: ours
+			"$py" -m cProfile -o "$T/n.prof" "$prog"
+			"$py" -c 'import pstats, sys
+for f, l, name in pstats.Stats(sys.argv[1]).stats:
+    if name.startswith("<built-in method torch.") and name[23:-1] in (
+            "add", "ones", "tensor"):
+        print(name[17:-1])' "$T/n.prof" > "$T/theirs"
+			assert_equal "$(wc -l < "$T/theirs")" 3
+			while read -r w; do
+				grep -qxF "$w" "$T/names" || fail "cProfile's $w"
+			done < "$T/theirs"
+		fi
+		n=$((n + 1))
+	done
+	[ "$n" -ge 5 ] || fail "ran on $n Pythons only"
+}
+
 @test "reference: threads started by threading and by _thread directly are recorded, on every Python" {
 	check_program threads.py 5
 }

@@ -400,7 +400,13 @@ ctab_add(PyMethodDef *ml, void *owner, const char *prefix)
 	return id;
 }
 
-/* A builtin function (module.name) or method (type of self.name). */
+/*
+ * A builtin function (module.name), method (type of self.name), or a
+ * class's static or class method, bound to the class: by the module it
+ * says it is of, as cProfile names it (torch.add, torch.tensor: torch
+ * sets it; they had read type.add), else by its class (str.maketrans,
+ * datetime.datetime.now).
+ */
 static uint32_t
 cfunc_id(PyObject *fn)
 {
@@ -408,14 +414,21 @@ cfunc_id(PyObject *fn)
 	void *owner;
 	const char *prefix = NULL;
 	uint32_t id;
+	bool cls;
 
 	if (!PyCFunction_Check(fn))
 		return 0;
-	owner = f->m_self && !PyModule_Check(f->m_self) ?
-	    (void *)Py_TYPE(f->m_self) : (void *)f->m_module;
+	cls = f->m_self && PyType_Check(f->m_self);
+	owner = cls ? (void *)f->m_self : f->m_self &&
+	    !PyModule_Check(f->m_self) ? (void *)Py_TYPE(f->m_self) :
+	    (void *)f->m_module;
 	if ((id = ctab_find(f->m_ml, owner)) != 0)
 		return id;
-	if (f->m_self && !PyModule_Check(f->m_self))
+	if (cls)
+		prefix = f->m_module && PyUnicode_Check(f->m_module) ?
+		    PyUnicode_AsUTF8(f->m_module) :
+		    ((PyTypeObject *)f->m_self)->tp_name;
+	else if (f->m_self && !PyModule_Check(f->m_self))
 		prefix = Py_TYPE(f->m_self)->tp_name;
 	else if (f->m_module && PyUnicode_Check(f->m_module))
 		prefix = PyUnicode_AsUTF8(f->m_module);
