@@ -81,6 +81,7 @@ static struct {
 	int64_t last_back_ns;        /* CLOCK_MONOTONIC of the last return */
 	struct memsay memq[MEMQ];    /* to say, oldest first */
 	unsigned nmemq;
+	int64_t memq_ts;             /* the last one's ts */
 	/* InferScope's memory as last said (process.cuda_recorder_bytes),
 	 * under lock: the buffers', the writer's, the flight recorder's
 	 * kept frames (when it kept the first since, fkept; 0: none) */
@@ -391,13 +392,20 @@ mem_say(void)
 
 /* ---- CUPTI's buffers ---- */
 
-/* The buffers' resident bytes changed, from now: to say, under blk */
+/*
+ * The buffers' resident bytes changed, as of ts: to say, under blk.  The
+ * time is read before the lock (CUPTI's own may be held by a thread that
+ * waits for ours); one read before another thread's change, queued after
+ * it, is said with it, still before its own buffer's pages are touched.
+ */
 static void
-buffers_changed(void)
+buffers_changed(int64_t ts)
 {
-	int64_t ts = gpu_now();
 	uint64_t bytes = (uint64_t)(S.nbufs - S.ncold) * BUF_SIZE;
 
+	if (ts < S.memq_ts)
+		ts = S.memq_ts;
+	S.memq_ts = ts;
 	if (S.nmemq == MEMQ)            /* the latest, said as of before */
 		S.memq[MEMQ - 1].bytes = bytes;
 	else
@@ -409,6 +417,7 @@ buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
 {
 	uint8_t *b = NULL;
 	bool fresh = true;
+	int64_t ts = gpu_now();
 
 	*max_records = 0;
 	pthread_mutex_lock(&S.blk);
@@ -424,7 +433,7 @@ buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
 	if (b != NULL)
 		S.handed++;
 	if (b != NULL && fresh)
-		buffers_changed();
+		buffers_changed(ts);
 	pthread_mutex_unlock(&S.blk);
 	/* its pages resident, as said, before CUPTI has it */
 	if (b != NULL && fresh)
@@ -451,6 +460,7 @@ static void
 buffer_back(uint8_t *buf)
 {
 	bool cold;
+	int64_t ts;
 
 	pthread_mutex_lock(&S.blk);
 	S.returned++;
@@ -469,12 +479,13 @@ buffer_back(uint8_t *buf)
 		give_back(buf);
 	else
 		free(buf);
+	ts = gpu_now();
 	pthread_mutex_lock(&S.blk);
 	if (cold)
 		S.cold[S.ncold++] = buf;
 	else
 		S.nbufs--;
-	buffers_changed();
+	buffers_changed(ts);
 	pthread_mutex_unlock(&S.blk);
 }
 
@@ -837,9 +848,9 @@ open_stream(bool ring, uint64_t budget)
 
 /*
  * The writer's buffers whole (ist_writer_reserve), said as of before they
- * are made: grown as frames filled, 2.5 MiB read as the program's memory
- * growing.  In CUDA's start, which takes far longer.  Without memory for
- * them, they grow as before, said as they do.
+ * are made: grown as frames filled, 9.8 MB of them (4 MiB frames) read as
+ * the program's memory growing.  In CUDA's start, which takes far longer.
+ * Without memory for them, they grow as before, said as they do.
  */
 static void
 writer_reserve(void)
