@@ -298,6 +298,9 @@ count() {
 		run jq -r '[.findings[].kind] | index("memory_pressure")' \
 		    "$T/a.json"
 		assert_output null
+		# the report says what its figures leave out
+		run -0 sh -c "is-merge '$T/t.ist' | is-analyze | is-report -f md"
+		assert_line --regexp '^The figures are the program.s: InferScope.s own buffers are left out \(at most [0-9.]+ MiB, in .fake_driver \([0-9]+\).\)\.$'
 	done
 }
 
