@@ -140,6 +140,11 @@ step_on_each_python() {
 	is-merge "$T/a.ist" | is-analyze --json > "$T/a.json"
 	run jq -r '.steps | "\(.name) \(.record) \(.count == .measured) \(.count > 20)"' "$T/a.json"
 	assert_output 'asyncio.base_events.BaseEventLoop._run_once cpu_call true true'
+	# the loop's ticks wait in its selector while every task sleeps: the
+	# saving names what they await, not workers that would come sooner
+	# (the build before: "more workers, prefetching ahead")
+	run jq -r '.steps.what_if[] | select(.id == "wait") | .change' "$T/a.json"
+	assert_output "have what the event loop's tasks await ready sooner (the loop idled, every task waiting: on a server, often for its clients)"
 	# a scope the program marked, though its first is 91% of its time
 	is-record -o "$T/s.ist" -- /usr/bin/python3 "$T/app.py" scope
 	is-merge "$T/s.ist" | is-analyze --json > "$T/s.json"

@@ -1502,6 +1502,18 @@ slow_json(const struct stepwork *w, const struct comp *c,
 	    "detail", detail);
 }
 
+/* The step is asyncio's event loop tick (BaseEventLoop._run_once): it runs
+ * the program's tasks, and waits for them */
+static bool
+event_loop_tick(const struct stepwork *w)
+{
+	static const char tick[] =
+	    "asyncio.base_events.BaseEventLoop._run_once";
+
+	return w->type == IST_CPU_CALL && w->name_n == sizeof(tick) - 1 &&
+	    memcmp(w->nm.str.e[w->name].p, tick, sizeof(tick) - 1) == 0;
+}
+
 static json_t *
 what_if_entry(const struct stepwork *w, const char *change, const char *id,
     int64_t saved_sum, const char *basis)
@@ -1646,7 +1658,17 @@ an_stepwork_json(struct stepwork *w, const struct ist_steps *s)
 		arr[na++] = what_if_entry(w, "import before the first step",
 		    "import", w->saved[W_IMPORT],
 		    "the step's imports removed");
-	if (w->applies[W_WAIT])
+	if (w->applies[W_WAIT] && event_loop_tick(w))
+		/* a tick waits in its selector when every task awaits
+		 * something: more workers would not come sooner, and on a
+		 * server it is often the clients (a lightly loaded one's
+		 * "largest saving") */
+		arr[na++] = what_if_entry(w, "have what the event loop's "
+		    "tasks await ready sooner (the loop idled, every task "
+		    "waiting: on a server, often for its clients)", "wait",
+		    w->saved[W_WAIT], "the loop's waits (its selector's, "
+		    "sleeps, locks, queues, pipes and sockets) removed");
+	else if (w->applies[W_WAIT])
 		arr[na++] = what_if_entry(w, "have what the step waits for "
 		    "ready when it asks (more workers, prefetching ahead)",
 		    "wait", w->saved[W_WAIT], "the step's waits (sleeps, "
