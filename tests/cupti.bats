@@ -269,7 +269,7 @@ count() {
 	[ "${lines[0]}" -ge 2 ]
 }
 
-@test "the CUDA collector's memory is InferScope's: 16 threads filling activity buffers, a program that allocates nothing, its RSS its own within 3 MiB" {
+@test "the CUDA collector's memory is InferScope's: 16 threads filling activity buffers, a program that allocates nothing, its RSS its own within 4 MiB" {
 	# the program's own memory at its end, untraced: the fake CUPTI
 	# loaded, nothing subscribed to it
 	run env FAKE_DLOPEN="$FAKE/libcupti.so.13" "$DRV" memory 16
@@ -290,9 +290,10 @@ count() {
 		# (47 MB of 49)
 		[ "$rec" -ge $((24 << 20)) ] || fail "recorder's peak $rec"
 		[ "$traced" -ge $((own + (24 << 20))) ] || fail "traced $traced"
-		# the program's: its own, and InferScope's code and its
-		# converter's tables (1-2 MiB: not said)
-		[ "$last" -le $((own + (3 << 20))) ] || fail "last $last"
+		# the program's: its own, and InferScope's code, its converter's
+		# tables and the arenas malloc made for the threads that convert
+		# (2.1-2.3 MiB: not said)
+		[ "$last" -le $((own + (4 << 20))) ] || fail "last $last"
 		[ "$peak" -le $((own + (6 << 20))) ] || fail "peak $peak"
 		[ $((to - from)) -le $((1 << 20)) ] || fail "steady $from to $to"
 		run jq -r '[.findings[].kind] | index("memory_pressure")' \
