@@ -327,13 +327,8 @@ same_str(const char *a, const char *b)
 	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-/*
- * The first segment of the stream new segment s continues, or s: one
- * whose header is the same, to the clock snapshot taken as the stream
- * opened.  A flight recorder's frames each begin with it, standing alone;
- * the CUDA collector's clock pairs, every second, are in a few of them,
- * and a frame without one had kept CUPTI's times.
- */
+/* Segment s continues the stream segment o began: its header is the same,
+ * to the clock snapshot taken as the stream opened */
 static bool
 stream_of(const struct segment *o, const struct segment *s)
 {
@@ -344,6 +339,12 @@ stream_of(const struct segment *o, const struct segment *s)
 	    memcmp(o->pids.p, s->pids.p, s->pids.n) == 0);
 }
 
+/*
+ * The first segment of the stream new segment s continues, or s.  A
+ * flight recorder's frames each begin with the stream's header, standing
+ * alone; the CUDA collector's clock pairs, every second, are in a few of
+ * them, and a frame without one had kept CUPTI's times.
+ */
 static size_t
 same_stream(const struct merger *m, const struct segment *s)
 {
