@@ -270,7 +270,11 @@ enum ist_status ist_writer_flush(struct ist_writer *w, struct ist_error *err);
 /* Closes the frame if flush_interval_ms has passed since the last one:
  * for writers fed in bursts, called from a timer. */
 enum ist_status ist_writer_tick(struct ist_writer *w, struct ist_error *err);
-/* Flushes; then frees.  ist_writer_free(NULL) is a no-op. */
+/* Flushes, and waits for the last frame to reach the sink: nothing more is
+ * written, its buffers kept (a collector ending with its process, whose
+ * memory is said to hold them). */
+enum ist_status ist_writer_finish(struct ist_writer *w, struct ist_error *err);
+/* Finishes; then frees.  ist_writer_free(NULL) is a no-op. */
 enum ist_status ist_writer_close(struct ist_writer *w, struct ist_error *err);
 void ist_writer_free(struct ist_writer *w);
 

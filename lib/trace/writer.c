@@ -492,14 +492,23 @@ ist_writer_tick(struct ist_writer *w, struct ist_error *err)
 }
 
 enum ist_status
+ist_writer_finish(struct ist_writer *w, struct ist_error *err)
+{
+	enum ist_status st;
+
+	if ((st = ist_writer_flush(w, err)) == IST_OK)
+		st = join_frame(w, err);
+	return st;
+}
+
+enum ist_status
 ist_writer_close(struct ist_writer *w, struct ist_error *err)
 {
 	enum ist_status st;
 
 	if (w == NULL)
 		return IST_OK;
-	if ((st = ist_writer_flush(w, err)) == IST_OK)
-		st = join_frame(w, err);
+	st = ist_writer_finish(w, err);
 	ist_writer_free(w);
 	return st;
 }
