@@ -325,6 +325,20 @@ test_writer_background(void)
 	ok(ist_writer_flush(w, &e) == IST_EIO && e.sys_errno == ENOSPC,
 	    "or by the next flush");
 	ist_writer_free(w);
+	/* finished (its buffers kept, as a collector ending with its
+	 * process keeps them), the bytes a close writes, its last frame
+	 * waited for; its memory freed only after */
+	ist_buf_release(&b.b);
+	memset(&b, 0, sizeof(b));
+	ist_writer_new(&w, sink, &b, &o, &e);
+	ist_writer_header(w, &h, &e);
+	write_sample(w, 3000);
+	st = ist_writer_finish(w, &e);
+	ok(st == IST_OK && b.nframes == a.nframes && b.b.n == a.b.n &&
+	    memcmp(a.b.p, b.b.p, a.b.n) == 0 && ist_writer_bytes(w) >= 300,
+	    "finished: the same %d frames, its buffers kept (%zu bytes)",
+	    b.nframes, ist_writer_bytes(w));
+	ist_writer_free(w);
 	ist_buf_release(&a.b);
 	ist_buf_release(&b.b);
 }
