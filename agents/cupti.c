@@ -731,10 +731,10 @@ finish_from(bool flusher_thread)
 	taken_over_loss();
 	overhead_counters();
 	clock_pair();
-	mem_say();
 	ring_out(false, 0, 0);
-	/* the kept frames written and forgotten: their pages had read as
-	 * the program's memory lost (a page, at the last sample) */
+	/* the buffers the forced flush gave back, and the kept frames
+	 * written and forgotten: their pages had read as the program's
+	 * memory lost (a page, at the last sample) */
 	mem_say();
 	/* its buffers kept as the process ends, as said: freed, 9.8 MB left
 	 * its RSS unsaid, and a C program's last sample read a page */
