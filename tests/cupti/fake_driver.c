@@ -128,12 +128,18 @@ basic(void)
 	sync_(3 /* STREAM_SYNCHRONIZE */, t + 5, t + 40, 8, 0);
 }
 
+/* n launches of kernel name by thread id, their correlations from base */
+static void
+launches(const char *name, int id, int n, uint32_t base)
+{
+	for (int i = 0; i < n; i++)
+		launch(name, base + (uint32_t)(id * n + i));
+}
+
 static void *
 worker(void *arg)
 {
-	int id = (int)(intptr_t)arg;
-	for (int i = 0; i < 100; i++)
-		launch("worker_kernel", (uint32_t)(1000 + id * 100 + i));
+	launches("worker_kernel", (int)(intptr_t)arg, 100, 1000);
 	return NULL;
 }
 
@@ -156,9 +162,7 @@ rss_line(const char *what)
 static void *
 filler(void *arg)
 {
-	int id = (int)(intptr_t)arg;
-	for (int i = 0; i < 20000; i++)
-		launch("filler_kernel", (uint32_t)(100000 + id * 20000 + i));
+	launches("filler_kernel", (int)(intptr_t)arg, 20000, 100000);
 	return NULL;
 }
 
