@@ -12,8 +12,10 @@
  * none of them more than half its time, as asyncio.run's
  * run_until_complete, which spans the run once and then twice briefly;
  * for one of Python's library, less than 95% of its time in the calls
- * made to wait that it makes itself, as a wrapper of a wait, a queue's
- * feeder thread's Condition.wait; at most half of them inside an import):
+ * made to wait that it makes itself or through the library's functions,
+ * as a wrapper of a wait, a queue's feeder thread's Condition.wait, and
+ * for the library's machinery, half the time from its first to its last
+ * in its occurrences; at most half of them inside an import):
  * on the thread that launches the most CUDA work (else any), a scope or
  * NVTX range the program marked before any Python function, and the
  * library's functions on threads of their own (plumbing) after the
@@ -52,6 +54,7 @@ struct cand {
 	enum ist_type type;
 	uint64_t count;
 	int64_t total, max, last_end;
+	int64_t first;           /* the first counted occurrence's start */
 	int64_t wait;            /* of total, in the calls made to wait */
 	uint64_t in_imp;         /* occurrences inside an import */
 	bool lib;                /* a function of Python's library */
@@ -300,19 +303,25 @@ is_wait(struct ist_steps *s, const struct ist_event *ev, uint64_t nid)
 
 /* a call made to wait, [ws, we) on tid: the innermost occurrence open
  * around it (the Python function that called it, but for one nested in
- * another of its name) waited that long */
+ * another of its name) waited that long, and so did the library's
+ * functions around a function of the library's, up to the first of the
+ * program's: a wait wrapped in the library's wrappers (Thread.start in
+ * Event.wait in Condition.wait in lock.acquire) is each one's */
 static void
 add_wait(struct ist_steps *s, int64_t tid, int64_t ws, int64_t we)
 {
 	struct othread *t = thread_at(s, tid, ws);
-	struct open_occ *o;
 	struct cand *c;
 
-	if (t == NULL || t->n == 0)
+	if (t == NULL)
 		return;
-	o = &t->o[t->n - 1];
-	if ((c = slot(s, tid, o->nid, o->line))->name)
-		c->wait += (we < o->end ? we : o->end) - ws;
+	for (uint32_t i = t->n; i-- > 0;) {
+		const struct open_occ *o = &t->o[i];
+		if (i + 1 < t->n && !(o->lib && t->o[i + 1].lib))
+			break;
+		if ((c = slot(s, tid, o->nid, o->line))->name)
+			c->wait += (we < o->end ? we : o->end) - ws;
+	}
 }
 
 static int
@@ -424,7 +433,8 @@ found:
 		c->total = c->max = 0;
 	}
 	if (c->loop == IST_LOOP_NONE) {
-		c->count++;
+		if (c->count++ == 0)
+			c->first = ev->start_ns;
 		c->total += ev->end_ns - ev->start_ns;
 		if (ev->end_ns - ev->start_ns > c->max)
 			c->max = ev->end_ns - ev->start_ns;
@@ -545,15 +555,21 @@ better(const struct cand *b, bool blib, const struct cand *a, bool alib,
 /* A candidate that can be a step: a function that spans the run once is
  * none, whatever else it did twice; nor one of Python's library that
  * only wraps a wait (a Condition's wait in a queue's feeder thread: a
- * program's own function that sleeps is a step), nor one called mostly
- * while modules are imported (dataclasses' wrap, 71 times in `import
- * torch`): a scope or range marked is one */
+ * program's own function that sleeps is a step), nor the library's
+ * machinery that holds less than half the time from its first call's
+ * start to its last one's end (the plumbing between a program's pieces
+ * of work: a Condition's _acquire_restore, a Thread's _stop, four calls
+ * of some microseconds in three threads' half a second of work), nor one
+ * called mostly while modules are imported (dataclasses' wrap, 71 times
+ * in `import torch`): a scope or range marked is one */
 static bool
 eligible(const struct cand *c)
 {
 	return c->name != NULL && c->count >= MIN_STEPS && (c->kind != 1 ||
 	    (c->max <= c->total / 2 && !(c->wait >= c->total / 20 * 19 &&
-	    c->lib) && c->in_imp * 2 <= c->count));
+	    c->lib) && !(c->loop == IST_LOOP_NONE && machinery(c) &&
+	    c->total < (c->last_end - c->first) / 2) &&
+	    c->in_imp * 2 <= c->count));
 }
 
 /*
