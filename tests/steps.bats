@@ -422,6 +422,38 @@ step_on_each_python() {
 	    fail "the step: $output"
 }
 
+@test "a real multiprocessing.Pool run: the step is one worker's, named with its thread, its count that worker's tasks as the program counted them" {
+	# "found 4 times" of a pool that ran 8 tasks did not say whose
+	cat > "$T/app.py" <<-'PY'
+	import collections, multiprocessing as mp, os, sys, time
+	def work(i):
+	    end = time.perf_counter() + 0.005
+	    while time.perf_counter() < end:
+	        pass
+	    return os.getpid()
+	if __name__ == "__main__":
+	    with mp.Pool(2) as p:
+	        pids = p.map(work, range(12), chunksize=1)
+	    for pid, n in collections.Counter(pids).items():
+	        print(pid, n)
+	PY
+	is-record -o "$T/a.ist" -- /usr/bin/python3 "$T/app.py" > "$T/tasks"
+	is-merge "$T/a.ist" | is-analyze -o "$T/an.ist"
+	is-report -f json "$T/an.ist" | jq .analysis > "$T/a.json"
+	# the task's function, or the pool's mapstar that runs each (the
+	# library's, running the program's: it ranks with it)
+	run jq -r '.steps | "\(.name) \(.pid == .tid)"' "$T/a.json"
+	[[ $output == "__main__.work true" ||
+	    $output == "multiprocessing.pool.mapstar true" ]] ||
+	    fail "the step: $output"
+	pid=$(jq -r .steps.pid "$T/a.json")
+	n=$(awk -v p="$pid" '$1 == p { print $2 }' "$T/tasks")
+	run jq -r .steps.count "$T/a.json"
+	assert_output "$n"
+	run is-report -f md "$T/an.ist"
+	assert_output --partial "found $n times on \`MainThread ($pid/$pid)\` (a step is one thread's)"
+}
+
 @test "a real run: every kind of wait is a wait, named as the collector records it (sockets' recv and accept, 3.13's thread join, a TLS client's connect, handshake and read), on every Python" {
 	# a socket.socket's recv is recorded as socket.recv, not the
 	# _socket.socket.recv the list had: a client's wait for its server

@@ -922,8 +922,9 @@ an_step_json(const struct ist_steps *s, uint64_t count, uint64_t measured)
 
 	ist_steps_get(s, &n, &name, &type);
 	ist_steps_chosen(s, &pid, &tid, &type, &line, &loop);
-	j = json_pack("{s:s,s:s}", "name", name, "record",
-	    ist_type_name(type));
+	j = json_pack("{s:s,s:s,s:I,s:I}", "name", name, "record",
+	    ist_type_name(type), "pid", (json_int_t)pid, "tid",
+	    (json_int_t)tid);
 	if (j && file) {
 		json_object_set_new(j, "file", json_string(file));
 		json_object_set_new(j, "line", json_integer(line));

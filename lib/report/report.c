@@ -604,6 +604,25 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 	ist_buf_printf(o, "%s), found %lld times", iter ? "; each from one "
 	    "call to the next, its body included" : "",
 	    (long long)ist_jint(st, "count"));
+	/* a step is one thread's: where there are others (a pool's
+	 * workers, each with its share of the tasks), which one */
+	x = json_object_get(an, "threads");
+	if (json_array_size(x) > 1 && json_object_get(st, "tid")) {
+		const json_t *t;
+		json_array_foreach(x, i, t)
+			if (ist_jint(t, "pid") == ist_jint(st, "pid") &&
+			    ist_jint(t, "tid") == ist_jint(st, "tid")) {
+				char nm[300];
+				snprintf(nm, sizeof(nm), "%s (%lld/%lld)",
+				    ist_jstr(t, "name"),
+				    (long long)ist_jint(t, "pid"),
+				    (long long)ist_jint(t, "tid"));
+				ist_buf_printf(o, " on ");
+				code(o, nm);
+				ist_buf_printf(o, " (a step is one thread's)");
+				break;
+			}
+	}
 	if (ist_jint(st, "overlapped") > 0)
 		ist_buf_printf(o, ", and %lld more began while one of those "
 		    "was open on its thread (concurrent requests of one event "
