@@ -966,6 +966,42 @@ PY
 	    fail "Python CPU $cpu ns, the program measured $ref ns"
 }
 
+@test "real child processes: commands run one after another, most shorter than a sampler tick, their CPU against the kernel's rusage of the children; the verdict counts them" {
+	# a program that ran 20 short commands read "unknown: the run mostly
+	# waited", its children's CPU seen only where a tick caught one
+	cat > app.py <<'PY'
+import os, resource, subprocess, time
+for _ in range(40):
+    subprocess.run(["sh", "-c", "i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done"])
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(round((r.ru_utime + r.ru_stime) * 1e9), os.getpid())
+time.sleep(0.03)
+PY
+	is-record -o t.ist -- /usr/bin/python3 app.py > out.txt
+	read -r ref pid < out.txt
+	is-merge t.ist | is-analyze --json > a.json
+	# the kernel's count, user and system each in 10 ms ticks: at most
+	# the rusage, less than two ticks below it
+	ours=$(jq --argjson pid "$pid" '.processes[] | select(.pid == $pid) | .children_cpu_ns' a.json)
+	python3 -c "import sys; o, r = int(sys.argv[1]), int(sys.argv[2]); sys.exit(0 if r - 20e6 < o <= r + 1e6 else 1)" "$ours" "$ref" ||
+	    fail "children's CPU $ours ns, rusage $ref ns"
+	# every ns of it once: the children's rows and what no sample saw,
+	# within two ticks of the rusage (and 5 ms)
+	seen=$(jq --argjson pid "$pid" '[.processes[] | select(.name == "sh") | .pid] as $sh | [.threads[] | select(.pid as $p | $sh | index($p)) | .cpu_ns] | add // 0' a.json)
+	unseen=$(jq --argjson pid "$pid" '.processes[] | select(.pid == $pid) | .children_unseen_cpu_ns' a.json)
+	python3 -c "import sys; s, u, r = map(int, sys.argv[1:]); sys.exit(0 if abs(s + u - r) <= 25e6 and u > 0 else 1)" "$seen" "$unseen" "$ref" ||
+	    fail "rows $seen ns + unseen $unseen ns, rusage $ref ns"
+	# the verdict weighs them: where the program and its children used
+	# half a core over the run (a quiet machine: 0.7), it is CPU-bound,
+	# and says so of its children where no sample saw a quarter of that
+	# (quiet: two thirds; a loaded machine stretches them into samples)
+	run jq -r '(([.threads[].cpu_ns] | add) + ([.processes[].children_unseen_cpu_ns // 0] | add)) as $all | ([.processes[].children_unseen_cpu_ns // 0] | add) as $u | "\($all / .run.wall_ns >= 0.5) \($u >= $all / 4) \(.verdict.classification) \(.verdict.reason | test("its child processes used [0-9.]+ cores together"))"' a.json
+	case $output in
+	"true true "*) assert_output "true true CPU-bound true" ;;
+	"true false "*) assert_output "true false CPU-bound false" ;;
+	esac
+}
+
 @test "real thread CPU: threads shorter than a sampling tick, each its whole CPU time, against thread_time at the end of its work (3.11, 3.13)" {
 	# cpu_ns ran from a thread's first sample to its last: a thread of
 	# 6-8 ms CPU read 0 to 6.5 ms (its exit's sample its only one, or a

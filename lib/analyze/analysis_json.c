@@ -622,6 +622,53 @@ out:
 	free(first);
 }
 
+/*
+ * The CPU of each process's waited-for children that no sample of theirs
+ * shows (proc.unseen): what its children's count (cutime and cstime) rose
+ * by, less each child's own as sampled (its threads' CPU at their last
+ * sample, and its own children's count then) for the children sampled
+ * last before it was (ended, and waited for: one still running at the
+ * end is in no count of its parent's).  A child shorter than the
+ * sampler's tick has no sample; one sampled has its last moments after
+ * its last.  In the kernel's ticks (10 ms), the readings a tick apart.
+ */
+static void
+children_cpu(struct ist_analyzer *a)
+{
+	int64_t *seen = calloc(a->nproc ? a->nproc : 1, sizeof(*seen));
+
+	if (seen == NULL)
+		return;
+	for (uint32_t i = 0; i < a->nthr; i++) {
+		bool found;
+		uint32_t *v = an_u64map_slot(&a->procmap,
+		    (uint64_t)a->thr[i].pid, &found);
+		if (v && found && a->thr[i].have_cpu)
+			seen[*v - 1] += a->thr[i].cpu1;
+	}
+	for (uint32_t i = 0; i < a->nproc; i++) {
+		const struct proc *c = &a->proc[i];
+		uint32_t k = parent_of(a, c);
+		if (k && c->last_sample < a->proc[k - 1].last_sample)
+			a->proc[k - 1].unseen -= seen[i] + (c->have_ccpu ?
+			    c->ccpu1 : 0);
+	}
+	for (uint32_t i = 0; i < a->nproc; i++) {
+		struct proc *p = &a->proc[i];
+		p->unseen = p->have_ccpu ? p->unseen + p->ccpu1 - p->ccpu0 : 0;
+		if (p->unseen < 0)
+			p->unseen = 0;
+	}
+	/* a process folded into another (a launcher's helper) is its */
+	for (uint32_t i = 0; i < a->nproc; i++)
+		if (a->proc[i].fold) {
+			a->proc[a->proc[i].fold - 1].unseen +=
+			    a->proc[i].unseen;
+			a->proc[i].unseen = 0;
+		}
+	free(seen);
+}
+
 static json_t *
 threads_json(struct ist_analyzer *a)
 {
@@ -832,6 +879,12 @@ processes_json(struct ist_analyzer *a, json_t **command)
 		}
 		json_object_set_new(o, "major_faults",
 		    json_integer(p->flt1 - p->flt0));
+		if (p->have_ccpu) {
+			json_object_set_new(o, "children_cpu_ns",
+			    json_integer(p->ccpu1 - p->ccpu0));
+			json_object_set_new(o, "children_unseen_cpu_ns",
+			    json_integer(p->unseen));
+		}
 		json_object_set_new(o, "threads_peak",
 		    json_integer(p->threads_peak));
 		if ((h = helpers_json(a, i)) != NULL)
@@ -994,6 +1047,7 @@ ist_analyzer_finish(struct ist_analyzer *a, const struct ist_reader_stats *st,
 			an_import_done(a, &a->thr[i].st[j]);
 	}
 	fold_helpers(a);
+	children_cpu(a);
 	threads = threads_json(a);      /* first: the helpers' CPU */
 	kernels = kernels_json(a);      /* before the functions are sorted */
 	procs = processes_json(a, &command);

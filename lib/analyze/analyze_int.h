@@ -121,6 +121,11 @@ struct proc {
 	bool captured;           /* a capture record of its own was read */
 	int64_t rss0, rss0_ts, rss_peak, rss_peak_ts, rss1, rss1_ts;
 	int64_t flt0, flt1, threads_peak, last_sample;
+	/* its waited-for children's CPU (process.children_cpu_ns), first
+	 * and last read; unseen: of what it rose by, what no sample of
+	 * its children's own shows (children_cpu, analysis_json.c) */
+	bool have_ccpu;
+	int64_t ccpu0, ccpu1, unseen;
 	int64_t tick[3];         /* the sampler's last three readings of its
 	                          * threads (thread.wait_ns), newest first */
 	bool have_ppid;

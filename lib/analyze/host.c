@@ -981,6 +981,11 @@ an_counter(struct ist_analyzer *a, const struct ist_event *ev)
 				p->flt0 = v;
 			p->have_flt = true;
 			p->flt1 = v;
+		} else if (an_name_is(ev, "process.children_cpu_ns")) {
+			if (!p->have_ccpu)
+				p->ccpu0 = v;
+			p->have_ccpu = true;
+			p->ccpu1 = v;
 		} else if (an_name_is(ev, "process.threads") &&
 		    v > p->threads_peak) {
 			p->threads_peak = v;

@@ -33,6 +33,7 @@ struct psample {
 	bool python;            /* named python*: should have a stream */
 	char cmd[120];          /* its command line, for a warning */
 	int64_t rss, majflt, nthreads, ppid;
+	int64_t ccpu;           /* its waited-for children's CPU, ns */
 	int64_t execs;          /* new names seen: execs */
 	struct tsample *t;
 	size_t nt, capt;

@@ -134,7 +134,7 @@ proc_get(struct sampler *s, int64_t pid)
 	memset(&s->p[s->np], 0, sizeof(s->p[0]));
 	s->p[s->np].pid = pid;
 	s->p[s->np].rss = s->p[s->np].majflt = s->p[s->np].nthreads =
-	    s->p[s->np].ppid = -1;
+	    s->p[s->np].ppid = s->p[s->np].ccpu = -1;
 	return &s->p[s->np++];
 }
 
@@ -360,7 +360,7 @@ sample_process(struct sampler *s, int64_t pid, int64_t ts)
 			struct tsample *t = thread_get(p, pid);
 			counter(s, pid, -1, "process.execs", ts, ++p->execs,
 			    0, true);
-			p->rss = p->nthreads = -1;      /* written anew */
+			p->rss = p->nthreads = p->ccpu = -1; /* written anew */
 			/* its one thread now, the one that exec'd, is named
 			 * for the program (even when it is not read again) */
 			if (t != NULL && t->seen)
@@ -370,6 +370,10 @@ sample_process(struct sampler *s, int64_t pid, int64_t ts)
 	{
 		int64_t majflt = strtoll(f[9], NULL, 10);
 		int64_t rss = strtoll(f[21], NULL, 10) * s->page;
+		/* the CPU of the children it waited for (cutime, cstime):
+		 * a child shorter than a tick has no sample of its own */
+		int64_t ccpu = (strtoll(f[13], NULL, 10) + strtoll(f[14],
+		    NULL, 10)) * (1000000000 / s->ticks);
 		/* its parent: a launcher's helpers (a pyenv shim's bash and
 		 * readlink) fold into the program they started */
 		if (ppid != p->ppid) {
@@ -385,6 +389,10 @@ sample_process(struct sampler *s, int64_t pid, int64_t ts)
 		if (nthreads != p->nthreads)
 			counter(s, pid, -1, "process.threads", ts, nthreads, 0,
 			    true);
+		if (ccpu != p->ccpu)
+			counter(s, pid, -1, "process.children_cpu_ns", ts, ccpu,
+			    0, true);
+		p->ccpu = ccpu;
 		p->rss = rss;
 		p->majflt = majflt;
 		p->nthreads = nthreads;

@@ -976,6 +976,22 @@ threads_table(struct ist_buf *o, const json_t *an)
 		    "only before their exec, %s of CPU.\n\n", dur(&u,
 		    ist_jnum(h, "cpu_ns")));
 	}
+	/* children no sample saw (a command run per item, shorter than
+	 * the sampler's tick): the kernel counts them as they end */
+	json_array_foreach(json_object_get(an, "processes"), i, x) {
+		char who[300];
+		if (ist_jnum(x, "children_unseen_cpu_ns") < 1e6)
+			continue;
+		snprintf(who, sizeof(who), "%s (%lld)", ist_jstr(x, "name"),
+		    (long long)ist_jint(x, "pid"));
+		ist_buf_printf(o, "The child processes of ");
+		code(o, who);
+		ist_buf_printf(o, " used %s of CPU beyond their rows above "
+		    "(the kernel's count of the children it waited for, in "
+		    "10 ms ticks: children shorter than a sample's interval, "
+		    "and the last moments of others).\n\n", dur(&u,
+		    ist_jnum(x, "children_unseen_cpu_ns")));
+	}
 }
 
 /* What the RSS figures leave out: InferScope's own buffers, the most in

@@ -505,6 +505,7 @@ struct facts {
 	double step_busy;
 	long long steps;
 	double best_run, run_wait, cpu_all;
+	double unseen;           /* of cpu_all, children no sample saw */
 	const json_t *gil, *rq;
 	bool idle, xfer, gpu;
 };
@@ -545,6 +546,11 @@ gather(const json_t *an, const json_t *findings, struct facts *x)
 			x->copy += ist_jnum(f, "ns");
 	json_array_foreach(json_object_get(an, "kernels"), i, f)
 		x->kern += ist_jnum(f, "total_ns");
+	/* the CPU of children too short for a sample of their own (a
+	 * program that runs a command per item waits while they work) */
+	json_array_foreach(json_object_get(an, "processes"), i, t)
+		x->unseen += ist_jnum(t, "children_unseen_cpu_ns");
+	x->cpu_all = x->unseen;
 	json_array_foreach(json_object_get(an, "threads"), i, t) {
 		double tn = ist_jnum(json_object_get(t, "python"), "import_ns");
 		double win = ist_jnum(t, "window_ns");
@@ -667,6 +673,12 @@ host_class(const struct facts *x, double *conf, char *reason, size_t rn)
 			snprintf(reason, rn, "no GPU activity; the busiest "
 			    "thread used %.0f%% of a core over the run",
 			    100 * x->best_util);
+		else if (x->unseen >= x->cpu_all / 4)
+			snprintf(reason, rn, "no GPU activity; its threads "
+			    "and its child processes used %.2f cores together "
+			    "(%.2f of them in children no sample saw), no "
+			    "thread half of one",
+			    x->cpu_all / x->wall, x->unseen / x->wall);
 		else
 			snprintf(reason, rn, "no GPU activity; its threads "
 			    "used %.2f cores together, none of them half of "
