@@ -547,9 +547,11 @@ gather(const json_t *an, const json_t *findings, struct facts *x)
 	json_array_foreach(json_object_get(an, "kernels"), i, f)
 		x->kern += ist_jnum(f, "total_ns");
 	/* the CPU of children too short for a sample of their own (a
-	 * program that runs a command per item waits while they work) */
+	 * program that runs a command per item waits while they work);
+	 * absent from a trace without the sampler's count of them */
 	json_array_foreach(json_object_get(an, "processes"), i, t)
-		x->unseen += ist_jnum(t, "children_unseen_cpu_ns");
+		x->unseen += json_number_value(json_object_get(t,
+		    "children_unseen_cpu_ns"));
 	x->cpu_all = x->unseen;
 	json_array_foreach(json_object_get(an, "threads"), i, t) {
 		double tn = ist_jnum(json_object_get(t, "python"), "import_ns");
