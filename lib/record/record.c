@@ -65,7 +65,10 @@ accounted(const char *dir, struct dirent **names, int n, int64_t pid)
  * bootstrap: say so, or its calls are missing without a word.  But not a
  * copy of a recorded Python, seen between its fork and its exec (a
  * subprocess it started): a fork that ran Python would have written a
- * stream of its own.
+ * stream of its own; nor one of its name whose command line never read
+ * (read in the middle of its exec, the new program's not yet there, and
+ * gone before the next tick: one of 20 quick subprocesses sampled at
+ * 1000 Hz, once in a full check).
  */
 static void
 warn_silent_pythons(struct sampler *s, const char *dir,
@@ -78,7 +81,7 @@ warn_silent_pythons(struct sampler *s, const char *dir,
 			continue;
 		q = rec_proc_find(s, p->ppid);
 		if (q != NULL && q->python && strcmp(q->comm, p->comm) == 0 &&
-		    strcmp(q->cmd, p->cmd) == 0 &&
+		    (strcmp(q->cmd, p->cmd) == 0 || !p->have_cmd) &&
 		    accounted(dir, names, n, q->pid))
 			continue;
 		rec_note(s, IST_NOTE_WARN, "Python process %lld (%s) recorded "
