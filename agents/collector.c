@@ -45,13 +45,10 @@ static struct {
 	                              * said, summed */
 	_Atomic uint64_t rec_bytes;  /* resident as last said, by a thread's
 	                              * record or the writer */
-	uint64_t wbytes;             /* the writer's buffers, allocated whole
-	                              * as it starts (ist_writer_reserve): in
+	struct ist_said said;        /* the writer's buffers (allocated whole
+	                              * as it starts: ist_writer_reserve) and
+	                              * the flight recorder's kept frames: in
 	                              * every process.recorder_bytes */
-	uint64_t fheld;              /* the flight recorder's kept frames, as
-	                              * last said */
-	int64_t fkept;               /* when a frame was first kept since (0:
-	                              * none): the time to say it at */
 	struct def *defs;            /* index id - 1 */
 	uint32_t ndefs, capdefs;
 	uint64_t flush_ms;
@@ -665,7 +662,7 @@ recorder_write(int64_t ts, uint64_t total)
 static void
 resident_write(int64_t ts, uint64_t n)
 {
-	recorder_write(ts, n + C.wbytes + C.fheld);
+	recorder_write(ts, n + ist_said_bytes(&C.said));
 }
 
 static void
@@ -1096,17 +1093,13 @@ drain_all(void)
 	 * recorder's frames kept (said as of the first one's keeping,
 	 * before its copy was made) and forgotten: kept frames up to its
 	 * size had read as a flat program's memory growing 150% */
-	wbytes = C.w != NULL ? ist_writer_bytes(C.w) : C.wbytes;
+	wbytes = C.w != NULL ? ist_writer_bytes(C.w) : C.said.wbytes;
 	if (atomic_load_explicit(&C.resident, memory_order_relaxed) !=
 	    atomic_load_explicit(&C.rec_bytes, memory_order_relaxed) ||
-	    wbytes != C.wbytes || C.flight.held != C.fheld) {
-		int64_t t = C.fkept ? C.fkept : to_ns(ist_ticks());
-		C.wbytes = wbytes;
-		C.fheld = C.flight.held;
-		C.fkept = 0;
-		resident_say(t, atomic_load_explicit(&C.resident,
+	    ist_said_changed(&C.said, wbytes, &C.flight))
+		resident_say(ist_said_take(&C.said, wbytes, &C.flight,
+		    to_ns(ist_ticks())), atomic_load_explicit(&C.resident,
 		    memory_order_relaxed));
-	}
 	return drained;
 }
 
@@ -1169,7 +1162,7 @@ writer_reserve(void)
 
 	if (C.failed || ist_writer_reserve(C.w, &e) != IST_OK)
 		return;
-	C.wbytes = ist_writer_bytes(C.w);
+	C.said.wbytes = ist_writer_bytes(C.w);
 	resident_say(t, atomic_load_explicit(&C.resident,
 	    memory_order_relaxed));
 }
@@ -1325,8 +1318,7 @@ ring_sink(void *ctx, const void *buf, size_t n)
 			C.events_ok = st.events;
 		return e;
 	}
-	if (C.fkept == 0)
-		C.fkept = to_ns(ist_ticks());
+	ist_said_kept(&C.said, to_ns(ist_ticks()));
 	return ist_flight_keep(&C.flight, buf, n, st.events, t0);
 }
 
@@ -1439,9 +1431,8 @@ open_stream(const char *path, struct ist_error *err)
 	if ((st = ist_writer_new(&C.w, ring_sink, &C.out, &wo, err)) !=
 	    IST_OK)
 		return st;
-	C.wbytes = 0;           /* its thread makes them (writer_reserve) */
-	C.fheld = 0;
-	C.fkept = 0;
+	/* its thread makes the writer's (writer_reserve) */
+	C.said = (struct ist_said){ 0 };
 	gethostname(host, sizeof(host) - 1);
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_MONOTONIC, &mt);

@@ -84,10 +84,10 @@ static struct {
 	unsigned nmemq;
 	int64_t memq_ts;             /* the last one's ts */
 	/* InferScope's memory as last said (process.cuda_recorder_bytes),
-	 * under lock: the buffers', the writer's, the flight recorder's
-	 * kept frames (when it kept the first since, fkept; 0: none) */
-	uint64_t bufs_said, wbytes, fheld;
-	int64_t fkept;
+	 * under lock: the buffers', and the writer's and the flight
+	 * recorder's kept frames */
+	uint64_t bufs_said;
+	struct ist_said said;
 	pthread_t thread;
 	_Atomic int stopping;
 	bool started, flusher;       /* flusher: the thread was created */
@@ -267,8 +267,7 @@ sink(void *ctx, const void *buf, size_t n)
 	if (!S.ring)
 		return ist_stream_sink(ctx, buf, n);
 	ist_writer_stats(S.w, &st);
-	if (S.fkept == 0)
-		S.fkept = gpu_now();
+	ist_said_kept(&S.said, gpu_now());
 	return ist_flight_keep(&S.flight, buf, n, st.events, t0);
 }
 
@@ -358,7 +357,7 @@ mem_write_total(int64_t ts, uint64_t total)
 static void
 mem_write(int64_t ts)
 {
-	mem_write_total(ts, S.bufs_said + S.wbytes + S.fheld);
+	mem_write_total(ts, S.bufs_said + ist_said_bytes(&S.said));
 }
 
 /* What changed since the last say, said, under lock: the buffers' bytes
@@ -381,14 +380,9 @@ mem_say(void)
 		S.bufs_said = q[i].bytes;
 		mem_write(q[i].ts);
 	}
-	wb = S.w != NULL ? ist_writer_bytes(S.w) : S.wbytes;
-	if (wb != S.wbytes || S.flight.held != S.fheld) {
-		int64_t t = S.fkept ? S.fkept : gpu_now();
-		S.wbytes = wb;
-		S.fheld = S.flight.held;
-		S.fkept = 0;
-		mem_write(t);
-	}
+	wb = S.w != NULL ? ist_writer_bytes(S.w) : S.said.wbytes;
+	if (ist_said_changed(&S.said, wb, &S.flight))
+		mem_write(ist_said_take(&S.said, wb, &S.flight, gpu_now()));
 }
 
 /* ---- CUPTI's buffers ---- */
@@ -867,7 +861,7 @@ writer_reserve(void)
 
 	if (S.w == NULL || ist_writer_reserve(S.w, &e) != IST_OK)
 		return;
-	S.wbytes = ist_writer_bytes(S.w);
+	S.said.wbytes = ist_writer_bytes(S.w);
 	mem_write(t);
 }
 

@@ -103,4 +103,54 @@ void ist_flight_resume(struct ist_flight *fl, int64_t at);
 /* Forgets the kept frames unwritten (the parent's, after a fork). */
 void ist_flight_release(struct ist_flight *fl);
 
+/*
+ * What a collector last said of its memory beyond its buffers of events
+ * (process.recorder_bytes, process.cuda_recorder_bytes): its writer's
+ * buffers, allocated whole as it starts or grown for a record past a
+ * frame's room, and its flight recorder's kept frames; and when it kept
+ * the first frame since that say (0: none), the time to say them at: as
+ * of before the frame's copy was made.
+ */
+struct ist_said {
+	uint64_t wbytes, fheld;
+	int64_t fkept;
+};
+
+/* A frame is kept at now */
+static inline void
+ist_said_kept(struct ist_said *s, int64_t now)
+{
+	if (s->fkept == 0)
+		s->fkept = now;
+}
+
+/* The writer's bytes, wb now, or fl's kept frames changed since said */
+static inline bool
+ist_said_changed(const struct ist_said *s, uint64_t wb,
+    const struct ist_flight *fl)
+{
+	return wb != s->wbytes || fl->held != s->fheld;
+}
+
+/* Takes wb and fl's kept frames as said; when to say them: as of the
+ * first frame kept since the last say, else now */
+static inline int64_t
+ist_said_take(struct ist_said *s, uint64_t wb, const struct ist_flight *fl,
+    int64_t now)
+{
+	int64_t t = s->fkept ? s->fkept : now;
+
+	s->wbytes = wb;
+	s->fheld = fl->held;
+	s->fkept = 0;
+	return t;
+}
+
+/* What it said they hold */
+static inline uint64_t
+ist_said_bytes(const struct ist_said *s)
+{
+	return s->wbytes + s->fheld;
+}
+
 #endif
