@@ -351,6 +351,9 @@ step_on_each_python() {
 		run jq -r '[.functions[] | select(.name == "threading.Thread.start")][0] | .count >= 3 and .incl_ns > 1000000' "$T/a.json"
 		assert_output true
 	done
+	# the report says how to have one
+	run sh -c "is-merge '$T/a.ist' | is-analyze | is-report -f md"
+	assert_output --partial 'No step found: no scope, NVTX range or function recurs three times on one thread'
 }
 
 @test "a real run: a function called mostly while a module is imported (a registry filled at import) is no step, though it has more time than the steps" {

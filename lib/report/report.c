@@ -589,6 +589,17 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 	size_t i;
 	bool first = true, iter;
 
+	if (json_is_null(st)) {
+		/* none recurs: say how to have one (not for an analysis
+		 * older than the steps, which has no key) */
+		ist_buf_printf(o, "## Steps\n\nNo step found: no scope, NVTX "
+		    "range or function recurs three times on one thread as "
+		    "the program's unit of work. Mark it with "
+		    "`inferscope.scope(\"step\")`, or name it with `--step`, "
+		    "to have each step measured, its critical path and what a "
+		    "change would save.\n\n");
+		return;
+	}
 	if (!json_is_object(st))
 		return;
 	iter = json_is_true(json_object_get(st, "iteration"));
