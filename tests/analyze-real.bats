@@ -1000,6 +1000,33 @@ PY
 	"true true "*) assert_output "true true CPU-bound true" ;;
 	"true false "*) assert_output "true false CPU-bound false" ;;
 	esac
+	# the report says the children's unseen CPU
+	is-merge t.ist | is-analyze | is-report -f md > r.md
+	grep -q "^The child processes of \`python3 ($pid)\` used [0-9.]* [mµ]*s of CPU that no sample of theirs shows" r.md ||
+	    fail "$(grep -i 'child processes' r.md)"
+}
+
+@test "real many processes: the report's threads and memory tables show the 25 of most CPU and highest peak, in the analysis's order, and count the rest" {
+	# a program that ran a command per item had a row per command
+	printf 'import subprocess\nfor _ in range(32):\n    subprocess.run(["sleep", "0.03"])\n' > app.py
+	is-record -o t.ist -- /usr/bin/python3 app.py
+	is-merge t.ist | is-analyze -o a.ist
+	is-report -f json a.ist | jq .analysis > a.json
+	is-report -f md a.ist > r.md
+	nt=$(jq '.threads | length' a.json)
+	np=$(jq '[.processes[] | select(.rss_peak_bytes)] | length' a.json)
+	(( nt > 25 && np > 25 )) || fail "$nt threads, $np processes"
+	# the rows shown: the 25 of most CPU, in the analysis's order
+	want=$(jq -r '.threads | to_entries | sort_by(-.value.cpu_ns, .key) | .[:25] | sort_by(.key) | .[].value | "\(.name) (\(.pid)/\(.tid))"' a.json)
+	run awk '/^## Threads/ { s = 1; next } /^## / { s = 0 } s && /^\| `/ { split($0, f, "`"); print f[2] }' r.md
+	assert_output "$want"
+	want=$(jq -r '[.processes[] | select(.rss_peak_bytes)] | to_entries | sort_by(-.value.rss_peak_bytes, .key) | .[:25] | sort_by(.key) | .[].value | "\(.name) (\(.pid))"' a.json)
+	run awk '/^## Memory/ { s = 1; next } /^## / { s = 0 } s && /^\| `/ { split($0, f, "`"); print f[2] }' r.md
+	assert_output "$want"
+	grep -q "^The 25 threads of most CPU are shown; $((nt - 25)) more used " r.md ||
+	    fail "$(grep -i 'more used' r.md)"
+	grep -q "^The 25 processes of highest RSS peak are shown; $((np - 25)) more peaked at " r.md ||
+	    fail "$(grep -i 'more peaked' r.md)"
 }
 
 @test "real thread CPU: threads shorter than a sampling tick, each its whole CPU time, against thread_time at the end of its work (3.11, 3.13)" {

@@ -929,6 +929,53 @@ syncs_table(struct ist_buf *o, const json_t *an)
 	}
 }
 
+/* A table's rows at most: a program that runs a command per item (hundreds
+ * of processes) keeps its report readable */
+#define ROWS_MAX 25
+
+static int
+by_key_desc(const void *a, const void *b)
+{
+	const double *x = a, *y = b;
+
+	/* [value, index]: the larger first, then in the array's order */
+	return x[0] != y[0] ? (x[0] < y[0] ? 1 : -1) : (x[1] > y[1]) -
+	    (x[1] < y[1]);
+}
+
+/*
+ * Which of arr's rows a table shows: all when there are ROWS_MAX or fewer
+ * (among those with key present, when need), else the ROWS_MAX with the
+ * most of key, in the array's order.  A mask (NULL: all, or no memory).
+ */
+static bool *
+top_rows(const json_t *arr, const char *key, bool need)
+{
+	size_t n = json_array_size(arr), m = 0, i;
+	double (*v)[2];
+	bool *show;
+	const json_t *x;
+
+	json_array_foreach(arr, i, x)
+		m += !need || json_object_get(x, key) != NULL;
+	if (m <= ROWS_MAX || (v = calloc(n, sizeof(*v))) == NULL)
+		return NULL;
+	if ((show = calloc(n, sizeof(*show))) == NULL) {
+		free(v);
+		return NULL;
+	}
+	json_array_foreach(arr, i, x) {
+		v[i][0] = need && json_object_get(x, key) == NULL ? -1 :
+		    ist_jnum(x, key);
+		v[i][1] = (double)i;
+	}
+	qsort(v, n, sizeof(*v), by_key_desc);
+	for (i = 0; i < ROWS_MAX; i++)
+		show[(size_t)v[i][1]] = true;
+	free(v);
+	return show;
+}
+
 /* Threads: CPU, utilisation, run-queue wait, switches, launches. */
 static void
 threads_table(struct ist_buf *o, const json_t *an)
@@ -939,11 +986,19 @@ threads_table(struct ist_buf *o, const json_t *an)
 
 	arr = json_object_get(an, "threads");
 	if (json_array_size(arr)) {
+		bool *show = top_rows(arr, "cpu_ns", false);
+		size_t more = 0;
+		double more_cpu = 0;
 		ist_buf_printf(o, "## Threads\n\n| Thread | CPU | Utilisation | "
 		    "Run-queue wait | Involuntary switches | CUDA launches |\n"
 		    "|---|---:|---:|---:|---:|---:|\n");
 		json_array_foreach(arr, i, x) {
 			char nm[300];
+			if (show && !show[i]) {
+				more++;
+				more_cpu += ist_jnum(x, "cpu_ns");
+				continue;
+			}
 			snprintf(nm, sizeof(nm), "%s (%lld/%lld)",
 			    ist_jstr(x, "name"), (long long)ist_jint(x, "pid"),
 			    (long long)ist_jint(x, "tid"));
@@ -961,6 +1016,12 @@ threads_table(struct ist_buf *o, const json_t *an)
 				    (long long)ist_jint(x, "launches"));
 		}
 		ist_buf_printf(o, "\n");
+		if (more)
+			ist_buf_printf(o, "The %d threads of most CPU are shown; "
+			    "%zu more used %s of CPU in all (`is-report -f "
+			    "json` lists every one).\n\n", ROWS_MAX, more,
+			    dur(&u, more_cpu));
+		free(show);
 	}
 	/* a launcher's helpers (a pyenv shim's bash), and copies of it seen
 	 * before their exec, folded into it */
@@ -997,10 +1058,10 @@ threads_table(struct ist_buf *o, const json_t *an)
 		    (long long)ist_jint(x, "pid"));
 		ist_buf_printf(o, "The child processes of ");
 		code(o, who);
-		ist_buf_printf(o, " used %s of CPU beyond their rows above "
-		    "(the kernel's count of the children it waited for, in "
-		    "10 ms ticks: children shorter than a sample's interval, "
-		    "and the last moments of others).\n\n", dur(&u,
+		ist_buf_printf(o, " used %s of CPU that no sample of theirs "
+		    "shows (the kernel's count of the children it waited for, "
+		    "in 10 ms ticks: children shorter than a sample's "
+		    "interval, and the last moments of others).\n\n", dur(&u,
 		    ist_jnum(x, "children_unseen_cpu_ns")));
 	}
 }
@@ -1047,12 +1108,22 @@ memory_table(struct ist_buf *o, const json_t *an)
 	json_array_foreach(arr, i, x)
 		n += json_object_get(x, "rss_peak_bytes") != NULL;
 	if (n) {
+		bool *show = top_rows(arr, "rss_peak_bytes", true);
+		size_t more = 0;
+		double more_peak = 0;
 		ist_buf_printf(o, "| Process | RSS first | RSS peak | RSS last | "
 		    "Major faults |\n|---|---:|---:|---:|---:|\n");
 		json_array_foreach(arr, i, x) {
 			char nm[300];
 			if (json_object_get(x, "rss_peak_bytes") == NULL)
 				continue;
+			if (show && !show[i]) {
+				more++;
+				if (ist_jnum(x, "rss_peak_bytes") > more_peak)
+					more_peak = ist_jnum(x,
+					    "rss_peak_bytes");
+				continue;
+			}
 			snprintf(nm, sizeof(nm), "%s (%lld)", ist_jstr(x,
 			    "name"), (long long)ist_jint(x, "pid"));
 			ist_buf_printf(o, "| ");
@@ -1064,6 +1135,11 @@ memory_table(struct ist_buf *o, const json_t *an)
 			    "major_faults"));
 		}
 		ist_buf_printf(o, "\n");
+		if (more)
+			ist_buf_printf(o, "The %d processes of highest RSS peak "
+			    "are shown; %zu more peaked at %s or less.\n\n",
+			    ROWS_MAX, more, bytes(&u, more_peak));
+		free(show);
 		rec_note(o, arr);
 	}
 	json_array_foreach(json_object_get(an, "devices"), i, x)
