@@ -1130,6 +1130,42 @@ ahead() {
 	loop_steps __main__.Loader.__next__
 }
 
+@test "a real run: a loop whose iterator's __next__ fetches through a function of its own (a DataLoader's _next_data, which ends the loop shutting its workers down) steps by iteration, not by that function's calls" {
+	# torch's DataLoader: _next_data, 17 calls in 16 steps, the last one
+	# its workers' shutdown, had 10 ms more than the iterations and was
+	# the step, the model's work on each batch outside it
+	cat > "$T/app.py" <<-'PY'
+	import time
+	class Loader:
+	    def __init__(self, n): self.i, self.n = 0, n
+	    def __iter__(self): return self
+	    def __next__(self):
+	        return self._next_data()
+	    def _next_data(self):
+	        if self.i == self.n:
+	            time.sleep(0.03)       # the workers shut down
+	            raise StopIteration
+	        self.i += 1
+	        time.sleep(0.008)          # waits for the batch
+	        return self.i
+	def work(x):
+	    t = time.perf_counter()
+	    while time.perf_counter() - t < 0.0005:
+	        pass
+	for epoch in range(2):
+	    for x in Loader(8):
+	        work(x)
+	PY
+	is-record -o "$T/a.ist" -- /usr/bin/python3 "$T/app.py"
+	is-merge "$T/a.ist" | is-analyze --json > "$T/a.json"
+	run jq -r '.steps | "\(.name) \(.iteration) \(.count)"' "$T/a.json"
+	assert_output "__main__.Loader.__next__ true 16"
+	# though _next_data had more time than the iterations: 18 calls, two
+	# of them 30 ms
+	run jq -r '(.steps.mean_ns * .steps.count) as $it | [.functions[] | select(.name == "__main__.Loader._next_data")][0] | "\(.count) \(.incl_ns > $it)"' "$T/a.json"
+	assert_output "18 true"
+}
+
 @test "a real run: a loop over a generator steps by iteration, from one run to the next, the loop's body included; the run that returns and next() calls made outside any loop begin none (3.11, 3.13)" {
 	# the step was the loop's own work alone (the generator's fetch, a
 	# third of each iteration, out of every step), or the generator's
