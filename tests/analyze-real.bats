@@ -1532,6 +1532,17 @@ PY
 		else
 			refute_output --partial "InferScope's own recording threads"
 		fi
+		# the verdict's largest saving, the steps' waits removed, says
+		# how as the finding does (it had said "more workers" where the
+		# finding said they would only queue)
+		if [ "$(jq -r '.steps.what_if[0].id' a.json)" = wait ]; then
+			run jq -r .verdict.reason a.json
+			if [ "$full" = true ]; then
+				assert_output --partial "the largest saving: have what the step waits for ready when it asks (the work it waits for runs on full cores: make it cheaper, or give it cores), about "
+			else
+				assert_output --partial "the largest saving: have what the step waits for ready when it asks (more workers, prefetching ahead), about "
+			fi
+		fi
 		# twice as many busy workers as cores: full, however loaded
 		[ "$k" = 1 ] || assert_equal "$full" true
 	done
@@ -1541,6 +1552,9 @@ PY
 	assert_equal "$(jq -r '.steps | "\(.name) \(.count)"' a.json)" "__main__.step 20"
 	assert_equal "$(jq -r '.steps.critical_path.share.wait > 0.5' a.json)" true
 	assert_equal "$(jq '[.findings[] | select(.rule == "step_wait")] | length' a.json)" 0
+	# nor a how for its saving
+	run jq -r .verdict.reason a.json
+	assert_output --regexp "the largest saving: have what the step waits for ready when it asks, about [0-9.]+ ms per step"
 	assert_equal "$(jq -r '.rules[] | select(.rule == "step_wait") | [.findings, .skipped] | @tsv' a.json)" "0	"
 }
 

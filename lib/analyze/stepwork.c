@@ -1669,8 +1669,10 @@ an_stepwork_json(struct stepwork *w, const struct ist_steps *s)
 		    w->saved[W_WAIT], "the loop's waits (its selector's, "
 		    "sleeps, locks, queues, pipes and sockets) removed");
 	else if (w->applies[W_WAIT])
+		/* how: by what it waits for (step_wait's finding: more
+		 * workers, or cheaper work where their cores are full) */
 		arr[na++] = what_if_entry(w, "have what the step waits for "
-		    "ready when it asks (more workers, prefetching ahead)",
+		    "ready when it asks",
 		    "wait", w->saved[W_WAIT], "the step's waits (sleeps, "
 		    "locks, queues, pipes and sockets) removed");
 	for (uint32_t i = 0; i < w->nsite && na < sizeof(arr) /

@@ -507,6 +507,7 @@ struct facts {
 	double best_run, run_wait, cpu_all;
 	double unseen;           /* of cpu_all, children no sample saw */
 	const json_t *gil, *rq;
+	const json_t *sw;        /* the step_wait finding: how to wait less */
 	bool idle, xfer, gpu;
 };
 
@@ -540,6 +541,8 @@ gather(const json_t *an, const json_t *findings, struct facts *x)
 			x->gil = f;
 		if (is_finding(f, "cpu_contention", "runqueue"))
 			x->rq = f;
+		if (is_finding(f, "step_wait", "others"))
+			x->sw = f;
 	}
 	json_array_foreach(json_object_get(an, "copies"), i, f)
 		if (strcmp(ist_jstr(f, "direction"), "memset"))
@@ -798,9 +801,18 @@ verdict(const json_t *an, const json_t *findings, double factor)
 		size_t n = strlen(reason);
 		char b[32];
 		span(b, sizeof(b), (double)ist_jint(best, "saves_ns"));
+		/* the steps' waits removed: how, where the steps wait for
+		 * the program's other threads, as step_wait says it (more
+		 * workers would only queue on cores that are full) */
+		const char *how = strcmp(ist_jstr(best, "id"), "wait") ||
+		    x.sw == NULL ? "" : json_is_true(json_object_get(
+		    json_object_get(x.sw, "evidence"), "cores_full")) ?
+		    " (the work it waits for runs on full cores: make it "
+		    "cheaper, or give it cores)" : " (more workers, "
+		    "prefetching ahead)";
 		snprintf(reason + n, sizeof(reason) - n, "; the largest saving: "
-		    "%.300s, about %s per step (%.1f%%)", ist_jstr(best,
-		    "change"), b, ist_jnum(best, "saves_pct"));
+		    "%.300s%s, about %s per step (%.1f%%)", ist_jstr(best,
+		    "change"), how, b, ist_jnum(best, "saves_pct"));
 	}
 	if (conf > 0.95)
 		conf = 0.95;
