@@ -354,6 +354,17 @@ step_on_each_python() {
 	# the report says how to have one
 	run sh -c "is-merge '$T/a.ist' | is-analyze | is-report -f md"
 	assert_output --partial 'No step found: no scope, NVTX range or function recurs three times on one thread'
+	# ten threads made in a row, a tenth of a millisecond of a run of
+	# tens: their __init__, back to back, was the step (coverage 0.9)
+	cat > "$T/init.py" <<-'PY'
+	import threading
+	ts = [threading.Thread(target=print) for i in range(10)]
+	x = sum(range(3 * 10**6))
+	PY
+	is-record -o "$T/i.ist" -- /usr/bin/python3 "$T/init.py"
+	is-merge "$T/i.ist" | is-analyze --json > "$T/i.json"
+	run jq -r '"\(.steps) \([.functions[] | select(.name == "threading.Thread.__init__")][0].count)"' "$T/i.json"
+	assert_output "null 10"
 }
 
 @test "a real run: a function called mostly while a module is imported (a registry filled at import) is no step, though it has more time than the steps" {

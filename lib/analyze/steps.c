@@ -107,6 +107,7 @@ struct launcher {
 struct ist_steps {
 	char *want;              /* --step NAME, or NULL */
 	size_t wantlen;
+	int64_t lo, hi;          /* the calls' and marks' span: the run */
 	struct ist_strtab names; /* the ids of ist_steps_add's names */
 	struct cand *c;
 	size_t n, cap;           /* cap: a power of two */
@@ -218,6 +219,8 @@ ist_steps_new(struct ist_steps **out, const char *name,
 		return IST_ENOMEM;
 	}
 	s->wantlen = name ? strlen(name) : 0;
+	s->lo = INT64_MAX;
+	s->hi = INT64_MIN;
 	*out = s;
 	return IST_OK;
 }
@@ -359,6 +362,13 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 		if (count_launch(s, ev->tid) != 0)
 			goto nomem;
 		return IST_OK;
+	}
+	if (IST_HAS(ev, IST_F_START) && IST_HAS(ev, IST_F_END) &&
+	    ev->end_ns >= ev->start_ns) {
+		if (ev->start_ns < s->lo)
+			s->lo = ev->start_ns;
+		if (ev->end_ns > s->hi)
+			s->hi = ev->end_ns;
 	}
 	if ((k = kind_of(ev)) < 0) {
 		struct othread *t;
@@ -573,16 +583,19 @@ better(const struct cand *b, bool blib, const struct cand *a, bool alib,
  * machinery that holds less than half the time from its first call's
  * start to its last one's end (the plumbing between a program's pieces
  * of work: a Condition's _acquire_restore, a Thread's _stop, four calls
- * of some microseconds in three threads' half a second of work), nor one
+ * of some microseconds in three threads' half a second of work) or less
+ * than a twentieth of the run (three Thread.__init__ in a row, 73 us of
+ * 200 ms), nor one
  * called mostly while modules are imported (dataclasses' wrap, 71 times
  * in `import torch`): a scope or range marked is one */
 static bool
-eligible(const struct cand *c)
+eligible(const struct ist_steps *s, const struct cand *c)
 {
 	return c->name != NULL && c->count >= MIN_STEPS && (c->kind != 1 ||
 	    (c->max <= c->total / 2 && !(c->wait >= c->total / 20 * 19 &&
 	    c->lib) && !(c->loop == IST_LOOP_NONE && machinery(c) &&
-	    c->total < (c->last_end - c->first) / 2) &&
+	    (c->total < (c->last_end - c->first) / 2 ||
+	    c->total < (s->hi - s->lo) / 20)) &&
 	    c->in_imp * 2 <= c->count));
 }
 
@@ -617,7 +630,7 @@ best(const struct ist_steps *s)
 	for (size_t i = 0; i < s->cap; i++) {
 		const struct cand *c = &s->c[i];
 		bool lib;
-		if (!eligible(c))
+		if (!eligible(s, c))
 			continue;
 		lib = helper(c) || machinery(c) || (c->lib && c->in_own >=
 		    c->total / 2) || (c->loop == IST_LOOP_NONE &&
