@@ -101,6 +101,28 @@ code_where(struct ist_buf *o, const json_t *x)
 	code(o, w);
 }
 
+/* A thread as the analysis names it, "name (pid/tid)", as inline code */
+static void
+code_thread(struct ist_buf *o, const json_t *t)
+{
+	char nm[300];
+
+	snprintf(nm, sizeof(nm), "%s (%lld/%lld)", ist_jstr(t, "name"),
+	    (long long)ist_jint(t, "pid"), (long long)ist_jint(t, "tid"));
+	code(o, nm);
+}
+
+/* A process, "name (pid)", as inline code */
+static void
+code_process(struct ist_buf *o, const json_t *p)
+{
+	char nm[300];
+
+	snprintf(nm, sizeof(nm), "%s (%lld)", ist_jstr(p, "name"),
+	    (long long)ist_jint(p, "pid"));
+	code(o, nm);
+}
+
 /* [{call, share}] as "`call` 12.3%, ...", a null call as its own code */
 static void
 call_shares(struct ist_buf *o, const json_t *arr)
@@ -623,13 +645,8 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 		json_array_foreach(x, i, t)
 			if (ist_jint(t, "pid") == ist_jint(st, "pid") &&
 			    ist_jint(t, "tid") == ist_jint(st, "tid")) {
-				char nm[300];
-				snprintf(nm, sizeof(nm), "%s (%lld/%lld)",
-				    ist_jstr(t, "name"),
-				    (long long)ist_jint(t, "pid"),
-				    (long long)ist_jint(t, "tid"));
 				ist_buf_printf(o, " on ");
-				code(o, nm);
+				code_thread(o, t);
 				ist_buf_printf(o, " (a step is one thread's)");
 				break;
 			}
@@ -993,17 +1010,13 @@ threads_table(struct ist_buf *o, const json_t *an)
 		    "Run-queue wait | Involuntary switches | CUDA launches |\n"
 		    "|---|---:|---:|---:|---:|---:|\n");
 		json_array_foreach(arr, i, x) {
-			char nm[300];
 			if (show && !show[i]) {
 				more++;
 				more_cpu += ist_jnum(x, "cpu_ns");
 				continue;
 			}
-			snprintf(nm, sizeof(nm), "%s (%lld/%lld)",
-			    ist_jstr(x, "name"), (long long)ist_jint(x, "pid"),
-			    (long long)ist_jint(x, "tid"));
 			ist_buf_printf(o, "| ");
-			code(o, nm);
+			code_thread(o, x);
 			if (ist_jnum(x, "window_ns") > 0)
 				ist_buf_printf(o, " | %s | %.1f%% | %s (%.1f%%) | "
 				    "%lld | %lld |\n", dur(&u, ist_jnum(x, "cpu_ns")),
@@ -1027,14 +1040,11 @@ threads_table(struct ist_buf *o, const json_t *an)
 	 * before their exec, folded into it */
 	json_array_foreach(json_object_get(an, "processes"), i, x) {
 		const json_t *h = json_object_get(x, "helpers"), *nm;
-		char who[300];
 		size_t k;
 		if (h == NULL)
 			continue;
-		snprintf(who, sizeof(who), "%s (%lld)", ist_jstr(x, "name"),
-		    (long long)ist_jint(x, "pid"));
 		ist_buf_printf(o, "Folded into ");
-		code(o, who);
+		code_process(o, x);
 		ist_buf_printf(o, ": %lld helper process%s (",
 		    (long long)ist_jint(h, "processes"),
 		    ist_jint(h, "processes") == 1 ? "" : "es");
@@ -1051,13 +1061,10 @@ threads_table(struct ist_buf *o, const json_t *an)
 	/* children no sample saw (a command run per item, shorter than
 	 * the sampler's tick): the kernel counts them as they end */
 	json_array_foreach(json_object_get(an, "processes"), i, x) {
-		char who[300];
 		if (ist_jnum(x, "children_unseen_cpu_ns") < 1e6)
 			continue;
-		snprintf(who, sizeof(who), "%s (%lld)", ist_jstr(x, "name"),
-		    (long long)ist_jint(x, "pid"));
 		ist_buf_printf(o, "The child processes of ");
-		code(o, who);
+		code_process(o, x);
 		ist_buf_printf(o, " used %s of CPU that no sample of theirs "
 		    "shows (the kernel's count of the children it waited for, "
 		    "in 10 ms ticks: children shorter than a sample's "
@@ -1074,7 +1081,6 @@ rec_note(struct ist_buf *o, const json_t *arr)
 {
 	const json_t *x, *top = NULL;
 	struct nums u = { 0 };
-	char nm[300];
 	size_t i;
 
 	json_array_foreach(arr, i, x)
@@ -1084,12 +1090,10 @@ rec_note(struct ist_buf *o, const json_t *arr)
 			top = x;
 	if (top == NULL)
 		return;
-	snprintf(nm, sizeof(nm), "%s (%lld)", ist_jstr(top, "name"),
-	    (long long)ist_jint(top, "pid"));
 	ist_buf_printf(o, "The figures are the program's: InferScope's own "
 	    "buffers are left out (at most %s, in ", bytes(&u, ist_jnum(top,
 	    "recorder_peak_bytes")));
-	code(o, nm);
+	code_process(o, top);
 	ist_buf_printf(o, ").\n\n");
 }
 
@@ -1114,7 +1118,6 @@ memory_table(struct ist_buf *o, const json_t *an)
 		ist_buf_printf(o, "| Process | RSS first | RSS peak | RSS last | "
 		    "Major faults |\n|---|---:|---:|---:|---:|\n");
 		json_array_foreach(arr, i, x) {
-			char nm[300];
 			if (json_object_get(x, "rss_peak_bytes") == NULL)
 				continue;
 			if (show && !show[i]) {
@@ -1124,10 +1127,8 @@ memory_table(struct ist_buf *o, const json_t *an)
 					    "rss_peak_bytes");
 				continue;
 			}
-			snprintf(nm, sizeof(nm), "%s (%lld)", ist_jstr(x,
-			    "name"), (long long)ist_jint(x, "pid"));
 			ist_buf_printf(o, "| ");
-			code(o, nm);
+			code_process(o, x);
 			ist_buf_printf(o, " | %s | %s | %s | %lld |\n",
 			    bytes(&u, ist_jnum(x, "rss_first_bytes")), bytes(&u, ist_jnum(x,
 			    "rss_peak_bytes")), bytes(&u, ist_jnum(x,
