@@ -143,7 +143,8 @@ import inferscope; print(inferscope.start(), inferscope.stop(), inferscope.dump(
 	import time
 	def spin(s):
 	    t = time.perf_counter()
-	    while time.perf_counter() - t < s: pass
+	    while time.perf_counter() - t < s:
+	        for _ in range(20000): pass
 	spin(0.6)
 	EOF2
 	is-record -o "$T/t.ist" -- /usr/bin/python3 "$T/app.py"

@@ -10,6 +10,10 @@ if [ -n "${BATS_TEST_TMPDIR:-}" ]; then
 	export TMPDIR=$BATS_TEST_TMPDIR/.tmp
 	mkdir -p "$TMPDIR"
 fi
+# the checks' own Python (reading traces, making inputs): Debian's, named
+# by its path; python3 on PATH may be a pyenv shim, 150 ms of bash a call
+# (a minute of a make check).  The programs recorded name theirs.
+python3() { /usr/bin/python3 "$@"; }
 ROOT=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 VEC=formats/vectors
 cd "$ROOT"

@@ -160,7 +160,7 @@ is-cat: '$BATS_TEST_TMPDIR/big.jsonl':2: the line is over the 64 MiB a line may 
 }
 
 @test "a file, read ahead on a second thread, says what a pipe read on one does: whole, cut, damaged" {
-	"$IST_BUILD/bench/bench" -n 300000 -o "$T/b.ist" > /dev/null
+	"$IST_BUILD/bench/bench" -J -m realistic -n 300000 -o "$T/b.ist" > /dev/null
 	n=$(stat -c %s "$T/b.ist")
 	for cut in $n $((n / 3)) $((n / 2 + 17)) $((n - 1)) damaged; do
 		if [ $cut = damaged ]; then
@@ -170,16 +170,16 @@ is-cat: '$BATS_TEST_TMPDIR/big.jsonl':2: the line is over the 64 MiB a line may 
 		else
 			head -c $cut "$T/b.ist" > "$T/c.ist"
 		fi
-		run --separate-stderr is-cat "$T/c.ist"
-		file_status=$status file_out=$(printf '%s' "$output" | md5sum)
-		file_err=${stderr//c.ist/X}
-		run --separate-stderr bash -c "is-cat < '$T/c.ist'"
+		# (the records to files: 300,000 lines in bash's variables
+		# took 40 s of a make check)
+		run --separate-stderr bash -c "is-cat '$T/c.ist' > '$T/f.jsonl'"
+		file_status=$status file_err=${stderr//c.ist/X}
+		run --separate-stderr bash -c "is-cat < '$T/c.ist' > '$T/p.jsonl'"
 		assert_equal "$status" "$file_status"
-		assert_equal "$(printf '%s' "$output" | md5sum)" "$file_out"
+		cmp "$T/f.jsonl" "$T/p.jsonl"
 		assert_equal "${stderr//<stdin>/X}" "${file_err//$T\//}"
 	done
 	# the whole trace: 300000 events and its header
-	run is-cat "$T/b.ist"
-	assert_success
-	assert_equal "${#lines[@]}" 300001
+	is-cat "$T/b.ist" > "$T/f.jsonl"
+	assert_equal "$(wc -l < "$T/f.jsonl")" 300001
 }

@@ -106,7 +106,7 @@ for i in range(200000):
 	# 490 on a million records, on one core or two, however loaded).
 	# Woken for every chunk, it had made 3,500-3,700. Counted by the
 	# kernel, not timed: load cannot move it
-	"$IST_BUILD/bench/bench" -n 1000000 -o "$BATS_TEST_TMPDIR/b.ist" \
+	"$IST_BUILD/bench/bench" -J -m realistic -n 1000000 -o "$BATS_TEST_TMPDIR/b.ist" \
 	    > /dev/null
 	/usr/bin/time -f %w -o "$BATS_TEST_TMPDIR/sw" \
 	    is-info --json "$BATS_TEST_TMPDIR/b.ist" > "$BATS_TEST_TMPDIR/info"

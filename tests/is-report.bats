@@ -643,7 +643,7 @@ PY
 
 @test "a Perfetto export past 1 GB is foreseen early, within 10% of what it then writes" {
 	# 7 M events: about 1.4 GB of JSON, counted, not stored
-	"$IST_BUILD/bench/bench" -n 7000000 -o "$T/big.ist" > /dev/null
+	"$IST_BUILD/bench/bench" -J -m realistic -n 7000000 -o "$T/big.ist" > /dev/null
 	is-report -f perfetto "$T/big.ist" 2> "$T/err" | wc -c > "$T/bytes"
 	grep -q "^is-report: warning: the Perfetto export of '$T/big.ist' will be about [0-9.]* GB (foreseen from the first [0-9]*% of the trace)" "$T/err" ||
 	    fail "$(cat "$T/err")"
@@ -660,7 +660,7 @@ PY
 
 @test "progress on a terminal for a big input (is-merge, is-analyze, is-report), erased at the end; none off a terminal, with -q, or for a small input" {
 	command -v script >/dev/null || fail "script (util-linux) is missing"
-	"$IST_BUILD/bench/bench" -n 700000 -o "$T/in.ist" > /dev/null
+	"$IST_BUILD/bench/bench" -J -m realistic -n 700000 -o "$T/in.ist" > /dev/null
 	is-merge -o "$T/m.ist" "$T/in.ist"
 	for cmd in "is-merge -o $T/m2.ist $T/in.ist" "is-analyze -o $T/a.ist $T/m.ist" \
 	    "is-report -o $T/r.md $T/m.ist" "is-report -f perfetto -o $T/p.json $T/m.ist"; do

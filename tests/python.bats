@@ -59,7 +59,7 @@ print(len(recs))' "$T/cut.ist" "$T/cut.jsonl"
 }
 
 @test "read(): a file is read ahead on a second thread; a child forked while it is open raises, and the parent reads on" {
-	"$IST_BUILD/bench/bench" -n 20000 -o "$T/b.ist" > /dev/null
+	"$IST_BUILD/bench/bench" -J -m realistic -n 20000 -o "$T/b.ist" > /dev/null
 	run /usr/bin/python3 -c 'import os, sys, inferscope
 it = inferscope.read(sys.argv[1])
 next(it)

@@ -95,6 +95,7 @@ struct othread {
 	struct open_occ *o;
 	uint32_t n, cap;
 	uint32_t own;            /* of o, those own */
+	uint32_t nnext;          /* of o, those of a loop's fetch (next) */
 	int64_t imp_end;         /* the end of its last import */
 	int64_t next_end;        /* the end of its last builtins.next */
 };
@@ -278,8 +279,10 @@ thread_at(struct ist_steps *s, int64_t tid, int64_t now)
 		t->tid = tid;
 		s->th_last = (uint32_t)i;
 	}
-	while (t->n && t->o[t->n - 1].end <= now)
+	while (t->n && t->o[t->n - 1].end <= now) {
 		t->own -= t->o[--t->n].own;
+		t->nnext -= t->o[t->n].next;
+	}
 	return t;
 }
 
@@ -452,11 +455,10 @@ found:
 		    ev->start_ns) : NULL;
 		if (k == 1 && t == NULL)
 			goto nomem;
-		for (uint32_t j = 0; t != NULL && j < t->n; j++)
-			if (t->o[j].next) {
-				c->in_next++;
-				break;
-			}
+		/* counted, not looked for: calls that do not nest (a
+		 * generated trace's) left thousands open, and each call
+		 * looked through them (is-analyze at 54,000 events/s) */
+		c->in_next += t != NULL && t->nnext > 0;
 		if (c->count++ == 0)
 			c->first = ev->start_ns;
 		c->total += ev->end_ns - ev->start_ns;
@@ -493,6 +495,7 @@ found:
 		*o = (struct open_occ){ nid, line, ev->end_ns, prog &&
 		    c->count >= 2, c->lib, false, c->loop != IST_LOOP_NONE };
 		t->own += o->own;
+		t->nnext += o->next;
 		c->in_imp += ev->start_ns < t->imp_end;
 	}
 	return IST_OK;
