@@ -994,6 +994,26 @@ thp_on(void)
 	return thp;
 }
 
+/* In the writer thread: what changed of InferScope's memory, said.  The
+ * rings freed, a ring a forked child kept, the writer's buffers grown for
+ * a record past a frame's room, or a flight recorder's frames kept (said
+ * as of the first one's keeping, before its copy was made) and forgotten
+ * (as of now, after): kept frames up to its size had read as a flat
+ * program's memory growing 150% */
+static void
+memory_say(void)
+{
+	uint64_t wbytes = C.w != NULL ? ist_writer_bytes(C.w) :
+	    C.said.wbytes;
+
+	if (atomic_load_explicit(&C.resident, memory_order_relaxed) !=
+	    atomic_load_explicit(&C.rec_bytes, memory_order_relaxed) ||
+	    ist_said_changed(&C.said, wbytes, &C.flight))
+		resident_say(ist_said_take(&C.said, wbytes, &C.flight,
+		    to_ns(ist_ticks())), atomic_load_explicit(&C.resident,
+		    memory_order_relaxed));
+}
+
 /* One pass over every ring; frees rings of threads that have exited.
  * Returns the bytes drained. */
 static uint64_t
@@ -1002,7 +1022,7 @@ drain_all(void)
 	static struct def *defs;
 	static uint32_t ndefs, cap;
 	struct ist_ring *r, **pp, *list;
-	uint64_t lost = 0, wbytes;
+	uint64_t lost = 0;
 
 	pthread_mutex_lock(&C.lock);
 	list = C.rings;
@@ -1088,18 +1108,7 @@ drain_all(void)
 		pp = &r->next;
 	}
 	pthread_mutex_unlock(&C.lock);
-	/* the rings freed, a ring a forked child kept, the writer's
-	 * buffers grown for a record past a frame's room, or a flight
-	 * recorder's frames kept (said as of the first one's keeping,
-	 * before its copy was made) and forgotten: kept frames up to its
-	 * size had read as a flat program's memory growing 150% */
-	wbytes = C.w != NULL ? ist_writer_bytes(C.w) : C.said.wbytes;
-	if (atomic_load_explicit(&C.resident, memory_order_relaxed) !=
-	    atomic_load_explicit(&C.rec_bytes, memory_order_relaxed) ||
-	    ist_said_changed(&C.said, wbytes, &C.flight))
-		resident_say(ist_said_take(&C.said, wbytes, &C.flight,
-		    to_ns(ist_ticks())), atomic_load_explicit(&C.resident,
-		    memory_order_relaxed));
+	memory_say();
 	return drained;
 }
 
@@ -1392,9 +1401,17 @@ dump_now(void)
 	if (C.failed || !C.ring)
 		return;
 	ist_capture_last_dump(&at, &why);
-	if (ist_writer_flush(C.w, &e) != IST_OK ||
-	    ring_write(&e, true, at, why) != IST_OK)
+	if (ist_writer_flush(C.w, &e) != IST_OK) {
 		wfail(&e);
+		return;
+	}
+	/* the frame the flush kept said as of its keeping, the frames
+	 * written and forgotten after: said together as of the keeping,
+	 * a sample while they were written read them as the program's */
+	memory_say();
+	if (ring_write(&e, true, at, why) != IST_OK)
+		wfail(&e);
+	memory_say();
 }
 
 static enum ist_status

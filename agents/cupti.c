@@ -652,6 +652,12 @@ ring_out(bool mid, int64_t at, int why)
 		snprintf(S.werr, sizeof(S.werr), "%s", e.msg);
 		S.unwritten++;
 	}
+	/* the frame that flush kept said as of its keeping, and the frames
+	 * forgotten as they are written said after: said together, as of
+	 * the keeping, a sample read while they were written (30 ms here)
+	 * held them beside a say without them, and the program's memory
+	 * read 2.4 MiB more at the end */
+	mem_say();
 	S.ring = false;
 	if ((err = ist_flight_write(&S.flight, &S.out, &written, &lost,
 	    &from)) != 0) {
@@ -659,6 +665,7 @@ ring_out(bool mid, int64_t at, int why)
 		    S.out.path, strerror(err));
 		S.unwritten++;
 	}
+	mem_say();
 	if (lost)
 		loss(lost, "flight recorder: older events overwritten");
 	if (from != INT64_MIN) {
