@@ -612,6 +612,9 @@ PY
 }
 
 @test "a Perfetto export past 1 GB is foreseen early, within 10% of what it then writes" {
+	# (the foresight's arithmetic at scale: the export's code runs under
+	# ASan in the tests beside, a 1.4 GB one took 29 s there)
+	[ -z "${IST_SANITIZE:-}" ] || skip "a 1.4 GB export: its foresight is checked without the sanitizers"
 	# 7 M events: about 1.4 GB of JSON, counted, not stored
 	"$IST_BUILD/bench/bench" -J -m realistic -n 7000000 -o "$T/big.ist" > /dev/null
 	is-report -f perfetto "$T/big.ist" 2> "$T/err" | wc -c > "$T/bytes"
