@@ -468,6 +468,47 @@ step_on_each_python() {
 	assert_output --partial "found $n times on \`MainThread ($pid/$pid)\` (a step is one thread's)"
 }
 
+@test "a real multiprocessing.Pool run of maps in the main loop: the step is Pool.map, its count and mean the program's perf_counter's, not a worker's mapstar (a child's work runs inside the parent's call that waits for it) (3.11, 3.13)" {
+	# each worker's mapstar (11 calls of 87 ms) was the step of 6 maps:
+	# Pool.map, all waiting in the main process while the program's
+	# function ran in the workers, ranked as the library's machinery
+	cat > "$T/app.py" <<-'PY'
+	import multiprocessing as mp, sys, time
+	def work(n):
+	    s = 0
+	    for i in range(n):
+	        s += i * i
+	    return s
+	if __name__ == "__main__":
+	    with mp.Pool(3) as p:
+	        took = []
+	        for _ in range(6):
+	            t = time.perf_counter()
+	            p.map(work, [20000] * 12)
+	            took.append(time.perf_counter() - t)
+	    with open(sys.argv[1], "w") as f:
+	        f.write("%d\n" % (sum(took) / len(took) * 1e9))
+	PY
+	local py313
+	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 | tail -1)
+	for py in /usr/bin/python3 "$py313"; do
+		is-record -o "$T/t.ist" -- "$py" "$T/app.py" "$T/ref"
+		is-merge "$T/t.ist" | is-analyze --json > "$T/a.json"
+		run jq -r '.steps | "\(.name) \(.count) \(.pid == .tid)"' "$T/a.json"
+		assert_output "multiprocessing.pool.Pool.map 6 true"
+		# the main process's: the one that started the 3 workers
+		pid=$(jq .steps.pid "$T/a.json")
+		run sh -c "is-cat '$T/t.ist' | grep -F '\"process.ppid\"' | jq -s '[.[] | select(.value == $pid)] | length'"
+		assert_output 3
+		mean=$(jq .steps.mean_ns "$T/a.json")
+		echo "$py: mean $mean ns, perf_counter around each $(cat "$T/ref") ns" >&3
+		# the call inside the program's perf_counter pair: at most its
+		# mean, and less by no more than the two reads' 1 ms
+		(( mean <= $(cat "$T/ref") && mean > $(cat "$T/ref") - 1000000 )) ||
+		    fail "$py: mean $mean against $(cat "$T/ref")"
+	done
+}
+
 @test "a real run: every kind of wait is a wait, named as the collector records it (sockets' recv and accept, 3.13's thread join, a TLS client's connect, handshake and read), on every Python" {
 	# a socket.socket's recv is recorded as socket.recv, not the
 	# _socket.socket.recv the list had: a client's wait for its server

@@ -15,7 +15,10 @@
  * made to wait that it makes itself or through the library's functions,
  * as a wrapper of a wait, a queue's feeder thread's Condition.wait, and
  * for the library's machinery, half the time from its first to its last
- * in its occurrences; at most half of them inside an import):
+ * in its occurrences; at most half of them inside an import; a function
+ * of the program's in a child process runs inside its parent's calls open
+ * around it, and a wrapper of a wait that is the outermost of the
+ * library's around such a one in half its calls stays one: Pool.map):
  * on the thread that launches the most CUDA work (else any), a scope or
  * NVTX range the program marked before any Python function, and the
  * library's functions on threads of their own (plumbing) after the
@@ -67,6 +70,10 @@ struct cand {
 	                          * the program's (lib only) */
 	uint64_t held;           /* occurrences that ran a function of the
 	                          * program's (lib only) */
+	uint64_t xheld;          /* of them, those around one run in a child
+	                          * process (lib only) */
+	uint64_t xinner;         /* of those, the ones inside another of the
+	                          * library's (Event.wait in Pool.map) */
 	uint64_t in_lib;         /* a loop's iterations whose loop ran in a
 	                          * function of the library's (lib only) */
 	uint64_t overlapped;     /* a scope's or range's occurrences begun
@@ -89,9 +96,13 @@ struct open_occ {
 	                          * (then so did inside every one below) */
 	bool next;               /* an iterator's __next__ or a generator's
 	                          * run: a loop's fetch */
+	bool xheld;              /* a function of the program's ran inside,
+	                          * in a child process (then so did inside
+	                          * every one below) */
 };
 struct othread {
 	int64_t tid;
+	int64_t pid;             /* 0 until a function is met on it */
 	struct open_occ *o;
 	uint32_t n, cap;
 	uint32_t own;            /* of o, those own */
@@ -121,6 +132,9 @@ struct ist_steps {
 	struct othread *th;
 	uint32_t nth, capth, th_last;
 	struct u64map thmap;     /* tid -> th index + 1 */
+	int64_t *ppid;           /* a process's first process.ppid */
+	uint32_t nproc, capproc;
+	struct u64map procmap;   /* pid -> ppid index + 1 */
 	uint8_t *waits;          /* a C call's name id -> 1 a wait, 2 not,
 	                          * 0 not yet known */
 	size_t nwaits;
@@ -260,6 +274,16 @@ line_of(const struct ist_event *ev, int kind)
 	return kind == 1 && IST_HAS(ev, IST_F_LINE) ? ev->line : 0;
 }
 
+/* t's occurrences ended by now, closed */
+static void
+close_ended(struct othread *t, int64_t now)
+{
+	while (t->n && t->o[t->n - 1].end <= now) {
+		t->own -= t->o[--t->n].own;
+		t->nnext -= t->o[t->n].next;
+	}
+}
+
 /* tid's open occurrences, those ended by now closed; NULL for lack of
  * memory */
 static struct othread *
@@ -279,10 +303,7 @@ thread_at(struct ist_steps *s, int64_t tid, int64_t now)
 		t->tid = tid;
 		s->th_last = (uint32_t)i;
 	}
-	while (t->n && t->o[t->n - 1].end <= now) {
-		t->own -= t->o[--t->n].own;
-		t->nnext -= t->o[t->n].next;
-	}
+	close_ended(t, now);
 	return t;
 }
 
@@ -299,6 +320,57 @@ hold(struct ist_steps *s, struct othread *t, int64_t tid)
 		if (t->o[i].lib && (c = slot(s, tid, t->o[i].nid,
 		    t->o[i].line))->name)
 			c->held++;
+	}
+}
+
+/* The process that started pid (its first process.ppid), 0 unknown */
+static int64_t
+parent_of(struct ist_steps *s, int64_t pid)
+{
+	bool found;
+	uint32_t *v;
+
+	if (s->procmap.n == 0 || (v = an_u64map_slot(&s->procmap,
+	    (uint64_t)pid, &found)) == NULL || !found)
+		return 0;
+	return s->ppid[*v - 1];
+}
+
+/*
+ * A function of the program's runs in process pid, [st, en): the calls
+ * open around it on its parent's threads, begun before it and ended
+ * after, ran it too (a Pool.map in the main loop, waiting for the pool's
+ * workers).  Marked from the innermost that does out to the first
+ * already marked, below which all are
+ */
+static void
+hold_across(struct ist_steps *s, int64_t pid, int64_t st, int64_t en)
+{
+	int64_t ppid = parent_of(s, pid);
+	struct cand *c;
+
+	if (ppid <= 0 || ppid == pid)
+		return;
+	for (uint32_t k = 0; k < s->nth; k++) {
+		struct othread *u = &s->th[k];
+		uint32_t i = u->n;
+		if (u->pid != ppid)
+			continue;
+		close_ended(u, st);
+		while (i > 0 && u->o[i - 1].end < en)
+			i--;
+		while (i-- > 0 && !u->o[i].xheld) {
+			struct open_occ *o = &u->o[i];
+			o->xheld = true;
+			if (!o->lib || (c = slot(s, u->tid, o->nid,
+			    o->line))->name == NULL)
+				continue;
+			c->xheld++;
+			c->xinner += i > 0 && u->o[i - 1].lib;
+			if (!o->held)
+				c->held++;
+			o->held = true;
+		}
 	}
 }
 
@@ -333,6 +405,25 @@ add_wait(struct ist_steps *s, int64_t tid, int64_t ws, int64_t we)
 		if ((c = slot(s, tid, o->nid, o->line))->name)
 			c->wait += (we < o->end ? we : o->end) - ws;
 	}
+}
+
+/* a process.ppid: the first one, the process that started it (not the
+ * one it was handed to when that ended) */
+static int
+add_parent(struct ist_steps *s, const struct ist_event *ev)
+{
+	int64_t v = ev->value_is_int ? ev->ivalue : ist_d2i(ev->value);
+	bool created;
+	int64_t i;
+
+	if (v <= 0)
+		return 0;
+	if ((i = an_stat_of(&s->procmap, (void **)&s->ppid, &s->nproc,
+	    &s->capproc, sizeof(*s->ppid), (uint64_t)ev->pid, &created)) < 0)
+		return -1;
+	if (created)
+		s->ppid[i] = v;
+	return 0;
 }
 
 static int
@@ -375,6 +466,12 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 	}
 	if ((k = kind_of(ev)) < 0) {
 		struct othread *t;
+		if (ev->type == IST_COUNTER && IST_HAS(ev, IST_F_PID) &&
+		    an_name_is(ev, "process.ppid")) {
+			if (add_parent(s, ev) != 0)
+				goto nomem;
+			return IST_OK;
+		}
 		if (ev->type != IST_CPU_CALL || !IST_HAS(ev, IST_F_START) ||
 		    !IST_HAS(ev, IST_F_END) || !IST_HAS(ev, IST_F_TID) ||
 		    ev->end_ns <= ev->start_ns)
@@ -490,10 +587,14 @@ found:
 		    c->nlen - 9, ".<module>", 9) != 0);
 		if (c->lib && t->own)
 			c->in_own += ev->end_ns - ev->start_ns;
-		if (prog)
+		t->pid = ev->pid;
+		if (prog) {
 			hold(s, t, ev->tid);
+			hold_across(s, ev->pid, ev->start_ns, ev->end_ns);
+		}
 		*o = (struct open_occ){ nid, line, ev->end_ns, prog &&
-		    c->count >= 2, c->lib, false, c->loop != IST_LOOP_NONE };
+		    c->count >= 2, c->lib, false, c->loop != IST_LOOP_NONE,
+		    false };
 		t->own += o->own;
 		t->nnext += o->next;
 		c->in_imp += ev->start_ns < t->imp_end;
@@ -596,7 +697,7 @@ eligible(const struct ist_steps *s, const struct cand *c)
 {
 	return c->name != NULL && c->count >= MIN_STEPS && (c->kind != 1 ||
 	    (c->max <= c->total / 2 && !(c->wait >= c->total / 20 * 19 &&
-	    c->lib) && !(c->loop == IST_LOOP_NONE && machinery(c) &&
+	    c->lib && (c->xheld - c->xinner) * 2 < c->count) && !(c->loop == IST_LOOP_NONE && machinery(c) &&
 	    (c->total < (c->last_end - c->first) / 2 ||
 	    c->total < (s->hi - s->lo) / 20)) &&
 	    c->in_imp * 2 <= c->count));
@@ -782,6 +883,8 @@ ist_steps_free(struct ist_steps *s)
 		free(s->th[i].o);
 	free(s->th);
 	an_u64map_release(&s->thmap);
+	free(s->ppid);
+	an_u64map_release(&s->procmap);
 	free(s->waits);
 	free(s->s);
 	free(s->want);
