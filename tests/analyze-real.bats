@@ -262,6 +262,39 @@ PY
 	done
 }
 
+@test "real verdicts: a Pool.map loop whose two workers fill both cores is not GIL-bound, and what the others ran is the workers' function, not the pool's task handler blocked where the collector cannot see" {
+	# the task handler thread blocks in SimpleQueue.get called from C
+	# (iter(get, None)): no call recorded, so it was "in Python" on no
+	# core, queued for none, and with the step Pool.map waiting, 0.94 of
+	# 2.95 threads looked like GIL waiters: GIL-bound, "move the work to
+	# processes", of work that ran in processes; and it had a third of
+	# what the others ran.  A worker's one thread, or a thread alone in
+	# its process, waits for no GIL; a blocked thread works for nobody
+	cat > app.py <<'PY'
+import multiprocessing as mp
+def work(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+if __name__ == "__main__":
+    with mp.Pool(2) as p:
+        for _ in range(6):
+            p.map(work, [200000] * 16)
+PY
+	PY=/usr/bin/python3 pipeline app.py
+	run jq -r '.steps.name, .verdict.classification, ([.findings[] | select(.kind == "gil")] | length), .steps.critical_path.waited_on.gil_waiting, .steps.critical_path.waited_on.by[0].call, .steps.critical_path.waited_on.by[0].share, ([.steps.critical_path.waited_on.by[] | select(.call == "multiprocessing.pool.Pool._handle_tasks") | .share] | add // 0)' a.json
+	echo "$(echo $output)" >&3
+	read -r -d '' name verdict gil waiting top share handler <<< "$output" || true
+	assert_equal "$name" multiprocessing.pool.Pool.map
+	assert_equal "$gil" 0
+	refute_output --partial GIL-bound
+	assert_equal "$top" __main__.work
+	# the handler's 2 ms of CPU in a second of waiting
+	python3 -c "import sys; sys.exit(not ($waiting < 0.4 and $share >= 0.9 and $handler < 0.02))" ||
+	    fail "gil_waiting $waiting, work $share, the handler $handler"
+}
+
 @test "real verdicts: threads blocked in a C call that is no known wait (a file lock) while the step waits are not the GIL's" {
 	# in calls, on no core and queued for none, as GIL waiters are: but
 	# inside a C call (fcntl.flock), which a thread waiting for the GIL

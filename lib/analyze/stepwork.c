@@ -91,8 +91,17 @@ struct othr {
 	uint32_t n, cap;
 	bool listed;             /* in stepwork's act */
 	bool profiler;           /* InferScope's own (ist_recorder_thread) */
+	int64_t pid;
 	int64_t busy, busy_w;    /* its time in calls (not waits), and the
 	                          * part of it within the steps' waits */
+	int64_t busy_wc;         /* of busy_w, inside a C call */
+	/* its time within the waits since its last CPU sample, by function
+	 * (who: the stepwork's wo), given to wo at the share of it on a
+	 * core the sample tells (frac: the last one's, -1 none yet) */
+	struct hostby *pend;
+	uint32_t npend, cappend;
+	struct u64map pendmap;
+	double frac;
 	/* its CPU time (0) and run-queue time (1) counters: the last sample
 	 * of each, the waits' time and its busy times then */
 	struct { int64_t ts, w, busy, busy_w; double v; bool have; } c[2];
@@ -298,8 +307,11 @@ an_stepwork_free(struct stepwork *w)
 	free(w->site);
 	free(w->hb);
 	an_u64map_release(&w->hbmap);
-	for (uint32_t i = 0; i < w->noth; i++)
+	for (uint32_t i = 0; i < w->noth; i++) {
 		free(w->oth[i].st);
+		free(w->oth[i].pend);
+		an_u64map_release(&w->oth[i].pendmap);
+	}
 	free(w->oth);
 	free(w->act);
 	an_u64map_release(&w->othmap);
@@ -351,16 +363,42 @@ oth_credit(struct stepwork *w, struct othr *t, int64_t a, int64_t b)
 	if (ns <= 0)
 		return;
 	t->busy_w += ns;
-	if ((i = an_stat_of(&w->womap, (void **)&w->wo, &w->nwo, &w->capwo,
-	    sizeof(*w->wo), f->name, &created)) < 0) {
+	if ((i = an_stat_of(&t->pendmap, (void **)&t->pend, &t->npend,
+	    &t->cappend, sizeof(*t->pend), f->name, &created)) < 0) {
 		w->oom = true;
 		return;
 	}
-	w->wo[i].who = f->name + 1;
-	w->wo[i].ns += ns;
+	t->pend[i].who = f->name + 1;
+	t->pend[i].ns += ns;
 	w->wo_ns += ns;
-	if (!t->st[t->n - 1].py)
+	if (!t->st[t->n - 1].py) {
 		w->wo_c_ns += ns;
+		t->busy_wc += ns;
+	}
+}
+
+/* Thread t's time within the waits since its last CPU sample to wo, by
+ * function, at frac of it (the share of its time in calls it was on a
+ * core) */
+static void
+oth_settle(struct stepwork *w, struct othr *t, double frac)
+{
+	bool created;
+	int64_t i;
+
+	for (uint32_t k = 0; k < t->npend; k++) {
+		if ((i = an_stat_of(&w->womap, (void **)&w->wo, &w->nwo,
+		    &w->capwo, sizeof(*w->wo), t->pend[k].who - 1,
+		    &created)) < 0) {
+			w->oom = true;
+			return;
+		}
+		w->wo[i].who = t->pend[k].who;
+		w->wo[i].ns += ist_d2i((double)t->pend[k].ns * frac);
+	}
+	t->npend = 0;
+	an_u64map_release(&t->pendmap);
+	memset(&t->pendmap, 0, sizeof(t->pendmap));
 }
 
 /* Thread t's time up to now given to its calls: those ended close */
@@ -393,6 +431,9 @@ oth_of(struct stepwork *w, const struct ist_event *ev, bool *created)
 		w->oom = true;
 		return NULL;
 	}
+	if (*created)
+		w->oth[i].frac = -1;
+	w->oth[i].pid = ev->pid;
 	return &w->oth[i];
 }
 
@@ -499,6 +540,8 @@ oth_counter(struct stepwork *w, const struct ist_event *ev, int k)
 			double part = d < (double)db ? d : (double)db;
 			in = part * (double)(t->busy_w - t->c[k].busy_w) /
 			    (double)db;
+			if (k == 0)
+				t->frac = part / (double)db;
 			d -= part;
 		}
 		if (d > 0 && wt > t->c[k].w)
@@ -506,6 +549,10 @@ oth_counter(struct stepwork *w, const struct ist_event *ev, int k)
 			    (double)(ev->ts_ns - t->c[k].ts);
 		t->in[k] += in;
 	}
+	/* its time in calls since the last sample at the share of it on a
+	 * core (all of it before its first sample that tells) */
+	if (k == 0)
+		oth_settle(w, t, t->frac >= 0 ? t->frac : 1);
 	t->c[k].have = true;
 	t->c[k].ts = ev->ts_ns;
 	t->c[k].v = ev->value;
@@ -1391,6 +1438,61 @@ by_call_json(struct stepwork *w, const struct hostby *hb, uint32_t n,
 	return arr;
 }
 
+static int
+by_pid(const void *x, const void *y)
+{
+	const struct othr *p = *(const struct othr *const *)x;
+	const struct othr *q = *(const struct othr *const *)y;
+
+	return (p->pid > q->pid) - (p->pid < q->pid);
+}
+
+/*
+ * Of the other threads' time in calls on no core and queued for none,
+ * what the GIL can explain, in threads (ns over the waits' time): a
+ * process's, in its Python code, and no more of a thread's than the
+ * time its process's other threads were in calls (a thread waits for
+ * the GIL while another holds it: a pool's worker process, one thread
+ * in Python, waits for none, nor does a thread blocked in a C call the
+ * collector cannot see, called from C, alone in its process)
+ */
+static double
+gil_waiting(struct stepwork *w)
+{
+	struct othr **v = malloc((w->noth ? w->noth : 1) * sizeof(*v));
+	double g = 0;
+	uint32_t n = 0;
+
+	if (v == NULL) {
+		w->oom = true;
+		return 0;
+	}
+	for (uint32_t i = 0; i < w->noth; i++)
+		if (!w->oth[i].profiler)
+			v[n++] = &w->oth[i];
+	qsort(v, n, sizeof(*v), by_pid);
+	for (uint32_t i = 0, j; i < n; i = j) {
+		double busy = 0, c = 0, py = 0, most = 0, off;
+		for (j = i; j < n && v[j]->pid == v[i]->pid; j++)
+			busy += (double)v[j]->busy_w;
+		for (j = i; j < n && v[j]->pid == v[i]->pid; j++) {
+			double b = (double)v[j]->busy_w;
+			c += v[j]->in[0] + v[j]->in[1];
+			py += b - (double)v[j]->busy_wc;
+			most += b < busy - b ? b : busy - b;
+		}
+		off = busy - c;
+		if (off > py)
+			off = py;
+		if (off > most)
+			off = most;
+		if (off > 0)
+			g += off;
+	}
+	free(v);
+	return g / (double)w->wait_ns;
+}
+
 /* The other threads' time within the steps' waits, by function */
 static json_t *
 waited_on_json(struct stepwork *w)
@@ -1399,10 +1501,18 @@ waited_on_json(struct stepwork *w)
 	bool have[2] = { false, false };
 	json_t *o;
 
-	for (uint32_t i = 0; i < w->noth; i++)
+	int64_t by = 0;
+
+	for (uint32_t i = 0; i < w->noth; i++) {
 		oth_advance(w, &w->oth[i], INT64_MAX);
+		/* after its last sample: at that one's share */
+		oth_settle(w, &w->oth[i], w->oth[i].frac >= 0 ?
+		    w->oth[i].frac : 1);
+	}
 	if (w->wait_ns <= 0 || w->wo_ns <= 0)
 		return json_null();
+	for (uint32_t i = 0; i < w->nwo; i++)
+		by += w->wo[i].ns;
 	for (uint32_t i = 0; i < w->noth; i++) {
 		/* InferScope's own threads: beside the others, not theirs */
 		if (w->oth[i].profiler) {
@@ -1423,8 +1533,9 @@ waited_on_json(struct stepwork *w)
 	    (double)w->wait_ns, 2)) : json_null());
 	json_object_set_new(o, "recorder_cores", have[0] ? json_real(ist_round(
 	    rec / (double)w->wait_ns, 2)) : json_null());
-	json_object_set_new(o, "by", by_call_json(w, w->wo, w->nwo,
-	    w->wo_ns));
+	json_object_set_new(o, "gil_waiting", have[0] && have[1] ?
+	    json_real(ist_round(gil_waiting(w), 2)) : json_null());
+	json_object_set_new(o, "by", by_call_json(w, w->wo, w->nwo, by));
 	return o;
 }
 

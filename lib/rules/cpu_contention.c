@@ -132,8 +132,9 @@ gil(const json_t *an, const struct ist_cpu_contention_params *p,
 /*
  * The same seen from the steps (steps.critical_path.waited_on): while
  * they waited, other threads were in Python calls, neither on a core nor
- * queued for one nor inside a C call, gil_wait_threads of them or more on
- * average and a quarter of those in calls.  Threads that live a few ms
+ * queued for one nor inside a C call, while other threads of their
+ * process were in calls (gil_waiting), gil_wait_threads of them or more
+ * on average and a quarter of those in calls.  Threads that live a few ms
  * (a pool made per request) never have the windows the check above
  * needs.
  */

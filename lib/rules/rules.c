@@ -370,7 +370,10 @@ double
 ist_waited_gil(const json_t *w)
 {
 	double n = ist_jnum(w, "threads"), g;
+	const json_t *gw = json_object_get(w, "gil_waiting");
 
+	if (json_is_number(gw))
+		return json_number_value(gw);
 	if (!json_is_number(json_object_get(w, "cores")) ||
 	    !json_is_number(json_object_get(w, "queued")))
 		return -1;
