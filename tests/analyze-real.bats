@@ -293,6 +293,15 @@ PY
 	# the handler's 2 ms of CPU in a second of waiting
 	python3 -c "import sys; sys.exit(not ($waiting < 0.4 and $share >= 0.9 and $handler < 0.02))" ||
 	    fail "gil_waiting $waiting, work $share, the handler $handler"
+	# in calls: the two workers and the blocked handler; working (on a
+	# core, queued for one, or waiting for the GIL): the workers, each
+	# one thread at most, however loaded the machine, and the rest's
+	# crumbs; the finding's title says the workers
+	read -r threads working < <(jq -r '.steps.critical_path.waited_on | "\(.threads) \(.working)"' a.json)
+	python3 -c "import sys; sys.exit(not ($threads >= 2.5 and $working <= 2.3))" ||
+	    fail "$threads threads in calls, $working working"
+	run jq -r '.findings[] | select(.rule == "step_wait") | .title' a.json
+	assert_output --partial "while $(printf %.2f "$working") other threads work, in __main__.work ("
 }
 
 @test "real verdicts: threads blocked in a C call that is no known wait (a file lock) while the step waits are not the GIL's" {
@@ -1546,13 +1555,14 @@ PY
 		assert_equal "$(jq -r '.steps | "\(.name) \(.count)"' a.json)" "__main__.step $n"
 		run jq -c '[.findings[] | select(.rule == "step_wait") | [.kind, .evidence.by[0].call]]' a.json
 		assert_output '[["others","__main__.spin"]]'
-		read -r share threads cores queued rec full machine < <(jq -r '[(.findings[] | select(.rule == "step_wait") | .evidence | .wait_share, .threads, .cores, .queued, .recorder_cores, .cores_full), .system.cpu_cores] | @tsv' a.json)
+		read -r share threads cores queued rec full machine < <(jq -r '[(.findings[] | select(.rule == "step_wait") | .evidence | .wait_share, .working, .cores, .queued, .recorder_cores, .cores_full), .system.cpu_cores] | @tsv' a.json)
 		echo "$k: wait share $share (perf_counter $(cat ref.txt)), $threads threads on $cores cores, queued $queued, InferScope's threads on $rec, full $full" >&3
 		# the step's time waiting over the steps' time: the program's own
 		# perf_counter around its get() against the critical path's waits
 		python3 -c "import sys; sys.exit(abs($share - $(cat ref.txt)) > 0.05)" ||
 		    fail "wait share $share against $(cat ref.txt)"
-		# full: they queued a quarter of their time for a core beyond
+		# full: they queued a quarter of their working time (on a
+		# core, queued or waiting for the GIL) for a core beyond
 		# what InferScope's own threads took, or used all of them with
 		# those; the suggestion follows, and says the recorder's cores
 		# from a quarter of one

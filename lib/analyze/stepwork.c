@@ -1533,8 +1533,18 @@ waited_on_json(struct stepwork *w)
 	    (double)w->wait_ns, 2)) : json_null());
 	json_object_set_new(o, "recorder_cores", have[0] ? json_real(ist_round(
 	    rec / (double)w->wait_ns, 2)) : json_null());
-	json_object_set_new(o, "gil_waiting", have[0] && have[1] ?
-	    json_real(ist_round(gil_waiting(w), 2)) : json_null());
+	if (have[0] && have[1]) {
+		double g = gil_waiting(w);
+		json_object_set_new(o, "gil_waiting", json_real(ist_round(g,
+		    2)));
+		/* on a core, queued for one, or waiting for the GIL: the
+		 * rest of their time in calls they were blocked */
+		json_object_set_new(o, "working", json_real(ist_round((in[0] +
+		    in[1]) / (double)w->wait_ns + g, 2)));
+	} else {
+		json_object_set_new(o, "gil_waiting", json_null());
+		json_object_set_new(o, "working", json_null());
+	}
 	json_object_set_new(o, "by", by_call_json(w, w->wo, w->nwo, by));
 	return o;
 }

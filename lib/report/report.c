@@ -709,7 +709,7 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 	}
 	x = json_object_get(cp, "waited_on");
 	if (json_is_object(x) && json_array_size(json_object_get(x, "by"))) {
-		double n = ist_jnum(x, "threads"), c = ist_jnum(x, "cores"),
+		double n = ist_waited_working(x), c = ist_jnum(x, "cores"),
 		    q = ist_jnum(x, "queued"), g = ist_waited_gil(x);
 		bool hc = json_is_number(json_object_get(x, "cores")),
 		    hq = json_is_number(json_object_get(x, "queued"));

@@ -497,7 +497,7 @@ critical_path(struct tx *t, const json_t *cp)
 		const json_t *e;
 		size_t i;
 		ist_buf_printf(&leg, "while it waited, %.2f other threads "
-		    "worked", ist_jnum(sh, "threads"));
+		    "worked", ist_waited_working(sh));
 		if (json_is_number(json_object_get(sh, "cores")))
 			ist_buf_printf(&leg, " (on %.2f cores)", ist_jnum(sh,
 			    "cores"));

@@ -367,6 +367,15 @@ ist_exit_clause(const json_t *x, char *buf, size_t n)
 }
 
 double
+ist_waited_working(const json_t *w)
+{
+	const json_t *x = json_object_get(w, "working");
+
+	return json_is_number(x) ? json_number_value(x) : ist_jnum(w,
+	    "threads");
+}
+
+double
 ist_waited_gil(const json_t *w)
 {
 	double n = ist_jnum(w, "threads"), g;

@@ -184,9 +184,14 @@ double ist_margin_confidence(double value, double threshold);
 double ist_step_busy(const json_t *an, long long *n);
 /* While the steps waited (waited_on: steps.critical_path.waited_on), the
  * other threads in Python calls on no core, queued for none and not
- * inside a C call: how many on average, the GIL's part; -1 without their
- * CPU and run-queue samples. */
+ * inside a C call: how many on average, the GIL's part (gil_waiting); -1
+ * without their CPU and run-queue samples. */
 double ist_waited_gil(const json_t *waited_on);
+/* How many of those threads worked on average: on a core, queued for one
+ * or waiting for the GIL (the rest of their time in calls they were
+ * blocked where the collector saw no wait); their time in calls without
+ * the samples. */
+double ist_waited_working(const json_t *waited_on);
 /* The thread with Python calls whose `python` map has the largest key (the
  * first of equals); NULL when no thread has Python calls. */
 const json_t *ist_python_thread_max(const json_t *an, const char *key);

@@ -34,7 +34,7 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 {
 	const struct ist_step_wait_params *p = &u->step_wait;
 	const json_t *st = json_object_get(an, "steps"), *cp, *w;
-	double share, threads, cores, queued, machine, pct, rec;
+	double share, threads, cores, queued, machine, pct, rec, working;
 	char title[512], by[400], top[400], fix[1200];
 	bool full;
 	json_t *f, *ev;
@@ -45,26 +45,28 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	w = json_object_get(cp, "waited_on");
 	share = ist_jnum(json_object_get(cp, "share"), "wait");
 	threads = ist_jnum(w, "threads");
+	working = ist_waited_working(w);
 	cores = ist_jnum(w, "cores");
 	queued = ist_jnum(w, "queued");
 	rec = ist_jnum(w, "recorder_cores");
 	machine = ist_jnum(json_object_get(an, "system"), "cpu_cores");
 	pct = 100 * share;
 	/* waiting for a sleep, a socket, a disk is not waiting for work the
-	 * program does; threads in Python calls that are neither on a core
-	 * nor queued for one wait for the GIL (cpu_contention's) */
-	if (pct < p->wait_pct || threads < p->min_threads ||
-	    cores + queued < 0.5 * threads)
+	 * program does, nor are threads blocked; threads in Python calls
+	 * that are neither on a core nor queued for one wait for the GIL
+	 * (cpu_contention's) */
+	if (pct < p->wait_pct || working < p->min_threads ||
+	    cores + queued < 0.5 * working)
 		return NULL;
 	/* the cores that do it are full: they queue for a core a quarter of
 	 * their time, or use every core the machine has; InferScope's own
 	 * threads (rec, on that many cores meanwhile) took cores a run
 	 * without recording leaves to them, and made them queue as long */
-	full = queued - rec >= 0.25 * threads || (machine > 0 && cores + rec >=
+	full = queued - rec >= 0.25 * working || (machine > 0 && cores + rec >=
 	    machine - 0.25);
 	by_text(by, sizeof(by), json_object_get(w, "by"), 3);
 	snprintf(title, sizeof(title), "each step waits %.0f%% of its time "
-	    "while %.2f other threads work%s%s", pct, threads, *by ?
+	    "while %.2f other threads work%s%s", pct, working, *by ?
 	    ", in " : "", by);
 	by_text(top, sizeof(top), json_object_get(w, "by"), 1);
 	snprintf(fix, sizeof(fix), full ? "the steps wait for work done "
@@ -93,6 +95,7 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	json_object_set_new(ev, "wait_ns", json_integer(ist_d2i(share *
 	    ist_jnum(st, "mean_ns"))));
 	json_object_set_new(ev, "threads", json_real(threads));
+	json_object_set_new(ev, "working", json_real(working));
 	json_object_set_new(ev, "cores", json_real(cores));
 	json_object_set_new(ev, "queued", json_real(queued));
 	json_object_set_new(ev, "recorder_cores", json_real(rec));
@@ -108,7 +111,7 @@ const struct ist_rule ist_rule_step_wait = {
 		IST_PARAM(step_wait, wait_pct, 50,
 		    "the steps' critical path waiting, percent"),
 		IST_PARAM(step_wait, min_threads, 0.5,
-		    "while other threads were in calls, on average"),
+		    "while other threads worked, on average"),
 	},
 	run,
 };
