@@ -16,8 +16,8 @@
  * as a wrapper of a wait, a queue's feeder thread's Condition.wait, and
  * for the library's machinery, half the time from its first to its last
  * in its occurrences; at most half of them inside an import; a function
- * of the program's in a child process runs inside its parent's calls open
- * around it, and a wrapper of a wait that is the outermost of the
+ * of the program's in a child process runs inside its ancestors' calls
+ * open around it, and a wrapper of a wait that is the outermost of the
  * library's around such a one in half its calls stays one: Pool.map):
  * on the thread that launches the most CUDA work (else any), a scope or
  * NVTX range the program marked before any Python function, and the
@@ -336,21 +336,12 @@ parent_of(struct ist_steps *s, int64_t pid)
 	return s->ppid[*v - 1];
 }
 
-/*
- * A function of the program's runs in process pid, [st, en): the calls
- * open around it on its parent's threads, begun before it and ended
- * after, ran it too (a Pool.map in the main loop, waiting for the pool's
- * workers).  Marked from the innermost that does out to the first
- * already marked, below which all are
- */
+/* hold_across's, in process ppid */
 static void
-hold_across(struct ist_steps *s, int64_t pid, int64_t st, int64_t en)
+hold_in(struct ist_steps *s, int64_t ppid, int64_t st, int64_t en)
 {
-	int64_t ppid = parent_of(s, pid);
 	struct cand *c;
 
-	if (ppid <= 0 || ppid == pid)
-		return;
 	for (uint32_t k = 0; k < s->nth; k++) {
 		struct othread *u = &s->th[k];
 		uint32_t i = u->n;
@@ -371,6 +362,30 @@ hold_across(struct ist_steps *s, int64_t pid, int64_t st, int64_t en)
 				c->held++;
 			o->held = true;
 		}
+	}
+}
+
+/* how far up a process's ancestors a call of its is held (a worker of a
+ * forkserver's, Python 3.14's default start method, is the main
+ * process's grandchild) */
+#define ANCESTORS 4
+
+/*
+ * A function of the program's runs in process pid, [st, en): the calls
+ * open around it on its ancestors' threads, begun before it and ended
+ * after, ran it too (a Pool.map in the main loop, waiting for the pool's
+ * workers).  Marked from the innermost that does out to the first
+ * already marked, below which all are
+ */
+static void
+hold_across(struct ist_steps *s, int64_t pid, int64_t st, int64_t en)
+{
+	for (int d = 0; d < ANCESTORS; d++) {
+		int64_t ppid = parent_of(s, pid);
+		if (ppid <= 0 || ppid == pid)
+			return;
+		hold_in(s, ppid, st, en);
+		pid = ppid;
 	}
 }
 
