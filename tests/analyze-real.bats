@@ -304,6 +304,53 @@ PY
 	assert_output --partial "while $(printf %.2f "$working") other threads work, in __main__.work ("
 }
 
+@test "real steps: an array's @ and numpy's ufuncs run without a call the collector records, nor cProfile, so their time is the step's own code, and the report says so; ndarray.dot is a call" {
+	cat > app.py <<'PY'
+import sys, numpy as np
+a = np.random.rand(200, 200)
+def step(how):
+    x = a
+    for _ in range(8):
+        if how == "operator":
+            x = x @ a
+        elif how == "ufunc":
+            x = np.matmul(x, a)
+        else:
+            x = x.dot(a)
+        x /= 200
+for _ in range(6):
+    step(sys.argv[1])
+PY
+	for how in operator ufunc method; do
+		OPENBLAS_NUM_THREADS=1 is-record -o rec.ist -- /usr/bin/python3 app.py $how
+		is-merge -o m.ist rec.ist
+		is-analyze -o an.ist m.ist
+		is-report -f json an.ist | jq .analysis > a.json
+		run jq -r '.steps | "\(.name) \(.count)"' a.json
+		assert_output "__main__.step 6"
+		# the products' calls recorded, as cProfile counts them (numpy
+		# calls ndarray.dot once as it is imported): a matmul none
+		dot=$(is-cat m.ist | grep -c '"name":"numpy.ndarray.dot"' || true)
+		mm=$(is-cat m.ist | grep -c '"name":"[^"]*matmul' || true)
+		OPENBLAS_NUM_THREADS=1 /usr/bin/python3 -m cProfile app.py $how > cp.txt
+		cp_dot=$(awk "/{method 'dot' of 'numpy.ndarray' objects}/ { print \$1 }" cp.txt)
+		cp_mm=$(grep -c matmul cp.txt || true)
+		echo "$how: ndarray.dot $dot, matmul $mm; cProfile ${cp_dot:-0}, $cp_mm" >&3
+		assert_equal "$dot" "${cp_dot:-0}"
+		assert_equal "$mm $cp_mm" "0 0"
+		run is-report -f md an.ist
+		if [ $how = method ]; then
+			(( dot >= 48 )) || fail "$dot calls of ndarray.dot"
+			assert_output --regexp 'by the step.s call it ran in: `numpy.ndarray.dot` [0-9.]+%'
+			refute_output --partial "Its own code is its bytecode"
+		else
+			(( dot < 48 )) || fail "$dot calls of ndarray.dot"
+			assert_output --regexp 'by the step.s call it ran in: its own code [0-9.]+%'
+			assert_output --partial "Its own code is its bytecode and what runs without a call a profiler records"
+		fi
+	done
+}
+
 @test "real verdicts: threads blocked in a C call that is no known wait (a file lock) while the step waits are not the GIL's" {
 	# in calls, on no core and queued for none, as GIL waiters are: but
 	# inside a C call (fcntl.flock), which a thread waiting for the GIL

@@ -702,10 +702,20 @@ steps_section(struct ist_buf *o, const json_t *an, double t0)
 	ist_buf_printf(o, ".");
 	x = json_object_get(cp, "host_by");
 	if (json_array_size(x)) {
+		const json_t *c0 = json_array_get(x, 0);
 		ist_buf_printf(o, " Host work on the path, by the step's call "
 		    "it ran in: ");
 		call_shares(o, x);
 		ist_buf_printf(o, ".");
+		/* the largest is the step's own code: what no call records */
+		if (json_is_null(json_object_get(c0, "call")) &&
+		    ist_jnum(c0, "share") >= 0.5)
+			ist_buf_printf(o, " Its own code is its bytecode and what "
+			    "runs without a call a profiler records: operators "
+			    "(an array's or a tensor's `@` and `+`) and objects "
+			    "called that are not functions (numpy's ufuncs: "
+			    "`np.matmul`, `np.exp`), which cProfile does not see "
+			    "either.");
 	}
 	x = json_object_get(cp, "waited_on");
 	if (json_is_object(x) && json_array_size(json_object_get(x, "by"))) {
