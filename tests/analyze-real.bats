@@ -476,11 +476,40 @@ PY
 	assert_equal "$(jq -r '.findings[] | select(.kind == "runqueue") | .evidence.source' a.json)" "the program"
 	d=$(jq -r '.findings[] | select(.kind == "runqueue") | .evidence.program_runnable_threads' a.json)
 	awk -v d="$d" -v c="$(nproc)" 'BEGIN { exit !(d > c) }' || fail "demand $d"
+	# one thread a worker: fewer processes, not fewer threads in one
+	run jq -r '.findings[] | select(.kind == "runqueue") | "\(.evidence.busiest_process.threads) \(.suggestion)"' a.json
+	assert_output --regexp '^1 more threads want to run than there are cores, in several processes: use fewer worker processes'
 	# the program's own runnable threads outnumbered the cores at most
 	# ticks (its workers spin a second of the run's ~1.1)
 	run jq -r '.system | "\(.program_oversubscribed_samples) \(.program_runnable_samples)"' a.json
 	read -r over all <<< "$output"
 	[ "$over" -ge $((all / 2)) ] || fail "$over of $all ticks"
+}
+
+@test "real verdicts: a thread pool of twice as many threads as cores, in BLAS that lets the GIL go, is CPU-oversubscribed by that one process: the suggestion names it and says fewer threads there" {
+	n=$(( $(nproc) * 2 ))
+	cat > app.py <<PY
+import concurrent.futures as cf, os, numpy as np, time
+a = np.random.rand(200, 200)
+def work(_):
+    t = time.monotonic() + 1.0
+    while time.monotonic() < t:
+        a @ a
+if __name__ == "__main__":
+    print(os.getpid())
+    with cf.ThreadPoolExecutor($n) as ex:
+        list(ex.map(work, range($n)))
+PY
+	OPENBLAS_NUM_THREADS=1 is-record --no-python -o rec.ist -- /usr/bin/python3 app.py > pid.txt
+	is-merge rec.ist | is-analyze --json > a.json
+	assert_equal "$(jq -r .verdict.classification a.json)" CPU-oversubscribed
+	run jq -r '.findings[] | select(.kind == "runqueue") | .evidence | "\(.source) \(.busiest_process.pid) \(.busiest_process.threads)"' a.json
+	assert_output "the program $(cat pid.txt) $((n + 1))"
+	# its threads, as many as it ran, runnable for the second they spun
+	rt=$(jq -r '.findings[] | select(.kind == "runqueue") | .evidence.busiest_process.runnable_threads' a.json)
+	awk -v d="$rt" -v c="$(nproc)" 'BEGIN { exit !(d > c) }' || fail "runnable $rt"
+	run jq -r '.findings[] | select(.kind == "runqueue") | .suggestion' a.json
+	assert_output --regexp "^more threads want to run than there are cores, most of them in process $(cat pid.txt) \\([0-9.]+ of its $((n + 1)) threads runnable on average\\): run fewer threads there \\(a thread pool's max_workers"
 }
 
 @test "real verdicts: as many busy processes as cores, whose calls keep InferScope's own threads busy, are not oversubscribed by the program: its runnable threads exclude the recorder's" {

@@ -178,20 +178,37 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	const json_t *sys = json_object_get(an, "system"), *t;
 	double cpu = 0, wait = 0, inv = 0, share, over = 0, samples;
 	double cores, demand, lim, progs, over_n;
-	bool others, rec;
+	bool others, rec, in_one;
+	char fixbuf[600];
 	const char *source, *fix;
 	double wall = ist_jnum(json_object_get(an, "run"), "wall_ns");
 	size_t i, n = 0;
 	char title[256];
 	json_t *f, *ev;
+	/* the process whose threads wanted the most CPU: whether to run
+	 * fewer threads in it or fewer processes */
+	struct bproc { long long pid; double rt; int n; } bp[64], *top = NULL;
+	size_t nbp = 0;
 
 	json_array_foreach(json_object_get(an, "threads"), i, t) {
+		size_t k;
 		if (ist_jnum(t, "window_ns") <= 0)
 			continue;
 		n++;
 		cpu += ist_jnum(t, "cpu_ns");
 		wait += ist_jnum(t, "wait_ns");
 		inv += ist_jnum(t, "ctx_involuntary");
+		for (k = 0; k < nbp && bp[k].pid != ist_jint(t, "pid"); k++)
+			;
+		if (k == nbp && nbp < sizeof(bp) / sizeof(bp[0]))
+			bp[nbp++] = (struct bproc){ ist_jint(t, "pid"), 0, 0 };
+		if (k < nbp) {
+			bp[k].rt += ist_jnum(t, "cpu_ns") + ist_jnum(t,
+			    "wait_ns");
+			bp[k].n++;
+			if (top == NULL || bp[k].rt > top->rt)
+				top = &bp[k];
+		}
 	}
 	cores = ist_jnum(sys, "cpu_cores");
 	/* how many of the program's own threads wanted a CPU at once, on
@@ -229,11 +246,25 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 		    "recorder_oversubscribed_samples") >= 0.5 * over_n;
 		source = !others ? "the program" : rec ?
 		    IST_SOURCE_RECORDER : "other processes";
-		fix = !others ? "more threads want to run than there are "
-		    "cores: cap intra-op threads (torch.set_num_threads, "
-		    "OMP_NUM_THREADS, MKL_NUM_THREADS) so that workers x "
-		    "threads <= cores, use fewer worker processes, or run on "
-		    "more cores" : rec ? "the program's own threads wanted "
+		/* most of the demand in one process's threads (a thread
+		 * pool, intra-op threads): fewer threads there */
+		in_one = top != NULL && top->n >= 2 && wall > 0 &&
+		    top->rt >= 0.6 * (cpu + wait) && top->rt / wall >= 1.5;
+		if (!others && in_one)
+			snprintf(fixbuf, sizeof(fixbuf), "more threads want to "
+			    "run than there are cores, most of them in process "
+			    "%lld (%.2f of its %d threads runnable on average): "
+			    "run fewer threads there (a thread pool's "
+			    "max_workers; intra-op threads: torch.set_num_"
+			    "threads, OMP_NUM_THREADS, MKL_NUM_THREADS) so that "
+			    "workers x threads <= cores, or run on more cores",
+			    top->pid, top->rt / wall, top->n);
+		fix = !others && in_one ? fixbuf : !others ? "more threads "
+		    "want to run than there are cores, in several processes: "
+		    "use fewer worker processes, cap each one's intra-op "
+		    "threads (torch.set_num_threads, OMP_NUM_THREADS, "
+		    "MKL_NUM_THREADS) so that workers x threads <= cores, or "
+		    "run on more cores" : rec ? "the program's own threads wanted "
 		    "no more CPUs than the machine has: InferScope's own "
 		    "threads in its processes, encoding what they recorded, "
 		    "took the rest (data_quality.profiler_cpu_ns), which a run "
@@ -260,6 +291,10 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 		json_object_set_new(ev, "source", json_string(source));
 		json_object_set_new(ev, "program_runnable_threads", json_real(
 		    ist_round(demand, 2)));
+		json_object_set_new(ev, "busiest_process", top == NULL ||
+		    wall <= 0 ? json_null() : json_pack("{s:I,s:f,s:i}", "pid",
+		    top->pid, "runnable_threads", ist_round(top->rt / wall, 2),
+		    "threads", top->n));
 		json_object_set_new(ev, "wait_ns", json_integer(ist_d2i(
 		    wait)));
 		json_object_set_new(ev, "cpu_ns", json_integer(ist_d2i(
