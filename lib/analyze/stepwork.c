@@ -1499,9 +1499,8 @@ waited_on_json(struct stepwork *w)
 {
 	double in[2] = { 0, 0 }, rec = 0;
 	bool have[2] = { false, false };
-	json_t *o;
-
 	int64_t by = 0;
+	json_t *o;
 
 	for (uint32_t i = 0; i < w->noth; i++) {
 		oth_advance(w, &w->oth[i], INT64_MAX);
