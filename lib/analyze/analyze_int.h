@@ -432,6 +432,7 @@ an_push(void **p, uint32_t *n, uint32_t *cap, size_t size)
 }
 void an_topk_add(struct topk *t, int64_t s, int64_t e);
 json_t *an_topk_json(const struct topk *t);
+void an_u64map_clear(struct u64map *m);
 void an_u64map_release(struct u64map *m);
 uint32_t *an_u64map_slot(struct u64map *m, uint64_t key, bool *found);
 int an_advance(struct ist_analyzer *a, struct thr *t, int64_t now);

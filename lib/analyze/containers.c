@@ -61,6 +61,16 @@ an_u64map_slot(struct u64map *m, uint64_t key, bool *found)
 	}
 }
 
+/* Empties m, keeping its table for what it will hold next */
+void
+an_u64map_clear(struct u64map *m)
+{
+	if (m->n == 0)
+		return;
+	memset(m->val, 0, ((size_t)m->mask + 1) * sizeof(*m->val));
+	m->n = 0;
+}
+
 void
 an_u64map_release(struct u64map *m)
 {

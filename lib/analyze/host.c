@@ -764,8 +764,7 @@ cpu_window(struct ist_analyzer *a, struct thr *t, int64_t ts, int64_t v)
 			return -1;
 	}
 	if (t->wn) {
-		memset(t->wmap.val, 0, (t->wmap.mask + 1) * sizeof(uint32_t));
-		t->wmap.n = 0;
+		an_u64map_clear(&t->wmap);
 		t->wn = 0;
 		t->wlast = 0;
 	}

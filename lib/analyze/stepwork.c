@@ -282,11 +282,7 @@ step_done(struct open_step *o)
 	    .op = o->op, .capop = o->capop, .fr = o->fr, .capfr = o->capfr,
 	    .corr = o->corr };
 
-	if (k.corr.n) {
-		memset(k.corr.val, 0, ((size_t)k.corr.mask + 1) *
-		    sizeof(*k.corr.val));
-		k.corr.n = 0;
-	}
+	an_u64map_clear(&k.corr);
 	*o = k;
 }
 
@@ -397,8 +393,7 @@ oth_settle(struct stepwork *w, struct othr *t, double frac)
 		w->wo[i].ns += ist_d2i((double)t->pend[k].ns * frac);
 	}
 	t->npend = 0;
-	an_u64map_release(&t->pendmap);
-	memset(&t->pendmap, 0, sizeof(t->pendmap));
+	an_u64map_clear(&t->pendmap);
 }
 
 /* Thread t's time up to now given to its calls: those ended close */
@@ -431,9 +426,10 @@ oth_of(struct stepwork *w, const struct ist_event *ev, bool *created)
 		w->oom = true;
 		return NULL;
 	}
-	if (*created)
+	if (*created) {
 		w->oth[i].frac = -1;
-	w->oth[i].pid = ev->pid;
+		w->oth[i].pid = ev->pid;
+	}
 	return &w->oth[i];
 }
 

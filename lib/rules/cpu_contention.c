@@ -191,20 +191,21 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	size_t nbp = 0;
 
 	json_array_foreach(json_object_get(an, "threads"), i, t) {
+		long long pid = ist_jint(t, "pid");
+		double tc = ist_jnum(t, "cpu_ns"), tw = ist_jnum(t, "wait_ns");
 		size_t k;
 		if (ist_jnum(t, "window_ns") <= 0)
 			continue;
 		n++;
-		cpu += ist_jnum(t, "cpu_ns");
-		wait += ist_jnum(t, "wait_ns");
+		cpu += tc;
+		wait += tw;
 		inv += ist_jnum(t, "ctx_involuntary");
-		for (k = 0; k < nbp && bp[k].pid != ist_jint(t, "pid"); k++)
+		for (k = 0; k < nbp && bp[k].pid != pid; k++)
 			;
 		if (k == nbp && nbp < sizeof(bp) / sizeof(bp[0]))
-			bp[nbp++] = (struct bproc){ ist_jint(t, "pid"), 0, 0 };
+			bp[nbp++] = (struct bproc){ pid, 0, 0 };
 		if (k < nbp) {
-			bp[k].rt += ist_jnum(t, "cpu_ns") + ist_jnum(t,
-			    "wait_ns");
+			bp[k].rt += tc + tw;
 			bp[k].n++;
 			if (top == NULL || bp[k].rt > top->rt)
 				top = &bp[k];
