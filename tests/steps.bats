@@ -662,12 +662,15 @@ step_on_each_python() {
 		# too high: recorded, the step reached its get ~200 us after
 		# the worker had begun
 		echo "$py, a $how: tokenize ${busy} cores of the waits, thread_time $cpu (perf_counter $wall; $threads threads in calls)" >&3
-		# within 0.1, as the others' cores are (each thread's CPU
-		# between two 10 ms samples spread over its time in calls:
-		# 0.04-0.06 low in the process's, 0.00-0.05 either way in the
-		# thread's, in 3 runs here)
-		python3 -c "import sys; sys.exit(abs($busy - $cpu) > 0.1)" ||
+		# each thread's CPU between two 10 ms samples is spread over
+		# its time in calls: 0.00-0.05 either way in the thread's, but
+		# in the worker process's 0.00-0.15 low (10 runs, 2026-12-02:
+		# 0.11, 0.13 and 0.15 among them), a gap of the estimate the
+		# closing note records; what ran is tokenize, nearly all of it
+		python3 -c "import sys; sys.exit(abs($busy - $cpu) > 0.2)" ||
 		    fail "$py, a $how: $busy against $cpu"
+		run jq -r '.steps.critical_path.waited_on.by[0].share >= 0.9' "$T/a.json"
+		assert_output true
 		run is-report -f md "$T/m.ist"
 		assert_output --partial 'While it waited, other threads (its process'"'"'s and others'"'"') worked'
 		assert_output --partial 'in: `__main__.tokenize` '
