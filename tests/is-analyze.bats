@@ -247,6 +247,14 @@ fired() {
 	assert_equal "$(q .verdict.classification)" CPU-oversubscribed
 }
 
+@test "cpu_contention: the busiest process is the one whose threads ran the most, not a Pool's parent queued longer than its workers behind other programs" {
+	an contention_pool
+	run q '.findings[] | select(.kind == "runqueue") | .evidence | [.source, .busiest_process.pid, .busiest_process.threads, .busiest_process.runnable_threads, .program_runnable_threads] | @tsv'
+	# a worker: 1 s runnable over the run's 1 s; all: (2.063 + 3.2) / 1
+	assert_output "$(printf 'the program\t201\t1\t1\t5.26')"
+	q '.findings[] | select(.kind == "runqueue") | .suggestion' | grep -q '^more threads want to run than there are cores, in several processes: use fewer worker processes'
+}
+
 @test "verdict: threads that waited 9% of their runnable time on a busy machine are CPU-bound, the run-queue finding beside it; at 50% CPU-oversubscribed" {
 	an contention_light
 	assert_equal "$(q '.findings[] | select(.kind == "runqueue") | .evidence.wait_pct')" 9.09

@@ -185,9 +185,14 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 	size_t i, n = 0;
 	char title[256];
 	json_t *f, *ev;
-	/* the process whose threads wanted the most CPU: whether to run
-	 * fewer threads in it or fewer processes */
-	struct bproc { long long pid; double rt; int n; } bp[64], *top = NULL;
+	/* the process whose threads ran the most: whether to run fewer
+	 * threads in it or fewer processes.  By CPU time, which others'
+	 * load leaves as it is, not runnable time, which it swells where
+	 * a thread's work has no deadline: a Pool's parent, queued behind
+	 * other programs through its imports, was runnable longer than
+	 * each of its workers spinning a second, and was named */
+	struct bproc { long long pid; double rt, cpu; int n; } bp[64],
+	    *top = NULL;
 	size_t nbp = 0;
 
 	json_array_foreach(json_object_get(an, "threads"), i, t) {
@@ -203,11 +208,12 @@ run(const json_t *an, const union ist_rule_params *u, json_t *out)
 		for (k = 0; k < nbp && bp[k].pid != pid; k++)
 			;
 		if (k == nbp && nbp < sizeof(bp) / sizeof(bp[0]))
-			bp[nbp++] = (struct bproc){ pid, 0, 0 };
+			bp[nbp++] = (struct bproc){ pid, 0, 0, 0 };
 		if (k < nbp) {
 			bp[k].rt += tc + tw;
+			bp[k].cpu += tc;
 			bp[k].n++;
-			if (top == NULL || bp[k].rt > top->rt)
+			if (top == NULL || bp[k].cpu > top->cpu)
 				top = &bp[k];
 		}
 	}

@@ -240,6 +240,34 @@ def scenario(name):
         # contention: each thread 0.5 s CPU, 0.5 s waiting: 50%;
         # 11 runnable samples, all over 2 cores; 4 x 250 = 1000 switches
         ev.sort(key=tkey)
+    elif name == "contention_pool":
+        # a Pool of 4 one-thread workers (pids 201-204) on 2 cores, each
+        # 0.5 s CPU and 0.5 s queued over 1 s; the parent (PID) has its
+        # main thread, 0.06 s CPU queued 1.2 s behind other programs
+        # through its imports, and 3 handler threads of 1 ms each: the
+        # parent was runnable 1.263 s, longer than any worker (1 s), but
+        # ran 0.063 s to each worker's 0.5
+        ev = meta(device=False)
+        ev.append(counter("system.cpu_cores", T0, 2, pid=0))
+        ths = [(PID, 101, 60_000_000, 1_200_000_000)] + \
+            [(PID, 102 + k, 1_000_000, 0) for k in range(3)] + \
+            [(201 + k, 201 + k, 500_000_000, 500_000_000) for k in range(4)]
+        for pid in (201, 202, 203, 204):
+            ev.append({"type": "process", "pid": pid, "name": "python3"})
+        for pid, tid, _, _ in ths:
+            ev.append({"type": "thread", "pid": pid, "tid": tid,
+                       "name": "t%d" % tid})
+        for s in range(11):
+            ts = T0 + s * 100_000_000
+            ev.append(counter("system.runnable", ts, 5, pid=0))
+            ev.append(counter("system.program_runnable", ts, 4, pid=0))
+            ev.append(counter("system.recorder_runnable", ts, 0, pid=0))
+            for pid, tid, c, w in ths:
+                ev.append(counter("thread.cpu_ns", ts, s * c // 10,
+                                  pid=pid, tid=tid))
+                ev.append(counter("thread.wait_ns", ts, s * w // 10,
+                                  pid=pid, tid=tid))
+        ev.sort(key=tkey)
     elif name in ("gil", "gil_ok"):
         ev = meta(device=False)
         ev.append(counter("system.cpu_cores", T0, 4, pid=0))
