@@ -367,6 +367,22 @@ step_on_each_python() {
 	assert_output "null 10"
 }
 
+@test "a library function whose time outside its waits went off a CPU (a loaded machine's run queue, the GIL) wraps a wait: Thread.start's, by the thread's CPU readings; one that ran that time is a step" {
+	# CI's loaded run: each _thread.start_new_thread took 2-14 ms and
+	# the Python after it as long again, 0.1-0.2 ms of it on a CPU (the
+	# collector's readings), so that the three starts waited 92% and
+	# were the step; the waits are 9.96 of each start's 20 ms
+	gen thread_start
+	is-analyze --json "$T/thread_start.ist" > "$T/a.json"
+	run jq -c '[.steps, ([.functions[] | select(.name == "threading.Thread.start")][0] | .count, .incl_ns)]' "$T/a.json"
+	assert_output '[null,3,60000000]'
+	# the same calls on a CPU all but their wait: not a wrapper of one
+	gen thread_start_busy
+	is-analyze --json "$T/thread_start_busy.ist" > "$T/a.json"
+	run jq -c '.steps | [.name, .count]' "$T/a.json"
+	assert_output '["threading.Thread.start",3]'
+}
+
 @test "a real run: a function called mostly while a module is imported (a registry filled at import) is no step, though it has more time than the steps" {
 	# dataclasses' wrap, 71 times inside `import torch`, was found as the
 	# step of a short DataLoader run

@@ -647,9 +647,11 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 		if (ev->type != IST_SYNC && ist_steps_add_id(a->steps, ev,
 		    (uint64_t)name, err) != IST_OK)
 			return IST_ENOMEM;
-	} else if (ev->type == IST_COUNTER && an_name_is(ev, "process.ppid") &&
-	    ist_steps_add_id(a->steps, ev, 0, err) != IST_OK) {
-		return IST_ENOMEM;    /* whose child a process is */
+	} else if (ev->type == IST_COUNTER && (an_name_is(ev, "process.ppid") ||
+	    an_name_is(ev, "thread.cpu_ns")) && ist_steps_add_id(a->steps, ev,
+	    0, err) != IST_OK) {
+		return IST_ENOMEM;    /* whose child a process is; a thread's
+		                       * CPU time, off a CPU in a C call */
 	}
 	switch (ev->type) {
 	case IST_PROCESS:

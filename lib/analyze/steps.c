@@ -13,7 +13,7 @@
  * run_until_complete, which spans the run once and then twice briefly;
  * for one of Python's library, less than 95% of its time in the calls
  * made to wait that it makes itself or through the library's functions,
- * as a wrapper of a wait, a queue's feeder thread's Condition.wait, and
+ * and off a CPU outside them (off_cpu), as a wrapper of a wait, a queue's feeder thread's Condition.wait, and
  * for the library's machinery, half the time from its first to its last
  * in its occurrences; at most half of them inside an import; a function
  * of the program's in a child process runs inside its ancestors' calls
@@ -88,7 +88,7 @@ struct cand {
  * inside them is theirs */
 struct open_occ {
 	uint64_t nid;
-	int64_t line, end;
+	int64_t line, start, end;
 	bool own;                /* of a function of the program's (not the
 	                          * library's, no module's body) met before */
 	bool lib;                /* of a function of Python's library */
@@ -109,6 +109,12 @@ struct othread {
 	uint32_t nnext;          /* of o, those of a loop's fetch (next) */
 	int64_t imp_end;         /* the end of its last import */
 	int64_t next_end;        /* the end of its last builtins.next */
+	/* its last thread.cpu_ns (cpu_ts 0: none), and its waits that end
+	 * after it */
+	int64_t cpu_ts;
+	double cpu_v;
+	struct span { int64_t s, e; } *wt;
+	uint32_t nwt, capwt;
 };
 
 struct launcher {
@@ -284,26 +290,34 @@ close_ended(struct othread *t, int64_t now)
 	}
 }
 
-/* tid's open occurrences, those ended by now closed; NULL for lack of
- * memory */
+/* tid's; NULL for lack of memory */
 static struct othread *
-thread_at(struct ist_steps *s, int64_t tid, int64_t now)
+thread_of(struct ist_steps *s, int64_t tid)
 {
 	struct othread *t;
 	bool created;
 	int64_t i;
 
-	if (s->th_last < s->nth && s->th[s->th_last].tid == tid) {
-		t = &s->th[s->th_last];
-	} else {
-		if ((i = an_stat_of(&s->thmap, (void **)&s->th, &s->nth,
-		    &s->capth, sizeof(*s->th), (uint64_t)tid, &created)) < 0)
-			return NULL;
-		t = &s->th[i];
-		t->tid = tid;
-		s->th_last = (uint32_t)i;
-	}
-	close_ended(t, now);
+	if (s->th_last < s->nth && s->th[s->th_last].tid == tid)
+		return &s->th[s->th_last];
+	if ((i = an_stat_of(&s->thmap, (void **)&s->th, &s->nth, &s->capth,
+	    sizeof(*s->th), (uint64_t)tid, &created)) < 0)
+		return NULL;
+	t = &s->th[i];
+	t->tid = tid;
+	s->th_last = (uint32_t)i;
+	return t;
+}
+
+/* tid's open occurrences, those ended by now closed; NULL for lack of
+ * memory */
+static struct othread *
+thread_at(struct ist_steps *s, int64_t tid, int64_t now)
+{
+	struct othread *t = thread_of(s, tid);
+
+	if (t != NULL)
+		close_ended(t, now);
 	return t;
 }
 
@@ -405,14 +419,23 @@ is_wait(struct ist_steps *s, const struct ist_event *ev, uint64_t nid)
  * functions around a function of the library's, up to the first of the
  * program's: a wait wrapped in the library's wrappers (Thread.start in
  * Event.wait in Condition.wait in lock.acquire) is each one's */
-static void
+static int
 add_wait(struct ist_steps *s, int64_t tid, int64_t ws, int64_t we)
 {
 	struct othread *t = thread_at(s, tid, ws);
 	struct cand *c;
+	struct span *w;
 
 	if (t == NULL)
-		return;
+		return -1;
+	/* for off_cpu, while it reads a CPU time: a thread that is read
+	 * none keeps none */
+	if (t->cpu_ts) {
+		if ((w = an_push((void **)&t->wt, &t->nwt, &t->capwt,
+		    sizeof(*w))) == NULL)
+			return -1;
+		*w = (struct span){ ws, we };
+	}
 	for (uint32_t i = t->n; i-- > 0;) {
 		const struct open_occ *o = &t->o[i];
 		if (i + 1 < t->n && !(o->lib && t->o[i + 1].lib))
@@ -420,6 +443,75 @@ add_wait(struct ist_steps *s, int64_t tid, int64_t ws, int64_t we)
 		if ((c = slot(s, tid, o->nid, o->line))->name)
 			c->wait += (we < o->end ? we : o->end) - ws;
 	}
+	return 0;
+}
+
+/* of [a, b), the time t waited (its waits since its last reading) */
+static int64_t
+waited(const struct othread *t, int64_t a, int64_t b)
+{
+	int64_t n = 0;
+
+	for (uint32_t k = 0; k < t->nwt; k++) {
+		int64_t x = t->wt[k].s > a ? t->wt[k].s : a;
+		int64_t y = t->wt[k].e < b ? t->wt[k].e : b;
+		n += y > x ? y - x : 0;
+	}
+	return n;
+}
+
+/*
+ * A thread.cpu_ns of t at ts: the time since its last one that t spent
+ * off a CPU, not in a wait, is a wait's to the occurrences add_wait would
+ * give a wait to (t queued for a core, or for the GIL another thread
+ * held: Thread.start's _thread.start_new_thread ran 14 ms on a loaded
+ * machine, and 14 ms more went by in its Python code before its
+ * Event.wait, of which 0.2 ms on a CPU, and the three starts fell short of
+ * a wrapper of a wait).  An occurrence's part of the interval had what
+ * CPU time the rest of it, less its waits, cannot hold: the thread ran
+ * all it could outside (the collector reads a thread's CPU clock at each
+ * call or return a millisecond or more after its last, so that a stretch
+ * off a CPU is mostly an interval of its own).
+ */
+static void
+off_cpu(struct ist_steps *s, struct othread *t, int64_t ts, double v)
+{
+	int64_t r0 = t->cpu_ts, len = ts - r0, d;
+	uint32_t top = t->n, k = 0;
+	struct cand *c;
+
+	if (t->cpu_ts == 0 || ts <= r0) {
+		if (t->cpu_ts == 0) {
+			t->cpu_ts = ts;
+			t->cpu_v = v;
+		}
+		return;
+	}
+	d = v > t->cpu_v ? ist_d2i(v - t->cpu_v) : 0;
+	while (top > 0 && t->o[top - 1].end <= r0)
+		top--;           /* ended before: closed at the next call */
+	for (uint32_t i = top; i-- > 0;) {
+		const struct open_occ *o = &t->o[i];
+		int64_t a = o->start > r0 ? o->start : r0;
+		int64_t b = o->end < ts ? o->end : ts, in, on, off;
+		if (i + 1 < top && !(o->lib && t->o[i + 1].lib))
+			break;
+		if (b <= a)
+			continue;
+		in = b - a;
+		/* the CPU time the rest of the interval could not hold */
+		on = d - (len - in - (waited(t, r0, ts) - waited(t, a, b)));
+		on = on < 0 ? 0 : on > in ? in : on;
+		off = in - on - waited(t, a, b);
+		if (off > 0 && (c = slot(s, t->tid, o->nid, o->line))->name)
+			c->wait += off;
+	}
+	for (uint32_t i = 0; i < t->nwt; i++)
+		if (t->wt[i].e > ts)
+			t->wt[k++] = t->wt[i];
+	t->nwt = k;
+	t->cpu_ts = ts;
+	t->cpu_v = v;
 }
 
 /* a process.ppid: the first one, the process that started it (not the
@@ -487,13 +579,22 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 				goto nomem;
 			return IST_OK;
 		}
+		if (ev->type == IST_COUNTER && IST_HAS(ev, IST_F_TID) &&
+		    an_name_is(ev, "thread.cpu_ns")) {
+			if ((t = thread_of(s, ev->tid)) == NULL)
+				goto nomem;
+			off_cpu(s, t, ev->ts_ns, ev->value_is_int ?
+			    (double)ev->ivalue : ev->value);
+			return IST_OK;
+		}
 		if (ev->type != IST_CPU_CALL || !IST_HAS(ev, IST_F_START) ||
 		    !IST_HAS(ev, IST_F_END) || !IST_HAS(ev, IST_F_TID) ||
 		    ev->end_ns <= ev->start_ns)
 			return IST_OK;
-		if (!IST_HAS(ev, IST_F_FILE) && is_wait(s, ev, nid))
-			add_wait(s, ev->tid, ev->start_ns, ev->end_ns);
-		else if (ist_steps_next_call(ev)) {
+		if (!IST_HAS(ev, IST_F_FILE) && is_wait(s, ev, nid)) {
+			if (add_wait(s, ev->tid, ev->start_ns, ev->end_ns) != 0)
+				goto nomem;
+		} else if (ist_steps_next_call(ev)) {
 			if ((t = thread_at(s, ev->tid, ev->start_ns)) == NULL)
 				goto nomem;
 			if (ev->end_ns > t->next_end)
@@ -607,7 +708,7 @@ found:
 			hold(s, t, ev->tid);
 			hold_across(s, ev->pid, ev->start_ns, ev->end_ns);
 		}
-		*o = (struct open_occ){ nid, line, ev->end_ns, prog &&
+		*o = (struct open_occ){ nid, line, ev->start_ns, ev->end_ns, prog &&
 		    c->count >= 2, c->lib, false, c->loop != IST_LOOP_NONE,
 		    false };
 		t->own += o->own;
@@ -906,8 +1007,10 @@ ist_steps_free(struct ist_steps *s)
 	free(s->c);
 	free(s->last);
 	free(s->l);
-	for (uint32_t i = 0; i < s->nth; i++)
+	for (uint32_t i = 0; i < s->nth; i++) {
 		free(s->th[i].o);
+		free(s->th[i].wt);
+	}
 	free(s->th);
 	an_u64map_release(&s->thmap);
 	free(s->ppid);

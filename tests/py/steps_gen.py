@@ -19,6 +19,15 @@ pool: a multiprocessing.Pool imap loop: the main process's app.consume,
   SimpleQueue.put, 5 ms (20 x 5 = 100 ms, more than consume's 80).
 pool_held: pool, but put pickles objects of the program's: each put runs
   app.Item.__reduce__ (1 ms of its 5).
+thread_start: three threading.Thread.start calls of 20 ms in a row on the
+  main thread, each 8 ms in _thread.start_new_thread, 1.9 ms in its own
+  Python code, then 10 ms in Event.wait (lock.acquire 9.96 ms), while the
+  threads it starts run app.spin 300 ms; the main thread's CPU readings
+  (thread.cpu_ns, as the collector reads them at a call or return 1 ms or
+  more after the last) say it ran 0.1 ms a start: off a CPU outside the
+  wait (a loaded machine's run queue, the GIL the spinning threads hold).
+thread_start_busy: thread_start, the readings saying it ran all but its
+  wait (8 ms creating the thread, 1.9 ms of Python).
 """
 import json
 import sys
@@ -121,11 +130,49 @@ def pool(out, held=False):
                  1_000_000)
 
 
+def thread_start(out, busy=False):
+    lib = "/usr/lib/python3.11/threading.py"
+
+    def call(tid, name, s, length, line=None):
+        r = {"type": "cpu_call", "pid": 1, "tid": tid, "name": name,
+             "start_ns": s, "end_ns": s + length}
+        if line:
+            r["file"] = "app.py" if name.startswith("app.") else lib
+            r["line"] = line
+        out.append(r)
+
+    def cpu(ts, v):
+        out.append({"type": "counter", "pid": 1, "tid": 1,
+                    "name": "thread.cpu_ns", "ts_ns": ts, "value": v})
+    for tid in (1, 2, 3, 4):
+        out.append({"type": "thread", "pid": 1, "tid": tid,
+                    "name": "MainThread" if tid == 1 else "Thread-%d" %
+                    (tid - 1)})
+    v = 50_000_000
+    for i in range(3):
+        s = 1_000_000 + i * 20_100_000
+        call(1, "threading.Thread.start", s, 20_000_000, 945)
+        call(1, "_thread.start_new_thread", s + 10_000, 7_990_000)
+        call(1, "threading.Event.wait", s + 9_900_000, 10_050_000, 604)
+        call(1, "threading.Condition.wait", s + 9_920_000, 10_010_000, 320)
+        call(1, "_thread.lock.acquire", s + 9_940_000, 9_960_000)
+        call(2 + i, "app.spin", s + 8_000_000, 300_000_000, 2)
+        # on a CPU: 30 us of the 8 ms, 20 of the 1.9, 10 of the wait's
+        # 10, 40 of the last 0.1 (busy: all but the lock's wait)
+        for dt, ran in ((0, 0), (8_000_000, 7_990_000 if busy else 30_000),
+                        (9_900_000, 1_900_000 if busy else 20_000),
+                        (19_900_000, 10_000), (20_000_000, 40_000)):
+            v += ran
+            cpu(s + dt, v)
+
+
 out = []
 {"overlap": overlap, "sync": sync, "lead_change": lead_change,
  "sync_many": sync_many, "pool": pool,
- "pool_held": lambda out: pool(out, True)}[sys.argv[1]](out)
-out.sort(key=lambda r: r.get("start_ns", 0))
+ "pool_held": lambda out: pool(out, True),
+ "thread_start": thread_start,
+ "thread_start_busy": lambda out: thread_start(out, True)}[sys.argv[1]](out)
+out.sort(key=lambda r: r.get("start_ns", r.get("ts_ns", 0)))
 print(json.dumps({"type": "header", "format": "inferscope-trace",
                   "version": [1, 2], "producer": "steps_gen.py"}))
 for r in out:
