@@ -741,6 +741,35 @@ step_on_each_python() {
 	step_on_each_python '"\(.name) \(.count) \(.iteration)"' "subprocess.run 20 false"
 }
 
+@test "a real run: subprocess.run of a program that sleeps, 99.9% waiting, is the step: it waits for a child process to end, another program's work, not a wrapper of a wait; its mean against perf_counter around it (3.11, 3.13)" {
+	# a wrapper of a wait that the library's functions make is no step
+	# (Thread.start); subprocess.run of sleep 0.2 was one, and the step
+	# was the generator subprocess joins over PATH's directories, 12
+	# items a call
+	cat > "$T/app.py" <<-'PY'
+	import subprocess, time
+	own = []
+	for i in range(6):
+	    t = time.perf_counter_ns()
+	    subprocess.run(["sleep", "0.2"])
+	    own.append(time.perf_counter_ns() - t)
+	print(sum(own) // len(own))
+	PY
+	local py313
+	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 | tail -1)
+	for py in /usr/bin/python3 "$py313"; do
+		is-record -o "$T/t.ist" -- "$py" "$T/app.py" > "$T/ref"
+		is-merge "$T/t.ist" | is-analyze --json > "$T/a.json"
+		run jq -r '.steps | "\(.name) \(.count) \(.iteration)"' "$T/a.json"
+		assert_output "subprocess.run 6 false"
+		# the call's mean within 1% of the program's own clock around
+		# it (the call and the loop's clock reads)
+		run jq -r .steps.mean_ns "$T/a.json"
+		python3 -c "import sys; sys.exit(not 0.99 * $(cat "$T/ref") <= $output <= $(cat "$T/ref"))" ||
+		    fail "$py: mean $output ns, perf_counter $(cat "$T/ref")"
+	done
+}
+
 @test "a real run: on how many cores the other threads ran while the step waited, two threads (the GIL) and two processes, against thread_time inside the workers (3.11, 3.13)" {
 	# "2 other threads worked" while the step waited said nothing of the
 	# GIL: two Python threads in calls share one core's worth of it

@@ -18,7 +18,8 @@
  * in its occurrences; at most half of them inside an import; a function
  * of the program's in a child process runs inside its ancestors' calls
  * open around it, and a wrapper of a wait that is the outermost of the
- * library's around such a one in half its calls stays one: Pool.map):
+ * library's around such a one in half its calls stays one: Pool.map, as
+ * does one that waits for a child process to end: subprocess.run):
  * on the thread that launches the most CUDA work (else any), a scope or
  * NVTX range the program marked before any Python function, and the
  * library's functions on threads of their own (plumbing) after the
@@ -74,6 +75,8 @@ struct cand {
 	                          * process (lib only) */
 	uint64_t xinner;         /* of those, the ones inside another of the
 	                          * library's (Event.wait in Pool.map) */
+	uint64_t child;          /* occurrences that waited for a child
+	                          * process to end (subprocess.run) */
 	uint64_t in_lib;         /* a loop's iterations whose loop ran in a
 	                          * function of the library's (lib only) */
 	uint64_t overlapped;     /* a scope's or range's occurrences begun
@@ -99,6 +102,7 @@ struct open_occ {
 	bool xheld;              /* a function of the program's ran inside,
 	                          * in a child process (then so did inside
 	                          * every one below) */
+	bool child;              /* it waited for a child process to end */
 };
 struct othread {
 	int64_t tid;
@@ -420,7 +424,8 @@ is_wait(struct ist_steps *s, const struct ist_event *ev, uint64_t nid)
  * program's: a wait wrapped in the library's wrappers (Thread.start in
  * Event.wait in Condition.wait in lock.acquire) is each one's */
 static int
-add_wait(struct ist_steps *s, int64_t tid, int64_t ws, int64_t we)
+add_wait(struct ist_steps *s, int64_t tid, int64_t ws, int64_t we,
+    bool child)
 {
 	struct othread *t = thread_at(s, tid, ws);
 	struct cand *c;
@@ -437,11 +442,14 @@ add_wait(struct ist_steps *s, int64_t tid, int64_t ws, int64_t we)
 		*w = (struct span){ ws, we };
 	}
 	for (uint32_t i = t->n; i-- > 0;) {
-		const struct open_occ *o = &t->o[i];
+		struct open_occ *o = &t->o[i];
 		if (i + 1 < t->n && !(o->lib && t->o[i + 1].lib))
 			break;
-		if ((c = slot(s, tid, o->nid, o->line))->name)
+		if ((c = slot(s, tid, o->nid, o->line))->name) {
 			c->wait += (we < o->end ? we : o->end) - ws;
+			c->child += child && !o->child;
+		}
+		o->child |= child;
 	}
 	return 0;
 }
@@ -592,7 +600,11 @@ ist_steps_add_id(struct ist_steps *s, const struct ist_event *ev,
 		    ev->end_ns <= ev->start_ns)
 			return IST_OK;
 		if (!IST_HAS(ev, IST_F_FILE) && is_wait(s, ev, nid)) {
-			if (add_wait(s, ev->tid, ev->start_ns, ev->end_ns) != 0)
+			if (add_wait(s, ev->tid, ev->start_ns, ev->end_ns,
+			    an_name_is(ev, "posix.waitpid") ||
+			    an_name_is(ev, "posix.wait4") ||
+			    an_name_is(ev, "posix.waitid") ||
+			    an_name_is(ev, "posix.wait")) != 0)
 				goto nomem;
 		} else if (ist_steps_next_call(ev)) {
 			if ((t = thread_at(s, ev->tid, ev->start_ns)) == NULL)
@@ -708,9 +720,9 @@ found:
 			hold(s, t, ev->tid);
 			hold_across(s, ev->pid, ev->start_ns, ev->end_ns);
 		}
-		*o = (struct open_occ){ nid, line, ev->start_ns, ev->end_ns, prog &&
-		    c->count >= 2, c->lib, false, c->loop != IST_LOOP_NONE,
-		    false };
+		*o = (struct open_occ){ nid, line, ev->start_ns, ev->end_ns,
+		    prog && c->count >= 2, c->lib, false,
+		    c->loop != IST_LOOP_NONE, false, false };
 		t->own += o->own;
 		t->nnext += o->next;
 		c->in_imp += ev->start_ns < t->imp_end;
@@ -799,7 +811,9 @@ better(const struct cand *b, bool blib, const struct cand *a, bool alib,
 /* A candidate that can be a step: a function that spans the run once is
  * none, whatever else it did twice; nor one of Python's library that
  * only wraps a wait (a Condition's wait in a queue's feeder thread: a
- * program's own function that sleeps is a step), nor the library's
+ * program's own function that sleeps is a step; one that waits for a
+ * child process to end in half its calls or more runs another program,
+ * subprocess.run, and is one), nor the library's
  * machinery that holds less than half the time from its first call's
  * start to its last one's end (the plumbing between a program's pieces
  * of work: a Condition's _acquire_restore, a Thread's _stop, four calls
@@ -825,7 +839,9 @@ eligible(const struct ist_steps *s, const struct cand *c, bool peek)
 	return c->name != NULL && c->count >= MIN_STEPS && (c->kind != 1 ||
 	    ((c->max <= c->total / 2 || (peek && c->count >= PEEK_MANY)) &&
 	    !(c->wait >= c->total / 20 * 19 &&
-	    c->lib && (c->xheld - c->xinner) * 2 < c->count) && !(c->loop == IST_LOOP_NONE && machinery(c) &&
+	    c->lib && (c->xheld - c->xinner) * 2 < c->count &&
+	    c->child * 2 < c->count) && !(c->loop == IST_LOOP_NONE &&
+	    machinery(c) &&
 	    (c->total < (c->last_end - c->first) / 2 ||
 	    c->total < (s->hi - s->lo) / 20)) &&
 	    c->in_imp * 2 <= c->count));
