@@ -678,23 +678,26 @@ step_on_each_python() {
 		# too high: recorded, the step reached its get ~200 us after
 		# the worker had begun
 		echo "$py, a $how: tokenize ${busy} cores of the waits, thread_time $cpu (perf_counter $wall; $threads threads in calls)" >&3
-		# each thread's CPU between two samples had been spread over
-		# its time in calls at one rate, and a sample of the sampler's
-		# lagged: in the worker process 0.02-0.15 low (10 runs, 0.11,
-		# 0.13, 0.15 among them), the worker preempted as it woke the
-		# step, and within tokenize, with the CPU it had counted
-		# against its dense calls.  Its time off a core now lies in its
-		# gaps between events first, and what an interval holds beyond
-		# its calls goes back to the one before: within 0.02 of 8 old
-		# recordings, -0.10 to +0.02 beside a CI run (the rest is the
-		# worker's start-up and its put in the first waits, which
-		# thread_time around tokenize leaves out); the thread's 0.006.
-		# What ran is tokenize, nearly all of it
+		# each thread's CPU between two samples is spread over its
+		# time in calls at one rate; a sample of the sampler's lags a
+		# running thread's clock by up to a scheduler tick, and what
+		# the interval after it held beyond its calls had been lost: in
+		# the worker process 0.02-0.15 low (10 runs, 0.11, 0.13, 0.15
+		# among them).  Given back to the interval before: 0.00-0.04
+		# low on 8 old recordings (they had read 0.02-0.07 low), the
+		# rest the worker's start-up and its put in the first waits,
+		# which thread_time around tokenize leaves out, and its
+		# preemption as it wakes the step; the thread's within 0.006.
+		# What ran is tokenize, most of it: the rest is the worker's
+		# start-up, and its time in serve and its put, preempted as it
+		# wakes the step, at the interval's one rate (0.87 beside a CI
+		# run; a rate by gaps between calls would have charged a long C
+		# call, or an array's @, for every preemption first)
 		tol=0.05
 		[ "$how" = thread ] || tol=0.15
 		python3 -c "import sys; sys.exit(abs($busy - $cpu) > $tol)" ||
 		    fail "$py, a $how: $busy against $cpu"
-		run jq -r '.steps.critical_path.waited_on.by[0].share >= 0.9' "$T/a.json"
+		run jq -r '.steps.critical_path.waited_on.by[0].share >= 0.8' "$T/a.json"
 		assert_output true
 		run is-report -f md "$T/m.ist"
 		assert_output --partial 'While it waited, other threads (its process'"'"'s and others'"'"') worked'

@@ -31,11 +31,6 @@
 
 #define RING 4                   /* steps open at once */
 #define WINS 16                  /* waits kept for the other threads */
-/* another thread's time in calls beyond this after its last event (a call
- * or a return) is where its time off a CPU lies: a thread records events
- * only on one.  A preemption is a scheduler's slice, milliseconds; the
- * gaps between the calls of a running Python thread are microseconds */
-#define GAP 100000
 #define SLOWEST 5
 
 enum seg_kind { S_HOST, S_LAUNCH, S_SYNC, S_GC, S_IMPORT, S_WAIT, S_KINDS };
@@ -100,30 +95,24 @@ struct othr {
 	int64_t busy, busy_w;    /* its time in calls (not waits), and the
 	                          * part of it within the steps' waits */
 	int64_t busy_wc;         /* of busy_w, inside a C call */
-	/* of busy and busy_w, the time more than GAP after the thread's last
-	 * event (a call or a return, last_ev): a thread records events only
-	 * on a CPU, so that its time off one (queued, or waiting for the GIL
-	 * outside a wait) lies there */
-	int64_t busy_l, busy_wl, last_ev;
-	/* its time within the waits by function (who: the stepwork's wo;
-	 * ns_l: of ns, beyond GAP): since its last CPU sample (0), and
-	 * between that one and the one before (1, iv), given to wo at the
-	 * shares of it on a core the next sample tells (frac, of the time
-	 * within GAP and beyond it: the last ones, -1 none yet).  A sample
-	 * of the sampler's lags a running thread's clock by up to a
-	 * scheduler tick, which the interval after it holds beyond its time
-	 * in calls: given back to the one before, which waits for it */
+	/* its time within the waits by function (who: the stepwork's wo):
+	 * since its last CPU sample (0), and between that one and the one
+	 * before (1, iv: its time in calls, of it within the waits, and its
+	 * CPU time), given to wo at the share of its time in calls on a core
+	 * the interval tells (frac: the last one's, -1 none yet) once the
+	 * next sample comes.  A sample of the sampler's lags a running
+	 * thread's clock by up to a scheduler tick, which the interval after
+	 * it holds beyond its time in calls: given back to the one before */
 	struct pendset {
-		struct pendby { uint32_t who; int64_t ns, ns_l; } *e;
+		struct hostby *e;
 		uint32_t n, cap;
 		struct u64map map;
 	} pend[2];
-	struct ival { bool have; double ds, dl, ws, wl, part; } iv;
-	double frac[2];
+	struct ival { bool have; double db, bw, part; } iv;
+	double frac;
 	/* its CPU time (0) and run-queue time (1) counters: the last sample
 	 * of each, the waits' time and its busy times then */
-	struct { int64_t ts, w, busy, busy_w, busy_l, busy_wl; double v;
-	    bool have; } c[2];
+	struct { int64_t ts, w, busy, busy_w; double v; bool have; } c[2];
 	double in[2];            /* what of each fell within the waits, ns */
 	int64_t first, first_w;  /* its first call's start (0: none), and
 	                          * the waits' time then */
@@ -365,15 +354,13 @@ static void
 oth_credit(struct stepwork *w, struct othr *t, int64_t a, int64_t b)
 {
 	const struct oframe *f = NULL;
-	int64_t ns, i, g = t->last_ev + GAP, ns_l = 0;
+	int64_t ns, i;
 	struct pendset *p = &t->pend[0];
 	bool created;
 
 	if (a >= b || t->n == 0 || t->st[t->n - 1].wait)
 		return;
 	t->busy += b - a;
-	if (b > g)
-		t->busy_l += b - (a > g ? a : g);
 	for (uint32_t j = t->n; j-- > 0 && f == NULL;)
 		if (t->st[j].py)
 			f = &t->st[j];
@@ -382,10 +369,7 @@ oth_credit(struct stepwork *w, struct othr *t, int64_t a, int64_t b)
 	ns = waits_before(w, b) - waits_before(w, a);
 	if (ns <= 0)
 		return;
-	if (b > g)
-		ns_l = waits_before(w, b) - waits_before(w, a > g ? a : g);
 	t->busy_w += ns;
-	t->busy_wl += ns_l;
 	if ((i = an_stat_of(&p->map, (void **)&p->e, &p->n, &p->cap,
 	    sizeof(*p->e), f->name, &created)) < 0) {
 		w->oom = true;
@@ -393,7 +377,6 @@ oth_credit(struct stepwork *w, struct othr *t, int64_t a, int64_t b)
 	}
 	p->e[i].who = f->name + 1;
 	p->e[i].ns += ns;
-	p->e[i].ns_l += ns_l;
 	w->wo_ns += ns;
 	if (!t->st[t->n - 1].py) {
 		w->wo_c_ns += ns;
@@ -402,14 +385,12 @@ oth_credit(struct stepwork *w, struct othr *t, int64_t a, int64_t b)
 }
 
 /* Thread t's time within the waits in p to wo, by function, at its last
- * fracs (the shares of its time in calls it was on a core, within GAP of
- * its last event and beyond; all of it before its first sample that
- * tells) */
+ * frac (the share of its time in calls it was on a core; all of it before
+ * its first sample that tells) */
 static void
 oth_settle(struct stepwork *w, struct othr *t, struct pendset *p)
 {
-	double fs = t->frac[0] >= 0 ? t->frac[0] : 1;
-	double fl = t->frac[1] >= 0 ? t->frac[1] : 1;
+	double frac = t->frac >= 0 ? t->frac : 1;
 	bool created;
 	int64_t i;
 
@@ -421,29 +402,24 @@ oth_settle(struct stepwork *w, struct othr *t, struct pendset *p)
 			return;
 		}
 		w->wo[i].who = p->e[k].who;
-		w->wo[i].ns += ist_d2i((double)(p->e[k].ns - p->e[k].ns_l) *
-		    fs + (double)p->e[k].ns_l * fl);
+		w->wo[i].ns += ist_d2i((double)p->e[k].ns * frac);
 	}
 	p->n = 0;
 	an_u64map_clear(&p->map);
 }
 
 /* The interval between t's last two CPU samples, its CPU time (part, of
- * its time in calls) final: the shares on a core of its time in calls
- * within GAP of an event and beyond, the time off a core beyond GAP first
- * (a thread records events only on one); its CPU within the waits, and
- * its time within them by function */
+ * its time in calls) final: the share of its time in calls on a core, at
+ * one rate (a thread's time off a core falls where it does: a scheduler
+ * preempts a long C call as often as Python code); its CPU within the
+ * waits, and its time within them by function */
 static void
 oth_final(struct stepwork *w, struct othr *t)
 {
-	double off = t->iv.ds + t->iv.dl - t->iv.part;
-	double offl = off < t->iv.dl ? off : t->iv.dl, offs = off - offl;
-
 	if (!t->iv.have)
 		return;
-	t->frac[0] = t->iv.ds > 0 ? 1 - offs / t->iv.ds : 1;
-	t->frac[1] = t->iv.dl > 0 ? 1 - offl / t->iv.dl : 1;
-	t->in[0] += t->frac[0] * t->iv.ws + t->frac[1] * t->iv.wl;
+	t->frac = t->iv.part / t->iv.db;
+	t->in[0] += t->frac * t->iv.bw;
 	oth_settle(w, t, &t->pend[1]);
 	t->iv.have = false;
 }
@@ -458,8 +434,6 @@ oth_advance(struct stepwork *w, struct othr *t, int64_t now)
 			oth_credit(w, t, t->cur, e);
 			t->cur = e;
 		}
-		if (e > t->last_ev)
-			t->last_ev = e;
 		t->n--;
 	}
 	if (now > t->cur) {
@@ -481,7 +455,7 @@ oth_of(struct stepwork *w, const struct ist_event *ev, bool *created)
 		return NULL;
 	}
 	if (*created) {
-		w->oth[i].frac[0] = w->oth[i].frac[1] = -1;
+		w->oth[i].frac = -1;
 		w->oth[i].pid = ev->pid;
 	}
 	return &w->oth[i];
@@ -509,7 +483,6 @@ oth_call(struct stepwork *w, const struct ist_event *ev)
 		t->first_w = waits_before(w, ev->start_ns);
 	}
 	oth_advance(w, t, ev->start_ns);
-	t->last_ev = ev->start_ns;
 	if (!t->listed) {
 		uint32_t *a = an_push((void **)&w->act, &w->nact, &w->capact,
 		    sizeof(*a));
@@ -583,21 +556,15 @@ oth_counter(struct stepwork *w, const struct ist_event *ev, int k)
 		t->c[k].v = 0;
 		t->c[k].w = t->first_w;
 		t->c[k].busy = t->c[k].busy_w = 0;
-		t->c[k].busy_l = t->c[k].busy_wl = 0;
 	}
 	if (t->c[k].have && ev->ts_ns > t->c[k].ts && ev->value >= t->c[k].v) {
 		double d = ev->value - t->c[k].v, in = 0;
 		int64_t db = t->busy - t->c[k].busy;
-		/* its time in calls since: within GAP of an event and beyond
-		 * (l), all and within the waits (w) */
-		double dl = (double)(t->busy_l - t->c[k].busy_l);
-		double ds = (double)db - dl;
-		double wl = (double)(t->busy_wl - t->c[k].busy_wl);
-		double ws = (double)(t->busy_w - t->c[k].busy_w) - wl;
+		double bw = (double)(t->busy_w - t->c[k].busy_w);
 		double part = d < (double)db ? d : (double)db;
 		if (k == 0 && t->iv.have && d > part) {
 			/* beyond its calls: the sample before lagged */
-			double room = t->iv.ds + t->iv.dl - t->iv.part;
+			double room = t->iv.db - t->iv.part;
 			double back = d - part < room ? d - part : room;
 			t->iv.part += back;
 			d -= back;
@@ -605,13 +572,10 @@ oth_counter(struct stepwork *w, const struct ist_event *ev, int k)
 		if (k == 0) {
 			oth_final(w, t);
 			if (db > 0)
-				t->iv = (struct ival){ true, ds, dl, ws, wl,
+				t->iv = (struct ival){ true, (double)db, bw,
 				    part };
 		} else if (db > 0) {
-			/* queued: off a CPU, beyond GAP first */
-			double offl = part < dl ? part : dl, offs = part - offl;
-			in = (ds > 0 ? offs * ws / ds : 0) +
-			    (dl > 0 ? offl * wl / dl : 0);
+			in = part * bw / (double)db;
 		}
 		d -= part;
 		if (d > 0 && wt > t->c[k].w)
@@ -638,8 +602,6 @@ oth_counter(struct stepwork *w, const struct ist_event *ev, int k)
 	t->c[k].w = wt;
 	t->c[k].busy = t->busy;
 	t->c[k].busy_w = t->busy_w;
-	t->c[k].busy_l = t->busy_l;
-	t->c[k].busy_wl = t->busy_wl;
 }
 
 /* A thread's name: is-record's own threads are none of the program's */
