@@ -381,6 +381,13 @@ step_on_each_python() {
 	is-analyze --json "$T/thread_start_busy.ist" > "$T/a.json"
 	run jq -c '.steps | [.name, .count]' "$T/a.json"
 	assert_output '["threading.Thread.start",3]'
+	# a library call preempted as often as the code around it, on a
+	# thread run half the time: half off a CPU, not all of it (the CPU
+	# laid first outside it had left it none), and a step
+	gen lib_preempted
+	is-analyze --json "$T/lib_preempted.ist" > "$T/a.json"
+	run jq -c '.steps | [.name, .count]' "$T/a.json"
+	assert_output '["json.loads",10]'
 }
 
 @test "a real run: a function called mostly while a module is imported (a registry filled at import) is no step, though it has more time than the steps" {

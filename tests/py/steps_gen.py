@@ -28,6 +28,9 @@ thread_start: three threading.Thread.start calls of 20 ms in a row on the
   wait (a loaded machine's run queue, the GIL the spinning threads hold).
 thread_start_busy: thread_start, the readings saying it ran all but its
   wait (8 ms creating the thread, 1.9 ms of Python).
+lib_preempted: a module's loop of 10 json.loads calls of 5 ms, each after
+  5 ms of the module's own code, on a thread the machine ran half the time
+  (its CPU readings every 10 ms, 5 ms more each).
 """
 import json
 import sys
@@ -166,12 +169,31 @@ def thread_start(out, busy=False):
             cpu(s + dt, v)
 
 
+def lib_preempted(out):
+    out.append({"type": "thread", "pid": 1, "tid": 1, "name": "MainThread"})
+    out.append({"type": "cpu_call", "pid": 1, "tid": 1,
+                "name": "__main__.<module>", "file": "app.py", "line": 1,
+                "start_ns": 500_000, "end_ns": 102_000_000})
+    for i in range(11):
+        s = 1_000_000 + i * 10_000_000
+        out.append({"type": "counter", "pid": 1, "tid": 1,
+                    "name": "thread.cpu_ns", "ts_ns": s,
+                    "value": 40_000_000 + i * 5_000_000})
+        if i < 10:
+            out.append({"type": "cpu_call", "pid": 1, "tid": 1,
+                        "name": "json.loads",
+                        "file": "/usr/lib/python3.11/json/__init__.py",
+                        "line": 299, "start_ns": s + 5_000_000,
+                        "end_ns": s + 10_000_000})
+
+
 out = []
 {"overlap": overlap, "sync": sync, "lead_change": lead_change,
  "sync_many": sync_many, "pool": pool,
  "pool_held": lambda out: pool(out, True),
  "thread_start": thread_start,
- "thread_start_busy": lambda out: thread_start(out, True)}[sys.argv[1]](out)
+ "thread_start_busy": lambda out: thread_start(out, True),
+ "lib_preempted": lib_preempted}[sys.argv[1]](out)
 out.sort(key=lambda r: r.get("start_ns", r.get("ts_ns", 0)))
 print(json.dumps({"type": "header", "format": "inferscope-trace",
                   "version": [1, 2], "producer": "steps_gen.py"}))
