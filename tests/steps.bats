@@ -491,6 +491,45 @@ step_on_each_python() {
 	assert_output --partial "found $n times on \`MainThread ($pid/$pid)\` (a step is one thread's)"
 }
 
+@test "a real Pool.imap_unordered loop steps by its iterations (IMapIterator.next is its __next__ under another name), waiting 99% for the workers, its mean the program's perf_counter between results (3.11, 3.13)" {
+	# the step had been one worker's task function, 21 of 40 calls:
+	# IMapIterator.next, named so (`__next__ = next`), was no iterator's,
+	# and a loop that waits for its items was a wrapper of a wait
+	cat > "$T/app.py" <<-'PY'
+	import multiprocessing as mp, time
+	def work(n):
+	    t = time.perf_counter() + 0.01
+	    while time.perf_counter() < t:
+	        pass
+	    return n
+	if __name__ == "__main__":
+	    own = []
+	    with mp.Pool(2) as p:
+	        t = time.perf_counter_ns()
+	        for r in p.imap_unordered(work, range(40)):
+	            u = time.perf_counter_ns()
+	            own.append(u - t)
+	            t = u
+	    print(sum(own) // len(own))
+	PY
+	local py313
+	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 | tail -1)
+	for py in /usr/bin/python3 "$py313"; do
+		is-record -o "$T/t.ist" -- "$py" "$T/app.py" > "$T/ref"
+		is-merge "$T/t.ist" | is-analyze --json > "$T/a.json"
+		run jq -r '.steps | "\(.name) \(.count) \(.iteration)"' "$T/a.json"
+		assert_output "multiprocessing.pool.IMapIterator.next 40 true"
+		# from one next() to the next, as the program's clock between
+		# results: within 1% (0.05% in 2 runs)
+		run jq -r .steps.mean_ns "$T/a.json"
+		python3 -c "import sys; sys.exit(abs($output - $(cat "$T/ref")) > 0.01 * $(cat "$T/ref"))" ||
+		    fail "$py: mean $output ns, perf_counter $(cat "$T/ref")"
+		# what it waited for: the workers' function
+		run jq -r '.steps.critical_path.waited_on.by[0].call' "$T/a.json"
+		assert_output __main__.work
+	done
+}
+
 @test "a real multiprocessing.Pool run of maps in the main loop: the step is Pool.map, its count and mean the program's perf_counter's, not a worker's mapstar (a child's work runs inside the parent's call that waits for it; a forkserver's, its grandparent's) (3.11, 3.13)" {
 	# each worker's mapstar (11 calls of 87 ms) was the step of 6 maps:
 	# Pool.map, all waiting in the main process while the program's

@@ -24,7 +24,8 @@
  * NVTX range the program marked before any Python function, and the
  * library's functions on threads of their own (plumbing) after the
  * others.  An iterator's __next__, and a generator, count the iterations
- * of the loop that calls them, not their calls (enum ist_step_loop): a
+ * of the loop that calls them, not their calls (enum ist_step_loop), and
+ * are no wrappers of a wait (a loop's iterations wait for its items): a
  * function's candidate turns a generator's at its first run that yielded,
  * its count begun again.  Memory: one entry per
  * thread and name, each thread's open occurrences, and the chosen one's
@@ -161,10 +162,24 @@ struct ist_steps {
 	                          * chosen one's thread */
 };
 
+/* The library's iterators whose __next__ is a method of another name
+ * (`__next__ = next`): its code, and the trace, name it so.  A Pool's
+ * imap and imap_unordered loop had stepped by a worker's task function,
+ * not by the loop's iterations */
+static const char *const next_alias[] = {
+	"multiprocessing.pool.IMapIterator.next",
+};
+
 bool
 ist_steps_iterator(const char *name, size_t n)
 {
-	return n > 9 && memcmp(name + n - 9, ".__next__", 9) == 0;
+	if (n > 9 && memcmp(name + n - 9, ".__next__", 9) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof(next_alias) / sizeof(next_alias[0]); i++)
+		if (strlen(next_alias[i]) == n && memcmp(name, next_alias[i],
+		    n) == 0)
+			return true;
+	return false;
 }
 
 bool
@@ -864,7 +879,7 @@ eligible(const struct ist_steps *s, const struct cand *c, bool peek)
 {
 	return c->name != NULL && c->count >= MIN_STEPS && (c->kind != 1 ||
 	    ((c->max <= c->total / 2 || (peek && c->count >= PEEK_MANY)) &&
-	    !(c->wait >= c->total / 20 * 19 &&
+	    !(c->wait >= c->total / 20 * 19 && c->loop == IST_LOOP_NONE &&
 	    c->lib && (c->xheld - c->xinner) * 2 < c->count &&
 	    c->child * 2 < c->count) && !(c->loop == IST_LOOP_NONE &&
 	    machinery(c) &&
