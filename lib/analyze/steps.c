@@ -13,7 +13,8 @@
  * run_until_complete, which spans the run once and then twice briefly;
  * for one of Python's library, less than 95% of its time in the calls
  * made to wait that it makes itself or through the library's functions,
- * and off a CPU outside them (off_cpu), as a wrapper of a wait, a queue's feeder thread's Condition.wait, and
+ * and off a CPU outside them (off_cpu), as a wrapper of a wait, a
+ * queue's feeder thread's Condition.wait, and
  * for the library's machinery, half the time from its first to its last
  * in its occurrences; at most half of them inside an import; a function
  * of the program's in a child process runs inside its ancestors' calls
@@ -469,8 +470,7 @@ add_wait(struct ist_steps *s, int64_t tid, int64_t ws, int64_t we,
 		return -1;
 	/* for off_cpu, while it reads a CPU time: a thread that is read
 	 * none keeps none, and one whose readings stopped (WAITS_KEPT
-	 * since its last) none till the next (the 10 M-event bench trace's
-	 * waits had grown is-analyze's peak by 33 MB) */
+	 * since its last) none till the next, rather than every one */
 	if (t->cpu_ts && t->nwt >= WAITS_KEPT) {
 		t->cpu_ts = 0;
 		t->nwt = 0;

@@ -587,7 +587,7 @@ oth_counter(struct stepwork *w, const struct ist_event *ev, int k)
 	}
 	if (k == 0) {
 		/* the time since the sample before waits for the next one
-		 * (the interval's, iv), or is settled at the last shares */
+		 * (the interval's, iv), or is settled at the last share */
 		struct pendset x = t->pend[1];
 		if (t->iv.have) {
 			t->pend[1] = t->pend[0];
@@ -1548,7 +1548,7 @@ waited_on_json(struct stepwork *w)
 	for (uint32_t i = 0; i < w->noth; i++) {
 		oth_advance(w, &w->oth[i], INT64_MAX);
 		/* the last interval as it stands, and after its last
-		 * sample: at that one's shares */
+		 * sample: at that one's share */
 		oth_final(w, &w->oth[i]);
 		oth_settle(w, &w->oth[i], &w->oth[i].pend[0]);
 	}
