@@ -57,6 +57,28 @@ step_on_each_python() {
 	done
 }
 
+# step_mean_on_each_python STEP LO HI [FILTER VALUE]: app.py, recorded on
+# Debian's 3.11 and pyenv's 3.13, prints the mean of its step's time by its
+# own perf_counter; the step found is STEP ("name count iteration"), its
+# mean_ns within LO and HI times that, and FILTER on the analysis VALUE
+step_mean_on_each_python() {
+	local py313
+	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 | tail -1)
+	for py in /usr/bin/python3 "$py313"; do
+		is-record -o "$T/t.ist" -- "$py" "$T/app.py" > "$T/ref"
+		is-merge "$T/t.ist" | is-analyze --json > "$T/a.json"
+		run jq -r '.steps | "\(.name) \(.count) \(.iteration)"' "$T/a.json"
+		assert_output "$1"
+		run jq -r .steps.mean_ns "$T/a.json"
+		python3 -c "import sys; sys.exit(not $2 * $(cat "$T/ref") <= $output <= $3 * $(cat "$T/ref"))" ||
+		    fail "$py: mean $output ns, perf_counter $(cat "$T/ref")"
+		if [ -n "${4:-}" ]; then
+			run jq -r "$4" "$T/a.json"
+			assert_output "$5"
+		fi
+	done
+}
+
 @test "100 steps of 5 ms host work then 2 ms of kernels: 7 ms each, overlapping the host work saves 2 ms (28.6%)" {
 	gen overlap
 	is-analyze --json "$T/overlap.ist" > "$T/a.json"
@@ -512,22 +534,11 @@ step_on_each_python() {
 	            t = u
 	    print(sum(own) // len(own))
 	PY
-	local py313
-	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 | tail -1)
-	for py in /usr/bin/python3 "$py313"; do
-		is-record -o "$T/t.ist" -- "$py" "$T/app.py" > "$T/ref"
-		is-merge "$T/t.ist" | is-analyze --json > "$T/a.json"
-		run jq -r '.steps | "\(.name) \(.count) \(.iteration)"' "$T/a.json"
-		assert_output "multiprocessing.pool.IMapIterator.next 40 true"
-		# from one next() to the next, as the program's clock between
-		# results: within 1% (0.05% in 2 runs)
-		run jq -r .steps.mean_ns "$T/a.json"
-		python3 -c "import sys; sys.exit(abs($output - $(cat "$T/ref")) > 0.01 * $(cat "$T/ref"))" ||
-		    fail "$py: mean $output ns, perf_counter $(cat "$T/ref")"
-		# what it waited for: the workers' function
-		run jq -r '.steps.critical_path.waited_on.by[0].call' "$T/a.json"
-		assert_output __main__.work
-	done
+	# from one next() to the next, as the program's clock between
+	# results: within 1% (0.05% in 2 runs); what it waited for, the
+	# workers' function
+	step_mean_on_each_python "multiprocessing.pool.IMapIterator.next 40 true" \
+	    0.99 1.01 '.steps.critical_path.waited_on.by[0].call' __main__.work
 }
 
 @test "a real multiprocessing.Pool run of maps in the main loop: the step is Pool.map, its count and mean the program's perf_counter's, not a worker's mapstar (a child's work runs inside the parent's call that waits for it; a forkserver's, its grandparent's) (3.11, 3.13)" {
@@ -804,19 +815,9 @@ step_on_each_python() {
 	    own.append(time.perf_counter_ns() - t)
 	print(sum(own) // len(own))
 	PY
-	local py313
-	py313=$(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 | tail -1)
-	for py in /usr/bin/python3 "$py313"; do
-		is-record -o "$T/t.ist" -- "$py" "$T/app.py" > "$T/ref"
-		is-merge "$T/t.ist" | is-analyze --json > "$T/a.json"
-		run jq -r '.steps | "\(.name) \(.count) \(.iteration)"' "$T/a.json"
-		assert_output "subprocess.run 6 false"
-		# the call's mean within 1% of the program's own clock around
-		# it (the call and the loop's clock reads)
-		run jq -r .steps.mean_ns "$T/a.json"
-		python3 -c "import sys; sys.exit(not 0.99 * $(cat "$T/ref") <= $output <= $(cat "$T/ref"))" ||
-		    fail "$py: mean $output ns, perf_counter $(cat "$T/ref")"
-	done
+	# the call's mean within 1% of the program's own clock around it
+	# (the call and the loop's clock reads)
+	step_mean_on_each_python "subprocess.run 6 false" 0.99 1
 }
 
 @test "a real run: on how many cores the other threads ran while the step waited, two threads (the GIL) and two processes, against thread_time inside the workers (3.11, 3.13)" {
