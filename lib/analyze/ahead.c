@@ -202,8 +202,7 @@ an_ahead_ride(struct ist_analyzer *a, const struct ist_event *ev)
 	/* read again after the first pass: on an error, and once a step
 	 * replayed GPU work (its replays take their bases from the whole
 	 * first pass: the measure would be dropped at its end, after riding
-	 * along for nothing; the 10 M-event bench trace's had held 33 MB
-	 * more at the peak) */
+	 * along for nothing) */
 	if (an_stepwork_event(a->ride, ev, INT64_MIN, INT64_MAX, &e) !=
 	    IST_OK || an_stepwork_needs_bases(a->ride)) {
 		ride_drop(a);

@@ -651,7 +651,7 @@ ist_analyzer_add(struct ist_analyzer *a, const struct ist_event *ev,
 	    an_name_is(ev, "thread.cpu_ns")) && ist_steps_add_id(a->steps, ev,
 	    0, err) != IST_OK) {
 		return IST_ENOMEM;    /* whose child a process is; a thread's
-		                       * CPU time, off a CPU in a C call */
+		                       * CPU time: its time off a CPU */
 	}
 	switch (ev->type) {
 	case IST_PROCESS:

@@ -538,6 +538,7 @@ oth_counter(struct stepwork *w, const struct ist_event *ev, int k)
 {
 	bool created;
 	struct othr *t = oth_of(w, ev, &created);
+	struct ival nx = { false, 0, 0, 0 };   /* the interval it closes */
 	int64_t wt;
 
 	if (t == NULL)
@@ -569,26 +570,24 @@ oth_counter(struct stepwork *w, const struct ist_event *ev, int k)
 			t->iv.part += back;
 			d -= back;
 		}
-		if (k == 0) {
-			oth_final(w, t);
-			if (db > 0)
-				t->iv = (struct ival){ true, (double)db, bw,
-				    part };
-		} else if (db > 0) {
+		if (k == 0 && db > 0)
+			nx = (struct ival){ true, (double)db, bw, part };
+		else if (k == 1 && db > 0)
 			in = part * bw / (double)db;
-		}
 		d -= part;
 		if (d > 0 && wt > t->c[k].w)
 			in += d * (double)(wt - t->c[k].w) /
 			    (double)(ev->ts_ns - t->c[k].ts);
 		t->in[k] += in;
-	} else if (k == 0) {
-		oth_final(w, t);
 	}
 	if (k == 0) {
-		/* the time since the sample before waits for the next one
-		 * (the interval's, iv), or is settled at the last share */
-		struct pendset x = t->pend[1];
+		/* the interval before settled; the time since it waits for
+		 * the next sample (the interval's, iv), or is settled at the
+		 * last share */
+		struct pendset x;
+		oth_final(w, t);
+		x = t->pend[1];
+		t->iv = nx;
 		if (t->iv.have) {
 			t->pend[1] = t->pend[0];
 			t->pend[0] = x;
