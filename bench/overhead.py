@@ -216,7 +216,11 @@ def main():
     if use_cg and shutil.which("valgrind"):
         # instructions per fib call: fib(20) minus fib(0), so that start-up
         # is left out; both threads of ours counted (the writer thread
-        # encodes and compresses, which cProfile, an aggregator, never does)
+        # encodes and compresses, which cProfile, an aggregator, never does).
+        # Each run sleeps 0.1 s first (fib.py's settle): a program that
+        # ends at once stops the writer thread before it starts, and its
+        # buffers are never made; callgrind ran a third of the fib(0) runs
+        # so, 4.2 M instructions fewer, which counted as 192 more a call
         # callgrind counts each byte a `rep movsb` copies as an
         # instruction, and glibc's memcpy copies 2 KiB and more with it:
         # the stored frames' three copies inside zstd counted about 55 a
@@ -240,8 +244,8 @@ def main():
             per = []
             for cmd, env in (([py], venv), ([py], oenv), (prof, venv),
                              ([py], renv)):
-                a = callgrind(cmd + [path, "0"], env)
-                b = callgrind(cmd + [path, "20"], env)
+                a = callgrind(cmd + [path, "0", "settle"], env)
+                b = callgrind(cmd + [path, "20", "settle"], env)
                 per.append((b - a) / 21891 if a and b else float("nan"))
             rep = per.pop()
             # the stored frames compressed by is-record after the run
@@ -249,7 +253,7 @@ def main():
             gather = []
             for arg in ("0", "20"):
                 g = tempfile.mkdtemp(dir=tmp)
-                subprocess.run([py, path, arg],
+                subprocess.run([py, path, arg, "settle"],
                                env=dict(oenv, INFERSCOPE_DIR=g),
                                stdout=subprocess.DEVNULL, check=True)
                 dead = subprocess.Popen(["true"])
@@ -398,8 +402,8 @@ def capture_modes(build, pys, n, use_cg, quick, tmp):
     for ver, py in pys:
         per = []
         for pre in ([], [rec, "-o", out, "--capture-range", "api", "--"]):
-            a = callgrind_under(pre, [py, path, "0"])
-            b = callgrind_under(pre, [py, path, "20"])
+            a = callgrind_under(pre, [py, path, "0", "settle"])
+            b = callgrind_under(pre, [py, path, "20", "settle"])
             per.append((b - a) / 21891)
         print("  %-5s untraced %6.0f   paused %6.0f (%.3fx)" % (
             ver, per[0], per[1], per[1] / per[0]))
