@@ -260,6 +260,34 @@ PY
 	done
 }
 
+@test "threads started one after another, each once the one before has ended and its ring is freed, are each named their own name (the program's native_id and name)" {
+	# a thread's name is read out of its ring, whose memory the next
+	# thread's ring is given: the writer, interning by address, had
+	# named workers 1-7 worker-0 in every run
+	cat > app.py <<'PY'
+import threading, time
+out = []
+def work():
+    s = 0
+    for i in range(20000):
+        s += i
+    out.append((threading.get_native_id(), threading.current_thread().name))
+for i in range(8):
+    t = threading.Thread(target=work, name="worker-%d" % i)
+    t.start()
+    t.join()
+    time.sleep(0.03)     # the writer drains the ring and frees it
+for tid, name in sorted(out):
+    print(tid, name)
+PY
+	for py in $PY $(ls -d "$HOME"/.pyenv/versions/3.13*/bin/python3 2>/dev/null); do
+		rec -- "$py" app.py
+		assert_success
+		assert_equal "$(q threads | grep ' worker-')" "$output"
+		assert_equal "${#lines[@]}" 8
+	done
+}
+
 @test "the bootstrap imports threading only where the program does (3.12+), and it is the program's import" {
 	# up to 3.11 the hook is per thread, and threading is ours from the
 	# start; from 3.12 it is left to the program, and patched as it
