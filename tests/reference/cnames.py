@@ -1,12 +1,21 @@
 """C functions bound to a class (its static and class methods) beside
 builtins and methods: named as cProfile names them where it says their
 module (torch.add: torch sets it), else by their class (dict.fromkeys,
-bool.from_bytes apart from int.from_bytes); `# names:` lists what the
-trace must name them, the torch ones only where torch imports."""
+bool.from_bytes apart from int.from_bytes), a module's functions by the
+module even where its class is a subclass of ModuleType (as lazy loaders
+make them: math.comb); `# names:` lists what the trace must name them, the
+torch ones only where torch imports."""
 # names: str.maketrans dict.fromkeys int.from_bytes bool.from_bytes
 # names: datetime.datetime.now object.__new__ str.upper builtins.len
+# names: math.comb
 # torch: torch.add torch.ones torch.tensor Tensor.item
 import datetime
+import math
+import types
+
+
+class _Module(types.ModuleType):
+    pass
 
 
 def main():
@@ -18,6 +27,8 @@ def main():
     object.__new__(object)
     "abc".upper()
     len([1])
+    math.__class__ = _Module
+    math.comb(5, 2)
     try:
         import torch
     except ImportError:
