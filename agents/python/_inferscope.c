@@ -464,13 +464,13 @@ static inline uint32_t
 cfunc_id(PyObject *fn)
 {
 	PyCFunctionObject *f = (PyCFunctionObject *)fn;
-	PyObject *self = f->m_self;
+	PyObject *self;
 	void *owner;
 	uint32_t id;
 
 	if (!is_cfunction(fn))
 		return 0;
-	if (self == NULL)
+	if ((self = f->m_self) == NULL)
 		owner = f->m_module;
 	else if (PyType_Check(self))
 		owner = self;
