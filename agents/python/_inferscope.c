@@ -1028,6 +1028,16 @@ mon_is_ccall_exact(Py_ssize_t n, PyObject *const *args)
 	    args[3] != mon_missing);
 }
 
+/* A class called (an instance made) or a bound method: the most common
+ * callables after functions and builtins, neither ever a builtin
+ * function's subclass, told without PyCFunction_Check's walk of the
+ * type's bases (and, at their C_RETURN, without reading the clock) */
+static inline int
+mon_is_other(PyObject *c)
+{
+	return PyType_Check(c) || Py_IS_TYPE(c, &PyMethod_Type);
+}
+
 static inline int
 mon_is_ccall(Py_ssize_t n, PyObject *const *args)
 {
@@ -1035,7 +1045,9 @@ mon_is_ccall(Py_ssize_t n, PyObject *const *args)
 	 * which walks the type's bases (PyType_IsSubtype) when it fails */
 	if (Py_IS_TYPE(args[2], &PyFunction_Type))
 		return 0;
-	return mon_is_ccall_exact(n, args) || PyCFunction_Check(args[2]);
+	if (mon_is_ccall_exact(n, args))
+		return 1;
+	return !mon_is_other(args[2]) && PyCFunction_Check(args[2]);
 }
 
 /*
@@ -1091,6 +1103,9 @@ c_leave_slow(PyObject *const *args, size_t nargsf, int raised)
 	int64_t t;
 	struct pstate *p = me;
 
+	/* a class's or a bound method's return ends no call of ours */
+	if (n >= 3 && mon_is_other(args[2]) && !RESUME_PENDING)
+		Py_RETURN_NONE;
 	t = ist_ticks();
 	if (p != NULL)
 		cpu_edge(p, t);
@@ -1119,8 +1134,8 @@ mon_c_leave(PyObject *self, PyObject *const *args, size_t nargsf,
 	(void)self;
 	(void)kw;
 	FLOOR();
-	if (!RESUME_PENDING && hot(p, &t) && n >= 3 &&
-	    mon_is_ccall_exact(n, args) && (f = c_top(p)) != NULL) {
+	if (!RESUME_PENDING && n >= 3 && mon_is_ccall_exact(n, args) &&
+	    hot(p, &t) && (f = c_top(p)) != NULL) {
 		pop_top(p, f, t, 0);
 		Py_RETURN_NONE;
 	}
