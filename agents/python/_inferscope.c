@@ -1100,17 +1100,19 @@ static __attribute__((noinline)) PyObject *
 c_leave_slow(PyObject *const *args, size_t nargsf, int raised)
 {
 	Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+	int c = n >= 3 && mon_is_ccall(n, args);
 	int64_t t;
 	struct pstate *p = me;
 
-	/* a class's or a bound method's return ends no call of ours */
-	if (n >= 3 && mon_is_other(args[2]) && !RESUME_PENDING)
+	/* the return of no builtin (a class called, a bound method, an
+	 * object's __call__: a torch module's) ends no call of ours: no
+	 * clock read for it */
+	if (!c && !RESUME_PENDING)
 		Py_RETURN_NONE;
 	t = ist_ticks();
 	if (p != NULL)
 		cpu_edge(p, t);
-	if (n >= 3 && p != NULL && mon_is_ccall(n, args) &&
-	    RECORDING(p, NULL, AT_C_LEAVE))
+	if (c && p != NULL && RECORDING(p, NULL, AT_C_LEAVE))
 		pop_c(p, t, raised);
 #if PY_VERSION_HEX >= 0x030D0000
 	if (resume_pending)        /* os.fork() has returned */
