@@ -1031,7 +1031,7 @@ mon_is_ccall_exact(Py_ssize_t n, PyObject *const *args)
 /* A class called (an instance made) or a bound method: the most common
  * callables after functions and builtins, neither ever a builtin
  * function's subclass, told without PyCFunction_Check's walk of the
- * type's bases (and, at their C_RETURN, without reading the clock) */
+ * type's bases */
 static inline int
 mon_is_other(PyObject *c)
 {
@@ -1047,7 +1047,7 @@ mon_is_ccall(Py_ssize_t n, PyObject *const *args)
 		return 0;
 	if (mon_is_ccall_exact(n, args))
 		return 1;
-	return !mon_is_other(args[2]) && PyCFunction_Check(args[2]);
+	return !mon_is_other(args[2]) && is_cfunction(args[2]);
 }
 
 /*
