@@ -152,13 +152,20 @@ cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t id, const char **name)
 	return CUPTI_ERROR_INVALID_PARAMETER;
 }
 
+/* FAKE_CUPTI_TS_STALL=N: the Nth read (from 1) of the clock stalls 2 ms
+ * once it has read it, as a thread preempted on a loaded machine does */
 API CUptiResult
 cuptiGetTimestamp(uint64_t *t)
 {
+	static _Atomic long reads;
+	const char *stall = getenv("FAKE_CUPTI_TS_STALL");
 	struct timespec ts;
+
 	clock_gettime(CLOCK_REALTIME, &ts);
 	*t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
 	    (uint64_t)atomic_load(&clock_step);
+	if (stall && atomic_fetch_add(&reads, 1) + 1 == atol(stall))
+		usleep(2000);
 	return CUPTI_SUCCESS;
 }
 
