@@ -411,4 +411,10 @@ enum ist_status ist_tokenize_at(struct tokenizer *tz, size_t base,
 /* the *why of an item that runs past n: a frame cut short may hold it */
 extern const char ist_past_end[];
 
+/* Reading ahead (for tests): every frame's rest given to the reader to
+ * split after the frame's first chunk, not only when the reader waits
+ * (every reader's, from now on); and how many rests r was given. */
+void ist_reader_ahead_give_rests(bool all);
+uint64_t ist_reader_ahead_rests(const struct ist_reader *r);
+
 #endif
