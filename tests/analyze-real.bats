@@ -295,10 +295,13 @@ PY
 	    fail "gil_waiting $waiting, work $share, the handler $handler"
 	# in calls: the two workers and the blocked handler; working (on a
 	# core, queued for one, or waiting for the GIL): the workers, each
-	# one thread at most, however loaded the machine, and the rest's
-	# crumbs; the finding's title says the workers
+	# one thread at most, however loaded the machine, and the crumbs of
+	# the pool's threads, which wake for each task and result (0.07 to
+	# 0.30 on a quiet machine, 0.38 on CI's loaded cores, where they
+	# queue for one more; before, the blocked handler had made it near 3);
+	# the finding's title says the workers
 	read -r threads working < <(jq -r '.steps.critical_path.waited_on | "\(.threads) \(.working)"' a.json)
-	python3 -c "import sys; sys.exit(not ($threads >= 2.5 and $working <= 2.3))" ||
+	python3 -c "import sys; sys.exit(not ($threads >= 2.5 and $working <= 2.5))" ||
 	    fail "$threads threads in calls, $working working"
 	run jq -r '.findings[] | select(.rule == "step_wait") | .title' a.json
 	assert_output --partial "while $(printf %.2f "$working") other threads work, in __main__.work ("
