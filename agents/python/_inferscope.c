@@ -453,23 +453,20 @@ cfunc_id_slow(PyCFunctionObject *f)
 }
 
 /*
- * The id of builtin function fn, or 0 when fn is none.  Looked up first
- * (inlined in the hooks) by what its owner is in every case but a function
- * of an instance of a module's subclass, which cfunc_id_slow finds: a
- * class, a module's name, or the type of self, told without PyModule_Check,
- * whose PyType_IsSubtype, called for every method (self a str, a list),
- * had made the lookup 0.09x of the MLP bench's 1.70x on 3.11.
+ * The id of builtin function f (is_cfunction).  Looked up first (inlined
+ * in the hooks) by what its owner is in every case but a function of an
+ * instance of a module's subclass, which cfunc_id_slow finds: a class, a
+ * module's name, or the type of self, told without PyModule_Check, whose
+ * PyType_IsSubtype, called for every method (self a str, a list), had
+ * made the lookup 0.09x of the MLP bench's 1.70x on 3.11.
  */
 static inline uint32_t
-cfunc_id(PyObject *fn)
+cfunc_id_of(PyCFunctionObject *f)
 {
-	PyCFunctionObject *f = (PyCFunctionObject *)fn;
 	PyObject *self;
 	void *owner;
 	uint32_t id;
 
-	if (!is_cfunction(fn))
-		return 0;
 	if ((self = f->m_self) == NULL)
 		owner = f->m_module;
 	else if (PyType_Check(self))
@@ -481,6 +478,13 @@ cfunc_id(PyObject *fn)
 	if ((id = ctab_find(f->m_ml, owner)) != 0)
 		return id;
 	return cfunc_id_slow(f);
+}
+
+/* The id of fn, or 0 when it is no builtin function */
+static inline uint32_t
+cfunc_id(PyObject *fn)
+{
+	return is_cfunction(fn) ? cfunc_id_of((PyCFunctionObject *)fn) : 0;
 }
 
 #if PY_VERSION_HEX >= 0x030C0000
@@ -1076,8 +1080,9 @@ mon_ccall(PyObject *const *args, Py_ssize_t n)
 		Py_RETURN_NONE;
 	cpu_edge(p, t);
 	c = args[2];
-	push(p, is_cfunction(c) ? cfunc_id(c) : cdescr_id(
-	    ((PyMethodDescrObject *)c)->d_method, Py_TYPE(args[3])), t, 1);
+	push(p, is_cfunction(c) ? cfunc_id_of((PyCFunctionObject *)c) :
+	    cdescr_id(((PyMethodDescrObject *)c)->d_method, Py_TYPE(args[3])),
+	    t, 1);
 	Py_RETURN_NONE;
 }
 
