@@ -1107,7 +1107,21 @@ forked:
 	return stick(r, err, IST_EIO);
 }
 
-/* ist_tokenize, reading ahead: the record at r->fpos, split already. */
+/* The record at r->fpos split here, into r->tz. */
+static enum ist_status
+split_here(struct ist_reader *r, struct tok **tk, size_t *nt, size_t *used,
+    const char **why)
+{
+	enum ist_status st = ist_tokenize(&r->tz, true, r->fbuf + r->fpos,
+	    r->fn - r->fpos, used, why);
+
+	*tk = r->tz.toks;
+	*nt = r->tz.ntok;
+	return st;
+}
+
+/* ist_tokenize, reading ahead: the record at r->fpos, split already (or,
+ * in a frame's rest given to the reader, split here). */
 static enum ist_status
 ah_record(struct ist_reader *r, struct tok **tk, size_t *nt, size_t *used,
     const char **why)
@@ -1120,14 +1134,8 @@ ah_record(struct ist_reader *r, struct tok **tk, size_t *nt, size_t *used,
 		*why = ist_ahead_forked;
 		return IST_EIO;
 	}
-	if (c->raw) {
-		/* the frame's rest, given to be split here */
-		enum ist_status st = ist_tokenize(&r->tz, true, r->fbuf +
-		    r->fpos, r->fn - r->fpos, used, why);
-		*tk = r->tz.toks;
-		*nt = r->tz.ntok;
-		return st;
-	}
+	if (c->raw)
+		return split_here(r, tk, nt, used, why);
 	if (a->ci == c->nrec) {
 		*why = c->why ? c->why : ist_past_end;
 		return c->tst != IST_OK ? c->tst : IST_ECORRUPT;
@@ -1666,14 +1674,8 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 		}
 		r->st.records++;
 		r->frame_start = false;
-		if (r->ah) {
-			st = ah_record(r, &tk, &nt, &used, &why);
-		} else {
-			st = ist_tokenize(&r->tz, true, r->fbuf + r->fpos,
-			    r->fn - r->fpos, &used, &why);
-			tk = r->tz.toks;
-			nt = r->tz.ntok;
-		}
+		st = r->ah ? ah_record(r, &tk, &nt, &used, &why) :
+		    split_here(r, &tk, &nt, &used, &why);
 		if (st == IST_EIO && why == ist_ahead_forked) {
 			r->st.records--;
 			ist_seterr(err, st, "cannot read '%s': %s", r->name,

@@ -1311,6 +1311,7 @@ read_way(const char *p, size_t n, size_t chunk, int ahead, bool sk,
 	ist_reader_stats(r, &st);
 	if (ahead == 2)
 		rests += ist_reader_ahead_rests(r);
+	ist_reader_ahead_give_rests(false);
 	ist_buf_printf(out, "status %d where %d record %llu: %s\n"
 	    "records %llu events %llu frames %llu segments %llu raw %llu "
 	    "skipped %llu truncated %llu kept %llu\n", (int)rs, (int)e.where,
@@ -1336,9 +1337,10 @@ alike(const char *what, const char *p, size_t n, size_t chunk, bool sk,
 {
 	struct ist_buf a = { 0 }, b = { 0 };
 	bool same;
+	int way;
 
 	read_way(p, n, chunk, 0, sk, stop, &a);
-	for (int way = 1; way <= 2; way++) {
+	for (way = 1; way <= 2; way++) {
 		b.n = 0;
 		read_way(p, n, chunk, way, sk, stop, &b);
 		if (!(same = a.n == b.n && memcmp(a.p, b.p, a.n) == 0))
@@ -1351,7 +1353,8 @@ alike(const char *what, const char *p, size_t n, size_t chunk, bool sk,
 		while (i < a.n && i < b.n && a.p[i] == b.p[i])
 			i++;
 		printf("# %s: differ at byte %zu of %zu/%zu: '%.60s' here, "
-		    "'%.60s' ahead\n", what, i, a.n, b.n, a.p + i, b.p + i);
+		    "'%.60s' ahead%s\n", what, i, a.n, b.n, a.p + i, b.p + i,
+		    way == 2 ? ", every frame's rest split by the reader" : "");
 	}
 	ist_buf_release(&a);
 	ist_buf_release(&b);
