@@ -82,8 +82,11 @@ f(22)'
 	cmp "$T/a.md" "$T/b.md"
 	grep -q '^\*\*Verdict: ' "$T/a.md"
 	# instructions, which load does not change: skimming the frames
-	# (decompressed, their first records looked at) costs a fraction of
-	# reading the events, which the second trace needs
+	# (of each only its first record decompressed and looked at, the
+	# rest passed over by its block sizes) costs a fraction of reading
+	# the events, which the second trace needs (2026-12-02: 8.2 M
+	# against 111 M; 22.6 M when every frame was decompressed whole, the
+	# first twice, for the header's promise and for the report)
 	icount() {
 		valgrind --tool=callgrind --callgrind-out-file="$T/cg" \
 		    is-report -o /dev/null "$1" 2>&1 |
@@ -92,7 +95,7 @@ f(22)'
 	a=$(icount "$T/a.ist")
 	b=$(icount "$T/b.ist")
 	echo "instructions: $a skimming, $b reading whole"
-	[ "$a" -gt 0 ] && [ $((a * 3)) -lt "$b" ]
+	[ "$a" -gt 0 ] && [ $((a * 8)) -lt "$b" ]
 	# a pipe that cannot be kept for a second reading is read whole at once
 	run -0 --separate-stderr sh -c "cat '$T/b.ist' | TMPDIR=$T/none is-report"
 	assert_equal "$output" "$(cat "$T/a.md")"

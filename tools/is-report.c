@@ -322,13 +322,18 @@ main(int argc, char **argv)
 	 * analysis made here), from a file, read it ahead on a second core;
 	 * md and json of a trace that promises its analysis skim to it,
 	 * which reading ahead would not */
-	if (a.fmt == IST_REPORT_PERFETTO || a.fmt == IST_REPORT_HTML ||
-	    a.fmt == IST_REPORT_TEXT || !ist_file_promises_analysis(fd))
-		ist_reader_ahead_fd(r, fd);
 	/* skimming for the analysis only where the input can be read again
 	 * should it be elsewhere */
 	ro = (struct ist_report_opts){ .format = a.fmt, .rules = rules,
 	    .again = &again, .skim = sp.keep >= 0 || sp.start >= 0 };
+	if (a.fmt == IST_REPORT_PERFETTO || a.fmt == IST_REPORT_HTML ||
+	    a.fmt == IST_REPORT_TEXT || !ist_file_promises_analysis(fd))
+		ist_reader_ahead_fd(r, fd);
+	else if (ro.skim)
+		/* from the first frame on, which its header's promise would
+		 * otherwise find decompressed whole (ist_report_trace skims
+		 * from a header that promises the analysis) */
+		ist_reader_skim(r, true);
 	/* the terminal report fits the terminal it goes to */
 	ro.text.width = columns_of(a.outpath ? -1 : STDOUT_FILENO);
 	ro.text.color = colour_on(a.color, a.outpath ? -1 : STDOUT_FILENO);

@@ -315,9 +315,13 @@ void ist_reader_free(struct ist_reader *r);
  * header or an analysis (is-analyze writes the analysis first in a frame
  * of its own); every other record is passed over undecoded, its strings
  * and tracks too.  So turn it on at a header only, and off (or keep it on)
- * at the next.  Frames are still decompressed whole (their checksums
- * checked), and a cut frame is still said as when it is read.  Stats count
- * only the records looked at.
+ * at the next, or before the first record, where the first header is
+ * known to promise the analysis (ist_file_promises_analysis).  Of each
+ * frame only as much is decompressed as its first record takes; the rest
+ * is passed over by its blocks' sizes, never decompressed, so its
+ * checksum is not checked (a frame whose blocks cannot be walked is read
+ * whole, and says what is wrong with it).  A cut frame is still said as
+ * when it is read.  Stats count only the records looked at.
  */
 void ist_reader_skim(struct ist_reader *r, bool on);
 /*
@@ -345,8 +349,8 @@ void ist_reader_input_fd(struct ist_reader *r, int fd);
 /* Whether the regular file fd holds a trace whose first header promises
  * an analysis (analysis_version): a report skims such a trace to its
  * analysis, which reading ahead would not; it reads any other whole.  Read
- * with pread from fd's offset, which stays where it is: its first frame
- * decompressed. */
+ * with pread from fd's offset, which stays where it is, skimming: the
+ * first record alone decompressed. */
 bool ist_file_promises_analysis(int fd);
 /*
  * For a reader that copies a trace through (is-analyze's trace out,

@@ -12,6 +12,7 @@
 
 #include <cbor.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "internal.h"
 
@@ -560,6 +561,125 @@ read_frame(struct ist_reader *r, struct ist_error *err)
 	return frame_step(r, SIZE_MAX, IN_WAITS, &more, err);
 }
 
+/*
+ * The compressed size of the frame at in_pos, once all of it is in r->in
+ * (read into it, the buffer grown as it must be); 0 when it cannot be
+ * told that way (the input ends inside it, its header or a block header
+ * is damaged, it is larger than a frame may be): the frame is then read
+ * as any other, which says what is wrong with it.
+ */
+static size_t
+frame_in_buffer(struct ist_reader *r, struct ist_error *err)
+{
+	for (;;) {
+		size_t avail = r->in_end - r->in_pos, zn;
+		long k;
+
+		zn = ZSTD_findFrameCompressedSize(r->in + r->in_pos, avail);
+		if (!ZSTD_isError(zn))
+			return zn;
+		if (r->eof || ZSTD_getErrorCode(zn) != ZSTD_error_srcSize_wrong)
+			return 0;
+		if (r->in_pos > 0) {
+			memmove(r->in, r->in + r->in_pos, avail);
+			r->in_off += r->in_pos;
+			r->in_end = avail;
+			r->in_pos = 0;
+		}
+		if (r->in_end == r->in_cap) {
+			uint8_t *p;
+			if (r->in_cap >= ZSTD_compressBound(IST_MAX_FRAME) ||
+			    (p = realloc(r->in, r->in_cap * 2)) == NULL)
+				return 0;
+			r->in = p;
+			r->in_cap *= 2;
+		}
+		k = r->src(r->ctx, r->in + r->in_end, r->in_cap - r->in_end);
+		if (k < 0) {
+			int e = errno;
+			ist_seterr(err, IST_EIO, "cannot read '%s': %s",
+			    r->name, strerror(e));
+			if (err)
+				err->sys_errno = e;
+			(void)stick(r, err, IST_EIO);
+			return 0;
+		}
+		if (k == 0)
+			r->eof = true;
+		r->in_end += (size_t)k;
+		r->st.in_bytes += (uint64_t)k;
+	}
+}
+
+/*
+ * Skimming (ist_reader_skim): of the next frame, only as much is
+ * decompressed as its first record takes, and the input is moved past
+ * the rest by its block sizes (zstd's findFrameCompressedSize), never
+ * decompressed: a report of a trace that promises its analysis takes a
+ * tenth of the time it took to decompress every frame.  Such a frame's
+ * checksum is not checked; one the input cut, or whose blocks cannot be
+ * walked, is read whole (read_frame), as it was.
+ */
+static enum ist_status
+skim_frame(struct ist_reader *r, struct ist_error *err)
+{
+	for (;;) {
+		size_t zn = frame_in_buffer(r, err), ret = 1;
+		uint64_t off = r->in_off + r->in_pos;
+		unsigned long long decl;
+		ZSTD_inBuffer in;
+		size_t fn = 0, used;
+		const char *why;
+
+		if (r->sticky != IST_OK)
+			return r->sticky;
+		if (zn == 0)
+			return read_frame(r, err);
+		in = (ZSTD_inBuffer){ r->in, r->in_pos + zn, r->in_pos };
+		ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+		for (;;) {
+			ZSTD_outBuffer out;
+
+			if (fn > 0 && ist_tokenize(&r->tz, false, r->fbuf, fn,
+			    &used, &why) == IST_OK)
+				break;
+			if (ret == 0 || in.pos == in.size)
+				break;
+			if (r->fcap - fn < (64u << 10)) {
+				size_t cap = r->fcap ? r->fcap * 2 : 1u << 20;
+				uint8_t *p;
+				if (r->fcap >= IST_MAX_FRAME ||
+				    (p = realloc(r->fbuf, cap)) == NULL)
+					return read_frame(r, err);
+				r->fbuf = p;
+				r->fcap = cap;
+			}
+			out = (ZSTD_outBuffer){ r->fbuf, fn + (64u << 10), fn };
+			ret = ZSTD_decompressStream(r->dctx, &out, &in);
+			if (ZSTD_isError(ret))
+				return read_frame(r, err);
+			fn = out.pos;
+		}
+		r->in_pos += zn;
+		if (fn == 0)            /* a skippable frame: the next */
+			continue;
+		decl = ZSTD_getFrameContentSize(r->in + r->in_pos - zn, zn);
+		r->fn = fn;
+		r->fpos = 0;
+		r->st.frames++;
+		r->st.raw_bytes += decl == ZSTD_CONTENTSIZE_UNKNOWN ||
+		    decl == ZSTD_CONTENTSIZE_ERROR ? fn : decl;
+		r->zf_whole = false;
+		r->fr_in0 = off;
+		r->fr_in1 = off + zn;
+		r->gen++;
+		r->frame_start = true;
+		r->frame_left = false;
+		r->frame_records = 0;
+		return IST_OK;
+	}
+}
+
 /* The end of a frame the input stopped inside: what it lost is said, what
  * its complete blocks held was read. */
 static enum ist_status
@@ -947,6 +1067,7 @@ ist_file_promises_analysis(int fd)
 	if (at < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
 	    ist_reader_new(&r, ist_pread_source, &s, "", NULL) != IST_OK)
 		return false;
+	ist_reader_skim(r, true);       /* the header alone decompressed */
 	if (ist_reader_next(r, &ev, NULL) == IST_OK && ev->type == IST_HEADER)
 		yes = IST_HAS(ev, IST_F_ANALYSIS_VERSION);
 	ist_reader_free(r);
@@ -1648,7 +1769,8 @@ next_record(struct ist_reader *r, const struct ist_event **out,
 			    r->st.in_bytes == 0 && (st = sniff(r, err)) != IST_OK)
 				return st;
 			leave_frame(r, r->fn);
-			st = r->ah ? ah_frame(r, err) : read_frame(r, err);
+			st = r->ah ? ah_frame(r, err) : r->skim && !r->keep_z ?
+			    skim_frame(r, err) : read_frame(r, err);
 			if (st == IST_OK) {
 				atomic_store_explicit(&r->prog_at, r->fr_in0,
 				    memory_order_relaxed);

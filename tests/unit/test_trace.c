@@ -1181,6 +1181,61 @@ test_skim(void)
 			    cut, s1, e1.msg, s2, e2.msg);
 	}
 	ok(bad == 0, "every cut: skimming says what reading whole says");
+	ist_buf_release(&m.b);
+
+	/* an analysis of 200 KB first in a frame of 600 KB: decompressed a
+	 * slice at a time until its record is whole, and found whole; the
+	 * events after it, and the frame of events before it, are passed
+	 * over undecompressed, their checksums unchecked (the last byte of
+	 * the trace is the last frame's checksum's: reading whole says it) */
+	{
+		static uint8_t big[200 << 10];
+		const struct ist_event *ev;
+		struct ist_reader *r;
+		struct src s;
+		size_t n = sizeof(big);
+
+		memset(&m, 0, sizeof(m));
+		o.frame_bytes = 1u << 20;
+		ist_writer_new(&w, sink, &m, &o, &e);
+		big[0] = 0xa1;                  /* {"k": "xxx..."} */
+		big[1] = 0x61;
+		big[2] = 'k';
+		big[3] = 0x7a;
+		big[4] = (uint8_t)((n - 8) >> 24);
+		big[5] = (uint8_t)((n - 8) >> 16);
+		big[6] = (uint8_t)((n - 8) >> 8);
+		big[7] = (uint8_t)(n - 8);
+		memset(big + 8, 'x', n - 8);
+		an.data = (struct ist_blob){ big, n };
+		ist_writer_header(w, &h, &e);
+		write_sample(w, 30000);
+		ist_writer_flush(w, &e);
+		ist_writer_write(w, &an, &e);
+		write_sample(w, 30000);
+		ist_writer_close(w, &e);
+		m.b.p[m.b.n - 1] ^= 1;
+		k.n = 0;
+		st = skim(m.b.p, m.b.n, true, &k, &e, &rs);
+		ok(st == IST_END && k.n == 2 && memcmp(k.p, "HA", 2) == 0 &&
+		    rs.frames == 2 && m.nframes == 2, "skimming: a 200 KB "
+		    "analysis found whole in a 600 KB frame, the rest passed "
+		    "over (%.*s, %d)", (int)k.n, k.p, (int)st);
+		k.n = 0;
+		st = skim(m.b.p, m.b.n, false, &k, &e, &rs);
+		ok(st == IST_ECORRUPT && strstr(e.msg, "checksum") != NULL,
+		    "read whole, the last frame's checksum fails: %s", e.msg);
+		s = (struct src){ (const char *)m.b.p, m.b.n, 0, 0 };
+		ist_reader_new(&r, source, &s, "mem", &e);
+		ist_reader_skim(r, true);
+		while ((st = ist_reader_next(r, &ev, &e)) == IST_OK &&
+		    ev->type != IST_ANALYSIS)
+			;
+		ok(st == IST_OK && ev->data.n == n &&
+		    memcmp(ev->data.p, big, n) == 0,
+		    "the skimmed analysis's bytes are the ones written");
+		ist_reader_free(r);
+	}
 	ist_buf_release(&k);
 	ist_buf_release(&m.b);
 }
