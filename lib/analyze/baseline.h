@@ -27,8 +27,10 @@ enum ist_status ist_failon_check(const char *spec, const json_t *analysis,
     bool *failed, struct ist_buf *why, struct ist_error *err);
 
 /* The analysis of a trace or of an analysis JSON file (--baseline): the
- * trace's last analysis record, else the trace analysed with rules and
- * step (the step's name, as --step; NULL: found). */
+ * trace's last analysis record (skimmed to, when the trace promises it
+ * and is-analyze put it at a frame's start: ist_reader_skim), else the
+ * trace analysed with rules and step (the step's name, as --step; NULL:
+ * found). */
 enum ist_status ist_analysis_load(const char *path, const char *step,
     const struct ist_rules *rules, json_t **out, struct ist_error *err);
 
