@@ -107,6 +107,22 @@ assert a == json.load(open(sys.argv[2]))
 print(a["run"]["window"]["steps"]["from"])' "$T/an.ist" "$T/w.json"
 	assert_success
 	assert_output 3
+	# the same analysis where another writer put it after the events in
+	# their frame (found by reading whole, not by skimming the frames'
+	# starts); and where the trace was cut before it, one made here from
+	# what was read, with the cut as a warning, as is-report does
+	is-cat "$T/an.ist" | is-cat --encode -o "$T/one.ist"
+	assert_equal "$(is-info --json "$T/one.ist" | jq .frames)" 1
+	head -c $(($(stat -c %s "$T/an.ist") - 200)) "$T/an.ist" > "$T/cut.ist"
+	run /usr/bin/python3 -c 'import json, sys, warnings, inferscope
+assert inferscope.analysis(sys.argv[1]) == json.load(open(sys.argv[2]))
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    a = inferscope.analysis(sys.argv[3])
+print(a["run"]["events"] > 0, len(w), w[0].message)' \
+	    "$T/one.ist" "$T/w.json" "$T/cut.ist"
+	assert_success
+	assert_output --regexp "^True 1 trace '.*cut.ist' is truncated: last [0-9]+ bytes dropped$"
 	# step= names the step, as --step does
 	python3 tests/py/scenarios.py steps | is-cat --encode -o "$T/s.ist"
 	is-analyze --step load --json "$T/s.ist" > "$T/s.json"

@@ -420,11 +420,34 @@ report(PyObject *mod, PyObject *args)
 	 * this call: no fork can find the thread) */
 	o.again = &(struct ist_again){ ist_again_path, (void *)path, step,
 	    ist_again_path_follow, NULL, false };
+	/* json and md of a trace that promises its analysis skim to it (of
+	 * each frame only its first record decompressed), as is-report
+	 * does: json.tool's analysed 44.7 M-event trace, whose events were
+	 * all decoded, in 0.05 s instead of 4 */
+	o.skim = o.format != IST_REPORT_HTML;
 	if (!ist_file_promises_analysis(fd))
 		ist_reader_ahead_fd(r, fd);
+	else if (o.skim)
+		ist_reader_skim(r, true);
 	Py_BEGIN_ALLOW_THREADS
 	st = ist_report_trace(r, &o, mfd, &res, &e);
 	Py_END_ALLOW_THREADS
+	while (!res.wrote && res.analysis_missing && !o.analyse) {
+		/* not at a frame's start: read whole; not there either (the
+		 * trace was cut before it): made here, as is-report does */
+		ist_reader_free(r);
+		r = NULL;
+		close(fd);
+		if (open_trace(path, &fd, &r) != 0)
+			goto done;
+		if (res.skimmed)
+			o.skim = false;
+		else
+			o.analyse = true;
+		Py_BEGIN_ALLOW_THREADS
+		st = ist_report_trace(r, &o, mfd, &res, &e);
+		Py_END_ALLOW_THREADS
+	}
 	if (res.analysis == NULL || (st != IST_OK && st != IST_TRUNCATED)) {
 		PyErr_SetString(PyExc_ValueError, e.msg[0] ? e.msg :
 		    "no analysis");
