@@ -322,38 +322,52 @@ fill(struct ist_reader *r, struct ist_error *err)
 	return k;
 }
 
+/* Reads more of the input into r->in, after in_end, the bytes before
+ * in_pos dropped first: the bytes read, 0 at its end, or -1 with the
+ * error stuck. */
+static long
+fill_more(struct ist_reader *r, struct ist_error *err)
+{
+	size_t avail = r->in_end - r->in_pos;
+	long k;
+
+	if (r->in_pos > 0) {
+		memmove(r->in, r->in + r->in_pos, avail);
+		r->in_off += r->in_pos;
+		r->in_end = avail;
+		r->in_pos = 0;
+	}
+	k = r->src(r->ctx, r->in + r->in_end, r->in_cap - r->in_end);
+	if (k < 0) {
+		int e = errno;
+		ist_seterr(err, IST_EIO, "cannot read '%s': %s", r->name,
+		    strerror(e));
+		if (err)
+			err->sys_errno = e;
+		(void)stick(r, err, IST_EIO);
+		return -1;
+	}
+	if (k == 0)
+		r->eof = true;
+	r->in_end += (size_t)k;
+	r->st.in_bytes += (uint64_t)k;
+	return k;
+}
+
 /* Reads the first bytes of the input to say what it is, when it is not zstd. */
 static enum ist_status
 sniff(struct ist_reader *r, struct ist_error *err)
 {
 	const uint8_t *p;
 	size_t avail;
-	long k;
 
 	/* gather at least 4 bytes (a pipe may hand them one by one) */
 	for (;;) {
 		avail = r->in_end - r->in_pos;
 		if (avail >= 4 || r->eof)
 			break;
-		if (r->in_pos > 0) {
-			memmove(r->in, r->in + r->in_pos, avail);
-			r->in_off += r->in_pos;
-			r->in_end = avail;
-			r->in_pos = 0;
-		}
-		k = r->src(r->ctx, r->in + r->in_end, r->in_cap - r->in_end);
-		if (k < 0) {
-			int e = errno;
-			ist_seterr(err, IST_EIO, "cannot read '%s': %s",
-			    r->name, strerror(e));
-			if (err)
-				err->sys_errno = e;
-			return stick(r, err, IST_EIO);
-		}
-		if (k == 0)
-			r->eof = true;
-		r->in_end += (size_t)k;
-		r->st.in_bytes += (uint64_t)k;
+		if (fill_more(r, err) < 0)
+			return IST_EIO;
 	}
 	avail = r->in_end - r->in_pos;
 	p = r->in + r->in_pos;
@@ -573,20 +587,13 @@ frame_in_buffer(struct ist_reader *r, struct ist_error *err)
 {
 	for (;;) {
 		size_t avail = r->in_end - r->in_pos, zn;
-		long k;
 
 		zn = ZSTD_findFrameCompressedSize(r->in + r->in_pos, avail);
 		if (!ZSTD_isError(zn))
 			return zn;
 		if (r->eof || ZSTD_getErrorCode(zn) != ZSTD_error_srcSize_wrong)
 			return 0;
-		if (r->in_pos > 0) {
-			memmove(r->in, r->in + r->in_pos, avail);
-			r->in_off += r->in_pos;
-			r->in_end = avail;
-			r->in_pos = 0;
-		}
-		if (r->in_end == r->in_cap) {
+		if (avail == r->in_cap) {       /* all of r->in: larger */
 			uint8_t *p;
 			if (r->in_cap >= ZSTD_compressBound(IST_MAX_FRAME) ||
 			    (p = realloc(r->in, r->in_cap * 2)) == NULL)
@@ -594,20 +601,8 @@ frame_in_buffer(struct ist_reader *r, struct ist_error *err)
 			r->in = p;
 			r->in_cap *= 2;
 		}
-		k = r->src(r->ctx, r->in + r->in_end, r->in_cap - r->in_end);
-		if (k < 0) {
-			int e = errno;
-			ist_seterr(err, IST_EIO, "cannot read '%s': %s",
-			    r->name, strerror(e));
-			if (err)
-				err->sys_errno = e;
-			(void)stick(r, err, IST_EIO);
+		if (fill_more(r, err) < 0)
 			return 0;
-		}
-		if (k == 0)
-			r->eof = true;
-		r->in_end += (size_t)k;
-		r->st.in_bytes += (uint64_t)k;
 	}
 }
 
