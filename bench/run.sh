@@ -97,7 +97,8 @@ for fmt in ("md", "html", "perfetto"):
           "%.0f MiB" % (fmt, n, t, n / t / 1e6, rss))
 # an analysed trace (is-analyze's output, as inferscope run hands it on):
 # is-report renders the analysis it carries; md needs no chart, so it only
-# skims the frames for it (decompressed, the events not decoded)
+# skims the frames for it (of each only its first record decompressed, the
+# events neither decompressed nor decoded)
 subprocess.run([b + "/is-analyze", "-o", f + ".a", f], check=True)
 peer, _ = timed([b + "/is-info", f + ".a"])
 t, rss = timed([b + "/is-report", "-f", "md", f + ".a"])
