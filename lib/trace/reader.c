@@ -294,34 +294,6 @@ bad_record(struct ist_reader *r, struct ist_error *err, enum ist_status st,
 	return stick(r, err, st);
 }
 
-/* Fills r->in; returns bytes available, 0 at EOF, -1 on error. */
-static long
-fill(struct ist_reader *r, struct ist_error *err)
-{
-	long k;
-
-	if (r->in_pos < r->in_end)
-		return (long)(r->in_end - r->in_pos);
-	if (r->eof)
-		return 0;
-	r->in_off += r->in_end;
-	r->in_pos = r->in_end = 0;
-	k = r->src(r->ctx, r->in, r->in_cap);
-	if (k < 0) {
-		int e = errno;
-		ist_seterr(err, IST_EIO, "cannot read '%s': %s", r->name,
-		    strerror(e));
-		if (err)
-			err->sys_errno = e;
-		return -1;
-	}
-	if (k == 0)
-		r->eof = true;
-	r->in_end = (size_t)k;
-	r->st.in_bytes += (uint64_t)k;
-	return k;
-}
-
 /* Reads more of the input into r->in, after in_end, the bytes before
  * in_pos dropped first: the bytes read, 0 at its end, or -1 with the
  * error stuck. */
@@ -352,6 +324,18 @@ fill_more(struct ist_reader *r, struct ist_error *err)
 	r->in_end += (size_t)k;
 	r->st.in_bytes += (uint64_t)k;
 	return k;
+}
+
+/* Fills r->in once it is all read: bytes available, 0 at EOF, -1 on
+ * error (stuck). */
+static long
+fill(struct ist_reader *r, struct ist_error *err)
+{
+	if (r->in_pos < r->in_end)
+		return (long)(r->in_end - r->in_pos);
+	if (r->eof)
+		return 0;
+	return fill_more(r, err);
 }
 
 /* Reads the first bytes of the input to say what it is, when it is not zstd. */
@@ -469,7 +453,7 @@ frame_step(struct ist_reader *r, size_t limit, int nowait, bool *more,
 			}
 			if ((k = fill(r, err)) < 0) {
 				r->fs_open = false;
-				return stick(r, err, IST_EIO);
+				return IST_EIO;         /* stuck by fill */
 			}
 			if (k == 0) {
 				r->fs_open = false;
