@@ -295,14 +295,15 @@ PY
 	    fail "gil_waiting $waiting, work $share, the handler $handler"
 	# in calls: the two workers and the blocked handler; working (on a
 	# core, queued for one, or waiting for the GIL): the workers, each
-	# one thread at most, however loaded the machine, and the crumbs of
-	# the pool's threads, which wake for each task and result (0.07 to
-	# 0.30 on a quiet machine, 0.38 on CI's loaded cores, where they
-	# queue for one more; before, the blocked handler had made it near 3);
-	# the finding's title says the workers
-	read -r threads working < <(jq -r '.steps.critical_path.waited_on | "\(.threads) \(.working)"' a.json)
-	python3 -c "import sys; sys.exit(not ($threads >= 2.5 and $working <= 2.5))" ||
-	    fail "$threads threads in calls, $working working"
+	# one thread at most, and the crumbs of the pool's threads, which
+	# wake for each task and result (0.07 to 0.30 on a quiet machine).
+	# Queued grows with the machine's load (working 2.38, then 2.55 on
+	# CI's loaded cores): bounded are the rest, on a core or waiting for
+	# the GIL, which the blocked handler had made near 3; the finding's
+	# title says the workers
+	read -r threads working queued < <(jq -r '.steps.critical_path.waited_on | "\(.threads) \(.working) \(.queued)"' a.json)
+	python3 -c "import sys; sys.exit(not ($threads >= 2.5 and $working - $queued <= 2.4))" ||
+	    fail "$threads threads in calls, $working working, $queued of them queued"
 	run jq -r '.findings[] | select(.rule == "step_wait") | .title' a.json
 	assert_output --partial "while $(printf %.2f "$working") other threads work, in __main__.work ("
 }
