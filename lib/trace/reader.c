@@ -408,6 +408,24 @@ declared_size(const struct ist_reader *r)
 	    n > IST_MAX_FRAME ? 0 : (size_t)n;
 }
 
+/* A frame read into fbuf, raw bytes of content, is the one records come
+ * from now: counted, its compressed span [in0, in1) noted; zf_whole, its
+ * compressed copy is whole. */
+static void
+enter_frame(struct ist_reader *r, size_t raw, bool zf_whole, uint64_t in0,
+    uint64_t in1)
+{
+	r->st.frames++;
+	r->st.raw_bytes += raw;
+	r->zf_whole = zf_whole;
+	r->fr_in0 = in0;
+	r->fr_in1 = in1;
+	r->gen++;
+	r->frame_start = true;
+	r->frame_left = false;
+	r->frame_records = 0;
+}
+
 /*
  * Decompresses the next frame into fbuf, up to limit bytes more of it a
  * call (SIZE_MAX: whole); *more when it is not whole yet, the next call
@@ -539,15 +557,8 @@ frame_step(struct ist_reader *r, size_t limit, int nowait, bool *more,
 		if (r->fn > 0)
 			break;
 	}
-	r->st.frames++;
-	r->st.raw_bytes += r->fn;
-	r->zf_whole = r->keep_z && !r->cut && !r->zf_lost;
-	r->fr_in0 = r->fs_off;
-	r->fr_in1 = r->in_off + r->in_pos;
-	r->gen++;
-	r->frame_start = true;
-	r->frame_left = false;
-	r->frame_records = 0;
+	enter_frame(r, r->fn, r->keep_z && !r->cut && !r->zf_lost, r->fs_off,
+	    r->in_off + r->in_pos);
 	return IST_OK;
 }
 
@@ -645,16 +656,9 @@ skim_frame(struct ist_reader *r, struct ist_error *err)
 		decl = ZSTD_getFrameContentSize(r->in + r->in_pos - zn, zn);
 		r->fn = fn;
 		r->fpos = 0;
-		r->st.frames++;
-		r->st.raw_bytes += decl == ZSTD_CONTENTSIZE_UNKNOWN ||
-		    decl == ZSTD_CONTENTSIZE_ERROR ? fn : decl;
-		r->zf_whole = false;
-		r->fr_in0 = off;
-		r->fr_in1 = off + zn;
-		r->gen++;
-		r->frame_start = true;
-		r->frame_left = false;
-		r->frame_records = 0;
+		enter_frame(r, decl == ZSTD_CONTENTSIZE_UNKNOWN || decl ==
+		    ZSTD_CONTENTSIZE_ERROR ? fn : (size_t)decl, false, off,
+		    off + zn);
 		return IST_OK;
 	}
 }
